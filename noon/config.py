@@ -1,0 +1,80 @@
+"""Settings shared by the MCP server, the CLI and the daemon, read from the environment.
+
+Every setting has a ``NOON_*`` variable; command-line flags override them. Bad values fail
+loudly with the variable's name, never silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from noon.store.names import default_node_id, shard_file
+
+
+class ConfigError(ValueError):
+    """A setting with a value noon cannot use. The message names the variable."""
+
+
+def _int(env: Mapping[str, str], name: str, default: int, lo: int = 0) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+    if value < lo:
+        raise ConfigError(f"{name} must be at least {lo}, got {value}")
+    return value
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {raw!r}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    dir: Path
+    node_id: str
+    namespace: str = "default"
+    fsync: bool = True
+    """Fsync every append before acknowledging it (``NOON_FSYNC``)."""
+    max_skew_ms: int = 60_000
+    history: int = 10
+    """Superseded versions of a register kept through compaction (``NOON_HISTORY``)."""
+    compact_after: int = 1000
+    """Compact the own shard each time its seq crosses a multiple of this; 0 disables."""
+    snapshot: bool = True
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        env = os.environ if env is None else env
+        raw_dir = env.get("NOON_DIR", "").strip() or "~/.noon"
+        node = env.get("NOON_NODE_ID", "").strip() or default_node_id()
+        settings = cls(
+            dir=Path(raw_dir).expanduser(),
+            node_id=node,
+            namespace=env.get("NOON_NAMESPACE", "").strip() or "default",
+            fsync=_bool(env, "NOON_FSYNC", True),
+            max_skew_ms=_int(env, "NOON_MAX_SKEW_MS", 60_000, 1),
+            history=_int(env, "NOON_HISTORY", 10),
+            compact_after=_int(env, "NOON_COMPACT_AFTER", 1000),
+            snapshot=_bool(env, "NOON_SNAPSHOT", True),
+        )
+        settings = replace(settings, **overrides)
+        try:
+            shard_file(settings.node_id)
+        except ValueError as exc:
+            raise ConfigError(f"NOON_NODE_ID: {exc}") from None
+        return settings

@@ -1,0 +1,92 @@
+"""Element kinds: what an op's element key looks like and what its value must hold.
+
+An element key is a tuple of strings ``(kind, namespace, *parts)``. The kind decides the number
+of parts, whether the element is a *register* (ops name the versions they replace in ``prev``,
+and concurrent versions are kept as conflict heads) and how a value is validated.
+
+A kind missing from :data:`KINDS` is unknown to this version of noon: its ops are stored,
+replicated and relayed verbatim, and skipped by the fold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MAX_KEY_PART = 4096
+MAX_TEXT = 1 << 20
+
+
+class InvalidValue(ValueError):
+    """A value that does not fit its element kind."""
+
+
+def _str_field(val: Mapping[str, Any], name: str, *, limit: int = MAX_TEXT) -> None:
+    v = val.get(name)
+    if not isinstance(v, str):
+        raise InvalidValue(f"field {name!r} must be a string")
+    if len(v) > limit:
+        raise InvalidValue(f"field {name!r} is longer than {limit} characters")
+
+
+def _int_field(val: Mapping[str, Any], name: str) -> None:
+    v = val.get(name)
+    if not isinstance(v, int) or isinstance(v, bool) or not -(2**31) <= v < 2**31:
+        raise InvalidValue(f"field {name!r} must be a 32-bit integer")
+
+
+def _content(val: Mapping[str, Any]) -> None:
+    _str_field(val, "text")
+
+
+def _edge(val: Mapping[str, Any]) -> None:
+    _str_field(val, "child", limit=MAX_KEY_PART)
+    _int_field(val, "priority")
+    _str_field(val, "disclosure")
+
+
+def _entity(val: Mapping[str, Any]) -> None:
+    _str_field(val, "type", limit=MAX_KEY_PART)
+
+
+def _anything(val: Mapping[str, Any]) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    parts: int
+    """Number of key parts after the namespace."""
+    register: bool
+    validate: Callable[[Mapping[str, Any]], None]
+
+
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in (
+        # URI graph
+        Kind("content", 1, True, _content),  # (node_id) -> {"text"}
+        Kind("edge", 2, True, _edge),  # (parent, name) -> {"child", "priority", "disclosure"}
+        Kind("keyword", 2, False, _anything),  # (keyword, node_id) -> {}
+        Kind("boot", 1, False, _anything),  # (node_id) -> {}
+        # knowledge graph (drop-in for the official memory server)
+        Kind("entity", 1, False, _entity),  # (name) -> {"type"}
+        Kind("obs", 2, False, _anything),  # (entity, observation) -> {}
+        Kind("rel", 3, False, _anything),  # (from, to, relation type) -> {}
+    )
+}
+
+
+def kind_of(key: tuple[str, ...]) -> Kind | None:
+    """The kind of a well-formed key, or None when this version does not know it."""
+    kind = KINDS.get(key[0])
+    if kind is None or len(key) != kind.parts + 2:
+        return None
+    return kind
+
+
+def is_register(key: tuple[str, ...]) -> bool:
+    kind = kind_of(key)
+    return kind is not None and kind.register
