@@ -1,0 +1,520 @@
+"""Tests for noon.certs: file layout, certificate contents, and real mTLS handshakes on loopback.
+
+Every socket here binds or connects to 127.0.0.1 only; every blocking call has a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import ipaddress
+import socket
+import ssl
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from noon import certs
+from noon.certs import (
+    CaExistsError,
+    CertFileMissingError,
+    CertParseError,
+    InvalidNodeIdError,
+    KeyMismatchError,
+    NodeCertExistsError,
+    NotSignedByCaError,
+    PeerIdentityError,
+    cert_info,
+    check_node_files,
+    client_ssl_context,
+    init_ca,
+    issue_node_cert,
+    peer_node_id,
+    require_peer,
+    server_ssl_context,
+    validate_node_id,
+)
+
+LOOPBACK = "127.0.0.1"
+TIMEOUT = 10.0
+
+
+def _mode(p: Path) -> int:
+    return p.stat().st_mode & 0o777
+
+
+def _load(p: Path) -> x509.Certificate:
+    return x509.load_pem_x509_certificate(p.read_bytes())
+
+
+@pytest.fixture
+def ca(tmp_path: Path) -> certs.CaPaths:
+    return init_ca(tmp_path / "ca")
+
+
+@pytest.fixture
+def node_a(ca: certs.CaPaths, tmp_path: Path) -> certs.NodePaths:
+    return issue_node_cert(ca.dir, "node-a", tmp_path / "a")
+
+
+@pytest.fixture
+def node_b(ca: certs.CaPaths, tmp_path: Path) -> certs.NodePaths:
+    return issue_node_cert(ca.dir, "node-b", tmp_path / "b")
+
+
+def _server(n: certs.NodePaths) -> ssl.SSLContext:
+    return server_ssl_context(n.cert, n.key, n.ca)
+
+
+def _client(n: certs.NodePaths) -> ssl.SSLContext:
+    return client_ssl_context(n.cert, n.key, n.ca)
+
+
+# --------------------------------------------------------------------------- loopback handshake
+
+
+@dataclass
+class Outcome:
+    server_peer: str | None = None
+    client_peer: str | None = None
+    server_error: BaseException | None = None
+    client_error: BaseException | None = None
+    client_got: bytes = b""
+
+    @property
+    def ok(self) -> bool:
+        return self.server_error is None and self.client_error is None and bool(self.client_got)
+
+    @property
+    def client_saw_failure(self) -> bool:
+        # With TLS 1.3 the client finishes its handshake before the server checks the client
+        # certificate, so the rejection shows up on the first read (alert or EOF).
+        return self.client_error is not None or self.client_got == b""
+
+
+def handshake(server_ctx: ssl.SSLContext, client_ctx: ssl.SSLContext) -> Outcome:
+    """One TLS connection over 127.0.0.1: the server reports the peer id it saw, then closes."""
+    out = Outcome()
+    with socket.create_server((LOOPBACK, 0)) as listener:
+        listener.settimeout(TIMEOUT)
+        port = listener.getsockname()[1]
+
+        def serve() -> None:
+            try:
+                conn, _ = listener.accept()
+            except OSError as e:
+                out.server_error = e
+                return
+            with conn:
+                conn.settimeout(TIMEOUT)
+                try:
+                    with server_ctx.wrap_socket(conn, server_side=True) as tls:
+                        out.server_peer = peer_node_id(tls)
+                        tls.sendall(f"{out.server_peer}\n".encode())
+                except OSError as e:  # ssl.SSLError is an OSError
+                    out.server_error = e
+
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+        try:
+            with (
+                socket.create_connection((LOOPBACK, port), timeout=TIMEOUT) as raw,
+                client_ctx.wrap_socket(raw, server_hostname=None) as tls,
+            ):
+                out.client_peer = peer_node_id(tls)
+                buf = b""
+                while not buf.endswith(b"\n"):
+                    chunk = tls.recv(256)
+                    if not chunk:
+                        break
+                    buf += chunk
+                out.client_got = buf
+        except OSError as e:
+            out.client_error = e
+        t.join(TIMEOUT)
+        assert not t.is_alive(), "server thread did not finish"
+    return out
+
+
+def _raw_client(trust: Path, cert: Path | None = None, key: Path | None = None) -> ssl.SSLContext:
+    """A client context built without noon.certs checks (to present bad certs on purpose)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.load_verify_locations(cafile=str(trust))
+    if cert is not None:
+        ctx.load_cert_chain(str(cert), str(key))
+    return ctx
+
+
+def _raw_server(trust: Path, cert: Path, key: Path) -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.load_cert_chain(str(cert), str(key))
+    ctx.load_verify_locations(cafile=str(trust))
+    return ctx
+
+
+# --------------------------------------------------------------------------- files & contents
+
+
+def test_init_ca_files_and_extensions(ca: certs.CaPaths) -> None:
+    assert ca.key.name == "ca.key" and ca.cert.name == "ca.crt"
+    assert _mode(ca.key) == 0o600
+    cert = _load(ca.cert)
+    assert cert.subject == cert.issuer
+    assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "noon CA"
+    bc = cert.extensions.get_extension_for_class(x509.BasicConstraints)
+    assert bc.critical and bc.value.ca
+    ku = cert.extensions.get_extension_for_class(x509.KeyUsage).value
+    assert ku.key_cert_sign and ku.crl_sign and not ku.digital_signature
+    assert isinstance(cert.public_key(), ec.EllipticCurvePublicKey)
+    assert cert.public_key().curve.name == "secp256r1"
+    cert.verify_directly_issued_by(cert)  # self-signed
+    info = cert_info(ca.cert)
+    assert info.is_ca and info.common_name == "noon CA" and 3640 <= info.days_left <= 3650
+
+
+def test_init_ca_refuses_overwrite_unless_forced(ca: certs.CaPaths) -> None:
+    before = ca.cert.read_bytes()
+    with pytest.raises(CaExistsError, match="already exists"):
+        init_ca(ca.dir)
+    assert ca.cert.read_bytes() == before
+    ca.cert.unlink()  # a half-present CA is refused too
+    with pytest.raises(CaExistsError, match=r"ca\.key"):
+        init_ca(ca.dir)
+    again = init_ca(ca.dir, name="second", force=True)
+    assert cert_info(again.cert).common_name == "second"
+    assert _mode(again.key) == 0o600
+
+
+def test_issue_node_cert_contents(ca: certs.CaPaths, tmp_path: Path) -> None:
+    n = issue_node_cert(
+        ca.dir, "laptop.home", tmp_path / "n", hosts=["laptop.tail1234.ts.net", "192.0.2.7"]
+    )
+    assert n.key == tmp_path / "n" / "laptop.home.key"
+    assert n.cert == tmp_path / "n" / "laptop.home.crt"
+    assert n.ca.read_bytes() == ca.cert.read_bytes()
+    assert _mode(n.key) == 0o600
+    assert b"PRIVATE KEY" in n.key.read_bytes()
+
+    cert = _load(n.cert)
+    cert.verify_directly_issued_by(_load(ca.cert))
+    assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "laptop.home"
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert san.get_values_for_type(x509.DNSName) == [
+        "laptop.home",
+        "localhost",
+        "laptop.tail1234.ts.net",
+    ]
+    assert set(san.get_values_for_type(x509.IPAddress)) == {
+        ipaddress.ip_address("127.0.0.1"),
+        ipaddress.ip_address("::1"),
+        ipaddress.ip_address("192.0.2.7"),
+    }
+    eku = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert set(eku) == {ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH}
+    assert not cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    assert check_node_files(n.cert, n.key, n.ca) == "laptop.home"
+
+    info = cert_info(n.cert)
+    assert info.common_name == "laptop.home"
+    assert info.issuer_common_name == "noon CA"
+    assert info.serial == cert.serial_number
+    assert 820 <= info.days_left <= 825 and not info.expired and not info.is_ca
+    assert info.not_before < dt.datetime.now(dt.UTC) < info.not_after
+    assert info.not_after.tzinfo is not None
+
+
+def test_issue_refuses_overwrite_and_foreign_ca(ca: certs.CaPaths, tmp_path: Path) -> None:
+    out = tmp_path / "n"
+    first = issue_node_cert(ca.dir, "n1", out)
+    before = first.cert.read_bytes()
+    with pytest.raises(NodeCertExistsError, match="already has"):
+        issue_node_cert(ca.dir, "n1", out)
+    assert first.cert.read_bytes() == before
+    assert issue_node_cert(ca.dir, "n1", out, force=True).cert.read_bytes() != before
+    issue_node_cert(ca.dir, "n2", out)  # a second node sharing the same ca.crt is fine
+
+    other = init_ca(tmp_path / "other")
+    with pytest.raises(NodeCertExistsError, match="different CA"):
+        issue_node_cert(other.dir, "n3", out)
+    assert not (out / "n3.key").exists()
+
+
+def test_issue_into_ca_dir_keeps_ca(ca: certs.CaPaths) -> None:
+    ca_pem = ca.cert.read_bytes()
+    n = issue_node_cert(ca.dir, "solo", ca.dir)
+    assert ca.cert.read_bytes() == ca_pem and n.ca == ca.cert
+    assert check_node_files(n.cert, n.key, n.ca) == "solo"
+
+
+def test_issue_validity_capped_by_ca(tmp_path: Path) -> None:
+    short = init_ca(tmp_path / "ca", days=10)
+    n = issue_node_cert(short.dir, "n", tmp_path / "n")
+    assert cert_info(n.cert).not_after == cert_info(short.cert).not_after
+
+
+def test_issue_rejects_bad_validity_and_hosts(ca: certs.CaPaths, tmp_path: Path) -> None:
+    now = dt.datetime.now(dt.UTC)
+    with pytest.raises(ValueError, match="after"):
+        issue_node_cert(ca.dir, "n", tmp_path / "n", not_before=now, not_after=now)
+    with pytest.raises(ValueError, match="timezone-aware"):
+        issue_node_cert(ca.dir, "n", tmp_path / "n", not_after=dt.datetime(2000, 1, 1))
+    for bad in ["", "bad host", "a/b", "ünïcode.example"]:
+        with pytest.raises(ValueError, match="invalid host"):
+            issue_node_cert(ca.dir, "n", tmp_path / "n", hosts=[bad])
+
+
+# --------------------------------------------------------------------------- node ids
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "../x",
+        "a/b",
+        "x/../y",
+        "..",
+        "a..b",
+        ".hidden",
+        "-x",
+        "_x",
+        "a b",
+        "a\\b",
+        "a\x00b",
+        "nöde",
+        "@knowledge",
+        "x" * 129,
+        "x" * 65,  # legal by the regex, but longer than a certificate CN may be
+        "ca",
+        "CA",
+    ],
+)
+def test_invalid_node_ids_rejected(bad: str, ca: certs.CaPaths, tmp_path: Path) -> None:
+    with pytest.raises(InvalidNodeIdError):
+        validate_node_id(bad)
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="node id"):  # InvalidNodeIdError is a ValueError
+        issue_node_cert(ca.dir, bad, out)
+    assert not out.exists()  # nothing written anywhere
+
+
+def test_valid_node_ids(ca: certs.CaPaths, tmp_path: Path) -> None:
+    for ok in ["a", "A9", "node-1.example_x", "x" * 64, "ca1", "0"]:
+        assert validate_node_id(ok) == ok
+    n = issue_node_cert(ca.dir, "x" * 64, tmp_path / "n")
+    assert cert_info(n.cert).common_name == "x" * 64
+    with pytest.raises(InvalidNodeIdError):
+        validate_node_id(None)
+
+
+# --------------------------------------------------------------------------- typed errors
+
+
+def test_missing_files(node_a: certs.NodePaths, tmp_path: Path) -> None:
+    with pytest.raises(CertFileMissingError, match="certificate not found"):
+        server_ssl_context(tmp_path / "nope.crt", node_a.key, node_a.ca)
+    with pytest.raises(CertFileMissingError, match="private key not found"):
+        client_ssl_context(node_a.cert, tmp_path / "nope.key", node_a.ca)
+    with pytest.raises(CertFileMissingError, match="CA certificate not found"):
+        server_ssl_context(node_a.cert, node_a.key, tmp_path / "ca.crt")
+    with pytest.raises(FileNotFoundError):
+        issue_node_cert(tmp_path / "no-ca", "n", tmp_path / "n")
+    with pytest.raises(CertFileMissingError):
+        cert_info(tmp_path / "nope.crt")
+
+
+def test_key_mismatch(node_a: certs.NodePaths, node_b: certs.NodePaths) -> None:
+    with pytest.raises(KeyMismatchError, match="does not match"):
+        server_ssl_context(node_a.cert, node_b.key, node_a.ca)
+    with pytest.raises(KeyMismatchError):
+        client_ssl_context(node_b.cert, node_a.key, node_b.ca)
+
+
+def test_not_signed_by_ca(node_a: certs.NodePaths, tmp_path: Path) -> None:
+    other = init_ca(tmp_path / "other", name="other CA")
+    with pytest.raises(NotSignedByCaError, match="not signed"):
+        server_ssl_context(node_a.cert, node_a.key, other.cert)
+    with pytest.raises(NotSignedByCaError):
+        client_ssl_context(node_a.cert, node_a.key, other.cert)
+
+
+def test_garbage_files(node_a: certs.NodePaths, tmp_path: Path) -> None:
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not a pem\n")
+    with pytest.raises(CertParseError):
+        server_ssl_context(junk, node_a.key, node_a.ca)
+    with pytest.raises(CertParseError):
+        server_ssl_context(node_a.cert, junk, node_a.ca)
+    with pytest.raises(CertParseError):
+        cert_info(junk)
+
+
+# --------------------------------------------------------------------------- contexts
+
+
+def test_context_settings(node_a: certs.NodePaths) -> None:
+    s, c = _server(node_a), _client(node_a)
+    for ctx in (s, c):
+        assert ctx.verify_mode == ssl.CERT_REQUIRED
+        assert ctx.minimum_version == ssl.TLSVersion.TLSv1_2
+    assert not c.check_hostname
+
+
+def test_peer_node_id_edge_cases() -> None:
+    class Fake:
+        def __init__(self, cert: object) -> None:
+            self.cert = cert
+
+        def getpeercert(self, binary_form: bool = False) -> object:
+            return self.cert
+
+    assert peer_node_id(None) is None
+    assert peer_node_id(Fake(None)) is None
+    assert peer_node_id(Fake({})) is None  # unverified peer
+    assert peer_node_id(Fake({"subject": ((("commonName", "n1"),),)})) == "n1"
+    two = {"subject": ((("commonName", "n1"),), (("commonName", "n2"),))}
+    assert peer_node_id(Fake(two)) is None
+    assert peer_node_id(Fake({"subject": ((("commonName", "../etc"),),)})) is None
+    assert peer_node_id(Fake({"subject": ((("organizationName", "x"),),)})) is None
+    with pytest.raises(PeerIdentityError, match="expected node 'n2'"):
+        require_peer(Fake({"subject": ((("commonName", "n1"),),)}), "n2")
+
+
+# --------------------------------------------------------------------------- real handshakes
+
+
+@pytest.mark.parametrize("tls_max", [ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3])
+def test_mutual_tls_handshake(
+    node_a: certs.NodePaths, node_b: certs.NodePaths, tls_max: ssl.TLSVersion
+) -> None:
+    client_ctx = _client(node_b)
+    client_ctx.maximum_version = tls_max
+    out = handshake(_server(node_a), client_ctx)
+    assert out.ok, out
+    assert out.server_peer == "node-b"  # server sees the client's CN
+    assert out.client_peer == "node-a"  # client sees the server's CN
+    assert out.client_got == b"node-b\n"
+
+
+async def test_mutual_tls_asyncio_ssl_object(
+    node_a: certs.NodePaths, node_b: certs.NodePaths
+) -> None:
+    """Same as above through asyncio streams, i.e. `ssl.SSLObject` as aiohttp exposes it."""
+    seen: list[str | None] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(peer_node_id(writer.get_extra_info("ssl_object")))
+        writer.write(b"hi\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, LOOPBACK, 0, ssl=_server(node_a))
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(LOOPBACK, port, ssl=_client(node_b), server_hostname=""),
+            TIMEOUT,
+        )
+        try:
+            obj = writer.get_extra_info("ssl_object")
+            assert peer_node_id(obj) == "node-a"
+            assert require_peer(obj, "node-a") == "node-a"
+            with pytest.raises(PeerIdentityError):
+                require_peer(obj, "node-c")
+            assert await asyncio.wait_for(reader.readline(), TIMEOUT) == b"hi\n"
+        finally:
+            writer.close()
+            await asyncio.wait_for(writer.wait_closed(), TIMEOUT)
+    assert seen == ["node-b"]
+
+
+def test_client_rejects_server_from_other_ca(node_b: certs.NodePaths, tmp_path: Path) -> None:
+    other = init_ca(tmp_path / "other", name="other CA")
+    rogue = issue_node_cert(other.dir, "node-a", tmp_path / "rogue")  # same name, wrong CA
+    out = handshake(_server(rogue), _client(node_b))
+    assert isinstance(out.client_error, ssl.SSLCertVerificationError), out
+    assert out.server_error is not None
+    assert out.server_peer is None and out.client_peer is None
+
+
+def test_server_rejects_client_from_other_ca(node_a: certs.NodePaths, tmp_path: Path) -> None:
+    other = init_ca(tmp_path / "other", name="other CA")
+    rogue = issue_node_cert(other.dir, "node-b", tmp_path / "rogue")
+    # The rogue client trusts the real CA (so it accepts the server) but presents a foreign cert.
+    out = handshake(_server(node_a), _raw_client(node_a.ca, rogue.cert, rogue.key))
+    assert isinstance(out.server_error, ssl.SSLError), out
+    assert "certificate verify failed" in str(out.server_error)
+    assert out.server_peer is None and out.client_saw_failure
+
+
+@pytest.mark.parametrize("tls_max", [ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3])
+def test_server_rejects_client_without_certificate(
+    node_a: certs.NodePaths, tls_max: ssl.TLSVersion
+) -> None:
+    client_ctx = _raw_client(node_a.ca)
+    client_ctx.maximum_version = tls_max
+    out = handshake(_server(node_a), client_ctx)
+    assert isinstance(out.server_error, ssl.SSLError), out
+    assert "certificate" in str(out.server_error).lower()
+    assert out.server_peer is None and out.client_saw_failure
+
+
+def _expired(ca: certs.CaPaths, node_id: str, out: Path) -> certs.NodePaths:
+    now = dt.datetime.now(dt.UTC)
+    return issue_node_cert(
+        ca.dir,
+        node_id,
+        out,
+        not_before=now - dt.timedelta(days=30),
+        not_after=now - dt.timedelta(days=1),
+    )
+
+
+def test_expired_certificates(ca: certs.CaPaths, tmp_path: Path) -> None:
+    old = _expired(ca, "old", tmp_path / "old")
+    info = cert_info(old.cert)
+    assert info.expired and info.days_left < 0
+    assert check_node_files(old.cert, old.key, old.ca) == "old"  # expiry is a handshake matter
+
+
+def test_client_rejects_expired_server(
+    ca: certs.CaPaths, node_b: certs.NodePaths, tmp_path: Path
+) -> None:
+    old = _expired(ca, "old", tmp_path / "old")
+    out = handshake(_server(old), _client(node_b))
+    assert isinstance(out.client_error, ssl.SSLCertVerificationError), out
+    assert "expired" in str(out.client_error)
+    assert out.server_peer is None
+
+
+def test_server_rejects_expired_client(
+    ca: certs.CaPaths, node_a: certs.NodePaths, tmp_path: Path
+) -> None:
+    old = _expired(ca, "old", tmp_path / "old")
+    out = handshake(_server(node_a), _client(old))
+    assert isinstance(out.server_error, ssl.SSLError), out
+    assert "expired" in str(out.server_error)
+    assert out.server_peer is None and out.client_saw_failure
+
+
+def test_not_yet_valid_client_rejected(
+    ca: certs.CaPaths, node_a: certs.NodePaths, tmp_path: Path
+) -> None:
+    now = dt.datetime.now(dt.UTC)
+    future = issue_node_cert(
+        ca.dir,
+        "future",
+        tmp_path / "f",
+        not_before=now + dt.timedelta(days=1),
+        not_after=now + dt.timedelta(days=30),
+    )
+    out = handshake(_server(node_a), _client(future))
+    assert isinstance(out.server_error, ssl.SSLError), out
+    assert "not yet valid" in str(out.server_error)
