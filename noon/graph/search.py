@@ -1,0 +1,196 @@
+"""Ranked full-text search over memories: content, URI segments, disclosures and keywords.
+
+An inverted index per namespace, scored with BM25 over field-weighted term frequencies. It is
+maintained lazily: the graph reports which nodes an update touched, and only those documents
+are re-tokenised at the next search. Query terms match whole tokens, or token prefixes (at a
+lower weight) when a term has no exact hit; documents that match every term rank first.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from noon.graph.model import Dirty, Graph, live_text
+
+_WORD = re.compile(r"\w+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+WEIGHTS = {"content": 1.0, "uri": 2.0, "disclosure": 1.5, "keyword": 2.0}
+K1 = 1.2
+B = 0.75
+PREFIX_WEIGHT = 0.5
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercased word tokens; runs of CJK characters become overlapping bigrams."""
+    out: list[str] = []
+    for word in _WORD.findall(text.casefold()):
+        if _CJK.search(word):
+            run = word
+            if len(run) == 1:
+                out.append(run)
+            out.extend(run[i : i + 2] for i in range(len(run) - 1))
+        else:
+            out.append(word)
+    return out
+
+
+@dataclass
+class Doc:
+    tf: Counter[str]
+    length: float
+
+
+@dataclass(frozen=True)
+class Hit:
+    node: str
+    score: float
+    matched: tuple[str, ...]
+
+
+class NsIndex:
+    def __init__(self) -> None:
+        self.docs: dict[str, Doc] = {}
+        self.postings: dict[str, dict[str, float]] = {}
+        self.total_length = 0.0
+
+    def remove(self, node: str) -> None:
+        doc = self.docs.pop(node, None)
+        if doc is None:
+            return
+        self.total_length -= doc.length
+        for tok in doc.tf:
+            p = self.postings.get(tok)
+            if p is not None:
+                p.pop(node, None)
+                if not p:
+                    del self.postings[tok]
+
+    def add(self, node: str, tf: Counter[str]) -> None:
+        length = float(sum(tf.values()))
+        self.docs[node] = Doc(tf, length)
+        self.total_length += length
+        for tok, w in tf.items():
+            self.postings.setdefault(tok, {})[node] = w
+
+
+class SearchIndex:
+    """Search over a :class:`Graph`, kept current through the graph's dirty reports."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.dirty = Dirty(reset=True)
+        graph.listeners.append(self.dirty)
+        self.spaces: dict[str, NsIndex] = {}
+
+    def _document(self, namespace: str, node: str) -> Counter[str] | None:
+        g = self.graph
+        el = g.content(namespace, node)
+        if el is None or el.deleted:
+            return None
+        tf: Counter[str] = Counter()
+        for tok in tokens(live_text(el)):
+            tf[tok] += WEIGHTS["content"]
+        for uri, _ in g.uris(namespace, node, limit=8):
+            for tok in set(tokens(" ".join((uri.domain, *uri.path)))):
+                tf[tok] += WEIGHTS["uri"]
+        for pl in g.placements(namespace, node):
+            for tok in tokens(pl.disclosure):
+                tf[tok] += WEIGHTS["disclosure"]
+        for kw in g.keywords_of(namespace, node):
+            for tok in tokens(kw):
+                tf[tok] += WEIGHTS["keyword"]
+        return tf
+
+    def _sync(self) -> None:
+        d = self.dirty
+        if d.reset:
+            self.spaces = {}
+            d.reset = False
+            d.nodes.clear()
+            for namespace, g in self.graph.spaces.items():
+                idx = self.spaces[namespace] = NsIndex()
+                for node in g.nodes:
+                    tf = self._document(namespace, node)
+                    if tf:
+                        idx.add(node, tf)
+            return
+        if not d.nodes:
+            return
+        todo: set[tuple[str, str]] = set()
+        for namespace, node in d.nodes:
+            # URI tokens of a whole subtree change when a node moves.
+            todo.update((namespace, n) for n in self.graph.subtree(namespace, node))
+        d.nodes.clear()
+        for namespace, node in todo:
+            idx = self.spaces.setdefault(namespace, NsIndex())
+            idx.remove(node)
+            tf = self._document(namespace, node)
+            if tf:
+                idx.add(node, tf)
+
+    def search(
+        self,
+        namespace: str,
+        query: str,
+        limit: int = 10,
+        accept: Callable[[str], bool] | None = None,
+    ) -> list[Hit]:
+        """The best ``limit`` documents for ``query``, among nodes ``accept`` lets through."""
+        self._sync()
+        idx = self.spaces.get(namespace)
+        terms = list(dict.fromkeys(tokens(query)))
+        if idx is None or not idx.docs or not terms:
+            return []
+        n = len(idx.docs)
+        avg = idx.total_length / n if n else 1.0
+        scores: dict[str, float] = {}
+        matched: dict[str, set[str]] = {}
+        for term in terms:
+            postings = [(term, 1.0)] if term in idx.postings else []
+            if not postings and len(term) >= 2:
+                postings = [
+                    (tok, PREFIX_WEIGHT) for tok in idx.postings if tok.startswith(term)
+                ][:64]
+            for tok, weight in postings:
+                p = idx.postings[tok]
+                idf = math.log(1 + (n - len(p) + 0.5) / (len(p) + 0.5))
+                for node, tf in p.items():
+                    dl = idx.docs[node].length
+                    s = idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / avg))
+                    scores[node] = scores.get(node, 0.0) + weight * s
+                    matched.setdefault(node, set()).add(term)
+        ranked = sorted(
+            scores,
+            key=lambda nd: (-len(matched[nd]), -scores[nd], nd),
+        )
+        hits: list[Hit] = []
+        for nd in ranked:
+            if len(hits) >= limit:
+                break
+            if accept is None or accept(nd):
+                found = tuple(t for t in terms if t in matched[nd])
+                hits.append(Hit(nd, round(scores[nd], 4), found))
+        return hits
+
+
+def snippet(text: str, query: str, terms: tuple[str, ...], width: int = 40) -> str:
+    """A short excerpt around the first hit of the query, else of a matched term."""
+    flat = " ".join(text.split())
+    low = flat.casefold()
+    pos = low.find(query.casefold().strip())
+    size = len(query.strip())
+    if pos < 0 or not query.strip():
+        pos, size = -1, 0
+        for t in terms:
+            pos = low.find(t)
+            if pos >= 0:
+                size = len(t)
+                break
+    if pos < 0:
+        return flat[: width * 2] + ("..." if len(flat) > width * 2 else "")
+    start, end = max(0, pos - width), min(len(flat), pos + size + width)
+    return ("..." if start else "") + flat[start:end] + ("..." if end < len(flat) else "")
