@@ -5,4 +5,5 @@
 - :mod:`noon.graph.plan`: one edit -> the drafts of one atomic batch, with its checks.
 - :mod:`noon.graph.views`: the memory text and the ``system://`` views.
 - :mod:`noon.graph.search`: ranked full-text search; :mod:`noon.graph.glossary`: auto-linking.
+- :mod:`noon.graph.quote`: editing memory text by quoting.
 """

@@ -360,10 +360,13 @@ def _update_memory(svc: GraphService, args: dict[str, Any], ctx: ToolContext
         if old is not None or add is not None:
             current = plan.current_text(g, ns, node, uri or Uri("system", ()))
             if old is not None:
-                edit = replace_quoted(current, old, new or "",
-                                      replace_all=bool(args.get("replace_all")))
+                try:
+                    edit = replace_quoted(current, old, new or "",
+                                          replace_all=bool(args.get("replace_all")))
+                except QuoteError as exc:
+                    raise GraphError(f"In '{shown}': {exc}") from None
                 text = edit.text
-                if getattr(edit, "normalized", False):
+                if edit.normalised:
                     notes.append("Matched after normalising quotes, dashes or whitespace; only "
                                  "the matched span changed.")
             else:
