@@ -1,0 +1,274 @@
+"""Every URI tool and view through a real MCP client (in memory)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+
+from tests.uri_harness import make_server, open_store
+
+
+class Session:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def call(self, name: str, **args: Any) -> tuple[str, dict[str, Any]]:
+        r = await self.client.call_tool(name, args)
+        text = r.content[0].text  # type: ignore[union-attr]
+        assert not r.is_error, text
+        return text, r.structured_content or {}
+
+    async def fail(self, name: str, **args: Any) -> str:
+        r = await self.client.call_tool(name, args)
+        text = r.content[0].text  # type: ignore[union-attr]
+        assert r.is_error, text
+        return text
+
+    async def read(self, uri: str) -> str:
+        return (await self.call("read_memory", uri=uri))[0]
+
+    async def create(self, parent: str, title: str | None, content: str, priority: int = 1,
+                     disclosure: str = "When testing") -> dict[str, Any]:
+        args: dict[str, Any] = {"parent_uri": parent, "content": content,
+                                "priority": priority, "disclosure": disclosure}
+        if title is not None:
+            args["title"] = title
+        return (await self.call("create_memory", **args))[1]
+
+
+def mcp_test(fn: Callable[[Session], Awaitable[None]]) -> Callable[[Path], Awaitable[None]]:
+    """Run ``fn`` with a fresh store and an MCP client session (opened and closed in the test's
+    own task, as the client's task group requires)."""
+
+    async def test(tmp_path: Path) -> None:
+        store, settings = open_store(tmp_path, "laptop")
+        async with Client(make_server(store, settings)) as client:
+            await fn(Session(client))
+
+    test.__name__ = fn.__name__
+    test.__doc__ = fn.__doc__
+    return test
+
+
+@mcp_test
+async def test_tools_listed_with_strict_schemas_and_annotations(s: Session) -> None:
+    tools = {t.name: t for t in (await s.client.list_tools()).tools}
+    assert set(tools) >= {"read_memory", "create_memory", "update_memory", "delete_memory",
+                          "add_alias", "move_memory", "manage_triggers", "search_memory",
+                          "memory_history", "rollback_memory", "manage_boot"}
+    for t in tools.values():
+        assert t.input_schema["additionalProperties"] is False
+        assert t.annotations is not None
+    assert tools["read_memory"].annotations.read_only_hint is True
+    assert tools["delete_memory"].annotations.destructive_hint is True
+    assert tools["create_memory"].annotations.read_only_hint is False
+
+
+@mcp_test
+async def test_create_read_and_structured_output(s: Session) -> None:
+    made = await s.create("core://", "agent", "I am the agent.", priority=0)
+    assert made["uri"] == "core://agent"
+    text, data = await s.call("read_memory", uri="core://agent")
+    assert "MEMORY: core://agent" in text and "I am the agent." in text
+    assert f"Memory ID: {made['node_id']}" in text and f"Version: {made['version']}" in text
+    assert data["node_id"] == made["node_id"] and data["version"] == made["version"]
+    assert data["priority"] == 0 and data["conflicted"] is False
+    child = await s.create("core://agent", None, "first numbered child")
+    assert child["uri"] == "core://agent/1"
+    assert (await s.create("core://agent", None, "second"))["uri"] == "core://agent/2"
+    text = await s.read("core://agent")
+    assert "CHILD MEMORIES" in text and "- URI: core://agent/1" in text
+    root = await s.read("CORE://")
+    assert "core://agent" in root
+
+
+@mcp_test
+async def test_create_errors(s: Session) -> None:
+    await s.create("core://", "a", "x")
+    assert "disclosure is required" in await s.fail(
+        "create_memory", parent_uri="core://", content="x", priority=1, disclosure="  ")
+    assert "Invalid title" in await s.fail(
+        "create_memory", parent_uri="core://", title="has space", content="x", priority=1,
+        disclosure="d")
+    assert "Parent 'core://nope' does not exist" in await s.fail(
+        "create_memory", parent_uri="core://nope", content="x", priority=1, disclosure="d")
+    assert "already exists" in await s.fail(
+        "create_memory", parent_uri="core://", title="a", content="x", priority=1,
+        disclosure="d")
+    assert "reserved" in await s.fail(
+        "create_memory", parent_uri="system://", content="x", priority=1, disclosure="d")
+    assert "missing required argument(s): disclosure" in await s.fail(
+        "create_memory", parent_uri="core://", content="x", priority=1)
+    assert "priority" in await s.fail(
+        "create_memory", parent_uri="core://", content="x", priority=-1, disclosure="d")
+
+
+@mcp_test
+async def test_misspelled_arguments_are_refused_with_a_hint(s: Session) -> None:
+    await s.create("core://", "a", "hello")
+    err = await s.fail("update_memory", uri="core://a", oldString="hello", new_string="bye")
+    assert "oldString" in err and "old_string" in err
+    assert "hello" in await s.read("core://a")
+    assert "No update fields" in await s.fail("update_memory", uri="core://a")
+
+
+@mcp_test
+async def test_update_patch_append_metadata_and_expected_version(s: Session) -> None:
+    made = await s.create("core://", "note", 'She said "hi" \u2014 twice.\nSecond line.')
+    _, data = await s.call("update_memory", uri="core://note", old_string="Second line.",
+                           new_string="Line two.", expected_version=made["version"])
+    v2 = data["version"]
+    assert v2 != made["version"]
+    assert "Line two." in await s.read("core://note")
+    stale = await s.fail("update_memory", uri="core://note", append="x",
+                         expected_version=made["version"])
+    assert "changed since you read it" in stale and v2 in stale
+    # Normalised match: straight quotes and a plain dash find the curly/em-dash original.
+    text, _ = await s.call("update_memory", uri="core://note", old_string='"hi" - twice',
+                           new_string="hello once")
+    assert "normalising" in text
+    assert "She said hello once." in await s.read("core://note")
+    await s.call("update_memory", uri="core://note", append="Appended.")
+    assert "Line two.\nAppended." in await s.read("core://note")
+    await s.call("update_memory", uri="core://note", priority=5, disclosure="When asked")
+    body = await s.read("core://note")
+    assert "Priority: 5" in body and "Disclosure: When asked" in body
+    assert "not found" in await s.fail("update_memory", uri="core://note",
+                                       old_string="no such text", new_string="x")
+    await s.call("update_memory", uri="core://note", append=" x x")
+    ambiguous = await s.fail("update_memory", uri="core://note", old_string="x", new_string="y")
+    assert "x x" in await s.read("core://note") and "In 'core://note'" in ambiguous
+    assert "identical" in await s.fail("update_memory", uri="core://note", old_string="x",
+                                       new_string="x")
+    assert "Pick one" in await s.fail("update_memory", uri="core://note", old_string="a",
+                                      new_string="b", append="c")
+    assert "not found" in await s.fail("update_memory", uri="core://missing", append="x")
+
+
+@mcp_test
+async def test_alias_move_and_cycles(s: Session) -> None:
+    a = await s.create("core://", "a", "node A")
+    await s.create("core://a", "kid", "child of A")
+    await s.create("core://", "b", "node B")
+    await s.call("add_alias", new_uri="core://b/a2", target_uri="core://a", priority=3,
+                 disclosure="When in B")
+    body = await s.read("core://b/a2")
+    assert f"Memory ID: {a['node_id']}" in body and "Other Aliases: 1" in body
+    assert "child of A" in await s.read("core://b/a2/kid")
+    assert "cycle" in await s.fail("add_alias", new_uri="core://a/kid/loop",
+                                   target_uri="core://a")
+    assert "cycle" in await s.fail("move_memory", uri="core://b", new_uri="core://b/a2/b")
+    await s.call("manage_boot", add=["core://a"])
+    _, data = await s.call("move_memory", uri="core://a", new_uri="core://b/moved")
+    assert data["node_id"] == a["node_id"]
+    assert "not found" in await s.fail("read_memory", uri="core://a")
+    assert "child of A" in await s.read("core://b/moved/kid")
+    assert "core://b/moved" in await s.read("system://boot")  # boot follows the node
+    assert "already exists" in await s.fail("move_memory", uri="core://b/moved",
+                                            new_uri="core://b/a2")
+
+
+@mcp_test
+async def test_delete_alias_last_path_children_and_recursive(s: Session) -> None:
+    await s.create("core://", "p", "parent")
+    await s.create("core://p", "c", "child")
+    await s.call("add_alias", new_uri="core://p2", target_uri="core://p", priority=1,
+                 disclosure="d")
+    _, data = await s.call("delete_memory", uri="core://p")
+    assert data["deleted"] == 0
+    assert "child" in await s.read("core://p2/c")
+    err = await s.fail("delete_memory", uri="core://p2")
+    assert "unreachable" in err and "recursive" in err
+    _, data = await s.call("delete_memory", uri="core://p2", recursive=True)
+    assert data["deleted"] == 2
+    assert "(None" in await s.read("system://orphans")
+    assert "not found" in await s.fail("read_memory", uri="core://p2/c")
+
+
+@mcp_test
+async def test_triggers_glossary_links_and_word_boundaries(s: Session) -> None:
+    await s.create("core://", "salem", "Salem is the user.")
+    await s.create("core://", "notes", "Talked with salem today. Salemander is unrelated.")
+    text, data = await s.call("manage_triggers", uri="core://salem", add=["Salem", "user"])
+    assert data["added"] == ["Salem", "user"] and "Current: [Salem, user]" in text
+    _, data = await s.call("manage_triggers", uri="core://salem", add=["Salem"],
+                           remove=["nope"])
+    assert data["existing"] == ["Salem"] and data["missing"] == ["nope"]
+    body = await s.read("core://notes")
+    assert "- @Salem -> core://salem" in body
+    assert "Cannot add and remove" in await s.fail("manage_triggers", uri="core://salem",
+                                                   add=["x"], remove=["x"])
+    gl = await s.read("system://glossary")
+    assert "- Salem\n  -> core://salem" in gl
+    own = await s.read("core://salem")
+    assert "GLOSSARY" not in own  # a memory does not link to itself
+
+
+@mcp_test
+async def test_search_ranks_filters_and_scores(s: Session) -> None:
+    await s.create("core://", "deploy", "How we deploy noon with systemd units.",
+                   disclosure="When deploying")
+    await s.create("core://", "tea", "The user likes green tea.")
+    await s.create("project://", "noon", "noon deploys via systemd too; deploy notes.")
+    text, data = await s.call("search_memory", query="deploy systemd")
+    uris = [r["uri"] for r in data["results"]]
+    assert set(uris) == {"core://deploy", "project://noon"}
+    assert all(r["score"] > 0 for r in data["results"]) and "score" in text
+    _, data = await s.call("search_memory", query="deploy", domain="project")
+    assert [r["uri"] for r in data["results"]] == ["project://noon"]
+    _, data = await s.call("search_memory", query="gre")  # prefix
+    assert [r["uri"] for r in data["results"]] == ["core://tea"]
+    text, _ = await s.call("search_memory", query="zebra")
+    assert "No matching memories found across all domains" in text
+    assert "Unknown domain" in await s.fail("search_memory", query="x", domain="nope")
+    assert "limit" in await s.fail("search_memory", query="x", limit=0)
+
+
+@mcp_test
+async def test_history_and_rollback(s: Session) -> None:
+    v1 = (await s.create("core://", "h", "version one"))["version"]
+    await s.call("update_memory", uri="core://h", old_string="one", new_string="two")
+    text, data = await s.call("memory_history", uri="core://h")
+    assert [v["version"] for v in data["versions"]][-1] == v1 and "[current]" in text
+    view = await s.read("system://history/core://h")
+    assert v1 in view
+    _, data = await s.call("rollback_memory", uri="core://h", version=v1)
+    assert "version one" in await s.read("core://h")
+    assert "not found" in await s.fail("rollback_memory", uri="core://h", version="zz:1")
+
+
+@mcp_test
+async def test_views_and_view_errors(s: Session) -> None:
+    for i in range(12):
+        await s.create("core://", f"m{i}", f"memory {i}")
+    assert "# Total: 12 unique nodes" in await s.read("system://index/core")
+    assert "Showing: 3 most recent" in await s.read("system://recent/3")
+    assert "Invalid number" in await s.fail("read_memory", uri="system://recent/x")
+    assert "requires a domain" in await s.fail("read_memory", uri="system://index")
+    assert "Unknown domain 'zz'" in await s.fail("read_memory", uri="system://index/zz")
+    diag = await s.read("system://diagnostic/core")
+    assert "Crowded parents" in diag and "core:// (12 children)" in diag
+    assert "(None" in await s.read("system://conflicts")
+    assert "Unknown view" in await s.fail("read_memory", uri="system://nope")
+    assert "not a memory URI" in await s.fail("read_memory", uri="no scheme here")
+    boot = await s.read("system://boot")
+    assert "No boot memories yet" in boot
+    _, data = await s.call("manage_boot", add=["core://m3"])
+    assert data["boot"] == ["core://m3"]
+    boot = await s.read("system://boot")
+    assert "# Loaded: 1/1" in boot and "memory 3" in boot
+    _, data = await s.call("manage_boot", remove=["core://m3"])
+    assert data["boot"] == []
+
+
+@mcp_test
+async def test_resources_list_and_read(s: Session) -> None:
+    await s.create("core://", "r", "resource body")
+    await s.call("manage_boot", add=["core://r"])
+    listed = {str(r.uri) for r in (await s.client.list_resources()).resources}
+    assert "system://boot" in listed
+    got = await s.client.read_resource("system://boot")
+    assert "resource body" in got.contents[0].text  # type: ignore[union-attr]
