@@ -25,6 +25,7 @@ from noon.core.fold import Element, Fold
 from noon.core.ops import Key, Op
 from noon.graph.uri import Uri, is_root, root, root_domain
 
+DEFAULT_DOMAIN = "core"
 MAX_URIS = 32
 """URIs derived per node at most (aliases of aliases multiply)."""
 
@@ -191,12 +192,11 @@ class Graph:
     # -- structure -------------------------------------------------------------------------
 
     def domains(self, namespace: str) -> list[str]:
+        """``core`` (always there, maybe empty) and every domain holding a memory."""
         g = self.spaces.get(namespace)
-        if g is None:
-            return []
-        return sorted(
-            root_domain(p) for p, kids in g.children.items() if is_root(p) and kids
-        )
+        found = {root_domain(p) for p, kids in (g.children.items() if g else ()) if is_root(p)
+                 and kids}
+        return sorted(found | {DEFAULT_DOMAIN})
 
     def resolve(self, namespace: str, uri: Uri) -> tuple[str, Placement | None] | None:
         """The node a URI names and the placement it was reached by; the root yields
