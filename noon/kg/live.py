@@ -8,10 +8,13 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from noon.core.fold import Fold
+from noon.core.ops import Draft
 from noon.kg.graph import Index, View
+from noon.kg.plan import Planned
 from noon.store.store import Changes, Store
 
 T = TypeVar("T")
+A = TypeVar("A")
 
 _indexes: weakref.WeakKeyDictionary[Store, Index] = weakref.WeakKeyDictionary()
 
@@ -50,3 +53,19 @@ def read(store: Store, namespace: str, fn: Callable[[View], T]) -> T:
 def view_of(store: Store, fold: Fold, namespace: str) -> View:
     """A view on ``fold`` inside a write plan (the store lock is held, the fold is fresh)."""
     return View(fold, index_for(store), namespace)
+
+
+def mutate(
+    store: Store, namespace: str, planner: Callable[[View, A], Planned], arg: A, client: str
+) -> object:
+    """Plan one tool call against the fresh state and write it as one batch; return its
+    result. A :class:`~noon.kg.plan.KGError` raised by the planner writes nothing."""
+    box: list[object] = []
+
+    def plan(fold: Fold) -> list[Draft]:
+        planned = planner(view_of(store, fold, namespace), arg)
+        box.append(planned.result)
+        return planned.drafts
+
+    store.write(plan, client=client)
+    return box[0]

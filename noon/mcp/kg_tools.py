@@ -13,11 +13,9 @@ from typing import Any
 import anyio.to_thread
 import mcp.types as types
 
-from noon.core.fold import Fold
-from noon.core.ops import Draft
 from noon.kg import plan
 from noon.kg.graph import View
-from noon.kg.live import read, view_of
+from noon.kg.live import mutate, read
 from noon.kg.text import pretty
 from noon.mcp.spec import ResourceSpec, ToolContext, ToolSpec
 
@@ -108,16 +106,11 @@ Planner = Callable[[View, Any], plan.Planned]
 
 async def _mutate(ctx: ToolContext, planner: Planner, arg: Any) -> Any:
     """Plan and write one batch off the event loop (it fsyncs); notify subscribers after."""
-    box: dict[str, Any] = {}
-
-    def planned(fold: Fold) -> list[Draft]:
-        outcome = planner(view_of(ctx.store, fold, ctx.namespace), arg)
-        box["result"] = outcome.result
-        return outcome.drafts
-
-    await anyio.to_thread.run_sync(lambda: ctx.store.write(planned, client=ctx.client))
+    result = await anyio.to_thread.run_sync(
+        lambda: mutate(ctx.store, ctx.namespace, planner, arg, ctx.client)
+    )
     await ctx.changed()
-    return box["result"]
+    return result
 
 
 async def _read(ctx: ToolContext, fn: Callable[[View], Any]) -> Any:
