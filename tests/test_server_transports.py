@@ -1,0 +1,99 @@
+"""``noon serve`` as a real process: stdio with a real MCP client, and Streamable HTTP on
+127.0.0.1 (namespaces per request header, bearer token)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from tests.mcp_helpers import ROOT, http_server, subprocess_env
+
+ALICE = {"name": "Alice", "entityType": "person", "observations": ["likes tea"]}
+
+
+def _serve_args(d: Path, *extra: str) -> list[str]:
+    return ["--dir", str(d), "--node-id", "n1", *extra]
+
+
+async def test_stdio_serves_a_real_client(tmp_path: Path) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "noon", "serve", "--tools", "kg", *_serve_args(tmp_path)],
+        env=subprocess_env(),
+        cwd=str(ROOT),
+    )
+    async with Client(params, mode="legacy") as client:
+        assert len((await client.list_tools()).tools) == 9
+        r = await client.call_tool("create_entities", {"entities": [ALICE]})
+        assert r.structured_content == {"entities": [ALICE]}
+        r = await client.call_tool("read_graph", {})
+        assert r.structured_content == {"entities": [ALICE], "relations": []}
+    assert (tmp_path / "n1.jsonl").exists()
+
+
+async def test_stdio_speaks_the_2026_era_too(tmp_path: Path) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "noon", "serve", "--tools", "kg", *_serve_args(tmp_path)],
+        env=subprocess_env(),
+        cwd=str(ROOT),
+    )
+    async with Client(params) as client:
+        assert client.protocol_version == "2026-07-28"
+        r = await client.call_tool("search_nodes", {"query": ""})
+        assert r.structured_content == {"entities": [], "relations": []}
+
+
+def _client(url: str, **headers: str) -> Client:
+    http = create_mcp_http_client(headers=headers or None)
+    return Client(streamable_http_client(url, http_client=http), mode="legacy")
+
+
+async def test_http_namespaces_come_from_the_request_header(tmp_path: Path) -> None:
+    with http_server(_serve_args(tmp_path, "--tools", "kg")) as url:
+        async with _client(url, **{"X-Noon-Namespace": "work"}) as work:
+            await work.call_tool("create_entities", {"entities": [ALICE]})
+        async with _client(url) as default:
+            r = await default.call_tool("read_graph", {})
+            assert r.structured_content == {"entities": [], "relations": []}
+        async with _client(url, **{"X-Noon-Namespace": "work"}) as work:
+            r = await work.call_tool("open_nodes", {"names": ["Alice"]})
+            assert r.structured_content == {"entities": [ALICE], "relations": []}
+
+
+async def test_http_token_is_enforced(tmp_path: Path) -> None:
+    with http_server(_serve_args(tmp_path, "--token", "s3cret")) as url:
+        async with httpx2.AsyncClient() as raw:
+            resp = await raw.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert resp.status_code == 401
+        async with _client(url, Authorization="Bearer s3cret") as client:
+            assert len((await client.list_tools()).tools) >= 9
+
+
+def test_http_off_loopback_without_token_is_refused(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "noon", "serve", "--http", "0.0.0.0:0", *_serve_args(tmp_path)],
+        capture_output=True,
+        env={**subprocess_env(), "NOON_TOKEN": ""},
+        cwd=ROOT,
+        timeout=30,
+    )
+    assert proc.returncode == 1
+    assert b"needs a bearer token" in proc.stderr
+    assert proc.stdout == b""
+
+
+@pytest.mark.parametrize("bad", ["8080", "host:port", ":80"])
+def test_http_address_must_be_host_and_port(tmp_path: Path, bad: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "noon", "serve", "--http", bad, *_serve_args(tmp_path)],
+        capture_output=True, env=subprocess_env(), cwd=ROOT, timeout=30,
+    )
+    assert proc.returncode == 1 and b"HOST:PORT" in proc.stderr
