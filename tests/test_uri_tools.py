@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client
 
 from tests.uri_harness import make_server, open_store
@@ -100,8 +101,8 @@ async def test_create_errors(s: Session) -> None:
         disclosure="d")
     assert "reserved" in await s.fail(
         "create_memory", parent_uri="system://", content="x", priority=1, disclosure="d")
-    assert "missing required argument(s): disclosure" in await s.fail(
-        "create_memory", parent_uri="core://", content="x", priority=1)
+    missing = await s.fail("create_memory", parent_uri="core://", content="x", priority=1)
+    assert "disclosure" in missing and "create_memory" in missing
     assert "priority" in await s.fail(
         "create_memory", parent_uri="core://", content="x", priority=-1, disclosure="d")
 
@@ -110,7 +111,7 @@ async def test_create_errors(s: Session) -> None:
 async def test_misspelled_arguments_are_refused_with_a_hint(s: Session) -> None:
     await s.create("core://", "a", "hello")
     err = await s.fail("update_memory", uri="core://a", oldString="hello", new_string="bye")
-    assert "oldString" in err and "old_string" in err
+    assert "oldString" in err and "update_memory" in err
     assert "hello" in await s.read("core://a")
     assert "No update fields" in await s.fail("update_memory", uri="core://a")
 
@@ -272,3 +273,31 @@ async def test_resources_list_and_read(s: Session) -> None:
     assert "system://boot" in listed
     got = await s.client.read_resource("system://boot")
     assert "resource body" in got.contents[0].text  # type: ignore[union-attr]
+
+
+def test_argument_check_names_the_closest_valid_argument() -> None:
+    """The tools' own check (behind the server's schema validation) hints at misspellings."""
+    from noon.mcp.uri_tools import UPDATE_SCHEMA, ToolInputError, check_args
+
+    with pytest.raises(ToolInputError, match="'oldString' \\(did you mean 'old_string'\\?\\)"):
+        check_args("update_memory", UPDATE_SCHEMA, {"uri": "core://a", "oldString": "x"})
+    with pytest.raises(ToolInputError, match="missing required argument\\(s\\): uri"):
+        check_args("update_memory", UPDATE_SCHEMA, {})
+    with pytest.raises(ToolInputError, match="invalid priority"):
+        check_args("update_memory", UPDATE_SCHEMA, {"uri": "core://a", "priority": "high"})
+
+
+async def test_knowledge_graph_entities_read_as_kg_uris(tmp_path: Path) -> None:
+    from noon.mcp.server import create_server
+
+    store, settings = open_store(tmp_path, "laptop")
+    async with Client(create_server(store, settings, {"uri", "kg"})) as client:
+        s = Session(client)
+        await s.call("create_entities", entities=[
+            {"name": "Ada Lovelace", "entityType": "person", "observations": ["wrote notes"]}])
+        body = await s.read("kg://Ada Lovelace")
+        assert "type: person" in body and "- wrote notes" in body
+        assert "kg://Ada Lovelace (person)" in await s.read("kg://")
+        assert "No entity named" in await s.fail("read_memory", uri="kg://Nobody")
+        assert "knowledge-graph" in await s.fail(
+            "create_memory", parent_uri="kg://", content="x", priority=1, disclosure="d")

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 ROOT_PREFIX = "@"
 SYSTEM = "system"
+KG = "kg"
+"""``kg://<name>`` reads a knowledge-graph entity (see :mod:`noon.kg.uri`)."""
 NODE_VIEW = "system://node/"
 
 DOMAIN = re.compile(r"^[a-z_][a-z0-9_]{0,31}$")
@@ -95,6 +97,9 @@ def parse(text: str, *, allow_system: bool = False) -> Uri:
 def check_domain(domain: str, *, allow_system: bool = False) -> None:
     if domain == SYSTEM and not allow_system:
         raise UriError("'system://' is reserved for generated views and cannot hold memories.")
+    if domain == KG:
+        raise UriError("'kg://' names knowledge-graph entities (read-only here); edit them with "
+                       "the knowledge-graph tools, or put memories in another domain.")
     if not DOMAIN.match(domain):
         raise UriError(
             f"Invalid domain '{domain}': use lowercase letters, digits and '_' (at most 32), "

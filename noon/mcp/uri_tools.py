@@ -25,6 +25,8 @@ from noon.graph.plan import GraphError
 from noon.graph.quote import QuoteError, append_text, replace_quoted
 from noon.graph.search import snippet
 from noon.graph.uri import SYSTEM, Uri, UriError, node_view, parse
+from noon.kg import live as kg_live
+from noon.kg import uri as kg_uri
 from noon.mcp.graph_service import GraphService, service
 from noon.mcp.spec import ResourceSpec, ToolContext, ToolSpec
 
@@ -239,6 +241,9 @@ def read_view(svc: GraphService, ns: str, uri_text: str) -> tuple[str, dict[str,
 def read(svc: GraphService, ns: str, uri_text: str) -> tuple[str, dict[str, Any]]:
     if uri_text.strip().lower().startswith(f"{SYSTEM}://"):
         return read_view(svc, ns, uri_text)
+    name = kg_uri.entity_name(uri_text.strip())
+    if name is not None:
+        return _read_entity(svc, ns, name)
     uri = parse(uri_text)
     g = svc.graph
     if uri.is_root:
@@ -250,6 +255,18 @@ def read(svc: GraphService, ns: str, uri_text: str) -> tuple[str, dict[str, Any]
     node, pl = found
     r = views.memory(g, svc.glossary, ns, node, uri, pl)
     return r.text, r.data
+
+
+def _read_entity(svc: GraphService, ns: str, name: str) -> tuple[str, dict[str, Any]]:
+    """``kg://<name>``: a knowledge-graph entity, read-only (edited with the kg tools)."""
+    index = kg_live.index_for(svc.store)
+    fold = svc.store.fold
+    if not name:
+        return kg_uri.render_index(fold, ns, index), {"uri": kg_uri.SCHEME}
+    text = kg_uri.render_entity(fold, ns, name, index)
+    if text is None:
+        raise GraphError(f"No entity named '{name}' in the knowledge graph.")
+    return text, {"uri": kg_uri.SCHEME + name}
 
 
 def _read_root(svc: GraphService, ns: str, uri: Uri) -> tuple[str, dict[str, Any]]:
