@@ -1,0 +1,235 @@
+"""Properties of the pure URI graph (no files): URIs derived from placements resolve back to
+their node, incremental indexes equal a rebuild, moves and aliases keep identity, and replicas
+that exchange every op in any order derive the same graph, with every live memory reachable
+or listed as an orphan that can be placed again."""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from noon.core.fold import Fold
+from noon.core.ops import AUTO, Draft, Op, decode, encode
+from noon.graph import plan
+from noon.graph.model import Graph
+from noon.graph.plan import GraphError
+from noon.graph.uri import Uri, node_view, parse
+
+NS = "default"
+SCALE = 20 if os.environ.get("NOON_SLOW") else 1
+"""NOON_SLOW=1 runs each property with 20 times the examples."""
+
+
+class Replica:
+    """A node writing to an in-memory fold, with the store's stamping rules. Node ids are
+    drawn from a counter (not at random) so hypothesis can replay an example exactly."""
+
+    clock = 0
+    ids = 0
+
+    def __init__(self, node: str) -> None:
+        if node == "a":
+            Replica.ids = 0
+        self.node = node
+        self.seq = 0
+        self.fold = Fold()
+        self.graph = Graph(self.fold)
+        self.log: list[Op] = []
+
+    def write(self, fn: Any) -> Any:
+        def next_id() -> str:
+            Replica.ids += 1
+            return f"{Replica.ids:024x}"
+
+        saved, plan.new_node_id = plan.new_node_id, next_id
+        try:
+            drafts, info = fn(self.graph)
+        finally:
+            plan.new_node_id = saved
+        ops = []
+        last = self.seq + len(drafts)
+        for d in drafts:
+            self.seq += 1
+            Replica.clock += 1
+            el = self.fold.elements.get(d.el)
+            prev = d.prev
+            if prev == AUTO:
+                prev = tuple(sorted(el.heads)) if el is not None and el.heads else None
+            line = encode(node=self.node, seq=self.seq, hlc=Replica.clock << 16, el=d.el,
+                          val=d.val, prev=prev, by="prop", bat=last if len(drafts) > 1 else None)
+            ops.append(decode(line))
+        self.receive(ops)
+        self.log += ops
+        return info
+
+    def receive(self, ops: list[Op]) -> None:
+        keys = self.fold.apply_all(ops)
+        self.graph.update(self.fold, keys)
+
+
+def canonical(g: Graph) -> dict[str, Any]:
+    ns = g.ns(NS)
+    return {
+        "children": {p: {n: (pl.child, pl.priority, pl.disclosure, pl.op.id)
+                         for n, pl in kids.items()} for p, kids in ns.children.items() if kids},
+        "keywords": {k: sorted(v) for k, v in ns.keywords.items()},
+        "boot": sorted(ns.boot),
+        "uris": {n: [str(u) for u, _ in g.uris(NS, n)] for n in sorted(ns.nodes)},
+        "live": sorted(g.live_nodes(NS)),
+        "orphans": g.orphans(NS),
+    }
+
+
+NAMES = st.sampled_from(["a", "b", "c", "d"])
+STEP = st.tuples(st.sampled_from(["create", "create", "create", "alias", "move", "move",
+                                  "delete", "trigger", "boot", "edit"]),
+                 st.integers(0, 50), st.integers(0, 50), NAMES, st.integers(0, 1))
+
+
+def apply_step(r: Replica, step: tuple[str, int, int, str, int]) -> None:
+    kind, i, j, name, flag = step
+    g = r.graph
+    targets = [Uri("core", ())] + [u for n in sorted(g.live_nodes(NS))
+                                   for u, _ in g.uris(NS, n)]
+    src, dst = targets[i % len(targets)], targets[j % len(targets)]
+    try:
+        if kind == "create":
+            r.write(lambda g: plan.create(g, NS, src, name, f"text {name}", flag, "d")[0:2])
+        elif kind == "edit" and not src.is_root:
+            def edit(g: Graph) -> tuple[list[Draft], None]:
+                node, _ = plan.resolve_memory(g, NS, src)
+                return [plan.set_text(NS, node, f"edited by {r.node} {i}")], None
+            r.write(edit)
+        elif kind == "alias" and not src.is_root:
+            def alias(g: Graph) -> tuple[list[Draft], None]:
+                node, _ = plan.resolve_memory(g, NS, src)
+                return [plan.alias(g, NS, dst.child(name), node, 1, "d")], None
+            r.write(alias)
+        elif kind == "move" and not src.is_root:
+            def move(g: Graph) -> tuple[list[Draft], None]:
+                node, pl = plan.resolve_memory(g, NS, src)
+                return plan.move(g, NS, node, pl, dst.child(name), None, None), None
+            r.write(move)
+        elif kind == "delete" and not src.is_root:
+            def delete(g: Graph) -> tuple[list[Draft], None]:
+                node, pl = plan.resolve_memory(g, NS, src)
+                return plan.delete(g, NS, node, str(src), pl, bool(flag))[0], None
+            r.write(delete)
+        elif kind == "trigger" and not src.is_root:
+            def trig(g: Graph) -> tuple[list[Draft], None]:
+                node, _ = plan.resolve_memory(g, NS, src)
+                add, rem = ([name], []) if flag else ([], [name])
+                return plan.triggers(g, NS, node, add, rem)[0], None
+            r.write(trig)
+        elif kind == "boot" and not src.is_root:
+            def boot(g: Graph) -> tuple[list[Draft], None]:
+                node, _ = plan.resolve_memory(g, NS, src)
+                return plan.boot(g, NS, [node] if flag else [], [] if flag else [node]), None
+            r.write(boot)
+    except GraphError:
+        pass
+
+
+def check_uris_resolve(g: Graph) -> None:
+    for n in g.live_nodes(NS):
+        for uri, _ in g.uris(NS, n):
+            assert parse(str(uri)) == uri
+            found = g.resolve(NS, uri)
+            assert found is not None and found[0] == n, (uri, n)
+
+
+@settings(max_examples=60 * SCALE, deadline=None)
+@given(st.lists(STEP, max_size=30))
+def test_uris_resolve_and_incremental_equals_rebuild(steps: list[Any]) -> None:
+    r = Replica("a")
+    for step in steps:
+        apply_step(r, step)
+        check_uris_resolve(r.graph)
+    assert canonical(r.graph) == canonical(Graph(r.fold))
+    assert r.graph.orphans(NS) == []  # one writer never strands a memory
+
+
+@settings(max_examples=60 * SCALE, deadline=None)
+@given(st.lists(STEP, max_size=25), st.lists(STEP, max_size=25), st.lists(STEP, max_size=25),
+       st.randoms(use_true_random=False))
+def test_replicas_converge_in_any_delivery_order_and_lose_nothing(
+        shared: list[Any], left: list[Any], right: list[Any], rnd: random.Random) -> None:
+    a, b = Replica("a"), Replica("b")
+    for step in shared:
+        apply_step(a, step)
+    b.receive(list(a.log))
+    for step in left:
+        apply_step(a, step)
+    for step in right:
+        apply_step(b, step)
+    a_ops, b_ops = list(a.log), list(b.log)
+    rnd.shuffle(a_ops)
+    rnd.shuffle(b_ops)
+    a.receive(b_ops)
+    b.receive(a_ops)
+    ca, cb = canonical(a.graph), canonical(b.graph)
+    assert ca == cb
+    assert ca == canonical(Graph(a.fold))
+    check_uris_resolve(a.graph)
+    # Every live memory is reachable or an orphan, and each orphan can be placed again.
+    live = set(ca["live"])
+    reachable = {n for n in live if a.graph.uris(NS, n, 1)}
+    assert live == reachable | set(ca["orphans"])
+    for i, orphan in enumerate(ca["orphans"]):
+        if not a.graph.uris(NS, orphan, 1):
+            a.write(lambda g, o=orphan, i=i: (plan.move(g, NS, o, None,
+                                                         Uri("core", (f"rescued{i}",)), 1,
+                                                         "placed again"), None))
+    assert a.graph.orphans(NS) == []
+    assert all(a.graph.uris(NS, n, 1) for n in a.graph.live_nodes(NS))
+
+
+@settings(max_examples=40 * SCALE, deadline=None)
+@given(st.lists(STEP, max_size=20), st.integers(0, 50), NAMES)
+def test_move_keeps_identity_content_and_subtree(steps: list[Any], pick: int, name: str) -> None:
+    r = Replica("a")
+    for step in steps:
+        apply_step(r, step)
+    g = r.graph
+    nodes = sorted(g.live_nodes(NS))
+    if not nodes:
+        return
+    node = nodes[pick % len(nodes)]
+    uri = g.uris(NS, node)[0][0]
+    below = sorted(g.subtree(NS, node))
+    text = g.content(NS, node).winner.val  # type: ignore[union-attr]
+    others = len(g.uris(NS, node))
+    new = Uri("core", (f"moved-{name}",))
+    try:
+        r.write(lambda g: (plan.move(g, NS, node, g.resolve(NS, uri)[1], new, None, None), None))
+    except GraphError:
+        return
+    assert g.resolve(NS, new)[0] == node  # type: ignore[index]
+    assert g.content(NS, node).winner.val == text  # type: ignore[union-attr]
+    assert sorted(g.subtree(NS, node)) == below
+    assert len(g.uris(NS, node)) <= others or others >= 32
+    found = g.resolve(NS, uri)
+    assert found is None or found[0] != node or len(g.placements(NS, node)) > 1
+
+
+@settings(max_examples=40 * SCALE, deadline=None)
+@given(st.lists(STEP, max_size=20), st.integers(0, 50), NAMES)
+def test_alias_shares_the_node_and_its_subtree(steps: list[Any], pick: int, name: str) -> None:
+    r = Replica("a")
+    for step in steps:
+        apply_step(r, step)
+    g = r.graph
+    nodes = sorted(g.live_nodes(NS))
+    if not nodes:
+        return
+    node = nodes[pick % len(nodes)]
+    alias_uri = Uri("alias", (name,))
+    r.write(lambda g: ([plan.alias(g, NS, alias_uri, node, 1, "d")], None))
+    assert g.resolve(NS, alias_uri)[0] == node  # type: ignore[index]
+    for kid in g.children(NS, node):
+        assert g.resolve(NS, alias_uri.child(kid.name))[0] == kid.child  # type: ignore[index]
+    assert node_view(node).endswith(node)
