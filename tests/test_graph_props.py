@@ -233,3 +233,20 @@ def test_alias_shares_the_node_and_its_subtree(steps: list[Any], pick: int, name
     for kid in g.children(NS, node):
         assert g.resolve(NS, alias_uri.child(kid.name))[0] == kid.child  # type: ignore[index]
     assert node_view(node).endswith(node)
+
+
+@settings(max_examples=30 * SCALE, deadline=None)
+@given(st.lists(STEP, max_size=25), st.lists(st.sampled_from(["tea", "d", "text", "a", "b",
+                                                             "edited", "core"]), min_size=1,
+                                            max_size=3))
+def test_incremental_search_equals_a_fresh_index(steps: list[Any], words: list[str]) -> None:
+    from noon.graph.search import SearchIndex
+
+    r = Replica("a")
+    live = SearchIndex(r.graph)
+    query = " ".join(words)
+    for step in steps:
+        apply_step(r, step)
+        live.search(NS, query)  # keeps the index current step by step
+    fresh = SearchIndex(Graph(r.fold))
+    assert live.search(NS, query, 50) == fresh.search(NS, query, 50)

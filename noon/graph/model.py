@@ -42,7 +42,7 @@ def collision_suffix(child: str) -> str:
     return hashlib.blake2b(child.encode(), digest_size=4).hexdigest()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Placement:
     """One live placement of ``child`` under ``parent``, shown as ``name``."""
 
@@ -78,6 +78,9 @@ class Dirty:
     """What an update touched, for indexes built on top (search, glossary)."""
 
     nodes: set[tuple[str, str]] = field(default_factory=set)
+    """(namespace, node) whose own document changed (content, keywords, placement data)."""
+    moved: set[tuple[str, str]] = field(default_factory=set)
+    """(namespace, node) whose placements changed: URIs of its whole subtree may differ."""
     reset: bool = False
 
 
@@ -114,9 +117,9 @@ class Graph:
             g = self.spaces[namespace] = NsGraph()
         return g
 
-    def _touch(self, namespace: str, node: str) -> None:
+    def _touch(self, namespace: str, node: str, *, moved: bool = False) -> None:
         for d in self.listeners:
-            d.nodes.add((namespace, node))
+            (d.moved if moved else d.nodes).add((namespace, node))
 
     def _apply_key(self, key: Key) -> None:
         kind = key[0]
@@ -146,7 +149,7 @@ class Graph:
                 ps.pop((parent, old.name), None)
                 if not ps:
                     del g.parents[old.child]
-            self._touch(namespace, old.child)
+            self._touch(namespace, old.child, moved=True)
         el = self.fold.elements.get(key)
         if el is None:
             return
@@ -157,7 +160,7 @@ class Graph:
         for pl in new:
             g.children.setdefault(parent, {})[pl.name] = pl
             g.parents.setdefault(pl.child, {})[(parent, pl.name)] = pl
-            self._touch(namespace, pl.child)
+            self._touch(namespace, pl.child, moved=True)
 
     def _apply_keyword(self, key: Key) -> None:
         _, namespace, keyword, node = key

@@ -8,6 +8,7 @@ lower weight) when a term has no exact hit; documents that match every term rank
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections import Counter
@@ -26,8 +27,11 @@ PREFIX_WEIGHT = 0.5
 
 def tokens(text: str) -> list[str]:
     """Lowercased word tokens; runs of CJK characters become overlapping bigrams."""
+    words = _WORD.findall(text.casefold())
+    if not _CJK.search(text):
+        return words
     out: list[str] = []
-    for word in _WORD.findall(text.casefold()):
+    for word in words:
         if _CJK.search(word):
             run = word
             if len(run) == 1:
@@ -73,8 +77,13 @@ class NsIndex:
         length = float(sum(tf.values()))
         self.docs[node] = Doc(tf, length)
         self.total_length += length
+        postings = self.postings
         for tok, w in tf.items():
-            self.postings.setdefault(tok, {})[node] = w
+            p = postings.get(tok)
+            if p is None:
+                postings[tok] = {node: w}
+            else:
+                p[node] = w
 
 
 class SearchIndex:
@@ -85,16 +94,15 @@ class SearchIndex:
         self.dirty = Dirty(reset=True)
         graph.listeners.append(self.dirty)
         self.spaces: dict[str, NsIndex] = {}
+        self.pending: list[tuple[str, str]] = []
 
     def _document(self, namespace: str, node: str) -> Counter[str] | None:
         g = self.graph
         el = g.content(namespace, node)
         if el is None or el.deleted:
             return None
-        tf: Counter[str] = Counter()
-        for tok in tokens(live_text(el)):
-            tf[tok] += WEIGHTS["content"]
-        for uri, _ in g.uris(namespace, node, limit=8):
+        tf: Counter[str] = Counter(tokens(live_text(el)))  # content weighs 1
+        for uri, _ in g.uris(namespace, node, limit=4):
             for tok in set(tokens(" ".join((uri.domain, *uri.path)))):
                 tf[tok] += WEIGHTS["uri"]
         for pl in g.placements(namespace, node):
@@ -105,32 +113,49 @@ class SearchIndex:
                 tf[tok] += WEIGHTS["keyword"]
         return tf
 
+    def _index(self, namespace: str, node: str) -> None:
+        idx = self.spaces.get(namespace)
+        if idx is None:
+            idx = self.spaces[namespace] = NsIndex()
+        idx.remove(node)
+        tf = self._document(namespace, node)
+        if tf:
+            idx.add(node, tf)
+
+    def start_rebuild(self) -> None:
+        """Drop the index and queue every document (``build_some`` or a search indexes them)."""
+        d = self.dirty
+        d.reset = False
+        d.nodes.clear()
+        d.moved.clear()
+        self.spaces = {}
+        self.pending = [(ns, n) for ns, g in self.graph.spaces.items() for n in g.nodes]
+
+    def build_some(self, count: int) -> bool:
+        """Index up to ``count`` queued documents; False once nothing is left to build. Lets a
+        caller build a large index in slices, releasing its lock in between."""
+        if self.dirty.reset:
+            self.start_rebuild()
+        for _ in range(min(count, len(self.pending))):
+            self._index(*self.pending.pop())
+        return bool(self.pending)
+
     def _sync(self) -> None:
         d = self.dirty
         if d.reset:
-            self.spaces = {}
-            d.reset = False
-            d.nodes.clear()
-            for namespace, g in self.graph.spaces.items():
-                idx = self.spaces[namespace] = NsIndex()
-                for node in g.nodes:
-                    tf = self._document(namespace, node)
-                    if tf:
-                        idx.add(node, tf)
+            self.start_rebuild()
+        while self.build_some(1 << 30):
+            pass
+        if not d.nodes and not d.moved:
             return
-        if not d.nodes:
-            return
-        todo: set[tuple[str, str]] = set()
-        for namespace, node in d.nodes:
-            # URI tokens of a whole subtree change when a node moves.
+        todo = set(d.nodes)
+        for namespace, node in d.moved:
+            # URI tokens of a whole subtree change when a node is placed or moved.
             todo.update((namespace, n) for n in self.graph.subtree(namespace, node))
         d.nodes.clear()
+        d.moved.clear()
         for namespace, node in todo:
-            idx = self.spaces.setdefault(namespace, NsIndex())
-            idx.remove(node)
-            tf = self._document(namespace, node)
-            if tf:
-                idx.add(node, tf)
+            self._index(namespace, node)
 
     def search(
         self,
@@ -147,34 +172,44 @@ class SearchIndex:
             return []
         n = len(idx.docs)
         avg = idx.total_length / n if n else 1.0
+        docs = idx.docs
         scores: dict[str, float] = {}
-        matched: dict[str, set[str]] = {}
-        for term in terms:
+        matched: dict[str, int] = {}
+        for bit, term in enumerate(terms):
             postings = [(term, 1.0)] if term in idx.postings else []
             if not postings and len(term) >= 2:
                 postings = [
                     (tok, PREFIX_WEIGHT) for tok in idx.postings if tok.startswith(term)
                 ][:64]
+            flag = 1 << bit
             for tok, weight in postings:
                 p = idx.postings[tok]
-                idf = math.log(1 + (n - len(p) + 0.5) / (len(p) + 0.5))
+                idf = math.log(1 + (n - len(p) + 0.5) / (len(p) + 0.5)) * weight * (K1 + 1)
+                base, slope = K1 * (1 - B), K1 * B / avg
                 for node, tf in p.items():
-                    dl = idx.docs[node].length
-                    s = idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / avg))
-                    scores[node] = scores.get(node, 0.0) + weight * s
-                    matched.setdefault(node, set()).add(term)
-        ranked = sorted(
-            scores,
-            key=lambda nd: (-len(matched[nd]), -scores[nd], nd),
-        )
+                    s = idf * tf / (tf + base + slope * docs[node].length)
+                    scores[node] = scores.get(node, 0.0) + s
+                    matched[node] = matched.get(node, 0) | flag
+        if not scores:
+            return []
+
+        def rank(nd: str) -> tuple[int, float, str]:
+            return (matched[nd].bit_count(), scores[nd], nd)
+
         hits: list[Hit] = []
-        for nd in ranked:
-            if len(hits) >= limit:
-                break
-            if accept is None or accept(nd):
-                found = tuple(t for t in terms if t in matched[nd])
-                hits.append(Hit(nd, round(scores[nd], 4), found))
-        return hits
+        want = limit * 4 + 16
+        while True:
+            ranked = heapq.nlargest(want, scores, key=rank)
+            hits = []
+            for nd in ranked:
+                if len(hits) >= limit:
+                    break
+                if accept is None or accept(nd):
+                    found = tuple(t for i, t in enumerate(terms) if matched[nd] >> i & 1)
+                    hits.append(Hit(nd, round(scores[nd], 4), found))
+            if len(hits) >= limit or len(ranked) < want:
+                return hits
+            want *= 4
 
 
 def snippet(text: str, query: str, terms: tuple[str, ...], width: int = 40) -> str:

@@ -21,6 +21,8 @@ from noon.graph.search import SearchIndex
 from noon.store.store import Changes, Store
 
 T = TypeVar("T")
+WARM_SLICE = 200
+"""Documents indexed per hold of the lock while warming the search index."""
 
 _services: weakref.WeakKeyDictionary[Store, GraphService] = weakref.WeakKeyDictionary()
 _services_lock = threading.Lock()
@@ -35,6 +37,15 @@ class GraphService:
             self.search = SearchIndex(self.graph)
             self.glossary = Glossary(self.graph)
             store.listeners.append(self._on_changes)
+        threading.Thread(target=self._warm_search, name="noon-search-warmup", daemon=True).start()
+
+    def _warm_search(self) -> None:
+        """Build the search index in slices in the background, so a session's first search
+        does not pay for it, while reads still get the lock between slices."""
+        more = True
+        while more:
+            with self.lock:
+                more = self.search.build_some(WARM_SLICE)
 
     def _on_changes(self, changes: Changes) -> None:
         self.graph.update(self.store.fold, changes.keys, reset=changes.reset)
