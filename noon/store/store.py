@@ -273,7 +273,11 @@ class Store:
 
     def save_snapshot(self) -> None:
         with self._lock:
-            snapshot.save(self.snapshot_path, self.fold, self.readers, self.clock.last)
+            try:
+                snapshot.save(self.snapshot_path, self.fold, self.readers, self.clock.last)
+            except OSError as exc:  # the snapshot is an optimisation: never fail a read for it
+                log.warning("could not save the snapshot: %s", exc)
+                return
             self._since_snapshot = 0
 
     def close(self) -> None:
