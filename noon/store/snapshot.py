@@ -2,10 +2,10 @@
 shard before its first answer.
 
 The snapshot records, per shard, the inode, the byte offset read up to, and the first 4 KiB and
-the last bytes before that offset. It is used only if every shard it names still exists with the same inode and the
-same bytes at that offset; the reader then decodes only what was appended since. Anything else
-(a shard rewritten, truncated, replaced or removed, a different noon version) means the snapshot
-is ignored and the state is rebuilt from the shards, which are the only source of truth.
+the last bytes before that offset. It is used only if every shard it names still exists with the
+same inode and the same bytes there; the reader then decodes only what was appended since.
+Anything else (a shard rewritten, truncated, replaced or removed, a different noon version) means
+the snapshot is ignored and the state is rebuilt from the shards, the only source of truth.
 
 It is a pickle: it lives in the user's own ``NOON_DIR`` (anyone who can write there can also
 write the shards) and is never received from the network.
