@@ -1,0 +1,1 @@
+"""The URI graph: nodes, paths, and editing memory text by quoting."""
