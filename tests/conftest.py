@@ -11,8 +11,9 @@ from hypothesis import HealthCheck, settings
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=100
 )
-settings.register_profile("ci", deadline=None, suppress_health_check=[HealthCheck.too_slow],
-                          max_examples=60, derandomize=False)
+settings.register_profile(
+    "soak", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=3000
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 

@@ -69,28 +69,33 @@ def compact_dir(directory: Path, shards: list[str], *, history: int) -> list[Com
                 if op is not None and op.known:
                     groups[op.el].setdefault(op.id, op)
         grouped = {k: list(v.values()) for k, v in groups.items()}
-        return [
-            _rewrite(directory / name, scans[name], grouped, history)
-            for name in shards
-            if name in scans
-        ]
+        targets = [name for name in shards if name in scans]
+        scope: set[OpId] = set()
+        for name in targets:
+            scope |= _in_scope(scans[name][0])
+        # One plan for every target: planning shards separately could let each drop the
+        # other's last op naming a version, and that version would come back as a head.
+        drops = droppable(grouped, lambda op: op.id in scope, history)
+        return [_rewrite(directory / name, scans[name], drops) for name in targets]
+
+
+def _in_scope(lines: list[tuple[bytes, Op | None]]) -> set[OpId]:
+    """Ops of a shard that may go: all but each author's last (it holds the seq high-water
+    mark and closes the last batch)."""
+    last: dict[str, int] = {}
+    for _, op in lines:
+        if op is not None:
+            last[op.node] = max(last.get(op.node, 0), op.seq)
+    return {op.id for _, op in lines if op is not None and last[op.node] != op.seq}
 
 
 def _rewrite(
-    path: Path,
-    scan: tuple[list[tuple[bytes, Op | None]], int, int],
-    groups: dict[Key, list[Op]],
-    history: int,
+    path: Path, scan: tuple[list[tuple[bytes, Op | None]], int, int], drops: set[OpId]
 ) -> CompactReport:
     lines, end, inode = scan
     ops = [op for _, op in lines if op is not None]
-    last_of_author: dict[str, int] = {}
-    for op in ops:
-        last_of_author[op.node] = max(last_of_author.get(op.node, 0), op.seq)
-    mine = {op.id for op in ops if last_of_author[op.node] != op.seq}
-    drops = droppable(groups, lambda op: op.id in mine, history)
     corrupt = sum(1 for raw, op in lines if op is None and raw.strip())
-    if not drops & mine:
+    if not any(op.id in drops for op in ops):
         return CompactReport(path.name, len(ops), len(ops), corrupt)
     kept = [raw for raw, op in lines if op is None or op.id not in drops]
     body = b"".join(raw + b"\n" for raw in kept)
