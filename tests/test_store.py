@@ -175,3 +175,24 @@ def test_processes_appending_to_one_shard_at_once_lose_nothing(noon_dir):
             for j in range(1 + i % 3):
                 assert text_of(store, ("content", "default", f"p{p}-{i}-{j}")) == f"p{p} {i} {j}"
     assert not store.corrupt
+
+
+def test_online_compaction_runs_when_the_seq_crosses_the_threshold(noon_dir):
+    a = open_store(noon_dir, compact_after=5, history=0)
+    for i in range(5):
+        put(a, f"v{i}")
+    a.wait_compaction()
+    lines = (noon_dir / "a.jsonl").read_bytes().splitlines()
+    assert len(lines) == 1 and b'"seq":5' in lines[0]
+    assert text_of(open_store(noon_dir, "r"), KEY) == "v4"
+    assert put(a, "v5")[0].seq == 6
+
+
+def test_compaction_due_fires_once_per_crossing(noon_dir):
+    a = open_store(noon_dir, compact_after=4)
+    class FakeOp:
+        def __init__(self, seq):
+            self.seq = seq
+    due = [a.compaction_due([FakeOp(s) for s in batch])
+           for batch in ([1, 2], [3], [4], [5, 6, 7], [8, 9], [10])]
+    assert due == [False, False, True, False, True, False]

@@ -28,6 +28,7 @@ from noon.core.fold import Fold, ForkError
 from noon.core.hlc import Clock
 from noon.core.ops import AUTO, Draft, Key, Op, OpId, decode, encode
 from noon.store import snapshot
+from noon.store.compact import compact_dir
 from noon.store.names import shard_file, shard_node
 from noon.store.shard import Corrupt, ShardReader, fsync_dir, locked, repair_tail, write_all
 
@@ -95,6 +96,8 @@ class Store:
         self.listeners: list[Callable[[Changes], None]] = []
         self._lock = threading.RLock()
         self._since_snapshot = 0
+        self._compacting: threading.Thread | None = None
+        self.compaction_failures = 0
         self.dir.mkdir(parents=True, exist_ok=True)
         self.snapshot_loaded = settings.snapshot and self._load_snapshot()
         self.refresh()
@@ -249,7 +252,10 @@ class Store:
             finally:
                 os.close(fd)
             self.refresh()
-            return [decode(line) for line in lines]
+        ops = [decode(line) for line in lines]
+        if self.compaction_due(ops):
+            self._compact_in_background()
+        return ops
 
     def _stamp(self, drafts: list[Draft], last_seq: int, client: str) -> list[bytes]:
         now = self.now()
@@ -289,6 +295,26 @@ class Store:
             return False
         return ops[-1].seq // every > (ops[0].seq - 1) // every
 
+    def _compact_in_background(self) -> None:
+        """Online compaction runs beside the writers: appends wait only for its final copy of
+        the appended tail and rename, never for the planning."""
+        if self._compacting is not None and self._compacting.is_alive():
+            return
+
+        def run() -> None:
+            try:
+                compact_dir(self.dir, [self.own.name], history=self.settings.history)
+            except Exception:  # a failed compaction loses nothing; the next trigger retries
+                log.exception("online compaction of %s failed", self.own.name)
+                self.compaction_failures += 1
+
+        self._compacting = threading.Thread(target=run, name="noon-compact", daemon=True)
+        self._compacting.start()
+
+    def wait_compaction(self) -> None:
+        if self._compacting is not None:
+            self._compacting.join()
+
     # -- snapshot ------------------------------------------------------------------------
 
     def save_snapshot(self) -> None:
@@ -301,6 +327,7 @@ class Store:
             self._since_snapshot = 0
 
     def close(self) -> None:
+        self.wait_compaction()
         if self.settings.snapshot and self._since_snapshot >= 1000:
             self.save_snapshot()
 
