@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from noon.core.elements import is_register
 from noon.core.fold import Fold
 from noon.core.hlc import Clock
 from noon.core.ops import Key, Op, decode, encode
@@ -35,10 +34,8 @@ class SimNode:
     ops: list[Op] = field(default_factory=list)
 
     def write(self, key: Key, delete: bool, n: int, wall_ms: int) -> Op:
-        prev = None
-        if is_register(key):
-            el = self.fold.elements.get(key)
-            prev = tuple(sorted(el.heads)) if el and el.heads else None
+        el = self.fold.elements.get(key)
+        prev = tuple(sorted(el.heads)) if el else None
         line = encode(
             node=self.name,
             seq=len(self.ops) + 1,
@@ -61,7 +58,7 @@ class SimNode:
 def summary(fold: Fold) -> dict[Key, tuple[object, object]]:
     """What a read can observe: per key the winner and the set of heads."""
     return {
-        k: (e.winner.id, tuple(sorted(e.heads)) if e.heads is not None else None)
+        k: (e.winner.id, tuple(sorted(e.heads)))
         for k, e in fold.elements.items()
     }
 

@@ -90,14 +90,18 @@ def test_a_superseded_version_never_wins_even_with_a_larger_stamp():
         assert f.elements[("content", "default", "m")].winner.val == {"text": "v2"}
 
 
-def test_an_edit_concurrent_with_a_delete_is_kept_as_a_head():
+def test_a_delete_removes_only_what_it_saw():
     base = _w("a", 1, 10, "base")
     delete = _w("a", 2, 30, None, prev=(("a", 1),))
     edit = _w("b", 1, 20, "edited", prev=(("a", 1),))
     f = Fold()
     f.apply_all([edit, delete, base])
     el = f.elements[("content", "default", "m")]
-    assert el.deleted and set(el.heads) == {("a", 2), ("b", 1)}
+    # The edit did not see the delete: it survives, and the delete stays visible as a head.
+    assert not el.deleted and el.winner.val == {"text": "edited"}
+    assert set(el.heads) == {("a", 2), ("b", 1)} and el.conflicted
+    f.apply(_w("a", 3, 40, None, prev=(("a", 2), ("b", 1))))
+    assert el.deleted and not el.conflicted
 
 
 def test_prev_cycle_is_order_independent():
@@ -120,12 +124,13 @@ def test_same_identity_different_bytes_is_a_fork():
     assert (info.value.node, info.value.seq) == ("a", 1)
 
 
-def test_plain_elements_are_last_writer_wins():
+def test_concurrent_writes_resolve_by_clock_and_node_in_any_order():
     key = ("keyword", "default", "k", "m")
     ops = [decode(encode(node=n, seq=1, hlc=h, el=key, val=v)) for n, h, v in
-           [("a", 5, {}), ("b", 5, None), ("c", 4, {})]]
+           [("a", 5, {}), ("b", 5, {"x": 1}), ("c", 4, {}), ("d", 9, None)]]
     for _ in range(5):
         random.shuffle(ops)
         f = Fold()
         f.apply_all(ops)
-        assert f.elements[key].winner.node == "b" and f.elements[key].deleted
+        el = f.elements[key]
+        assert el.winner.node == "b" and not el.deleted and len(el.heads) == 4

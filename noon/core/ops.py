@@ -12,7 +12,8 @@ Wire and file form (keys in this order when noon writes; readers accept any orde
 - ``hlc``: hybrid logical clock stamp (see :mod:`noon.core.hlc`).
 - ``el``: element key ``[kind, namespace, *parts]`` (see :mod:`noon.core.elements`).
 - ``val``: the value; absent means tombstone.
-- ``prev``: for register elements, the op ids the writer saw as current.
+- ``prev``: the ops on the element the writer held as current (its heads), which this op
+  replaces; absent when the element was new to the writer.
 - ``by``: the client that wrote it (MCP ``clientInfo`` name, ``cli``, ``import``).
 - ``bat``: present on every op of a multi-op batch: the seq of the batch's last op. A reader
   applies a batch only once it holds an op of that author with ``seq >= bat``, so a batch torn
@@ -237,8 +238,8 @@ def encode(
 
 
 AUTO = "auto"
-"""``Draft.prev`` default: name the element's current heads (a register write that saw the
-current state). Pass an explicit tuple to name what a client actually saw."""
+"""``Draft.prev`` default: name the element's current heads (a write that saw the current
+state). Pass an explicit tuple to name what a client actually saw."""
 
 
 class Draft:
@@ -264,7 +265,7 @@ class Draft:
                 raise OpError(f"invalid value for {el[0]!r}: {exc}") from None
         self.el = el
         self.val = val
-        self.prev = prev if kind.register else None
+        self.prev = prev
 
     def __repr__(self) -> str:
         return f"Draft({list(self.el)}, {self.val!r:.60})"

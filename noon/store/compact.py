@@ -64,10 +64,13 @@ def compact_dir(directory: Path, shards: list[str], *, history: int) -> list[Com
             except FileNotFoundError:
                 continue
         groups: dict[Key, dict[OpId, Op]] = defaultdict(dict)
+        arrived: dict[str, int] = {}
         for lines, _, _ in scans.values():
             for _, op in lines:
-                if op is not None and op.known:
-                    groups[op.el].setdefault(op.id, op)
+                if op is not None:
+                    arrived[op.node] = max(arrived.get(op.node, 0), op.seq)
+                    if op.known:
+                        groups[op.el].setdefault(op.id, op)
         grouped = {k: list(v.values()) for k, v in groups.items()}
         targets = [name for name in shards if name in scans]
         scope: set[OpId] = set()
@@ -75,7 +78,7 @@ def compact_dir(directory: Path, shards: list[str], *, history: int) -> list[Com
             scope |= _in_scope(scans[name][0])
         # One plan for every target: planning shards separately could let each drop the
         # other's last op naming a version, and that version would come back as a head.
-        drops = droppable(grouped, lambda op: op.id in scope, history)
+        drops = droppable(grouped, lambda op: op.id in scope, history, arrived)
         return [_rewrite(directory / name, scans[name], drops) for name in targets]
 
 

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from noon.config import Settings
-from noon.core.elements import is_register
 from noon.core.fold import Fold, ForkError
 from noon.core.hlc import Clock
 from noon.core.ops import AUTO, Draft, Key, Op, OpId, decode, encode
@@ -261,13 +260,21 @@ class Store:
         now = self.now()
         last = last_seq + len(drafts)
         bat = last if len(drafts) > 1 else None
+        written: dict[Key, OpId] = {}
         lines = []
         for i, d in enumerate(drafts, 1):
-            prev = self.current_heads(d.el) if d.prev == AUTO else d.prev
+            seq = last_seq + i
+            if d.prev != AUTO:
+                prev = d.prev
+            elif d.el in written:  # a second write on one key in a batch replaces the first
+                prev = (written[d.el],)
+            else:
+                prev = self.current_heads(d.el)
+            written[d.el] = (self.node, seq)
             lines.append(
                 encode(
                     node=self.node,
-                    seq=last_seq + i,
+                    seq=seq,
                     hlc=self.clock.tick(now),
                     el=list(d.el),  # type: ignore[arg-type]
                     val=d.val,
@@ -279,8 +286,6 @@ class Store:
         return lines
 
     def current_heads(self, key: Key) -> tuple[OpId, ...] | None:
-        if not is_register(key):
-            return None
         el = self.fold.elements.get(key)
         if el is None or not el.heads:
             return None
