@@ -1,17 +1,20 @@
-"""Which ops a compaction may drop without changing any read.
+"""Which ops a compaction may drop without changing any read, now or later.
 
-An op may be dropped only when it is *causally superseded* and outside the history budget:
-- on a plain element, any op that is not the winner (a later op on the key replaced it);
-- on a register, a version some other op names in ``prev``, older than the ``history`` newest
-  superseded versions, and only when dropping it leaves every remaining op exactly as named as
-  before (so no old version can reappear as a head).
+An op may be dropped only when it is *causally superseded* (another op on its element names it
+in ``prev``) and outside the history budget (memory texts and placements keep their
+``history`` newest superseded versions; other kinds keep none), and only when dropping it leaves
+every op exactly as named as before: no older version can reappear as a head, neither one held
+now nor one still on its way from another machine (an op it names that has not arrived yet,
+which it alone would have superseded).
 
-Never dropped: winners, heads, tombstones (collecting those is the daemon's job), ops of kinds
-this version does not know, and ops the caller puts out of scope (another shard's, or the last op
-of a shard, which keeps the author's seq high-water mark and batch boundaries readable).
+Never dropped: heads (so never a winner, a conflict or a tombstone), any op of a deleted element
+(its whole history stays until collection removes it at once: the collection rule needs it to
+tell a member that never saw the element from one that saw only part of it), ops of kinds this
+version does not know, and ops the caller puts out of scope (another shard's, or the last op of an
+author in a shard, which keeps the seq high-water mark and closes the last batch).
 
-Because the decision uses only the ops themselves, every replica can compact its copies and
-the fold of what remains equals the fold of what was there.
+Because the decision uses only the ops themselves and the frontier of what has arrived, every
+replica can compact its copies, and the fold of what remains equals the fold of what was there.
 """
 
 from __future__ import annotations
@@ -19,55 +22,56 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
-from noon.core.elements import is_register
+from noon.core.elements import keeps_history
+from noon.core.fold import order
 from noon.core.ops import Key, Op, OpId
 
-
-def _order(op: Op) -> tuple[int, str, int]:
-    return (op.hlc, op.node, op.seq)
+Frontier = Mapping[str, int]
 
 
 def droppable(
     groups: Mapping[Key, Sequence[Op]],
     in_scope: Callable[[Op], bool],
     history: int,
+    arrived: Frontier,
 ) -> set[OpId]:
-    """Ids of the ops that may be dropped. ``groups`` holds every known op, by element key."""
+    """Ids of the ops that may be dropped. ``groups`` holds every known op, by element key;
+    ``arrived`` is the highest seq received per author (a seq at or below it will never arrive
+    again; anything above may)."""
     drops: set[OpId] = set()
     for key, ops in groups.items():
         if len(ops) < 2:
             continue
-        if not is_register(key):
-            winner = max(ops, key=_order)
-            drops.update(
-                op.id for op in ops if op is not winner and op.val is not None and in_scope(op)
-            )
-            continue
-        drops.update(_register_drops(ops, in_scope, history))
+        budget = history if keeps_history(key) else 0
+        drops.update(_drops(ops, in_scope, budget, arrived))
     return drops
 
 
-def _register_drops(
-    ops: Sequence[Op], in_scope: Callable[[Op], bool], history: int
+def _drops(
+    ops: Sequence[Op], in_scope: Callable[[Op], bool], budget: int, arrived: Frontier
 ) -> list[OpId]:
     present = {op.id for op in ops}
     namers: Counter[OpId] = Counter()
     for op in ops:
         namers.update(set(op.prev or ()))
-    if all(namers[op.id] for op in ops):
-        return []  # a prev cycle: keep everything, the fold has a special rule for it
-    superseded = sorted((op for op in ops if namers[op.id] and op.val is not None), key=_order)
-    if history > 0:
-        superseded = superseded[:-history]
+    heads = [op for op in ops if not namers[op.id]]
+    if not heads or all(h.val is None for h in heads):
+        return []  # a prev cycle (the fold has a rule for it), or a deleted element
+
+    superseded = sorted((op for op in ops if namers[op.id]), key=order)
+    if budget > 0:
+        superseded = superseded[:-budget]
     dropped: list[OpId] = []
     # Oldest first, so a chain of versions unravels from its tail.
     for op in superseded:
         if not in_scope(op):
             continue
-        named = set(op.prev or ()) & present
-        if any(namers[p] == 1 for p in named):
+        names = set(op.prev or ())
+        if any(arrived.get(n, 0) < s for n, s in names):
+            continue  # it names an op still on its way: it must be here to supersede it
+        if any(namers[p] == 1 for p in names & present):
             continue  # it is the only op naming a remaining version: keep it
-        for p in named:
+        for p in names & present:
             namers[p] -= 1
         present.discard(op.id)
         dropped.append(op.id)

@@ -1,8 +1,9 @@
 """Element kinds: what an op's element key looks like and what its value must hold.
 
 An element key is a tuple of strings ``(kind, namespace, *parts)``. The kind decides the number
-of parts, whether the element is a *register* (ops name the versions they replace in ``prev``,
-and concurrent versions are kept as conflict heads) and how a value is validated.
+of parts, how a value is validated, and whether superseded versions are worth keeping as
+history through compaction (memory texts and placements are; keywords and the like are not).
+Every kind keeps conflict heads (see :mod:`noon.core.fold`).
 
 A kind missing from :data:`KINDS` is unknown to this version of noon: its ops are stored,
 replicated and relayed verbatim, and skipped by the fold.
@@ -59,7 +60,8 @@ class Kind:
     name: str
     parts: int
     """Number of key parts after the namespace."""
-    register: bool
+    history: bool
+    """Keep superseded versions (up to ``NOON_HISTORY``) through compaction."""
     validate: Callable[[Mapping[str, Any]], None]
 
 
@@ -87,6 +89,6 @@ def kind_of(key: tuple[str, ...]) -> Kind | None:
     return kind
 
 
-def is_register(key: tuple[str, ...]) -> bool:
+def keeps_history(key: tuple[str, ...]) -> bool:
     kind = kind_of(key)
-    return kind is not None and kind.register
+    return kind is not None and kind.history

@@ -1,15 +1,22 @@
-"""The fold: a last-writer-wins element set with conflict heads, built incrementally.
+"""The fold: every element's current state, built incrementally from ops in any order.
 
 The state is a pure function of the *set* of ops applied, whatever their order and however often
 each is applied (idempotent, commutative, associative). Two replicas that applied the same set
 hold equal states.
 
-For every element key the state keeps the winner: the greatest op by ``(hlc, node, seq)``. A
-tombstone is just a winning op without a value. Register elements (see
-:mod:`noon.core.elements`) also keep their *heads*: ops on the key that no other op on the key
-names in ``prev``. One head is the normal case; more mean concurrent versions. For a register
-the winner is the greatest *head*, so a version a writer knowingly replaced can never win, even
-when a clamped clock gave the replacement a smaller stamp.
+Every op names in ``prev`` the ops on its element that its writer held as current. The *heads*
+of an element are its ops that no other op names: one head is the normal case, more mean
+concurrent writes on different machines. The *winner*, what reads show, is the greatest live
+head by ``(hlc, node, seq)``; only when every head is a tombstone is the element deleted.
+
+So a delete removes exactly the versions its writer saw: an edit made concurrently on another
+machine survives it (and the conflict view says a concurrent delete happened). Two consequences
+the rest of noon relies on:
+- a version a writer knowingly replaced can never win again, even when a clamped clock gave the
+  replacement a smaller stamp;
+- a write that did not see a delete is never hidden by it, so a replica that has physically
+  collected the delete and one that still holds it show the same thing (see
+  :mod:`noon.core.collection`).
 
 Identity: two ops with the same ``(node, seq)`` must be byte-identical (a duplicate, ignored).
 Different ones mean a forked shard (a restored backup, a reused node id); :class:`ForkError`
@@ -21,7 +28,6 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable
 
-from noon.core.elements import is_register
 from noon.core.ops import Key, Op, OpId
 
 _DENSE_GAP = 1 << 16
@@ -66,16 +72,29 @@ class SeqIndex:
             self.sparse[seq] = digest
 
 
+def order(op: Op) -> tuple[int, str, int]:
+    return (op.hlc, op.node, op.seq)
+
+
+def pick_winner(heads: Iterable[Op]) -> Op:
+    """The greatest live head, or the greatest head when all are tombstones."""
+    heads = list(heads)
+    live = [h for h in heads if h.val is not None]
+    return max(live or heads, key=order)
+
+
 class Element:
     """The folded state of one element key."""
 
     __slots__ = ("heads", "named", "versions", "winner")
 
-    def __init__(self, op: Op, register: bool) -> None:
+    def __init__(self, op: Op) -> None:
         self.winner = op
-        self.heads: dict[OpId, Op] | None = {op.id: op} if register else None
-        self.named: set[OpId] | None = set() if register else None
-        self.versions: list[Op] | None = [op] if register else None
+        self.heads: dict[OpId, Op] = {op.id: op}
+        self.named: set[OpId] = set(op.prev or ())
+        self.versions: list[Op] = [op]
+        if op.id in self.named:  # names itself: a hostile cycle
+            self._recompute()
 
     @property
     def deleted(self) -> bool:
@@ -83,25 +102,28 @@ class Element:
 
     @property
     def conflicted(self) -> bool:
-        return self.heads is not None and len(self.heads) > 1
+        return len(self.heads) > 1
 
+    def add(self, op: Op) -> None:
+        self.versions.append(op)
+        if op.prev:
+            self.named.update(op.prev)
+            for p in op.prev:
+                self.heads.pop(p, None)
+        if op.id not in self.named:
+            self.heads[op.id] = op
+        if not self.heads or any(h in self.named for h in self.heads):
+            self._recompute()
+        else:
+            self.winner = pick_winner(self.heads.values())
 
-def _order(op: Op) -> tuple[int, str, int]:
-    return (op.hlc, op.node, op.seq)
-
-
-def _greater(a: Op, b: Op) -> bool:
-    return _order(a) > _order(b)
-
-
-def _recompute_heads(el: Element) -> None:
-    """Heads from scratch. Without prev cycles they are the unnamed versions; a cycle (only a
-    hostile or buggy writer makes one) can leave none, and then every version counts as a head,
-    so the element stays readable and the result is still a function of the op set."""
-    assert el.versions is not None and el.named is not None
-    heads = {v.id: v for v in el.versions if v.id not in el.named}
-    el.heads = heads or {v.id: v for v in el.versions}
-    el.winner = max(el.heads.values(), key=_order)
+    def _recompute(self) -> None:
+        """Heads from scratch. Without prev cycles they are the unnamed versions; a cycle (only a
+        hostile or buggy writer makes one) can leave none, and then every version counts as a
+        head, so the element stays readable and the result is still a function of the op set."""
+        heads = {v.id: v for v in self.versions if v.id not in self.named}
+        self.heads = heads or {v.id: v for v in self.versions}
+        self.winner = pick_winner(self.heads.values())
 
 
 class Fold:
@@ -144,28 +166,9 @@ class Fold:
             return True
         el = self.elements.get(op.el)
         if el is None:
-            el = self.elements[op.el] = Element(op, is_register(op.el))
-            if el.named is not None and op.prev:
-                el.named.update(op.prev)
-                if op.id in el.named:  # names itself: a hostile cycle
-                    _recompute_heads(el)
-            return True
-        if el.heads is None:
-            if _greater(op, el.winner):
-                el.winner = op
-            return True
-        assert el.named is not None and el.versions is not None
-        el.versions.append(op)
-        if op.prev:
-            el.named.update(op.prev)
-            for p in op.prev:
-                el.heads.pop(p, None)
-        if op.id not in el.named:
-            el.heads[op.id] = op
-        if not el.heads or any(h in el.named for h in el.heads):
-            _recompute_heads(el)
+            self.elements[op.el] = Element(op)
         else:
-            el.winner = max(el.heads.values(), key=_order)
+            el.add(op)
         return True
 
     def apply_all(self, ops: Iterable[Op]) -> set[Key]:

@@ -12,7 +12,8 @@ Wire and file form (keys in this order when noon writes; readers accept any orde
 - ``hlc``: hybrid logical clock stamp (see :mod:`noon.core.hlc`).
 - ``el``: element key ``[kind, namespace, *parts]`` (see :mod:`noon.core.elements`).
 - ``val``: the value; absent means tombstone.
-- ``prev``: for register elements, the op ids the writer saw as current.
+- ``prev``: the ops on the element the writer held as current (its heads), which this op
+  replaces; absent when the element was new to the writer.
 - ``by``: the client that wrote it (MCP ``clientInfo`` name, ``cli``, ``import``).
 - ``bat``: present on every op of a multi-op batch: the seq of the batch's last op. A reader
   applies a batch only once it holds an op of that author with ``seq >= bat``, so a batch torn
@@ -31,7 +32,6 @@ from typing import Any
 
 import orjson
 
-from noon.core import hlc as hlc_
 from noon.core.elements import MAX_KEY_PART, InvalidValue, kind_of
 
 FORMAT_VERSION = 1
@@ -114,9 +114,33 @@ def _fail(msg: str) -> OpError:
 
 def _int(obj: Mapping[str, Any], name: str, lo: int, hi: int) -> int:
     v = obj.get(name)
-    if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
-        raise _fail(f"{name!r} must be an integer in [{lo}, {hi}], got {v!r}")
+    if type(v) is not int or not lo <= v <= hi:
+        raise _fail(f"{name!r} must be an integer in [{lo}, {hi}], got {v!r:.40}")
     return v
+
+
+_names: dict[str, str] = {}
+
+
+def _name(s: str) -> str:
+    """Share one string object per node id, kind and namespace: a million ops name only a
+    handful of them, and the memoised check keeps validation off the hot path."""
+    known = _names.get(s)
+    if known is None:
+        if len(_names) > 100_000:
+            _names.clear()
+        known = _names[s] = s
+    return known
+
+
+def _node(v: object, what: str) -> str:
+    if type(v) is str:
+        known = _names.get(v)
+        if known is not None:
+            return known
+        if valid_node_id(v):
+            return _name(v)
+    raise _fail(f"{what} is not a valid node id: {v!r:.80}")
 
 
 def decode(line: bytes) -> Op:
@@ -128,23 +152,19 @@ def decode(line: bytes) -> Op:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         raise _fail(f"not JSON: {exc}") from None
-    if not isinstance(obj, dict):
+    if type(obj) is not dict:
         raise _fail(f"not a JSON object but {type(obj).__name__}")
     return from_object(obj, line_digest(line))
 
 
 def from_object(obj: Mapping[str, Any], digest: int) -> Op:
-    """Validate a parsed JSON object as an op."""
+    """Validate a parsed JSON object as an op. Kept lean: it runs once per op on a cold fold."""
     version = _int(obj, "v", 1, 2**31)
-    node = obj.get("node")
-    if not valid_node_id(node):
-        raise _fail(f"'node' is not a valid node id: {node!r}")
-    assert isinstance(node, str)
+    node = _node(obj.get("node"), "'node'")
     seq = _int(obj, "seq", 1, MAX_SEQ)
     stamp = obj.get("hlc")
-    if not hlc_.is_valid(stamp):
-        raise _fail(f"'hlc' must be a 64-bit unsigned integer, got {stamp!r}")
-    assert isinstance(stamp, int)
+    if type(stamp) is not int or not 0 <= stamp < 1 << 64:
+        raise _fail(f"'hlc' must be a 64-bit unsigned integer, got {stamp!r:.40}")
     bat = obj.get("bat")
     if bat is not None:
         bat = _int(obj, "bat", seq, seq + MAX_BATCH)
@@ -152,45 +172,40 @@ def from_object(obj: Mapping[str, Any], digest: int) -> Op:
         return Op(node, seq, stamp, (), None, None, None, bat, False, digest)
 
     el = obj.get("el")
-    if (
-        not isinstance(el, list)
-        or not 2 <= len(el) <= MAX_KEY_PARTS
-        or not all(isinstance(p, str) and len(p) <= MAX_KEY_PART for p in el)
-    ):
+    if type(el) is not list or not 2 <= len(el) <= MAX_KEY_PARTS:
         raise _fail(f"'el' must be a list of 2 to {MAX_KEY_PARTS} strings, got {el!r:.200}")
+    for part in el:
+        if type(part) is not str or len(part) > MAX_KEY_PART:
+            raise _fail(f"'el' parts must be strings of at most {MAX_KEY_PART} characters")
+    el[0] = _name(el[0])
+    el[1] = _name(el[1])
     key: Key = tuple(el)
     kind = kind_of(key)
 
     val = obj.get("val")
-    if val is not None and not isinstance(val, dict):
+    if val is not None and type(val) is not dict:
         raise _fail(f"'val' must be an object or absent, got {type(val).__name__}")
 
     prev_raw = obj.get("prev")
     prev: tuple[OpId, ...] | None = None
     if prev_raw is not None:
-        if not isinstance(prev_raw, list) or len(prev_raw) > MAX_PREV:
+        if type(prev_raw) is not list or len(prev_raw) > MAX_PREV:
             raise _fail(f"'prev' must be a list of at most {MAX_PREV} [node, seq] pairs")
         pairs = []
         for p in prev_raw:
-            if (
-                not isinstance(p, list)
-                or len(p) != 2
-                or not valid_node_id(p[0])
-                or not isinstance(p[1], int)
-                or isinstance(p[1], bool)
-                or not 1 <= p[1] <= MAX_SEQ
-            ):
+            if type(p) is not list or len(p) != 2 or type(p[1]) is not int or not p[1] >= 1:
                 raise _fail(f"'prev' entry must be [node, seq], got {p!r:.100}")
-            pairs.append((p[0], p[1]))
+            pairs.append((_node(p[0], "'prev' entry node"), p[1]))
         prev = tuple(pairs)
 
     by = obj.get("by")
-    if by is not None and (not isinstance(by, str) or len(by) > MAX_CLIENT):
-        raise _fail(f"'by' must be a string of at most {MAX_CLIENT} characters")
+    if by is not None:
+        if type(by) is not str or len(by) > MAX_CLIENT:
+            raise _fail(f"'by' must be a string of at most {MAX_CLIENT} characters")
+        by = _name(by)
 
     known = kind is not None
-    if known and val is not None:
-        assert kind is not None
+    if kind is not None and val is not None:
         try:
             kind.validate(val)
         except InvalidValue as exc:
@@ -223,8 +238,8 @@ def encode(
 
 
 AUTO = "auto"
-"""``Draft.prev`` default: name the element's current heads (a register write that saw the
-current state). Pass an explicit tuple to name what a client actually saw."""
+"""``Draft.prev`` default: name the element's current heads (a write that saw the current
+state). Pass an explicit tuple to name what a client actually saw."""
 
 
 class Draft:
@@ -250,7 +265,7 @@ class Draft:
                 raise OpError(f"invalid value for {el[0]!r}: {exc}") from None
         self.el = el
         self.val = val
-        self.prev = prev if kind.register else None
+        self.prev = prev
 
     def __repr__(self) -> str:
         return f"Draft({list(self.el)}, {self.val!r:.60})"

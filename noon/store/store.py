@@ -12,20 +12,22 @@ node on one machine.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from noon.config import Settings
-from noon.core.elements import is_register
 from noon.core.fold import Fold, ForkError
 from noon.core.hlc import Clock
 from noon.core.ops import AUTO, Draft, Key, Op, OpId, decode, encode
 from noon.store import snapshot
+from noon.store.compact import compact_dir
 from noon.store.names import shard_file, shard_node
 from noon.store.shard import Corrupt, ShardReader, fsync_dir, locked, repair_tail, write_all
 
@@ -37,6 +39,19 @@ SNAPSHOT_MIN_OPS = 10_000
 
 def wall_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Bulk decoding creates millions of objects and no cycles; the cyclic collector would
+    rescan them over and over (it triples the time of a cold fold)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class StoreError(Exception):
@@ -80,6 +95,8 @@ class Store:
         self.listeners: list[Callable[[Changes], None]] = []
         self._lock = threading.RLock()
         self._since_snapshot = 0
+        self._compacting: threading.Thread | None = None
+        self.compaction_failures = 0
         self.dir.mkdir(parents=True, exist_ok=True)
         self.snapshot_loaded = settings.snapshot and self._load_snapshot()
         self.refresh()
@@ -89,7 +106,8 @@ class Store:
     # -- reading -------------------------------------------------------------------------
 
     def _load_snapshot(self) -> bool:
-        loaded = snapshot.load(self.snapshot_path, self.dir)
+        with paused_gc():
+            loaded = snapshot.load(self.snapshot_path, self.dir)
         if loaded is None:
             return False
         snap, readers = loaded
@@ -135,6 +153,10 @@ class Store:
         self.corrupt = {}
 
     def _catch_up(self) -> Changes:
+        with paused_gc():
+            return self._apply_new()
+
+    def _apply_new(self) -> Changes:
         changes = Changes()
         now = self.now()
         for name in self.shard_names():
@@ -229,19 +251,30 @@ class Store:
             finally:
                 os.close(fd)
             self.refresh()
-            return [decode(line) for line in lines]
+        ops = [decode(line) for line in lines]
+        if self.compaction_due(ops):
+            self._compact_in_background()
+        return ops
 
     def _stamp(self, drafts: list[Draft], last_seq: int, client: str) -> list[bytes]:
         now = self.now()
         last = last_seq + len(drafts)
         bat = last if len(drafts) > 1 else None
+        written: dict[Key, OpId] = {}
         lines = []
         for i, d in enumerate(drafts, 1):
-            prev = self.current_heads(d.el) if d.prev == AUTO else d.prev
+            seq = last_seq + i
+            if d.prev != AUTO:
+                prev = d.prev
+            elif d.el in written:  # a second write on one key in a batch replaces the first
+                prev = (written[d.el],)
+            else:
+                prev = self.current_heads(d.el)
+            written[d.el] = (self.node, seq)
             lines.append(
                 encode(
                     node=self.node,
-                    seq=last_seq + i,
+                    seq=seq,
                     hlc=self.clock.tick(now),
                     el=list(d.el),  # type: ignore[arg-type]
                     val=d.val,
@@ -253,8 +286,6 @@ class Store:
         return lines
 
     def current_heads(self, key: Key) -> tuple[OpId, ...] | None:
-        if not is_register(key):
-            return None
         el = self.fold.elements.get(key)
         if el is None or not el.heads:
             return None
@@ -269,14 +300,39 @@ class Store:
             return False
         return ops[-1].seq // every > (ops[0].seq - 1) // every
 
+    def _compact_in_background(self) -> None:
+        """Online compaction runs beside the writers: appends wait only for its final copy of
+        the appended tail and rename, never for the planning."""
+        if self._compacting is not None and self._compacting.is_alive():
+            return
+
+        def run() -> None:
+            try:
+                compact_dir(self.dir, [self.own.name], history=self.settings.history)
+            except Exception:  # a failed compaction loses nothing; the next trigger retries
+                log.exception("online compaction of %s failed", self.own.name)
+                self.compaction_failures += 1
+
+        self._compacting = threading.Thread(target=run, name="noon-compact", daemon=True)
+        self._compacting.start()
+
+    def wait_compaction(self) -> None:
+        if self._compacting is not None:
+            self._compacting.join()
+
     # -- snapshot ------------------------------------------------------------------------
 
     def save_snapshot(self) -> None:
         with self._lock:
-            snapshot.save(self.snapshot_path, self.fold, self.readers, self.clock.last)
+            try:
+                snapshot.save(self.snapshot_path, self.fold, self.readers, self.clock.last)
+            except OSError as exc:  # the snapshot is an optimisation: never fail a read for it
+                log.warning("could not save the snapshot: %s", exc)
+                return
             self._since_snapshot = 0
 
     def close(self) -> None:
+        self.wait_compaction()
         if self.settings.snapshot and self._since_snapshot >= 1000:
             self.save_snapshot()
 

@@ -1,0 +1,121 @@
+from pathlib import Path
+
+import pytest
+
+from noon.config import Settings
+from noon.core.ops import Draft, encode
+from noon.store import collect as collect_mod
+from noon.store.collect import collect_dir
+from noon.store.store import Store
+
+E = ("content", "default", "E")
+F = ("content", "default", "F")
+
+
+def store(d: Path, node: str) -> Store:
+    return Store(Settings.from_env({}, dir=d, node_id=node, snapshot=False, compact_after=0))
+
+
+def put(s: Store, key, text):
+    return s.write(lambda f: [Draft(key, {"text": text})])
+
+
+def delete(s: Store, key):
+    return s.write(lambda f: [Draft(key, None)])
+
+
+def view(d: Path):
+    s = store(d, "viewer")
+    return {k: el.winner.val for k, el in s.fold.elements.items() if not el.deleted}
+
+
+def test_sole_writer_collects_everything_deleted_and_keeps_the_rest(noon_dir):
+    a = store(noon_dir, "a")
+    put(a, E, "one")
+    put(a, E, "two")
+    delete(a, E)
+    put(a, F, "stays")
+    before = view(noon_dir)
+    size = (noon_dir / "a.jsonl").stat().st_size
+    report = collect_dir(noon_dir, self_id="a", reports={})
+    assert report.collected == 1 and report.removed_ops == 3 and not report.kept
+    assert view(noon_dir) == before == {F: {"text": "stays"}}
+    assert (noon_dir / "a.jsonl").stat().st_size < size / 2
+    assert E not in store(noon_dir, "v2").fold.elements
+    assert put(a, E, "new genesis")[0].seq == 5  # the seq high-water mark survived
+
+
+def test_a_member_that_never_reported_or_saw_part_of_it_blocks(noon_dir):
+    a = store(noon_dir, "a")
+    put(a, E, "one")
+    delete(a, E)
+    put(a, F, "last")
+    report = collect_dir(noon_dir, self_id="a", reports={}, admitted=["b"])
+    assert report.collected == 0 and [str(b) for _, b in report.kept] == [
+        "b: never reported what it holds"]
+    report = collect_dir(noon_dir, self_id="a", reports={"b": {"a": 1}}, admitted=["b"])
+    assert report.collected == 0 and "saw this element" in str(report.kept[0][1])
+    report = collect_dir(noon_dir, self_id="a", reports={"b": {"a": 3}}, admitted=["b"])
+    assert report.collected == 1
+
+
+def test_an_element_born_and_deleted_while_a_member_was_away_goes_at_once(noon_dir):
+    a = store(noon_dir, "a")
+    put(a, F, "known to b")
+    put(a, E, "born while b is away")
+    delete(a, E)
+    put(a, F, "last")
+    report = collect_dir(noon_dir, self_id="a", reports={"b": {"a": 1}}, admitted=["b"])
+    assert report.collected == 1
+
+
+def test_a_crash_between_passes_never_shows_the_deleted_element(noon_dir, monkeypatch):
+    # E is created on b, edited on c, deleted on a: three shards, a chain across them.
+    b, c, a = store(noon_dir, "b"), store(noon_dir, "c"), store(noon_dir, "a")
+    put(b, E, "created on b")
+    put(b, F, "b's last op")
+    c.refresh()
+    put(c, E, "edited on c")
+    put(c, F, "c's last op")
+    a.refresh()
+    delete(a, E)
+    put(a, F, "a's last op")
+    full = {"a": 2, "b": 2, "c": 2}
+    real = collect_mod.rewrite
+    calls: list[str] = []
+
+    def one_rename_then_power_cut(path, scan, drops):
+        if calls:
+            raise SystemExit("power cut")
+        calls.append(path.name)
+        return real(path, scan, drops)
+
+    monkeypatch.setattr(collect_mod, "rewrite", one_rename_then_power_cut)
+    renamed = []
+    for _ in range(2):  # each run gets one rename further before the cut
+        calls.clear()
+        with pytest.raises(SystemExit):
+            collect_dir(noon_dir, self_id="a", reports={"b": full, "c": full})
+        renamed += calls
+        assert E not in view(noon_dir), f"resurrected after {renamed}"
+    assert renamed == ["b.jsonl", "c.jsonl"]  # oldest version first
+    calls.clear()
+    report = collect_dir(noon_dir, self_id="a", reports={"b": full, "c": full})
+    assert calls == ["a.jsonl"] and report.collected == 1  # the tombstone went last
+    assert E not in store(noon_dir, "v").fold.elements
+
+
+def test_a_concurrent_edit_survives_a_delete_and_collection_of_what_the_delete_saw(noon_dir):
+    a = store(noon_dir, "a")
+    put(a, E, "base")
+    (noon_dir / "b.jsonl").write_bytes(
+        encode(node="b", seq=1, hlc=1, el=E, val={"text": "edited on b, unaware"},
+               prev=(("a", 1),)) + b"\n")
+    with open(noon_dir / "b.jsonl", "ab") as f:
+        f.write(encode(node="b", seq=2, hlc=2, el=F, val={"text": "b's last"}) + b"\n")
+    a.refresh()
+    delete(a, E)  # a saw b's edit: it names both heads
+    put(a, F, "last")
+    assert E not in view(noon_dir)
+    report = collect_dir(noon_dir, self_id="a", reports={"b": {"a": 3, "b": 2}})
+    assert report.collected == 1

@@ -1,0 +1,76 @@
+from collections import defaultdict
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from noon.config import Settings
+from noon.core.compaction import droppable
+from noon.core.fold import Fold
+from noon.core.ops import encode
+from noon.store.compact import compact_dir
+from noon.store.store import Store
+from tests.sim import run, summary
+from tests.test_fold import actions, skews
+
+
+def groups_of(ops):
+    g = defaultdict(dict)
+    for op in ops:
+        if op.known:
+            g[op.el][op.id] = op
+    return {k: list(v.values()) for k, v in g.items()}
+
+
+def fold_summary(ops):
+    f = Fold()
+    f.apply_all(ops)
+    return summary(f)
+
+
+@given(actions, skews, st.integers(0, 3), st.integers(0, 3))
+def test_dropping_never_changes_the_fold(acts, sk, which, history):
+    nodes = run(acts, sk)
+    all_ops = [op for n in nodes for op in n.ops]
+    target = nodes[which % len(nodes)].ops
+    last = max((op.seq for op in target), default=0)
+    scope = {op.id for op in target if op.seq != last}
+    arrived = {n.name: len(n.ops) for n in nodes}
+    drops = droppable(groups_of(all_ops), lambda op: op.id in scope, history, arrived)
+    assert drops <= scope
+    assert fold_summary([op for op in all_ops if op.id not in drops]) == fold_summary(all_ops)
+    named = {p for op in all_ops for p in (op.prev or ())}
+    assert all(op.id in named for op in all_ops if op.id in drops)  # never a head
+
+
+def test_superseded_versions_beyond_the_budget_go_and_the_budget_stays():
+    nodes = run([(0, 0, 0, 0, i, 10) for i in range(8)], [0])
+    ops = nodes[0].ops
+    drops = droppable(groups_of(ops), lambda op: op.seq != 8, history=3, arrived={"n0": 8})
+    assert drops == {("n0", s) for s in range(1, 5)}
+
+
+def write_shards(directory: Path, nodes) -> None:
+    for n in nodes:
+        lines = [
+            encode(node=op.node, seq=op.seq, hlc=op.hlc, el=op.el, val=op.val, prev=op.prev)
+            for op in n.ops
+        ]
+        (directory / f"{n.name}.jsonl").write_bytes(b"".join(x + b"\n" for x in lines))
+
+
+@given(actions, skews, st.integers(0, 2))
+def test_compacting_every_shard_on_disk_keeps_the_store_fold(tmp_path_factory, acts, sk, hist):
+    d = tmp_path_factory.mktemp("c")
+    nodes = run(acts, sk)
+    write_shards(d, nodes)
+    settings = Settings.from_env({}, dir=d, node_id="reader", snapshot=False)
+    before = summary(Store(settings).fold)
+    reports = compact_dir(d, sorted(p.name for p in d.glob("*.jsonl")), history=hist)
+    assert all(r.after <= r.before for r in reports)
+    assert summary(Store(settings).fold) == before
+    # A second run has nothing left to drop and leaves the bytes as they are.
+    snapshot = {p.name: p.read_bytes() for p in d.glob("*.jsonl")}
+    again = compact_dir(d, sorted(snapshot), history=hist)
+    assert all(r.dropped == 0 for r in again)
+    assert {p.name: p.read_bytes() for p in d.glob("*.jsonl")} == snapshot

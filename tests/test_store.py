@@ -1,0 +1,198 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from noon.config import ConfigError, Settings
+from noon.core.ops import Draft, encode
+from noon.store.names import InvalidName, sanitize_node_id, shard_file, shard_node
+from noon.store.store import ForkDetected, ShardBehind, Store
+
+KEY = ("content", "default", "m")
+
+
+def open_store(d: Path, node: str = "a", **kw) -> Store:
+    return Store(Settings.from_env({}, dir=d, node_id=node, **kw))
+
+
+def put(store: Store, text: str, key=KEY):
+    return store.write(lambda fold: [Draft(key, {"text": text})])
+
+
+def text_of(store: Store, key=KEY):
+    store.refresh()
+    el = store.fold.elements.get(key)
+    return None if el is None or el.deleted else el.winner.val["text"]
+
+
+def test_write_then_read_from_another_process_view(noon_dir):
+    a = open_store(noon_dir)
+    put(a, "hello")
+    b = open_store(noon_dir, "b")
+    assert text_of(b) == "hello"
+    put(a, "again")
+    assert text_of(b) == "again"
+    el = b.fold.elements[KEY]
+    assert len(el.heads) == 1 and el.winner.by == "cli"
+
+
+def test_seqs_continue_after_restart_and_are_gapless(noon_dir):
+    put(open_store(noon_dir), "1")
+    put(open_store(noon_dir), "2")
+    seqs = [int(line.split(b'"seq":')[1].split(b",")[0])
+            for line in (noon_dir / "a.jsonl").read_bytes().splitlines()]
+    assert seqs == [1, 2]
+
+
+def test_torn_tail_is_invisible_and_repaired_by_the_next_write(noon_dir):
+    a = open_store(noon_dir)
+    put(a, "kept")
+    with open(noon_dir / "a.jsonl", "ab") as f:
+        f.write(b'{"v":1,"node":"a","seq":2,"hlc":1')  # a crash mid-line
+    reader = open_store(noon_dir, "r")
+    assert text_of(reader) == "kept" and not reader.corrupt
+    ops = put(a, "after")
+    assert ops[0].seq == 2
+    assert text_of(reader) == "after"
+    assert (noon_dir / "a.jsonl").read_bytes().count(b"\n") == 2
+
+
+def test_a_batch_cut_short_is_never_half_visible(noon_dir):
+    a = open_store(noon_dir)
+    put(a, "base")
+    other = ("content", "default", "other")
+    half = [encode(node="a", seq=2, hlc=2**40, el=KEY, val={"text": "half"}, bat=3)]
+    with open(noon_dir / "a.jsonl", "ab") as f:
+        f.write(half[0] + b"\n" + b'{"v":1,"node":"a","seq":3')  # line 3 torn
+    reader = open_store(noon_dir, "r")
+    assert text_of(reader) == "base"
+    ops = put(a, "next", key=other)
+    assert ops[0].seq == 2  # the unacknowledged batch was truncated, its seq reused
+    assert text_of(reader) == "base" and text_of(reader, other) == "next"
+
+
+def test_corrupt_lines_are_reported_with_place_and_kept(noon_dir):
+    a = open_store(noon_dir)
+    put(a, "one")
+    with open(noon_dir / "a.jsonl", "ab") as f:
+        f.write(b"this is not json\n")
+    put(a, "two")
+    reader = open_store(noon_dir, "r")
+    assert text_of(reader) == "two"
+    assert [(c.shard, c.line) for c in reader.corrupt.values()] == [("a.jsonl", 2)]
+    assert b"this is not json" in (noon_dir / "a.jsonl").read_bytes()
+
+
+def test_fork_is_refused_naming_both_shards(noon_dir):
+    a = open_store(noon_dir)
+    put(a, "original")
+    line = encode(node="a", seq=1, hlc=7, el=KEY, val={"text": "forked"})
+    (noon_dir / "a-restored.jsonl").write_bytes(line + b"\n")
+    with pytest.raises(ForkDetected, match=r"a-restored\.jsonl:1.*a\.jsonl:1|a\.jsonl:1.*a-re"):
+        open_store(noon_dir, "r")
+
+
+def test_writing_on_a_shard_behind_a_copy_of_itself_is_refused(noon_dir):
+    a = open_store(noon_dir)
+    put(a, "1")
+    put(a, "2")
+    (noon_dir / "a-copy.jsonl").write_bytes((noon_dir / "a.jsonl").read_bytes())
+    lines = (noon_dir / "a.jsonl").read_bytes().splitlines(keepends=True)
+    (noon_dir / "a.jsonl").write_bytes(lines[0])  # an old backup put back
+    with pytest.raises(ShardBehind, match="behind"):
+        put(open_store(noon_dir), "3")
+
+
+def test_a_vanished_shard_rebuilds_the_state(noon_dir):
+    put(open_store(noon_dir, "x"), "from x")
+    reader = open_store(noon_dir, "r")
+    assert text_of(reader) == "from x"
+    (noon_dir / "x.jsonl").unlink()
+    changes = reader.refresh()
+    assert changes.reset and text_of(reader) is None
+
+
+def test_snapshot_is_used_when_valid_and_ignored_when_a_shard_changed(noon_dir, monkeypatch):
+    monkeypatch.setattr("noon.store.store.SNAPSHOT_MIN_OPS", 1)
+    a = open_store(noon_dir)
+    put(a, "v1")
+    a.save_snapshot()
+    put(a, "v2")  # appended after the snapshot: read as a tail
+    warm = open_store(noon_dir, "r")
+    assert warm.snapshot_loaded and text_of(warm) == "v2"
+    data = (noon_dir / "a.jsonl").read_bytes()
+    (noon_dir / "a.jsonl").write_bytes(data.replace(b"v1", b"V1"))  # same size, new bytes
+    os.utime(noon_dir / "a.jsonl")
+    cold = open_store(noon_dir, "r2")
+    assert not cold.snapshot_loaded
+    assert cold.fold.elements[KEY].versions[0].val == {"text": "V1"}
+
+
+def test_shard_names_and_node_ids_are_validated():
+    for bad in ["", "../x", "a/b", ".hidden", "a..b", "x" * 65, "café"]:
+        with pytest.raises(InvalidName):
+            shard_file(bad)
+        assert shard_node(bad + ".jsonl") is None
+    assert shard_node("laptop.jsonl") == "laptop"
+    assert shard_node("laptop.jsonl.lock") is None
+    assert sanitize_node_id("My Laptop.local") == "my-laptop.local"
+    with pytest.raises(ConfigError, match="NOON_NODE_ID"):
+        Settings.from_env({"NOON_NODE_ID": "../evil", "NOON_DIR": "/tmp/x"})
+
+
+def test_bad_settings_name_the_variable():
+    with pytest.raises(ConfigError, match="NOON_FSYNC"):
+        Settings.from_env({"NOON_FSYNC": "maybe", "NOON_NODE_ID": "a"})
+    with pytest.raises(ConfigError, match="NOON_HISTORY"):
+        Settings.from_env({"NOON_HISTORY": "-1", "NOON_NODE_ID": "a"})
+
+
+def writer(d: Path, node: str, tag: str, batches: int, compact_every: int = 0):
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.writer_proc", str(d), node, tag, str(batches),
+         str(compact_every)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+
+
+def test_processes_appending_to_one_shard_at_once_lose_nothing(noon_dir):
+    procs = [writer(noon_dir, "shared", f"p{i}", 40) for i in range(2)]
+    acks = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        acks += out.split()
+    raw = (noon_dir / "shared.jsonl").read_bytes()
+    lines = raw.splitlines()
+    seqs = [int(line.split(b'"seq":')[1].split(b",")[0]) for line in lines]
+    assert seqs == list(range(1, len(lines) + 1))  # gapless, no interleaving
+    store = open_store(noon_dir, "r")
+    for p in range(2):
+        for i in range(40):
+            for j in range(1 + i % 3):
+                assert text_of(store, ("content", "default", f"p{p}-{i}-{j}")) == f"p{p} {i} {j}"
+    assert not store.corrupt
+
+
+def test_online_compaction_runs_when_the_seq_crosses_the_threshold(noon_dir):
+    a = open_store(noon_dir, compact_after=5, history=0)
+    for i in range(5):
+        put(a, f"v{i}")
+    a.wait_compaction()
+    lines = (noon_dir / "a.jsonl").read_bytes().splitlines()
+    assert len(lines) == 1 and b'"seq":5' in lines[0]
+    assert text_of(open_store(noon_dir, "r"), KEY) == "v4"
+    assert put(a, "v5")[0].seq == 6
+
+
+def test_compaction_due_fires_once_per_crossing(noon_dir):
+    a = open_store(noon_dir, compact_after=4)
+    class FakeOp:
+        def __init__(self, seq):
+            self.seq = seq
+    due = [a.compaction_due([FakeOp(s) for s in batch])
+           for batch in ([1, 2], [3], [4], [5, 6, 7], [8, 9], [10])]
+    assert due == [False, False, True, False, True, False]
