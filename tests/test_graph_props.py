@@ -5,11 +5,10 @@ or listed as an orphan that can be placed again."""
 
 from __future__ import annotations
 
-import os
 import random
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from noon.core.fold import Fold
@@ -20,8 +19,6 @@ from noon.graph.plan import GraphError
 from noon.graph.uri import Uri, node_view, parse
 
 NS = "default"
-SCALE = 20 if os.environ.get("NOON_SLOW") else 1
-"""NOON_SLOW=1 runs each property with 20 times the examples."""
 
 
 class Replica:
@@ -142,7 +139,6 @@ def check_uris_resolve(g: Graph) -> None:
             assert found is not None and found[0] == n, (uri, n)
 
 
-@settings(max_examples=60 * SCALE, deadline=None)
 @given(st.lists(STEP, max_size=30))
 def test_uris_resolve_and_incremental_equals_rebuild(steps: list[Any]) -> None:
     r = Replica("a")
@@ -153,7 +149,6 @@ def test_uris_resolve_and_incremental_equals_rebuild(steps: list[Any]) -> None:
     assert r.graph.orphans(NS) == []  # one writer never strands a memory
 
 
-@settings(max_examples=60 * SCALE, deadline=None)
 @given(st.lists(STEP, max_size=25), st.lists(STEP, max_size=25), st.lists(STEP, max_size=25),
        st.randoms(use_true_random=False))
 def test_replicas_converge_in_any_delivery_order_and_lose_nothing(
@@ -188,7 +183,6 @@ def test_replicas_converge_in_any_delivery_order_and_lose_nothing(
     assert all(a.graph.uris(NS, n, 1) for n in a.graph.live_nodes(NS))
 
 
-@settings(max_examples=40 * SCALE, deadline=None)
 @given(st.lists(STEP, max_size=20), st.integers(0, 50), NAMES)
 def test_move_keeps_identity_content_and_subtree(steps: list[Any], pick: int, name: str) -> None:
     r = Replica("a")
@@ -216,7 +210,6 @@ def test_move_keeps_identity_content_and_subtree(steps: list[Any], pick: int, na
     assert found is None or found[0] != node or len(g.placements(NS, node)) > 1
 
 
-@settings(max_examples=40 * SCALE, deadline=None)
 @given(st.lists(STEP, max_size=20), st.integers(0, 50), NAMES)
 def test_alias_shares_the_node_and_its_subtree(steps: list[Any], pick: int, name: str) -> None:
     r = Replica("a")
@@ -235,7 +228,6 @@ def test_alias_shares_the_node_and_its_subtree(steps: list[Any], pick: int, name
     assert node_view(node).endswith(node)
 
 
-@settings(max_examples=30 * SCALE, deadline=None)
 @given(st.lists(STEP, max_size=25), st.lists(st.sampled_from(["tea", "d", "text", "a", "b",
                                                              "edited", "core"]), min_size=1,
                                             max_size=3))

@@ -268,3 +268,37 @@ async def test_several_writer_processes_on_one_node_lose_nothing(tmp_path: Path)
                 assert f"core://log/w{w}-{i}" in body
         _, data = await s.call("read_memory", uri="core://log")
         assert data["conflicted"] is False
+
+
+@two_machines
+async def test_an_edit_that_lost_to_a_concurrent_delete_is_listed_and_restorable(
+        a: Machine, b: Machine) -> None:
+    made = await a.create("core://", "doomed", "old text")
+    exchange(a, b)
+    await a.call("update_memory", uri="core://doomed", old_string="old", new_string="newer")
+    await b.call("delete_memory", uri="core://doomed")
+    exchange(a, b)
+    assert dump(a) == dump(b)
+    node_uri = f"system://node/{made['node_id']}"
+    for m in (a, b):
+        assert node_uri in await m.read("system://conflicts")
+        assert "newer text" in await m.read(node_uri)
+    await b.call("move_memory", uri=node_uri, new_uri="core://restored", disclosure="d")
+    exchange(a, b)
+    for m in (a, b):
+        body = await m.read("core://restored")
+        assert "newer text" in body and "DELETED" not in body and "CONCURRENT" not in body
+        assert "(None" in await m.read("system://conflicts")
+
+
+async def test_namespaces_are_isolated(tmp_path: Path) -> None:
+    s1, st1 = open_store(tmp_path, "n1", namespace="work")
+    s2, st2 = open_store(tmp_path, "n1", namespace="home")
+    async with Client(make_server(s1, st1)) as c1, Client(make_server(s2, st2)) as c2:
+        work, home = Session(c1), Session(c2)
+        await work.create("core://", "secret", "work only")
+        await home.create("core://", "secret", "home only")
+        assert "work only" in await work.read("core://secret")
+        assert "home only" in await home.read("core://secret")
+        _, found = await home.call("search_memory", query="work")
+        assert found["results"] == []

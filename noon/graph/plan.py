@@ -252,6 +252,11 @@ def move(graph: Graph, namespace: str, node: str, old: Placement | None, new_uri
     drafts = [place(graph, namespace, parent, name, node, prio, disc)]
     if old is not None:
         drafts.append(unplace(graph, namespace, old))
+    el = graph.content(namespace, node)
+    if old is None and el is not None and any(h.val is None for h in el.heads.values()):
+        # Placing again a memory that a concurrent delete removed keeps its text: the new
+        # version replaces the delete (and any concurrent version) as the current one.
+        drafts.append(set_text(namespace, node, live_text(el)))
     return drafts
 
 
