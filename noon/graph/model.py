@@ -70,7 +70,6 @@ class NsGraph:
     nodes: set[str] = field(default_factory=set)
     """Nodes with a content element (live or deleted)."""
     glossary_version: int = 0
-    structure_version: int = 0
 
 
 @dataclass
@@ -141,7 +140,6 @@ class Graph:
     def _apply_edge(self, key: Key) -> None:
         _, namespace, parent, name = key
         g = self.ns(namespace)
-        g.structure_version += 1
         for old in g.edges.pop((parent, name), []):
             g.children.get(parent, {}).pop(old.name, None)
             ps = g.parents.get(old.child)
@@ -332,8 +330,10 @@ def placements_of(el: Element, parent: str, name: str) -> list[Placement]:
     if w.val is None:
         return []
     out = [_placement(w, parent, name, name)]
+    if len(el.heads) == 1:
+        return out
     seen = {out[0].child}
-    heads = sorted((el.heads or {}).values(), key=lambda o: o.order, reverse=True)
+    heads = sorted(el.heads.values(), key=lambda o: o.order, reverse=True)
     for h in heads:
         if h.val is None or h.val["child"] in seen:
             continue

@@ -217,8 +217,14 @@ def recent(graph: Graph, namespace: str, limit: int, requested: int, now_ms: int
         el = graph.content(namespace, n)
         return el.winner.order if el is not None else (0, "", 0)
 
-    top = heapq.nlargest(limit, (n for n in graph.live_nodes(namespace)
-                                 if graph.uris(namespace, n, 1)), key=stamp)
+    live = list(graph.live_nodes(namespace))
+    want = limit * 2 + 8
+    while True:  # reachability is checked only for the newest few, not every memory
+        newest = heapq.nlargest(want, live, key=stamp)
+        top = [n for n in newest if graph.uris(namespace, n, 1)][:limit]
+        if len(top) >= limit or len(newest) < want:
+            break
+        want *= 4
     out = ["# Recently Modified Memories", f"# Generated: {when(now_ms)}",
            f"# Showing: {len(top)} most recent entries (requested: {requested})", ""]
     if not top:
