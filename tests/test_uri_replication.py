@@ -302,3 +302,25 @@ async def test_namespaces_are_isolated(tmp_path: Path) -> None:
         assert "home only" in await home.read("core://secret")
         _, found = await home.call("search_memory", query="work")
         assert found["results"] == []
+
+
+@two_machines
+async def test_remote_ops_update_the_graph_incrementally_and_a_reset_rebuilds(
+        a: Machine, b: Machine) -> None:
+    await a.create("core://", "mine", "a's memory")
+    await a.read("core://mine")
+    rebuilds = a.svc.graph.rebuilds
+    await b.create("core://", "theirs", "b's memory")
+    exchange(a, b)
+    assert "b's memory" in await a.read("core://theirs")
+    await b.call("update_memory", uri="core://theirs", append="more")
+    exchange(a, b)
+    assert "more" in await a.read("core://theirs")
+    assert a.svc.graph.rebuilds == rebuilds  # remote ops were applied key by key
+    # A replica shard that disappears makes the store start over: the graph follows.
+    (a.dir / "b.jsonl").unlink()
+    assert "not found" in await a.fail("read_memory", uri="core://theirs")
+    assert "a's memory" in await a.read("core://mine")
+    assert a.svc.graph.rebuilds == rebuilds + 1
+    _, found = await a.call("search_memory", query="memory")
+    assert [r["uri"] for r in found["results"]] == ["core://mine"]

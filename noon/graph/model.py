@@ -90,11 +90,14 @@ class Graph:
         self.fold = fold
         self.spaces: dict[str, NsGraph] = {}
         self.listeners: list[Dirty] = []
+        self.rebuilds = 0
+        """Full rebuilds so far (a new fold or a store reset); updates are incremental."""
         self.rebuild(fold)
 
     # -- maintenance -----------------------------------------------------------------------
 
     def rebuild(self, fold: Fold) -> None:
+        self.rebuilds += 1
         self.fold = fold
         self.spaces = {}
         for key in list(fold.elements):
