@@ -126,7 +126,7 @@ def _notes(graph: Graph, namespace: str, node: str, uris: list[Uri]) -> list[str
             body = "(deleted)" if h.val is None else h.val["text"]
             notes += ["", f"--- concurrent version {version_id(h)} ({_author(h)}, "
                       f"{when(op_time_ms(h))}) ---", body, "--- end of concurrent version ---"]
-        notes.append("")
+        notes += ["", f"--- current version {version_id(el.winner)} ---"]
     if el is not None and el.deleted:
         notes.append(
             f"⚠ DELETED by {_author(el.winner)} at {when(op_time_ms(el.winner))}, while another "
