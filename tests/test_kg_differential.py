@@ -19,6 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from noon.config import Settings
+from noon.kg.graph import View
+from noon.kg.live import read
+from noon.store.store import Store
+from noon.transfer import official as official_format
 from tests.jsonrpc_pipe import PipeClient
 from tests.mcp_helpers import ROOT, subprocess_env
 
@@ -38,10 +43,23 @@ def _ensure_official() -> Path:
     return OFFICIAL
 
 
+DIFF_DIR: list[Path] = []
+
+
+def _files_agree() -> None:
+    """The official server's memory.jsonl equals what ``noon export`` writes for noon's graph."""
+    d = DIFF_DIR[0]
+    store = Store(Settings.from_env({}, dir=d / "noon", node_id="n1", snapshot=False))
+    ours = official_format.render(read(store, "default", View.graph))
+    theirs = (d / "memory.jsonl").read_text(encoding="utf-8")
+    assert ours == theirs
+
+
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PipeClient, PipeClient]]:
     official_js = _ensure_official()
     d = tmp_path_factory.mktemp("diff")
+    DIFF_DIR[:] = [d]
     official = PipeClient(
         ["node", str(official_js)],
         env={**subprocess_env(), "MEMORY_FILE_PATH": str(d / "memory.jsonl")},
@@ -186,6 +204,7 @@ def test_scripted_sequence(servers: tuple[PipeClient, PipeClient]) -> None:
     official, noon = servers
     for tool, args in SCRIPT:
         _same(official, noon, tool, args)
+    _files_agree()
     _reset(official, noon)
 
 
@@ -276,5 +295,7 @@ def test_generated_sequences(
         for tool, args in calls:
             _same(official, noon, tool, args)
         _same(official, noon, "read_graph", {})
+        if any(tool not in ("read_graph", "search_nodes", "open_nodes") for tool, _ in calls):
+            _files_agree()  # the official server writes its file only on mutations
     finally:
         _reset(official, noon)

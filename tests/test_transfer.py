@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import warnings
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from mcp import Client
 
 from noon.cli import main
 from noon.config import Settings
 from noon.kg import plan
 from noon.kg.graph import View
 from noon.kg.live import mutate, read
+from noon.mcp.server import create_server
 from noon.store.store import Store
 from noon.transfer.nocturne import ROOT_UUID, node_id
+from tests.mcp_helpers import Recorder, make_settings
 
 OFFICIAL_LINES = [
     {"type": "entity", "name": "Alice", "entityType": "person",
@@ -308,3 +313,23 @@ def test_not_a_nocturne_database_is_refused(
     assert _noon(tmp_path / "noon", "import", str(dbfile)) == 1
     assert "missing tables: nodes, memories, edges, paths" in capsys.readouterr().err
     assert not list((tmp_path / "noon").glob("*.jsonl"))
+
+
+async def test_import_while_a_server_runs_reaches_its_clients(tmp_path: Path) -> None:
+    d = tmp_path / "noon"
+    d.mkdir()
+    src = tmp_path / "memory.jsonl"
+    src.write_text(_official_text(OFFICIAL_LINES))
+    server = create_server(Store(make_settings(d)), make_settings(d), {"kg"})
+    rec = Recorder()
+    async with Client(server, mode="legacy", message_handler=rec) as client:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            await client.subscribe_resource("memory://knowledge-graph")
+        await client.call_tool("create_entities", {"entities": [
+            {"name": "Live", "entityType": "t", "observations": []}]})
+        assert await anyio.to_thread.run_sync(lambda: _noon(d, "import", str(src))) == 0
+        await rec.wait(lambda: len(rec.updated()) >= 2)
+        graph = (await client.call_tool("read_graph", {})).structured_content
+    assert [e["name"] for e in graph["entities"]] == ["Live", "Alice", "Bob", "x/y: z"]
+    assert set(_shards(d)) == {"n1.jsonl", "n1-import.jsonl"}
