@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from noon.cli import main
 from tests.mcp_helpers import ROOT, http_server, subprocess_env
 
 ALICE = {"name": "Alice", "entityType": "person", "observations": ["likes tea"]}
@@ -77,23 +77,18 @@ async def test_http_token_is_enforced(tmp_path: Path) -> None:
             assert len((await client.list_tools()).tools) >= 9
 
 
-def test_http_off_loopback_without_token_is_refused(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "noon", "serve", "--http", "0.0.0.0:0", *_serve_args(tmp_path)],
-        capture_output=True,
-        env={**subprocess_env(), "NOON_TOKEN": ""},
-        cwd=ROOT,
-        timeout=30,
-    )
-    assert proc.returncode == 1
-    assert b"needs a bearer token" in proc.stderr
-    assert proc.stdout == b""
+def test_http_off_loopback_without_token_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NOON_TOKEN", raising=False)
+    assert main(["serve", "--http", "0.0.0.0:0", *_serve_args(tmp_path)]) == 1
+    out = capsys.readouterr()
+    assert "needs a bearer token" in out.err and out.out == ""
 
 
-@pytest.mark.parametrize("bad", ["8080", "host:port", ":80"])
-def test_http_address_must_be_host_and_port(tmp_path: Path, bad: str) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "noon", "serve", "--http", bad, *_serve_args(tmp_path)],
-        capture_output=True, env=subprocess_env(), cwd=ROOT, timeout=30,
-    )
-    assert proc.returncode == 1 and b"HOST:PORT" in proc.stderr
+@pytest.mark.parametrize("bad", ["8080", "host:port", ":80", "[::1]:99999"])
+def test_http_address_must_be_host_and_port(
+    tmp_path: Path, bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--http", bad, *_serve_args(tmp_path)]) == 1
+    assert "HOST:PORT" in capsys.readouterr().err

@@ -117,6 +117,8 @@ class Notifier:
         store.listeners.append(self._collect)
 
     def _collect(self, changes: Changes) -> None:  # runs in whatever thread refreshed
+        if not self.active:
+            return  # nobody to tell; a later subscriber only cares about later changes
         with self._guard:
             self._pending |= changes.keys
             self._reset = self._reset or changes.reset
@@ -300,6 +302,11 @@ def create_server(
         except (StoreError, OSError) as exc:
             log.warning("tool %s failed: %s", spec.name, exc)
             return _error(str(exc))
+        except MCPError:
+            raise
+        except Exception as exc:  # a bug: keep serving, say what broke, log the traceback
+            log.exception("tool %s crashed", spec.name)
+            return _error(f"Internal error in {spec.name}: {type(exc).__name__}: {exc}")
 
     async def list_resources(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
