@@ -8,6 +8,7 @@ generated sequences therefore leave out and tests/test_kg_tools.py pins separate
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -229,7 +230,7 @@ def test_notifications_match(servers: tuple[PipeClient, PipeClient]) -> None:
 
 
 NAMES = st.sampled_from(["A", "B", "c", "Dd", "e e"])
-TEXTS = st.sampled_from(["x", "y", "X", "likes tea", "", "Tea"])
+TEXTS = st.sampled_from(["x", "y", "X", "likes tea", "", "Tea", "ΣΑΣ", "İstanbul", "STRASSE ẞ"])
 TYPES = st.sampled_from(["person", "Org", "x"])
 
 
@@ -275,14 +276,18 @@ CALLS = st.one_of(
         st.lists(_RELATION, max_size=2).map(lambda r: {"relations": r}),
     ),
     st.tuples(st.just("read_graph"), st.just({})),
-    st.tuples(st.just("search_nodes"), st.sampled_from(["", "a", "X", "tea", "org"]).map(
-        lambda q: {"query": q})),
+    st.tuples(
+        st.just("search_nodes"),
+        st.sampled_from(["", "a", "X", "tea", "org", "σας", "ς", "i̇", "ß", "İ"]).map(
+            lambda q: {"query": q}
+        ),
+    ),
     st.tuples(st.just("open_nodes"), st.lists(NAMES, max_size=3).map(lambda n: {"names": n})),
 )
 
 
 @settings(
-    max_examples=40,
+    max_examples=400 if os.environ.get("NOON_SLOW") == "1" else 40,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
