@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import httpx2
@@ -13,7 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from noon.cli import main
-from tests.mcp_helpers import ROOT, http_server, subprocess_env
+from tests.mcp_helpers import ROOT, Recorder, http_server, subprocess_env
 
 ALICE = {"name": "Alice", "entityType": "person", "observations": ["likes tea"]}
 
@@ -92,3 +93,19 @@ def test_http_address_must_be_host_and_port(
 ) -> None:
     assert main(["serve", "--http", bad, *_serve_args(tmp_path)]) == 1
     assert "HOST:PORT" in capsys.readouterr().err
+
+
+async def test_http_subscribers_hear_writes_of_other_clients(tmp_path: Path) -> None:
+    rec = Recorder()
+    with http_server(_serve_args(tmp_path, "--tools", "kg")) as url:
+        http = create_mcp_http_client()
+        listener = Client(
+            streamable_http_client(url, http_client=http), mode="legacy", message_handler=rec
+        )
+        async with listener:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                await listener.subscribe_resource("memory://knowledge-graph")
+            async with _client(url) as writer:
+                await writer.call_tool("create_entities", {"entities": [ALICE]})
+            await rec.wait(lambda: rec.updated() == ["memory://knowledge-graph"])

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             store.close()
         return 0
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise TransferError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     graph = official.parse(text, str(path))
