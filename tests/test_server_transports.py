@@ -7,6 +7,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
@@ -109,3 +110,15 @@ async def test_http_subscribers_hear_writes_of_other_clients(tmp_path: Path) -> 
             async with _client(url) as writer:
                 await writer.call_tool("create_entities", {"entities": [ALICE]})
             await rec.wait(lambda: rec.updated() == ["memory://knowledge-graph"])
+
+
+async def test_http_2026_listen_streams_hear_writes(tmp_path: Path) -> None:
+    with http_server(_serve_args(tmp_path, "--tools", "kg")) as url:
+        async with Client(url) as client:
+            assert client.protocol_version == "2026-07-28"
+            async with client.listen(resource_subscriptions=["memory://knowledge-graph"]) as sub:
+                async with _client(url) as writer:
+                    await writer.call_tool("create_entities", {"entities": [ALICE]})
+                with anyio.fail_after(10):
+                    event = await anext(aiter(sub))
+                assert str(event.uri) == "memory://knowledge-graph"
