@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from noon.cli import main
 from noon.config import Settings
 from noon.kg.graph import View
 from noon.kg.live import read
@@ -206,6 +207,12 @@ def test_scripted_sequence(servers: tuple[PipeClient, PipeClient]) -> None:
     for tool, args in SCRIPT:
         _same(official, noon, tool, args)
     _files_agree()
+    # the file the official server wrote survives noon import + noon export byte for byte
+    d = DIFF_DIR[0]
+    assert main(["import", str(d / "memory.jsonl"), "--dir", str(d / "imp"), "--node-id", "z"]) == 0
+    out = d / "exported.jsonl"
+    assert main(["export", "-o", str(out), "--dir", str(d / "imp"), "--node-id", "z"]) == 0
+    assert out.read_bytes() == (d / "memory.jsonl").read_bytes()
     _reset(official, noon)
 
 
