@@ -50,20 +50,25 @@ class PipeClient:
         self._send(msg)
 
     def _read_message(self, deadline: float) -> dict[str, Any]:
-        sel = selectors.DefaultSelector()
-        sel.register(self._fd, selectors.EVENT_READ)
-        try:
-            while b"\n" not in self._buf:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise PipeError("no answer before the deadline")
-                if sel.select(left):
-                    chunk = os.read(self._fd, 1 << 16)
-                    if not chunk:
-                        raise PipeError("server closed its stdout")
-                    self._buf += chunk
-        finally:
-            sel.close()
+        if b"\n" not in self._buf:
+            chunks = [self._buf]
+            sel = selectors.DefaultSelector()
+            sel.register(self._fd, selectors.EVENT_READ)
+            try:
+                while True:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise PipeError("no answer before the deadline")
+                    if sel.select(left):
+                        chunk = os.read(self._fd, 1 << 20)
+                        if not chunk:
+                            raise PipeError("server closed its stdout")
+                        chunks.append(chunk)
+                        if b"\n" in chunk:
+                            break
+            finally:
+                sel.close()
+            self._buf = b"".join(chunks)
         line, self._buf = self._buf.split(b"\n", 1)
         return json.loads(line)
 

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Any
 
 import mcp.types as types
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft7Validator
 from mcp import Client
 
 from noon.core.ops import Draft
+from noon.mcp.kg_tools import KG_TOOLS
 from noon.mcp.server import create_server
 from noon.mcp.validation import ArgumentValidator
 from tests.mcp_helpers import Recorder, make_settings, make_store
@@ -145,3 +150,26 @@ async def test_modern_listen_notifies_tool_writes_and_external_writes(tmp_path: 
             _external_write(tmp_path)
             second = await anext(events)
             assert str(second.uri) == GRAPH
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(
+        st.sampled_from(["entities", "name", "entityType", "observations", "names", "query",
+                         "relations", "from", "to", "relationType", "x"]),
+        inner,
+        max_size=4,
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tool=st.sampled_from(KG_TOOLS), value=_JSON)
+def test_fast_validation_agrees_with_jsonschema(tool: Any, value: Any) -> None:
+    validator = ArgumentValidator(tool.input_schema)
+    assert validator.simple
+    args = value if isinstance(value, dict) else {"entities": value, "names": value}
+    expected = Draft7Validator(tool.input_schema).is_valid(args)
+    assert (validator.problems(args) == []) == expected

@@ -3,17 +3,19 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
+import warnings
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.mcp_helpers import ROOT, http_server, subprocess_env
+from noon.cli import main
+from tests.mcp_helpers import ROOT, Recorder, http_server, subprocess_env
 
 ALICE = {"name": "Alice", "entityType": "person", "observations": ["likes tea"]}
 
@@ -77,23 +79,46 @@ async def test_http_token_is_enforced(tmp_path: Path) -> None:
             assert len((await client.list_tools()).tools) >= 9
 
 
-def test_http_off_loopback_without_token_is_refused(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "noon", "serve", "--http", "0.0.0.0:0", *_serve_args(tmp_path)],
-        capture_output=True,
-        env={**subprocess_env(), "NOON_TOKEN": ""},
-        cwd=ROOT,
-        timeout=30,
-    )
-    assert proc.returncode == 1
-    assert b"needs a bearer token" in proc.stderr
-    assert proc.stdout == b""
+def test_http_off_loopback_without_token_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NOON_TOKEN", raising=False)
+    assert main(["serve", "--http", "0.0.0.0:0", *_serve_args(tmp_path)]) == 1
+    out = capsys.readouterr()
+    assert "needs a bearer token" in out.err and out.out == ""
 
 
-@pytest.mark.parametrize("bad", ["8080", "host:port", ":80"])
-def test_http_address_must_be_host_and_port(tmp_path: Path, bad: str) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "noon", "serve", "--http", bad, *_serve_args(tmp_path)],
-        capture_output=True, env=subprocess_env(), cwd=ROOT, timeout=30,
-    )
-    assert proc.returncode == 1 and b"HOST:PORT" in proc.stderr
+@pytest.mark.parametrize("bad", ["8080", "host:port", ":80", "[::1]:99999"])
+def test_http_address_must_be_host_and_port(
+    tmp_path: Path, bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--http", bad, *_serve_args(tmp_path)]) == 1
+    assert "HOST:PORT" in capsys.readouterr().err
+
+
+async def test_http_subscribers_hear_writes_of_other_clients(tmp_path: Path) -> None:
+    rec = Recorder()
+    with http_server(_serve_args(tmp_path, "--tools", "kg")) as url:
+        http = create_mcp_http_client()
+        listener = Client(
+            streamable_http_client(url, http_client=http), mode="legacy", message_handler=rec
+        )
+        async with listener:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                await listener.subscribe_resource("memory://knowledge-graph")
+            async with _client(url) as writer:
+                await writer.call_tool("create_entities", {"entities": [ALICE]})
+            await rec.wait(lambda: rec.updated() == ["memory://knowledge-graph"])
+
+
+async def test_http_2026_listen_streams_hear_writes(tmp_path: Path) -> None:
+    with http_server(_serve_args(tmp_path, "--tools", "kg")) as url:
+        async with Client(url) as client:
+            assert client.protocol_version == "2026-07-28"
+            async with client.listen(resource_subscriptions=["memory://knowledge-graph"]) as sub:
+                async with _client(url) as writer:
+                    await writer.call_tool("create_entities", {"entities": [ALICE]})
+                with anyio.fail_after(10):
+                    event = await anext(aiter(sub))
+                assert str(event.uri) == "memory://knowledge-graph"

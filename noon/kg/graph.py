@@ -67,7 +67,11 @@ def rel_key(ns: str, src: str, dst: str, rtype: str, slot: int) -> Key:
 @dataclass
 class NamespaceIndex:
     """Keys of one namespace, grouped for the lookups the tools need. Holds keys whatever their
-    state (live or tombstoned); readers check the fold."""
+    state (live or tombstoned); readers check the fold.
+
+    Also caches what reads derive from the fold (each entity as shown, the entity order, the
+    relation list); :meth:`Index.add` drops exactly the parts a changed key can affect, so a read
+    after a write recomputes one entity, not the graph."""
 
     entities: set[Key] = field(default_factory=set)
     obs: dict[str, set[Key]] = field(default_factory=dict)
@@ -75,6 +79,23 @@ class NamespaceIndex:
     rels: set[Key] = field(default_factory=set)
     rels_by_end: dict[str, set[Key]] = field(default_factory=dict)
     """entity name -> relation keys that start or end there"""
+    shown: dict[str, Shown | None] = field(default_factory=dict)
+    order: list[str] | None = None
+    moved: set[str] = field(default_factory=set)
+    """Entities whose place in ``order`` may have changed since it was computed."""
+    relations: list[dict[str, str]] | None = None
+
+
+SEPARATOR = "\x00"
+
+
+@dataclass(frozen=True)
+class Shown:
+    """An entity as the tools show it, and its lower-cased texts for search, joined by
+    :data:`SEPARATOR` so one substring test covers them all."""
+
+    entity: dict[str, Any]
+    lowered: str
 
 
 class Index:
@@ -99,15 +120,22 @@ class Index:
                 space = self.spaces[key[1]] = NamespaceIndex()
             if kind == ENTITY:
                 space.entities.add(key)
+                space.shown.pop(key[2], None)
+                space.moved.add(key[2])
             elif kind == OBS:
                 space.obs.setdefault(key[2], set()).add(key)
+                space.shown.pop(key[2], None)
             else:
                 space.rels.add(key)
                 space.rels_by_end.setdefault(key[2], set()).add(key)
                 space.rels_by_end.setdefault(key[3], set()).add(key)
+                space.relations = None
 
     def space(self, ns: str) -> NamespaceIndex:
-        return self.spaces.get(ns) or NamespaceIndex()
+        space = self.spaces.get(ns)
+        if space is None:
+            space = self.spaces[ns] = NamespaceIndex()
+        return space
 
 
 def _order(el: Element) -> tuple[int, str, int]:
@@ -130,9 +158,25 @@ class View:
         return self.live(entity_key(self.ns, name))
 
     def entity_names(self) -> list[str]:
-        live = [(el, k) for k in self.space.entities if (el := self.live(k)) is not None]
-        live.sort(key=lambda pair: _order(pair[0]))
-        return [k[2] for _, k in live]
+        """Live entity names in order. Kept incrementally: the usual change (an entity created
+        or deleted) costs one pass over the list, not a sort."""
+        space = self.space
+        if space.order is not None and space.moved:
+            moved, space.moved = space.moved, set()
+            kept = [n for n in space.order if n not in moved]
+            live = [(el, n) for n in moved if (el := self.entity(n)) is not None]
+            live.sort(key=lambda pair: _order(pair[0]))
+            last = self.entity(kept[-1]) if kept else None
+            if not live or last is None or _order(live[0][0]) > _order(last):
+                space.order = kept + [n for _, n in live]
+            else:
+                space.order = None
+        if space.order is None:
+            space.moved.clear()
+            every = [(el, k) for k in space.entities if (el := self.live(k)) is not None]
+            every.sort(key=lambda pair: _order(pair[0]))
+            space.order = [k[2] for _, k in every]
+        return space.order
 
     def observation_elements(self, name: str) -> list[tuple[Key, Element]]:
         """The visible observation occurrences of a live entity, in order."""
@@ -150,16 +194,33 @@ class View:
         return found
 
     def observations(self, name: str) -> list[str]:
-        return [obs_text(k, el) for k, el in self.observation_elements(name)]
+        """A fresh list (callers may extend it)."""
+        shown = self.shown(name)
+        return list(shown.entity["observations"]) if shown else []
+
+    def shown(self, name: str) -> Shown | None:
+        cache = self.space.shown
+        if name in cache:
+            return cache[name]
+        ent = self.entity(name)
+        if ent is None:
+            cache[name] = None
+            return None
+        assert ent.winner.val is not None
+        observations = [obs_text(k, el) for k, el in self.observation_elements(name)]
+        etype = ent.winner.val["type"]
+        shown = Shown(
+            {"name": name, "entityType": etype, "observations": observations},
+            SEPARATOR.join(js_lower(t) for t in (name, etype, *observations)),
+        )
+        cache[name] = shown
+        return shown
 
     def entity_dict(self, name: str) -> dict[str, Any]:
-        ent = self.entity(name)
-        assert ent is not None and ent.winner.val is not None
-        return {
-            "name": name,
-            "entityType": ent.winner.val["type"],
-            "observations": self.observations(name),
-        }
+        """The entity as shown (shared with the cache: do not modify)."""
+        shown = self.shown(name)
+        assert shown is not None
+        return shown.entity
 
     def relation_elements(self, keys: Iterable[Key] | None = None) -> list[tuple[Key, Element]]:
         pool = self.space.rels if keys is None else keys
@@ -173,24 +234,34 @@ class View:
             keys |= self.space.rels_by_end.get(name, set())
         return self.relation_elements(keys)
 
+    def relations(self) -> list[dict[str, str]]:
+        if self.space.relations is None:
+            self.space.relations = [relation_dict(k) for k, _ in self.relation_elements()]
+        return self.space.relations
+
     def graph(self) -> dict[str, Any]:
         return {
             "entities": [self.entity_dict(n) for n in self.entity_names()],
-            "relations": [relation_dict(k) for k, _ in self.relation_elements()],
+            "relations": self.relations(),
         }
 
     def search(self, query: str) -> dict[str, Any]:
+        """Case-insensitive substring match on name, type or any observation."""
         q = js_lower(query)
         entities = []
         for name in self.entity_names():
-            ent = self.entity_dict(name)
-            if (
-                q in js_lower(name)
-                or q in js_lower(ent["entityType"])
-                or any(q in js_lower(o) for o in ent["observations"])
-            ):
-                entities.append(ent)
+            shown = self.shown(name)
+            assert shown is not None
+            if q in shown.lowered and (SEPARATOR not in q or self._matches(shown, q)):
+                entities.append(shown.entity)
         return self._with_relations(entities)
+
+    @staticmethod
+    def _matches(shown: Shown, q: str) -> bool:
+        """The exact test, for the rare query that contains the separator itself."""
+        e = shown.entity
+        texts = (e["name"], e["entityType"], *e["observations"])
+        return any(q in js_lower(t) for t in texts)
 
     def open(self, names: Iterable[str]) -> dict[str, Any]:
         wanted = set(names)

@@ -81,17 +81,19 @@ def is_loopback(host: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
+    host, port, token = "", 0, None
+    if args.http:
+        host, port = parse_host_port(args.http)
+        token = args.token or os.environ.get("NOON_TOKEN", "").strip() or None
+        if token is None and not is_loopback(host):
+            raise ConfigError(
+                f"--http {host}: serving beyond loopback needs a bearer token; "
+                "pass --token or set NOON_TOKEN"
+            )
     store = Store(settings)
     server = create_server(store, settings, TOOL_SETS[args.tools])
     try:
         if args.http:
-            host, port = parse_host_port(args.http)
-            token = args.token or os.environ.get("NOON_TOKEN", "").strip() or None
-            if token is None and not is_loopback(host):
-                raise ConfigError(
-                    f"--http {host}: serving beyond loopback needs a bearer token; "
-                    "pass --token or set NOON_TOKEN"
-                )
             anyio.run(serve_http, server, host, port, token)
         else:
             anyio.run(serve_stdio, server)

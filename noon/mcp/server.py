@@ -18,7 +18,7 @@ import importlib
 import logging
 import re
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
@@ -104,9 +104,8 @@ class _Subscriber:
 class Notifier:
     """Collects the keys every refresh of the store reports and tells subscribers."""
 
-    def __init__(self, store: Store, default_namespace: str) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
-        self.default_namespace = default_namespace
         self.bus = InMemorySubscriptionBus()
         self.legacy: dict[int, _Subscriber] = {}
         self.listening: dict[int, tuple[str, frozenset[str]]] = {}
@@ -117,6 +116,8 @@ class Notifier:
         store.listeners.append(self._collect)
 
     def _collect(self, changes: Changes) -> None:  # runs in whatever thread refreshed
+        if not self.active:
+            return  # nobody to tell; a later subscriber only cares about later changes
         with self._guard:
             self._pending |= changes.keys
             self._reset = self._reset or changes.reset
@@ -140,7 +141,7 @@ class Notifier:
             if not sub.uris:
                 del self.legacy[id(conn)]
 
-    async def flush(self, always: set[tuple[str, str]] = frozenset()) -> None:  # type: ignore[assignment]
+    async def flush(self, always: Collection[tuple[str, str]] = ()) -> None:
         """Notify everyone subscribed to a resource the pending changes affect, plus the
         ``(namespace, uri)`` pairs in ``always``."""
         with self._guard:
@@ -247,7 +248,7 @@ def create_server(
             resources[res.uri] = (res, family)
         if instructions is None and fam_instructions:
             instructions = fam_instructions
-    notifier = Notifier(store, settings.namespace)
+    notifier = Notifier(store)
     family_uris = {
         fam: {uri for uri, (_, f) in resources.items() if f == fam} for fam in FAMILIES
     }
@@ -300,6 +301,11 @@ def create_server(
         except (StoreError, OSError) as exc:
             log.warning("tool %s failed: %s", spec.name, exc)
             return _error(str(exc))
+        except MCPError:
+            raise
+        except Exception as exc:  # a bug: keep serving, say what broke, log the traceback
+            log.exception("tool %s crashed", spec.name)
+            return _error(f"Internal error in {spec.name}: {type(exc).__name__}: {exc}")
 
     async def list_resources(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

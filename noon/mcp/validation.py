@@ -70,13 +70,66 @@ def _line(path: Path, text: str) -> str:
     return f"{text} at {format_path(shown)}" if shown else text
 
 
+_SIMPLE_KEYWORDS = frozenset(
+    ("$schema", "type", "properties", "required", "items", "additionalProperties", "description",
+     "title", "default")
+)
+_TYPES: dict[str, Any] = {
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
+
+
+def _simple(schema: Any) -> bool:
+    """Whether :func:`_fast_valid` understands every keyword of ``schema``."""
+    if not isinstance(schema, dict) or not set(schema) <= _SIMPLE_KEYWORDS:
+        return False
+    if not isinstance(schema.get("type", "object"), str):
+        return False
+    if schema.get("type", "object") not in _TYPES:
+        return False
+    extra = schema.get("additionalProperties", True)
+    return (
+        all(_simple(s) for s in schema.get("properties", {}).values())
+        and ("items" not in schema or _simple(schema["items"]))
+        and isinstance(extra, bool)
+    )
+
+
+def _fast_valid(schema: dict[str, Any], value: Any) -> bool:
+    """The same verdict as jsonschema for the keywords :func:`_simple` accepts, much faster
+    (a bulk create_entities is validated in microseconds, not tens of milliseconds)."""
+    kind = schema.get("type")
+    if kind is not None and not _TYPES[kind](value):
+        return False
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        if any(name not in value for name in schema.get("required", ())):
+            return False
+        if schema.get("additionalProperties", True) is False and any(k not in props for k in value):
+            return False
+        return all(_fast_valid(props[k], v) for k, v in value.items() if k in props)
+    if isinstance(value, list) and "items" in schema:
+        items = schema["items"]
+        return all(_fast_valid(items, v) for v in value)
+    return True
+
+
 class ArgumentValidator:
     def __init__(self, schema: dict[str, Any]) -> None:
         self.schema = schema
         self.validator = Draft7Validator(schema)
+        self.simple = _simple(schema)
 
     def problems(self, args: dict[str, Any]) -> list[str]:
         """Every problem with ``args``, one line each; empty when they are valid."""
+        if self.simple and _fast_valid(self.schema, args):
+            return []
         found: dict[Path, str] = {}
         for error in self.validator.iter_errors(args):
             for path, text in self._describe(error):
