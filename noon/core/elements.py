@@ -75,8 +75,8 @@ KINDS: dict[str, Kind] = {
         Kind("boot", 1, False, _anything),  # (node_id) -> {}
         # knowledge graph (drop-in for the official memory server)
         Kind("entity", 1, False, _entity),  # (name) -> {"type"}
-        Kind("obs", 2, False, _anything),  # (entity, observation) -> {}
-        Kind("rel", 3, False, _anything),  # (from, to, relation type) -> {}
+        Kind("obs", 3, False, _anything),  # (entity, observation, slot) -> {} or {"text"}
+        Kind("rel", 4, False, _anything),  # (from, to, relation type, slot) -> {}
     )
 }
 

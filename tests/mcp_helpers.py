@@ -1,0 +1,92 @@
+"""Shared helpers for the MCP tests: a store in a temp dir, a server, a notification recorder,
+and a ``noon serve`` subprocess speaking Streamable HTTP."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp.types as types
+
+from noon.config import Settings
+from noon.store.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def make_settings(d: Path, node: str = "n1", namespace: str = "default") -> Settings:
+    return Settings.from_env({}, dir=d, node_id=node, namespace=namespace)
+
+
+def make_store(d: Path, node: str = "n1") -> Store:
+    return Store(make_settings(d, node))
+
+
+class Recorder:
+    """Collects notifications a client receives; ``wait`` polls with a bounded deadline."""
+
+    def __init__(self) -> None:
+        self.got: list[Any] = []
+
+    async def __call__(self, message: Any) -> None:
+        self.got.append(message)
+
+    def updated(self) -> list[str]:
+        return [
+            str(m.params.uri) for m in self.got if isinstance(m, types.ResourceUpdatedNotification)
+        ]
+
+    async def wait(self, pred: Callable[[], bool], timeout: float = 5.0) -> None:
+        with anyio.fail_after(timeout):
+            while not pred():
+                await anyio.sleep(0.02)
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+@contextmanager
+def http_server(args: list[str], env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run ``noon serve --http 127.0.0.1:0 ...``; yield its MCP URL once it listens."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "noon", "serve", "--http", "127.0.0.1:0", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env or subprocess_env(),
+        cwd=ROOT,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        url = None
+        seen = []
+        assert proc.stderr is not None
+        while url is None and time.monotonic() < deadline:
+            line = proc.stderr.readline().decode()
+            if not line and proc.poll() is not None:
+                break
+            seen.append(line)
+            m = re.search(r"serving MCP on (http://\S+)", line)
+            if m:
+                url = m.group(1)
+        assert url, f"noon serve did not start: {''.join(seen)}"
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
