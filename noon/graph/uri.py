@@ -25,9 +25,6 @@ DOMAIN = re.compile(r"^[a-z_][a-z0-9_]{0,31}$")
 _URI = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)://(.*)$", re.DOTALL)
 NAME = re.compile(r"^[\w][\w.-]{0,127}$")
 """A path segment: letters (any script), digits, ``_``, ``.``, ``-``; no slash or space."""
-SEGMENT = re.compile(r"^[\w][\w.-]{0,127}(~[0-9a-f]{8})?$")
-"""A segment as read: a name, or a name with the ``~xxxxxxxx`` suffix that tells apart
-placements created concurrently under one name on different machines."""
 MAX_SEGMENTS = 64
 
 
@@ -88,9 +85,11 @@ def parse(text: str, *, allow_system: bool = False) -> Uri:
     if len(path) > MAX_SEGMENTS:
         raise UriError(f"URI has more than {MAX_SEGMENTS} segments.")
     if domain != SYSTEM:
+        # Reading is lenient (imported graphs may hold names noon would not create): any
+        # non-empty segment without control characters. Names are checked where they are made.
         for seg in path:
-            if not SEGMENT.match(seg) or ".." in seg:
-                check_name(seg, what=f"segment '{seg}' of '{text.strip()}'")
+            if not seg or any(ord(c) < 32 for c in seg):
+                raise UriError(f"'{text.strip()}' has an empty or invalid path segment.")
     return Uri(domain, path)
 
 
