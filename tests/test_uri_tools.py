@@ -301,3 +301,25 @@ async def test_knowledge_graph_entities_read_as_kg_uris(tmp_path: Path) -> None:
         assert "No entity named" in await s.fail("read_memory", uri="kg://Nobody")
         assert "knowledge-graph" in await s.fail(
             "create_memory", parent_uri="kg://", content="x", priority=1, disclosure="d")
+
+
+async def test_an_imported_nocturne_database_reads_through_the_uri_tools(tmp_path: Path) -> None:
+    from noon.cli import main
+    from tests.test_transfer import _nocturne_db
+
+    _nocturne_db(tmp_path / "nocturne.db")
+    d = tmp_path / "noon"
+    assert main(["import", str(tmp_path / "nocturne.db"), "--dir", str(d), "--node-id", "n1"]) == 0
+    store, settings = open_store(d, "n1")
+    async with Client(make_server(store, settings)) as client:
+        s = Session(client)
+        boot = await s.read("system://boot")
+        assert "# Loaded: 2/2" in boot and "Agent v3 (current)" in boot
+        notes = await s.read("core://agent/my_notes")
+        assert "Notes ✓" in notes and "writer://notes" in notes  # the alias is listed
+        await s.call("update_memory", uri="core://agent", append="Salem is the user.")
+        assert "- @Salem -> core://agent/identity" in await s.read("core://agent")
+        _, hist = await s.call("memory_history", uri="core://agent")
+        assert len(hist["versions"]) == 4
+        _, found = await s.call("search_memory", query="notes")
+        assert found["results"][0]["uri"] in ("writer://notes", "core://agent/my_notes")
