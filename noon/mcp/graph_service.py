@@ -9,6 +9,7 @@ graph caught up under the shard lock, so their checks are atomic with the append
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import TypeVar
@@ -23,6 +24,7 @@ from noon.store.store import Changes, Store
 T = TypeVar("T")
 WARM_SLICE = 200
 """Documents indexed per hold of the lock while warming the search index."""
+WARM_PAUSE = 0.002
 
 _services: weakref.WeakKeyDictionary[Store, GraphService] = weakref.WeakKeyDictionary()
 _services_lock = threading.Lock()
@@ -46,6 +48,8 @@ class GraphService:
         while more:
             with self.lock:
                 more = self.search.build_some(WARM_SLICE)
+            # The lock is not fair: pause between slices so a waiting tool call gets it first.
+            time.sleep(WARM_PAUSE)
 
     def _on_changes(self, changes: Changes) -> None:
         self.graph.update(self.store.fold, changes.keys, reset=changes.reset)
