@@ -1,0 +1,120 @@
+"""Real noond processes on 127.0.0.1 with real certificates: convergence, catch-up, relay,
+recovery of the own shard, compaction while replicating."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from noon.store.compact import compact_dir
+from tests.noond_harness import Node, Pki, converged, wait_until
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return Pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture
+def spawn(tmp_path: Path, pki: Pki) -> Iterator[list[Node]]:
+    nodes: list[Node] = []
+    yield nodes
+    for n in nodes:
+        n.stop()
+
+
+def make(spawn: list[Node], tmp_path: Path, pki: Pki, name: str, **kw: object) -> Node:
+    node = Node(name, tmp_path, pki, **kw)  # type: ignore[arg-type]
+    spawn.append(node)
+    return node
+
+
+def test_three_nodes_converge_from_writes_everywhere(spawn, tmp_path, pki):
+    a, b, c = (make(spawn, tmp_path, pki, n) for n in ("a", "b", "c"))
+    a.start([b])
+    b.start([c])
+    c.start([a])
+    for i in range(3):
+        for node in (a, b, c):
+            node.write((f"{node.name}{i}", f"text {i} from {node.name}"),
+                       (f"shared{i}", f"{node.name} says {i}"))
+    wait_until(lambda: converged([a, b, c], expect=12), what="3 nodes to converge")
+    # The folded graph route agrees with the files.
+    graphs = [n.get("/graph")[1]["elements"] for n in (a, b, c)]
+    assert graphs[0] == graphs[1] == graphs[2]
+    assert len(graphs[0]) == 12
+    # Everyone became a member of everyone through gossip, each proven by /info over mTLS.
+    wait_until(lambda: all(
+        {p["node"] for p in n.get("/peers")[1]["peers"]} == {"a", "b", "c"} - {n.name}
+        for n in (a, b, c)
+    ), what="full membership")
+    assert a.metric("noond_forks_detected_total") == 0
+    assert a.metric("noond_ops_pulled_total") > 0 or a.metric("noond_ops_received_total") > 0
+
+
+def test_stopped_node_catches_up_after_restart(spawn, tmp_path, pki):
+    a, b, c = (make(spawn, tmp_path, pki, n) for n in ("a", "b", "c"))
+    a.start([b, c])
+    b.start([a, c])
+    c.start([a, b])
+    a.write(("x", "1"))
+    wait_until(lambda: converged([a, b, c], expect=1))
+    c.stop()
+    a.write(("y", "2"))
+    b.write(("z", "3"), ("x", "4"))
+    wait_until(lambda: converged([a, b], expect=3))
+    c.start([a, b])
+    wait_until(lambda: converged([a, b, c], expect=3), what="c to catch up")
+
+
+def test_late_joiner_catches_up_through_a_relay(spawn, tmp_path, pki):
+    a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
+    a.start([b])
+    b.start([a])
+    a.write(("from-a", "hello"))
+    b.write(("from-b", "hi"))
+    wait_until(lambda: converged([a, b], expect=2))
+    a.stop()
+    d = make(spawn, tmp_path, pki, "d").start([b.address])  # a bare address: a candidate
+    wait_until(lambda: converged([b, d], expect=2), what="d to get a's shard from b")
+    assert (d.dir / "a.jsonl").read_bytes() == (a.dir / "a.jsonl").read_bytes()
+
+
+def test_own_shard_recovered_from_a_peer_after_disk_loss(spawn, tmp_path, pki):
+    a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
+    a.start([b])
+    b.start([a])
+    for i in range(5):
+        a.write((f"k{i}", f"v{i}"))
+    wait_until(lambda: converged([a, b], expect=5))
+    a.stop()
+    original = (a.dir / "a.jsonl").read_bytes()
+    (a.dir / "a.jsonl").unlink()
+    a.start([b])
+    wait_until(lambda: (a.dir / "a.jsonl").exists()
+               and (a.dir / "a.jsonl").read_bytes() == original, what="own shard recovery")
+    assert a.metric("noond_ops_recovered_total") == 5
+    a.write(("k5", "v5"))  # continues at seq 6, no reuse
+    wait_until(lambda: converged([a, b], expect=6))
+    assert a.metric("noond_forks_detected_total") == 0
+
+
+def test_compaction_on_the_writer_never_forces_a_full_download(spawn, tmp_path, pki):
+    a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
+    a.start([b], NOOND_PUSH="false")
+    b.start([a], NOOND_PUSH="false")
+    for i in range(60):
+        a.write(("doc", "version %d " % i + "x" * 200))
+    wait_until(lambda: converged([a, b], expect=1))
+    pulled_before = b.metric("noond_ops_pulled_total")
+    bytes_before = b.metric("noond_client_received_bytes_total", 'route="ops"')
+    size_before = (a.dir / "a.jsonl").stat().st_size
+    reports = compact_dir(a.dir, ["a.jsonl"], history=2)
+    assert reports[0].dropped > 40
+    a.write(("doc", "after compaction"), ("other", "new"))
+    wait_until(lambda: converged([a, b], expect=2), what="b to get the post-compaction ops")
+    assert b.metric("noond_ops_pulled_total") - pulled_before == 2
+    moved = b.metric("noond_client_received_bytes_total", 'route="ops"') - bytes_before
+    assert 0 < moved < size_before / 10
