@@ -25,9 +25,12 @@ CAPABILITIES = ("digest", "gzip", "check", "membership", "graph")
 ADDRESS_RE = re.compile(r"^(?:[A-Za-z0-9._-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):(\d{1,5})$")
 
 
-def parse_address(raw: str, default_port: int = DEFAULT_PORT) -> str:
+def parse_address(raw: str, default_port: int = DEFAULT_PORT, *, any_port: bool = False) -> (
+    str
+):
     """Normalise ``host``, ``host:port``, ``v6``, ``[v6]:port`` to ``host:port`` (v6 in
-    brackets). Raises ValueError on anything else (paths, userinfo, bad ports)."""
+    brackets). Raises ValueError on anything else (paths, userinfo, bad ports). ``any_port``
+    admits port 0 (listen on an ephemeral port)."""
     raw = raw.strip()
     if not raw:
         raise ValueError("empty address")
@@ -40,7 +43,7 @@ def parse_address(raw: str, default_port: int = DEFAULT_PORT) -> str:
     if ":" not in raw or (raw.startswith("[") and raw.endswith("]")):
         raw = f"{raw}:{default_port}"
     m = ADDRESS_RE.fullmatch(raw)
-    if not m or not 1 <= int(m.group(1)) <= 65535:
+    if not m or not (0 if any_port else 1) <= int(m.group(1)) <= 65535:
         raise ValueError(f"not a host:port address: {raw!r}")
     return raw
 
@@ -235,7 +238,7 @@ def from_env(env: Mapping[str, str] | None = None, args: argparse.Namespace | No
     if listen.isdigit():
         listen = f"0.0.0.0:{listen}"
     try:
-        host, port = split_address(parse_address(listen))
+        host, port = split_address(parse_address(listen, any_port=True))
     except ValueError as exc:
         raise ConfigError(f"NOOND_LISTEN: {exc}") from None
     advertise = _get(env, "NOOND_ADVERTISE")
@@ -246,7 +249,8 @@ def from_env(env: Mapping[str, str] | None = None, args: argparse.Namespace | No
             raise ConfigError(f"NOOND_ADVERTISE: {exc}") from None
     else:
         shown = socket.gethostname() if host in ("0.0.0.0", "::", "") else host
-        advertise = parse_address(f"[{shown}]" if ":" in shown else shown, port)
+        advertise = parse_address(f"[{shown}]" if ":" in shown else shown, port,
+                                  any_port=True)
     try:
         seeds = tuple(parse_seeds(_get(env, "NOOND_PEERS"), port))
     except ValueError as exc:

@@ -54,6 +54,7 @@ class Daemon:
             dead_after=config.dead_after,
             dead_retry=config.dead_retry,
         )
+        self.advertise = config.advertise
         self.membership.self_addresses.add(config.advertise)
         self._summaries = replica.Summaries(self.dir)
         self.forks: dict[tuple[str, str], str] = {}
@@ -127,7 +128,7 @@ class Daemon:
         return h.hexdigest()[:32]
 
     def membership_payload(self) -> list[dict[str, str]]:
-        entries = [{"node": self.node, "address": self.config.advertise}]
+        entries = [{"node": self.node, "address": self.advertise}]
         entries += [
             {"node": m.node, "address": m.address}
             for m in sorted(self.membership.members.values(), key=lambda m: m.node)
@@ -537,10 +538,14 @@ class Daemon:
         server = getattr(site, "_server", None)
         if server is not None and server.sockets:
             self.port = server.sockets[0].getsockname()[1]
+        if self.advertise.endswith(":0"):
+            self.advertise = f"{self.advertise[:-2]}:{self.port}"
+            self.client.advertise = self.advertise
+            self.membership.self_addresses.add(self.advertise)
         log.info(
             "noond %s listening on %s:%d (protocol %d, %s), advertising %s",
             self.node, self.config.listen_host, self.port, PROTOCOL,
-            "mTLS" if self.config.tls else "plaintext", self.config.advertise,
+            "mTLS" if self.config.tls else "plaintext", self.advertise,
         )
         self._tasks.append(asyncio.create_task(self._discover()))
         self._tasks.append(asyncio.create_task(self._rounds()))

@@ -127,7 +127,7 @@ def build_app(daemon: Daemon) -> web.Application:
     async def info(request: web.Request) -> web.Response:
         return _json({
             "node": config.node,
-            "address": config.advertise,
+            "address": daemon.advertise,
             "protocol": PROTOCOL,
             "capabilities": list(CAPABILITIES),
             "software": "noond",

@@ -106,7 +106,7 @@ def test_compaction_on_the_writer_never_forces_a_full_download(spawn, tmp_path, 
     a.start([b], NOOND_PUSH="false")
     b.start([a], NOOND_PUSH="false")
     for i in range(60):
-        a.write(("doc", "version %d " % i + "x" * 200))
+        a.write(("doc", f"version {i} " + "x" * 200))
     wait_until(lambda: converged([a, b], expect=1))
     pulled_before = b.metric("noond_ops_pulled_total")
     bytes_before = b.metric("noond_client_received_bytes_total", 'route="ops"')
