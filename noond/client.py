@@ -232,11 +232,15 @@ class Client:
             raise PeerError(f"{address} ops of {shard}: missing paging headers") from None
 
     async def push(
-        self, address: str, *, expect: str, shard: str, after: int, body: bytes
+        self, address: str, *, expect: str, shard: str, after: int, check: int | None,
+        body: bytes,
     ) -> dict[str, Any]:
+        params = {"after": str(after)}
+        if check is not None:
+            params["check"] = f"{check:016x}"
         return (await self._json(
             "POST", address, f"/shards/{shard}/ops", expect=expect, route="push",
-            params={"after": str(after)}, data=body,
+            params=params, data=body,
         ))[0]
 
 

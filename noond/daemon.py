@@ -344,6 +344,9 @@ class Daemon:
         await self._push_from(m, after)
 
     async def _push_from(self, m: Member, after: int) -> None:
+        if (m.node, self.node) in self.forks:
+            return
+        check = await asyncio.to_thread(replica.digest_at, self.own, after) if after else None
         while True:
             page = await asyncio.to_thread(
                 replica.read_after, self.own, after, max_bytes=self.config.page_bytes
@@ -352,7 +355,8 @@ class Daemon:
                 return
             try:
                 result = await self.client.push(
-                    m.address, expect=m.node, shard=self.node, after=after, body=page.body
+                    m.address, expect=m.node, shard=self.node, after=after, check=check,
+                    body=page.body,
                 )
             except PeerError as exc:
                 self.metrics.pushes.labels(exc.code).inc()
@@ -366,7 +370,7 @@ class Daemon:
             self.metrics.ops_pushed.inc(page.ops)
             head = result.get("head")
             m.heads[self.node] = head if isinstance(head, int) else page.last
-            after = page.last
+            after, check = page.last, None
             if not page.more:
                 return
 

@@ -57,6 +57,15 @@ def _int_param(request: web.Request, name: str, default: int | None, lo: int, hi
     return int(raw)
 
 
+def _check_param(request: web.Request) -> int | None:
+    raw = request.query.get("check")
+    if raw is None:
+        return None
+    if len(raw) != 16 or any(c not in "0123456789abcdefABCDEF" for c in raw):
+        raise Refused(400, "bad_request", "'check' must be 16 hex digits")
+    return int(raw, 16)
+
+
 def _shard_param(request: web.Request) -> str:
     node = request.match_info["node"]
     if not valid_node_id(node):
@@ -187,15 +196,7 @@ def build_app(daemon: Daemon) -> web.Application:
         after = _int_param(request, "after", 0, 0, (1 << 53) - 1)
         limit = _int_param(request, "limit", config.page_bytes, 1, 1 << 40)
         limit = max(1024, min(limit, config.max_body // 2))
-        raw_check = request.query.get("check")
-        check = None
-        if raw_check is not None:
-            try:
-                check = int(raw_check, 16)
-            except ValueError:
-                raise Refused(400, "bad_request", "'check' must be 16 hex digits") from None
-            if len(raw_check) != 16:
-                raise Refused(400, "bad_request", "'check' must be 16 hex digits")
+        check = _check_param(request)
         path = config.store.dir / shard_file(node)
         try:
             page = await asyncio.to_thread(
@@ -235,6 +236,7 @@ def build_app(daemon: Daemon) -> web.Application:
         if not config.tls and request.headers.get("X-Noon-Node") != node:
             raise Refused(403, "forbidden", "a peer may push only its own shard")
         after = _int_param(request, "after", None, 0, (1 << 53) - 1)
+        check = _check_param(request)
         declared = request.content_length
         if declared is not None and declared > config.max_body:
             raise Refused(413, "too_large", f"body larger than {config.max_body} bytes")
@@ -260,6 +262,15 @@ def build_app(daemon: Daemon) -> web.Application:
                 f"this node holds {node!r} up to seq {held}, the push starts after {after}",
                 head=held,
             )
+        if check is not None and after:
+            mine = await asyncio.to_thread(
+                replica.digest_at, config.store.dir / shard_file(node), after
+            )
+            if mine is not None and mine != check:
+                message = (f"forked shard {node}: op {after} differs between the pusher "
+                           f"({check:016x}) and this node ({mine:016x}); refusing to merge")
+                daemon.record_fork(caller or node, node, message)
+                raise Refused(409, "fork", message)
         try:
             done = await asyncio.to_thread(
                 replica.append, config.store.dir, node, ops, fsync=config.store.fsync

@@ -188,9 +188,13 @@ class Node:
         files: tuple[Path, Path, Path] | None = None, headers: dict[str, str] | None = None,
         chunked: bool = False,
     ) -> tuple[int, dict[str, str], bytes]:
-        conn = http.client.HTTPSConnection(
-            self.host, self.port, context=self.context(as_node, files), timeout=10
-        )
+        conn: http.client.HTTPConnection
+        if self.env.get("NOOND_TLS") == "off":
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=10)
+        else:
+            conn = http.client.HTTPSConnection(
+                self.host, self.port, context=self.context(as_node, files), timeout=10
+            )
         try:
             if chunked and body is not None:
                 parts = iter([body[i : i + 8192] for i in range(0, len(body), 8192)])

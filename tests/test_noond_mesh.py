@@ -118,3 +118,42 @@ def test_compaction_on_the_writer_never_forces_a_full_download(spawn, tmp_path, 
     assert b.metric("noond_ops_pulled_total") - pulled_before == 2
     moved = b.metric("noond_client_received_bytes_total", 'route="ops"') - bytes_before
     assert 0 < moved < size_before / 10
+
+
+def test_a_forked_shard_is_detected_and_never_merged(spawn, tmp_path, pki):
+    a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
+    a.start([b])
+    b.start([a])
+    a.write(("k", "one"))
+    a.write(("k", "two"))
+    wait_until(lambda: converged([a, b], expect=1))
+    a.stop()
+    b.stop()
+    # a is restored from an old backup and written to before its daemon runs: seq 2 reused.
+    shard = a.dir / "a.jsonl"
+    shard.write_bytes(shard.read_bytes().splitlines(keepends=True)[0])
+    a.write(("k", "diverged"))
+    mine, theirs = shard.read_bytes(), (b.dir / "a.jsonl").read_bytes()
+    b.start([a])
+    a.start([b])
+    wait_until(lambda: a.metric("noond_forks_detected_total") >= 1
+               and b.metric("noond_forks_detected_total") >= 1, what="both to see the fork")
+    assert a.get("/status")[1]["forks"][0]["shard"] == "a"
+    assert a.metric("noond_forked_shards") == 1
+    a.write(("other", "still writable"))
+    wait_until(lambda: a.metric("noond_rounds_total") >= 3)
+    # Neither side merged the other's history of shard a.
+    assert (b.dir / "a.jsonl").read_bytes() == theirs
+    assert shard.read_bytes().startswith(mine)
+    assert "FORK DETECTED" in a.log.read_text()
+
+
+def test_plaintext_on_loopback_replicates_with_a_loud_warning(spawn, tmp_path, pki):
+    a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
+    plain = {"NOOND_TLS": "off"}
+    a.env, b.env = plain, plain
+    a.start([b])
+    b.start([a])
+    a.write(("p", "plain"))
+    wait_until(lambda: b.state() == a.state() and len(a.state()) == 1)
+    assert "TLS IS OFF" in a.log.read_text()
