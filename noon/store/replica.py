@@ -181,7 +181,6 @@ def read_after(path: Path, after: int, *, max_bytes: int, check: int | None = No
         size = 0
         ops = 0
         last = after
-        head = after
         more = False
         group: list[bytes] = []
         group_last = 0
@@ -203,9 +202,9 @@ def read_after(path: Path, after: int, *, max_bytes: int, check: int | None = No
                     out.append(line + b"\n")
                     size += len(line) + 1
                 ops += len(group)
-                last = head = group_last
+                last = group_last
                 group = []
-        head = max(head, summary_of(buf, end, path).seq)
+        head = summary_of(buf, end, path).seq
         return Page(b"".join(out), ops, last, more, head, checked)
     finally:
         if isinstance(buf, mmap.mmap):
