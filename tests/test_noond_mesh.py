@@ -3,6 +3,7 @@ recovery of the own shard, compaction while replicating."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -157,3 +158,21 @@ def test_plaintext_on_loopback_replicates_with_a_loud_warning(spawn, tmp_path, p
     a.write(("p", "plain"))
     wait_until(lambda: b.state() == a.state() and len(a.state()) == 1)
     assert "TLS IS OFF" in a.log.read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("NOON_SLOW") != "1", reason="slow: run with NOON_SLOW=1")
+def test_five_nodes_converge_through_restarts(spawn, tmp_path, pki):
+    nodes = [make(spawn, tmp_path, pki, f"n{i}") for i in range(5)]
+    for i, node in enumerate(nodes):
+        node.start([nodes[(i + 1) % 5]])  # a ring of seeds: gossip completes the mesh
+    for round_ in range(10):
+        for node in nodes:
+            node.write((f"{node.name}-{round_}", "x"), ("shared", f"{node.name} {round_}"))
+        if round_ == 4:
+            nodes[2].stop()
+        if round_ == 7:
+            nodes[2].start([nodes[3]])
+    # n2 keeps writing while its daemon is down (writes never need the daemon).
+    wait_until(lambda: converged(nodes, expect=1 + 5 * 10), timeout=60,
+               what="5 nodes to converge")
