@@ -66,12 +66,17 @@ class Daemon:
         self._locks: dict[str, asyncio.Lock] = {}
         self._wake = asyncio.Event()
         self._round_lock = asyncio.Lock()
-        self._push_task: asyncio.Task[None] | None = None
-        self._push_again = False
+        self._pushing: dict[str, asyncio.Task[None]] = {}
+        self._repush: set[str] = set()
         self._state_ident: tuple[int, int] | None = None
         self._saved_members: dict[str, str] = {}
         self._store: Store | None = None
         self._tasks: list[asyncio.Task[Any]] = []
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._busy: set[str] = set()
+        self._sem = asyncio.Semaphore(config.concurrency)
+        self._cand_sem = asyncio.Semaphore(config.concurrency)
+        """Candidates have their own slots: a flood of bogus addresses never delays members."""
         self._runner: web.AppRunner | None = None
         self.port = config.listen_port
         self.server_ssl = None
@@ -441,17 +446,20 @@ class Daemon:
     # -- push after a local change --------------------------------------------------------
 
     def trigger_push(self) -> None:
-        if self._push_task is not None and not self._push_task.done():
-            self._push_again = True
-            return
-        self._push_task = asyncio.create_task(self._push_all())
+        """Push to every live member, each on its own: a slow member delays only itself."""
+        for m in self.membership.alive():
+            task = self._pushing.get(m.node)
+            if task is not None and not task.done():
+                self._repush.add(m.node)
+                continue
+            task = asyncio.create_task(self._push_loop(m))
+            self._pushing[m.node] = task
 
-    async def _push_all(self) -> None:
+    async def _push_loop(self, m: Member) -> None:
         while True:
-            self._push_again = False
-            members = self.membership.alive()
-            await asyncio.gather(*(self._push_one(m) for m in members))
-            if not self._push_again:
+            self._repush.discard(m.node)
+            await self._push_one(m)
+            if m.node not in self._repush:
                 return
 
     async def _push_one(self, m: Member) -> None:
@@ -477,22 +485,45 @@ class Daemon:
 
     # -- rounds --------------------------------------------------------------------------
 
+    def _spawn(self, key: str, work: Any, sem: asyncio.Semaphore) -> asyncio.Task[None] | None:
+        """Run ``work`` in the background unless the same member or candidate is still busy
+        from an earlier round: a slow peer occupies only its own slot."""
+        if key in self._busy:
+            work.close()
+            return None
+        self._busy.add(key)
+
+        async def run() -> None:
+            try:
+                async with sem:
+                    await work
+            finally:
+                self._busy.discard(key)
+
+        task = asyncio.create_task(run())
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+        return task
+
+    async def _settle(self, tasks: list[asyncio.Task[None] | None]) -> None:
+        """Wait for this round's exchanges, but never longer than a request timeout: the ones
+        still running carry on in the background."""
+        live = [t for t in tasks if t is not None]
+        if live:
+            await asyncio.wait(live, timeout=self.config.timeout)
+
     async def round(self) -> None:
         async with self._round_lock:
             t0 = time.monotonic()
             self.rounds += 1
             self.metrics.rounds.inc()
             self.reload_state()
-            sem = asyncio.Semaphore(self.config.concurrency)
-
-            async def bounded(coro: Any) -> None:
-                async with sem:
-                    await coro
-
             due = self.membership.due_candidates()
-            await asyncio.gather(*(bounded(self.verify(c)) for c in due))
+            await self._settle([self._spawn(f"c:{c.address}", self.verify(c), self._cand_sem)
+                                for c in due])
             members = self.membership.contactable()
-            await asyncio.gather(*(bounded(self.exchange(m)) for m in members))
+            await self._settle([self._spawn(f"m:{m.node}", self.exchange(m), self._sem)
+                                for m in members])
             self.save_members()
             self.update_gauges()
             self.metrics.round_seconds.observe(time.monotonic() - t0)
@@ -557,10 +588,9 @@ class Daemon:
             self._tasks.append(asyncio.create_task(self._watch()))
 
     async def stop(self) -> None:
-        for task in [*self._tasks, self._push_task]:
-            if task is not None:
-                task.cancel()
-        for task in self._tasks:
+        for task in [*self._tasks, *self._inflight, *self._pushing.values()]:
+            task.cancel()
+        for task in [*self._tasks, *self._inflight]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         if self._runner is not None:
