@@ -469,19 +469,32 @@ class Daemon:
             else:
                 await self._guarded(m, self._push_from(m, m.heads[self.node]))
 
+    def _own_ident(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.own)
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_size)
+
     async def _watch(self) -> None:
-        """Poll the own shard's identity; a change triggers a push to every live member."""
-        last: tuple[int, int] | None = None
+        """Poll the own shard's identity; a change (creation included) triggers a push to every
+        live member."""
+        last = self._own_ident()
         while True:
-            try:
-                st = os.stat(self.own)
-                ident: tuple[int, int] | None = (st.st_ino, st.st_size)
-            except FileNotFoundError:
-                ident = None
-            if last is not None and ident != last and ident is not None:
+            await asyncio.sleep(self.config.watch_interval)
+            ident = self._own_ident()
+            if ident != last and ident is not None:
                 self.trigger_push()
             last = ident
-            await asyncio.sleep(self.config.watch_interval)
+
+    async def _admit(self) -> None:
+        """Probe candidates as their backoff falls due, between rounds too, so a peer that
+        starts after us is admitted within seconds whatever the round interval."""
+        while True:
+            await asyncio.sleep(min(1.0, self.config.interval))
+            due = self.membership.due_candidates()
+            for cand in due:
+                self._spawn(f"c:{cand.address}", self.verify(cand), self._cand_sem)
 
     # -- rounds --------------------------------------------------------------------------
 
@@ -584,6 +597,7 @@ class Daemon:
         )
         self._tasks.append(asyncio.create_task(self._discover()))
         self._tasks.append(asyncio.create_task(self._rounds()))
+        self._tasks.append(asyncio.create_task(self._admit()))
         if self.config.push:
             self._tasks.append(asyncio.create_task(self._watch()))
 

@@ -176,3 +176,19 @@ def test_five_nodes_converge_through_restarts(spawn, tmp_path, pki):
     # n2 keeps writing while its daemon is down (writes never need the daemon).
     wait_until(lambda: converged(nodes, expect=1 + 5 * 10), timeout=60,
                what="5 nodes to converge")
+
+
+def test_a_write_is_pushed_at_once_not_at_the_next_round(spawn, tmp_path, pki):
+    a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
+    slow_rounds = {"NOOND_INTERVAL": "3600"}
+    a.env, b.env = slow_rounds, slow_rounds
+    a.start([b])
+    b.start([a])
+    wait_until(lambda: {p["node"] for p in a.get("/peers")[1]["peers"]} == {"b"})
+    rounds = a.metric("noond_rounds_total")
+    a.write(("first", "creates the shard"))  # the shard file appears: that is a change too
+    wait_until(lambda: b.state() == a.state() and len(a.state()) == 1, timeout=10)
+    a.write(("second", "appends"))
+    wait_until(lambda: b.state() == a.state() and len(a.state()) == 2, timeout=10)
+    assert a.metric("noond_rounds_total") == rounds  # no round ran: the push did it
+    assert a.metric("noond_pushes_total", 'result="ok"') >= 1
