@@ -16,6 +16,7 @@ import hashlib
 import logging
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -64,11 +65,12 @@ class Daemon:
         self.started = time.monotonic()
         self.rounds = 0
         self._locks: dict[str, asyncio.Lock] = {}
-        self._wake = asyncio.Event()
+        self._admit_wake = asyncio.Event()
         self._round_lock = asyncio.Lock()
         self._pushing: dict[str, asyncio.Task[None]] = {}
         self._repush: set[str] = set()
         self._state_ident: tuple[int, int] | None = None
+        self._state_loaded = False
         self._saved_members: dict[str, str] = {}
         self._store: Store | None = None
         self._tasks: list[asyncio.Task[Any]] = []
@@ -148,10 +150,9 @@ class Daemon:
         return h.hexdigest()[:16]
 
     def suggest(self, address: str, node: str | None, source: str) -> None:
-        before = len(self.membership.candidates)
         self.membership.suggest(address, node, source)
-        if len(self.membership.candidates) > before:
-            self._wake.set()
+        if self.membership.due_candidates():
+            self._admit_wake.set()
 
     def record_fork(self, peer: str, shard: str, message: str) -> None:
         if (peer, shard) not in self.forks:
@@ -206,9 +207,13 @@ class Daemon:
             ident: tuple[int, int] | None = (st.st_ino, st.st_mtime_ns)
         except FileNotFoundError:
             ident = None
-        if ident == self._state_ident:
-            return
-        self._state_ident = ident
+        if ident != self._state_ident or not self._state_loaded:
+            self._state_ident = ident
+            self._state_loaded = True
+            self._load_state(path)
+        self._drop_departed()
+
+    def _load_state(self, path: Path) -> None:
         try:
             state = peerstate.load(path)
         except peerstate.StateError as exc:
@@ -222,6 +227,8 @@ class Daemon:
                 with contextlib.suppress(ValueError):
                     self.membership.suggest(parse_address(address), node, "state")
         self._saved_members = dict(state.members)
+
+    def _drop_departed(self) -> None:
         for node in self.departed:
             if node == self.node:
                 continue
@@ -491,7 +498,9 @@ class Daemon:
         """Probe candidates as their backoff falls due, between rounds too, so a peer that
         starts after us is admitted within seconds whatever the round interval."""
         while True:
-            await asyncio.sleep(min(1.0, self.config.interval))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._admit_wake.wait(), min(1.0, self.config.interval))
+            self._admit_wake.clear()
             due = self.membership.due_candidates()
             for cand in due:
                 self._spawn(f"c:{cand.address}", self.verify(cand), self._cand_sem)
@@ -544,13 +553,11 @@ class Daemon:
 
     async def _rounds(self) -> None:
         while True:
-            self._wake.clear()
             try:
                 await self.round()
             except Exception:
                 log.exception("round failed")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.config.interval)
+            await asyncio.sleep(self.config.interval)
 
     async def _discover(self) -> None:
         while True:

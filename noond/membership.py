@@ -84,6 +84,8 @@ class Membership:
         if existing is not None:
             if node and not existing.node:
                 existing.node = node
+            if source == "inbound":
+                existing.next_try = 0.0  # it just called us: it is up now
             return
         if len(self.candidates) >= MAX_CANDIDATES:
             return

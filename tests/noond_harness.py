@@ -117,7 +117,8 @@ class Node:
     def log(self) -> Path:
         return self.base / self.name / "noond.log"
 
-    def start(self, peers: Iterable[Node | str] = (), **extra: str) -> Node:
+    def start(self, peers: Iterable[Node | str] = (), *, wait: bool = True, **extra: str
+              ) -> Node:
         cert, key, ca = self.pki.node(self.name)
         env = {
             k: v for k, v in os.environ.items()
@@ -147,8 +148,12 @@ class Node:
                 [sys.executable, "-m", "noond", "--log-level", "DEBUG"],
                 cwd=ROOT, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
             )
-        wait_until(self._healthy, what=f"{self.name} to answer /health")
+        if wait:
+            self.wait_healthy()
         return self
+
+    def wait_healthy(self) -> None:
+        wait_until(self._healthy, what=f"{self.name} to answer /health")
 
     def _healthy(self) -> bool:
         assert self.proc is not None
@@ -240,6 +245,14 @@ class Node:
         return {
             key: (el.winner.id, el.winner.val) for key, el in store.fold.elements.items()
         }
+
+
+def start_all(*starts: tuple[Node, Iterable[Node | str]], **extra: str) -> None:
+    """Start several nodes at once (each with its seeds), then wait until all answer."""
+    for node, peers in starts:
+        node.start(peers, wait=False, **extra)
+    for node, _ in starts:
+        node.wait_healthy()
 
 
 def converged(nodes: list[Node], expect: int | None = None) -> bool:

@@ -4,13 +4,15 @@ recovery of the own shard, compaction while replicating."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from noon.store.compact import compact_dir
-from tests.noond_harness import Node, Pki, converged, wait_until
+from tests.noond_harness import ROOT, Node, Pki, converged, start_all, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -34,9 +36,7 @@ def make(spawn: list[Node], tmp_path: Path, pki: Pki, name: str, **kw: object) -
 
 def test_three_nodes_converge_from_writes_everywhere(spawn, tmp_path, pki):
     a, b, c = (make(spawn, tmp_path, pki, n) for n in ("a", "b", "c"))
-    a.start([b])
-    b.start([c])
-    c.start([a])
+    start_all((a, [b]), (b, [c]), (c, [a]))
     for i in range(3):
         for node in (a, b, c):
             node.write((f"{node.name}{i}", f"text {i} from {node.name}"),
@@ -57,9 +57,7 @@ def test_three_nodes_converge_from_writes_everywhere(spawn, tmp_path, pki):
 
 def test_stopped_node_catches_up_after_restart(spawn, tmp_path, pki):
     a, b, c = (make(spawn, tmp_path, pki, n) for n in ("a", "b", "c"))
-    a.start([b, c])
-    b.start([a, c])
-    c.start([a, b])
+    start_all((a, [b, c]), (b, [a, c]), (c, [a, b]))
     a.write(("x", "1"))
     wait_until(lambda: converged([a, b, c], expect=1))
     c.stop()
@@ -72,8 +70,7 @@ def test_stopped_node_catches_up_after_restart(spawn, tmp_path, pki):
 
 def test_late_joiner_catches_up_through_a_relay(spawn, tmp_path, pki):
     a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
-    a.start([b])
-    b.start([a])
+    start_all((a, [b]), (b, [a]))
     a.write(("from-a", "hello"))
     b.write(("from-b", "hi"))
     wait_until(lambda: converged([a, b], expect=2))
@@ -85,8 +82,7 @@ def test_late_joiner_catches_up_through_a_relay(spawn, tmp_path, pki):
 
 def test_own_shard_recovered_from_a_peer_after_disk_loss(spawn, tmp_path, pki):
     a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
-    a.start([b])
-    b.start([a])
+    start_all((a, [b]), (b, [a]))
     for i in range(5):
         a.write((f"k{i}", f"v{i}"))
     wait_until(lambda: converged([a, b], expect=5))
@@ -104,8 +100,7 @@ def test_own_shard_recovered_from_a_peer_after_disk_loss(spawn, tmp_path, pki):
 
 def test_compaction_on_the_writer_never_forces_a_full_download(spawn, tmp_path, pki):
     a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
-    a.start([b], NOOND_PUSH="false")
-    b.start([a], NOOND_PUSH="false")
+    start_all((a, [b]), (b, [a]), NOOND_PUSH="false")
     for i in range(60):
         a.write(("doc", f"version {i} " + "x" * 200))
     wait_until(lambda: converged([a, b], expect=1))
@@ -123,8 +118,7 @@ def test_compaction_on_the_writer_never_forces_a_full_download(spawn, tmp_path, 
 
 def test_a_forked_shard_is_detected_and_never_merged(spawn, tmp_path, pki):
     a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
-    a.start([b])
-    b.start([a])
+    start_all((a, [b]), (b, [a]))
     a.write(("k", "one"))
     a.write(("k", "two"))
     wait_until(lambda: converged([a, b], expect=1))
@@ -135,8 +129,7 @@ def test_a_forked_shard_is_detected_and_never_merged(spawn, tmp_path, pki):
     shard.write_bytes(shard.read_bytes().splitlines(keepends=True)[0])
     a.write(("k", "diverged"))
     mine, theirs = shard.read_bytes(), (b.dir / "a.jsonl").read_bytes()
-    b.start([a])
-    a.start([b])
+    start_all((a, [b]), (b, [a]))
     wait_until(lambda: a.metric("noond_forks_detected_total") >= 1
                and b.metric("noond_forks_detected_total") >= 1, what="both to see the fork")
     assert a.get("/status")[1]["forks"][0]["shard"] == "a"
@@ -153,8 +146,7 @@ def test_plaintext_on_loopback_replicates_with_a_loud_warning(spawn, tmp_path, p
     a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
     plain = {"NOOND_TLS": "off"}
     a.env, b.env = plain, plain
-    a.start([b])
-    b.start([a])
+    start_all((a, [b]), (b, [a]))
     a.write(("p", "plain"))
     wait_until(lambda: b.state() == a.state() and len(a.state()) == 1)
     assert "TLS IS OFF" in a.log.read_text()
@@ -182,8 +174,7 @@ def test_a_write_is_pushed_at_once_not_at_the_next_round(spawn, tmp_path, pki):
     a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
     slow_rounds = {"NOOND_INTERVAL": "3600"}
     a.env, b.env = slow_rounds, slow_rounds
-    a.start([b])
-    b.start([a])
+    start_all((a, [b]), (b, [a]))
     wait_until(lambda: {p["node"] for p in a.get("/peers")[1]["peers"]} == {"b"})
     rounds = a.metric("noond_rounds_total")
     a.write(("first", "creates the shard"))  # the shard file appears: that is a change too
@@ -192,3 +183,23 @@ def test_a_write_is_pushed_at_once_not_at_the_next_round(spawn, tmp_path, pki):
     wait_until(lambda: b.state() == a.state() and len(a.state()) == 2, timeout=10)
     assert a.metric("noond_rounds_total") == rounds  # no round ran: the push did it
     assert a.metric("noond_pushes_total", 'result="ok"') >= 1
+
+
+def test_a_departed_node_is_forgotten_and_its_replica_deleted(spawn, tmp_path, pki):
+    a, b, c = (make(spawn, tmp_path, pki, n) for n in ("a", "b", "c"))
+    start_all((a, [b, c]), (b, [a, c]), (c, [a, b]))
+    c.write(("from-c", "bye"))
+    a.write(("from-a", "hi"))
+    wait_until(lambda: converged([a, b, c], expect=2))
+    env = {"NOON_DIR": str(a.dir), "NOON_NODE_ID": "a", "PATH": os.environ["PATH"],
+           "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-m", "noon", "peers", "depart", "c"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    wait_until(lambda: not (a.dir / "c.jsonl").exists(), what="a to drop c's replica")
+    assert a.request("GET", "/info", as_node="c")[0] == 403
+    c.write(("from-c-2", "ignored by a"))
+    b.write(("from-b", "still replicating"))
+    wait_until(lambda: len(b.state()) == 4)
+    wait_until(lambda: len(a.state()) == 2 and ("content", "default", "from-b") in a.state())
+    assert not (a.dir / "c.jsonl").exists()  # never pulled back from b either
