@@ -392,12 +392,18 @@ class Daemon:
         """Fetch ``node``'s ops beyond ours from ``m``, page by page, and append them."""
         after = mine.seq
         check = mine.digest if mine.seq else None
+        held: replica.HeldLock | None = None
         if own:
             self.behind = True
             log.warning(
-                "own shard %s is behind peer %s's copy (seq %d here): recovering it before "
-                "pushing anything", self.own.name, m.node, after,
+                "own shard %s is behind peer %s's copy (seq %d here): recovering it; local "
+                "writers wait until it has caught up", self.own.name, m.node, after,
             )
+            held = await asyncio.to_thread(replica.HeldLock, self.own)
+            # A writer may have appended between the summary and the lock: start from the
+            # shard as it is now (a reused seq then shows up as a fork, never merged).
+            now = await self.summary(self.node)
+            after, check = now.seq, (now.digest if now.seq else None)
         try:
             while True:
                 try:
@@ -418,7 +424,8 @@ class Daemon:
                         raise PeerError(f"{m.node} served {node} ops at or below seq {after}")
                     try:
                         done = await asyncio.to_thread(
-                            replica.append, self.dir, node, ops, fsync=self.config.store.fsync
+                            replica.append, self.dir, node, ops, fsync=self.config.store.fsync,
+                            held=held,
                         )
                     except ForkDetected as exc:
                         self.record_fork(m.node, node, str(exc))
@@ -430,6 +437,8 @@ class Daemon:
                     return
                 after, check = page.last, None
         finally:
+            if held is not None:
+                held.release()
             if own:
                 self.behind = False
 

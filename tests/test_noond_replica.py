@@ -155,3 +155,37 @@ def test_summaries_follow_appends_and_ignore_unfinished_batches(tmp_path: Path):
     assert (s.seq, s.digest) == (3, decode(line("n", 3, bat=3)).digest)
     (tmp_path / "not a shard.txt").write_text("x")
     assert list(summaries.all()) == ["n"]
+
+
+def test_a_held_lock_keeps_local_writers_waiting_until_recovery_is_done(tmp_path: Path):
+    import threading
+
+    from noon.config import Settings
+    from noon.core.ops import Draft
+    from noon.store.store import Store
+
+    own = tmp_path / "n.jsonl"
+    held = replica.HeldLock(own)
+    store = Store(Settings(dir=tmp_path, node_id="n", fsync=False, snapshot=False))
+    written: list[int] = []
+
+    def writer() -> None:
+        ops = store.write(lambda fold: [Draft(("content", "default", "w"), {"text": "w"})])
+        written.extend(op.seq for op in ops)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    t.join(timeout=0.3)
+    assert t.is_alive() and not written  # blocked on the shard's lock
+    recovered = ops_of(line("n", 1), line("n", 2))
+    assert replica.append(tmp_path, "n", recovered, fsync=False, held=held).appended == 2
+    held.release()
+    t.join(timeout=10)
+    assert written == [3]  # continued after the recovered ops: no seq reused
+    other = replica.HeldLock(own)
+    try:
+        with pytest.raises(ValueError):
+            replica.append(tmp_path, "m", ops_of(line("m", 1), node="m"), fsync=False,
+                           held=other)
+    finally:
+        other.release()

@@ -13,6 +13,8 @@ kinds included), which is what makes a duplicate tell itself apart from a fork b
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import mmap
 import os
 from collections.abc import Iterator
@@ -23,7 +25,7 @@ import orjson
 
 from noon.core.ops import Op, OpError, decode, line_digest
 from noon.store.names import shard_file, shard_node
-from noon.store.shard import fsync_dir, locked, repair_tail, write_all
+from noon.store.shard import fsync_dir, lock_path, locked, repair_tail, write_all
 from noon.store.store import ForkDetected
 
 
@@ -305,8 +307,29 @@ def parse_ops(body: bytes, node: str, *, max_ops: int) -> list[tuple[bytes, Op]]
     return out
 
 
-def append(directory: Path, node: str, ops: list[tuple[bytes, Op]], *, fsync: bool) -> Appended:
-    """Append validated ops (from :func:`parse_ops`) to ``node``'s shard under its lock.
+class HeldLock:
+    """The shard's cross-process lock, held across several calls (own shard recovery keeps
+    local writers waiting until the shard has caught up, so none of them reuses a seq)."""
+
+    def __init__(self, shard: Path) -> None:
+        self.shard = shard
+        self.fd = os.open(lock_path(shard), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def release(self) -> None:
+        os.close(self.fd)
+
+
+def append(
+    directory: Path, node: str, ops: list[tuple[bytes, Op]], *, fsync: bool,
+    held: HeldLock | None = None,
+) -> Appended:
+    """Append validated ops (from :func:`parse_ops`) to ``node``'s shard under its lock (or
+    under ``held``, the same lock taken earlier by the caller).
 
     Ops the shard already holds are skipped when byte-identical; one that differs raises
     :class:`ForkDetected` and nothing is written. Ops at or below the shard's highest seq that
@@ -314,7 +337,9 @@ def append(directory: Path, node: str, ops: list[tuple[bytes, Op]], *, fsync: bo
     for replicas and for recovering the node's own shard from a peer alike: in both cases the
     lines are the author's, verbatim."""
     path = directory / shard_file(node)
-    with locked(path):
+    if held is not None and held.shard != path:
+        raise ValueError(f"the lock held is {held.shard}, not {path}")
+    with contextlib.nullcontext() if held is not None else locked(path):
         created = not path.exists()
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
