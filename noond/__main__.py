@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from noon.config import ConfigError
-from noond.config import add_flags, from_env
+from noond.config import DaemonConfig, add_flags, from_env
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,10 +25,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _serve(config: object) -> None:
-    from noond.daemon import Daemon
+async def _serve(config: DaemonConfig) -> None:
+    from noond.daemon import Daemon  # after logging is set up: it imports aiohttp and dns
 
-    daemon = Daemon(config)  # type: ignore[arg-type]
+    daemon = Daemon(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

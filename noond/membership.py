@@ -44,6 +44,7 @@ class Member:
             "failures": self.failures,
             "last_ok": round(self.last_ok, 3),
             "error": self.error,
+            "heads": dict(sorted(self.heads.items())),
         }
 
 
