@@ -57,7 +57,7 @@ class Rogue:
                                   "protocol": 1, "capabilities": ["digest"]})
 
     async def other(self, request: web.Request) -> web.StreamResponse:
-        if self.mode == "slow":
+        if self.mode == "stalled":
             await self.stopping.wait()  # stalls until the test ends
             raise web.HTTPServiceUnavailable()
         if request.path == "/shards/digest":
@@ -101,7 +101,7 @@ def spawn() -> Iterator[list[Node]]:
         n.stop()
 
 
-@pytest.mark.parametrize("mode", ["garbage", "slow", "flood"])
+@pytest.mark.parametrize("mode", ["garbage", "stalled", "flood"])
 def test_a_misbehaving_member_harms_no_one(spawn, tmp_path: Path, pki, mode):
     rogue = Rogue(pki, mode)
     try:
@@ -115,7 +115,7 @@ def test_a_misbehaving_member_harms_no_one(spawn, tmp_path: Path, pki, mode):
             a.write((f"a{i}", "from a"))
             b.write((f"b{i}", "from b"))
         wait_until(lambda: converged([a, b], expect=6), timeout=20, what="a and b to converge")
-        if mode != "slow":
+        if mode != "stalled":
             wait_until(lambda: a.metric("noond_exchanges_total", 'result="invalid"') >= 1)
         else:
             wait_until(lambda: a.metric("noond_exchanges_total", 'result="unreachable"') >= 1)

@@ -104,16 +104,25 @@ def test_compaction_on_the_writer_never_forces_a_full_download(spawn, tmp_path, 
     for i in range(60):
         a.write(("doc", f"version {i} " + "x" * 200))
     wait_until(lambda: converged([a, b], expect=1))
-    pulled_before = b.metric("noond_ops_pulled_total")
-    bytes_before = b.metric("noond_client_received_bytes_total", 'route="ops"')
+
+    def moved() -> tuple[float, float]:
+        """Ops that reached b (b's pulls + a's pushes in its rounds) and their wire bytes."""
+        ops = b.metric("noond_ops_pulled_total") + b.metric("noond_ops_received_total")
+        wire = (b.metric("noond_client_received_bytes_total", 'route="ops"')
+                + a.metric("noond_client_sent_bytes_total", 'route="push"'))
+        return ops, wire
+
+    wait_until(lambda: moved()[0] == 60, what="the metrics to account for all 60 ops")
+    ops_before, bytes_before = moved()
     size_before = (a.dir / "a.jsonl").stat().st_size
     reports = compact_dir(a.dir, ["a.jsonl"], history=2)
     assert reports[0].dropped > 40
     a.write(("doc", "after compaction"), ("other", "new"))
     wait_until(lambda: converged([a, b], expect=2), what="b to get the post-compaction ops")
-    assert b.metric("noond_ops_pulled_total") - pulled_before == 2
-    moved = b.metric("noond_client_received_bytes_total", 'route="ops"') - bytes_before
-    assert 0 < moved < size_before / 10
+    wait_until(lambda: moved()[0] - ops_before == 2, what="exactly the 2 new ops to move")
+    wire = moved()[1] - bytes_before
+    assert 0 < wire < size_before / 10
+    assert len((b.dir / "a.jsonl").read_bytes().splitlines()) == 62  # b kept its full copy
 
 
 def test_a_forked_shard_is_detected_and_never_merged(spawn, tmp_path, pki):
