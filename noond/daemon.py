@@ -446,7 +446,18 @@ class Daemon:
         """Admit a candidate once ``/info`` over mTLS proves its node id."""
         try:
             _, node = await self.client.info(cand.address, expect=cand.node)
-        except (Unreachable, PeerError) as exc:
+        except PeerError as exc:
+            self.membership.candidate_failed(cand)
+            if exc.code == "protocol":
+                self.metrics.exchanges.labels("incompatible").inc()
+                log.error("candidate %s (%s) not admitted: %s", cand.address, cand.source, exc)
+            else:
+                self.metrics.exchanges.labels("refused" if exc.code == "identity"
+                                              else "invalid").inc()
+                log.warning("candidate %s (%s) not admitted: %s", cand.address, cand.source,
+                            exc)
+            return
+        except Unreachable as exc:
             self.membership.candidate_failed(cand)
             log.info("candidate %s (%s) not admitted: %s", cand.address, cand.source, exc)
             return

@@ -54,7 +54,8 @@ class Rogue:
 
     async def info(self, request: web.Request) -> web.Response:
         return web.json_response({"node": "rogue", "address": f"127.0.0.1:{self.port}",
-                                  "protocol": 1, "capabilities": ["digest"]})
+                                  "protocol": 2 if self.mode == "future" else 1,
+                                  "capabilities": ["digest"]})
 
     async def other(self, request: web.Request) -> web.StreamResponse:
         if self.mode == "stalled":
@@ -128,5 +129,20 @@ def test_a_misbehaving_member_harms_no_one(spawn, tmp_path: Path, pki, mode):
         assert sorted(a.state()) == sorted(b.state())
         a.write(("after", "still writable"))
         wait_until(lambda: converged([a, b], expect=7))
+    finally:
+        rogue.close()
+
+
+def test_a_peer_on_another_protocol_revision_gets_a_clear_error_not_a_stall(spawn, tmp_path,
+                                                                           pki):
+    rogue = Rogue(pki, "future")
+    try:
+        a = Node("a", tmp_path, pki)
+        spawn.append(a)
+        a.start([rogue.seed])
+        wait_until(lambda: a.metric("noond_exchanges_total", 'result="incompatible"') >= 1,
+                   what="the revision mismatch to be reported")
+        assert "speaks protocol revision 2; this node speaks 1" in a.log.read_text()
+        assert "rogue" not in {p["node"] for p in a.get("/peers")[1]["peers"]}
     finally:
         rogue.close()
