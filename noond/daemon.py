@@ -302,23 +302,36 @@ class Daemon:
         listing = await self.client.get_json(m.address, "/shards", expect=m.node)
         remote = _parse_listing(listing)
         m.heads = {n: s.seq for n, s in remote.items()}
+        failure: Exception | None = None
         for node in sorted(set(local) | set(remote)):
             if node in self.ignored or (m.node, node) in self.forks:
                 continue
             mine = local.get(node) or replica.Summary(node, 0, 0)
             theirs = remote.get(node) or replica.Summary(node, 0, 0)
-            if theirs.seq == mine.seq:
-                if mine.seq and theirs.digest != mine.digest:
-                    self.record_fork(m.node, node, f"op {node}:{mine.seq} differs: digest "
-                                     f"{mine.digest:016x} here, {theirs.digest:016x} there")
-            elif node == self.node:
-                if theirs.seq < mine.seq:
-                    await self._push(m, theirs)
-                else:
-                    await self._pull(m, node, mine, own=True)
-            elif theirs.seq > mine.seq:
-                await self._pull(m, node, mine)
+            try:
+                await self._reconcile(m, node, mine, theirs)
+            except (PeerError, replica.ReplicaError) as exc:
+                # One unusable shard must not keep the member's other shards from syncing.
+                log.warning("shard %s with %s: %s", node, m.node, exc)
+                failure = failure or exc
         await self._gossip(m, members_hash)
+        if failure is not None:
+            raise failure
+
+    async def _reconcile(
+        self, m: Member, node: str, mine: replica.Summary, theirs: replica.Summary
+    ) -> None:
+        if theirs.seq == mine.seq:
+            if mine.seq and theirs.digest != mine.digest:
+                self.record_fork(m.node, node, f"op {node}:{mine.seq} differs: digest "
+                                 f"{mine.digest:016x} here, {theirs.digest:016x} there")
+        elif node == self.node:
+            if theirs.seq < mine.seq:
+                await self._push(m, theirs)
+            else:
+                await self._pull(m, node, mine, own=True)
+        elif theirs.seq > mine.seq:
+            await self._pull(m, node, mine)
 
     async def _gossip(self, m: Member, members_hash: Any) -> None:
         if isinstance(members_hash, str) and members_hash == m.members_hash:
@@ -337,7 +350,7 @@ class Daemon:
                 address = parse_address(address)
             except ValueError:
                 continue
-            if node == m.node or node in self.membership.members:
+            if node == m.node:
                 continue
             self.suggest(address, node, "gossip")
         if isinstance(members_hash, str):
@@ -585,8 +598,7 @@ class Daemon:
                 self.config, lambda src: self.metrics.discovery_errors.labels(src).inc()
             )
             for address, node, source in found:
-                if node is None or node not in self.membership.members:
-                    self.suggest(address, node, source)
+                self.suggest(address, node, source)
             if self.config.discover_interval <= 0:
                 return
             await asyncio.sleep(self.config.discover_interval)

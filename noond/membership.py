@@ -72,14 +72,22 @@ class Membership:
         self.self_addresses: set[str] = set()
 
     def suggest(self, address: str, node: str | None, source: str) -> None:
-        """Consider an address. Known members' addresses and our own are not candidates."""
+        """Consider an address. Our own and known members' addresses are not candidates. A
+        new address for a member is one when the member itself announces it (inbound, proven
+        by its certificate) or while the member is not alive (it restarted elsewhere); so a
+        live member's address never flaps on hearsay."""
         if node is not None and (node == self.self_node or node in self.ignored):
             return
         if address in self.self_addresses:
             return
-        if node is not None and node in self.members and self.members[node].address == address:
+        if any(m.address == address for m in self.members.values()):
             return
-        if any(m.address == address for m in self.members.values()) and node is None:
+        if (
+            node is not None
+            and node in self.members
+            and self.members[node].state == "alive"
+            and source != "inbound"
+        ):
             return
         existing = self.candidates.get(address)
         if existing is not None:

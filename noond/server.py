@@ -118,15 +118,15 @@ def build_app(daemon: Daemon) -> web.Application:
                 protocol=PROTOCOL,
             )
         if caller is not None and caller != config.node:
-            daemon.membership.heard_from(caller)
-            announced = request.headers.get("X-Noon-Address")
-            if announced and caller not in daemon.membership.members:
-                try:
-                    address = parse_address(announced)
-                except ValueError:
-                    address = ""
-                if address:
-                    daemon.suggest(address, caller, "inbound")
+            try:
+                address = parse_address(request.headers.get("X-Noon-Address", ""))
+            except ValueError:
+                address = ""
+            member = daemon.membership.members.get(caller)
+            if member is not None and address in ("", member.address):
+                daemon.membership.heard_from(caller)
+            elif address:
+                daemon.suggest(address, caller, "inbound")  # new, or moved: verify first
         request["caller"] = caller
         return await handler(request)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from noon.store.compact import compact_dir
-from tests.noond_harness import ROOT, Node, Pki, converged, start_all, wait_until
+from tests.noond_harness import ROOT, Node, Pki, converged, free_port, start_all, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -212,3 +212,18 @@ def test_a_departed_node_is_forgotten_and_its_replica_deleted(spawn, tmp_path, p
     wait_until(lambda: len(b.state()) == 4)
     wait_until(lambda: len(a.state()) == 2 and ("content", "default", "from-b") in a.state())
     assert not (a.dir / "c.jsonl").exists()  # never pulled back from b either
+
+
+def test_a_member_that_restarts_on_another_address_is_found_again(spawn, tmp_path, pki):
+    a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
+    start_all((a, [b]), (b, [a]))
+    a.write(("one", "1"))
+    wait_until(lambda: converged([a, b], expect=1))
+    b.stop()
+    b.port = free_port()  # same node, new address; it remembers a from its state file
+    b.start()
+    wait_until(lambda: {p["address"] for p in a.get("/peers")[1]["peers"]} == {b.address},
+               what="a to verify and adopt b's new address")
+    a.write(("two", "2"))
+    b.write(("three", "3"))
+    wait_until(lambda: converged([a, b], expect=3))
