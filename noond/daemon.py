@@ -481,6 +481,7 @@ class Daemon:
         if member is not None:
             self.metrics.admissions.inc()
             log.info("admitted %s at %s (from %s)", node, cand.address, cand.source)
+            self.save_members()
             await self.exchange(member)
 
     # -- push after a local change --------------------------------------------------------
@@ -646,6 +647,7 @@ class Daemon:
         for task in [*self._tasks, *self._inflight]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        self.save_members()
         if self._runner is not None:
             await self._runner.cleanup()
         await self.client.close()

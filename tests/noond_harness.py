@@ -29,6 +29,21 @@ ROOT = Path(__file__).resolve().parent.parent
 DEADLINE = 30.0
 
 
+def noon_command(command: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run one ``noon`` subcommand module (``certs``, ``peers``) in a fresh process, the way
+    ``noon`` routes to it (configure + run), without importing every other subcommand."""
+    runner = (
+        "import argparse, sys, logging\n"
+        f"from noon.ops_cli import {command} as m\n"
+        "logging.basicConfig(level=logging.INFO)\n"
+        "p = argparse.ArgumentParser()\n"
+        "m.configure(p)\n"
+        "sys.exit(m.run(p.parse_args(sys.argv[1:])))\n"
+    )
+    return subprocess.run([sys.executable, "-c", runner, *args], env=env, capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+
+
 def wait_until(cond: Callable[[], Any], timeout: float = DEADLINE, what: str = "") -> Any:
     """Poll ``cond`` until it returns something truthy; fail after ``timeout`` seconds."""
     end = time.monotonic() + timeout

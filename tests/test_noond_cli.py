@@ -8,12 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.noond_harness import ROOT, free_port, wait_until
+from tests.noond_harness import ROOT, free_port, noon_command, wait_until
 
 
-def noon(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "noon", *args], env=env, capture_output=True,
-                          text=True, timeout=60, cwd=ROOT)
+def noon(command: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return noon_command(command, *args, env=env)
 
 
 def test_certs_then_daemon_then_peers(tmp_path: Path):

@@ -4,15 +4,22 @@ recovery of the own shard, compaction while replicating."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from noon.store.compact import compact_dir
-from tests.noond_harness import ROOT, Node, Pki, converged, free_port, start_all, wait_until
+from tests.noond_harness import (
+    ROOT,
+    Node,
+    Pki,
+    converged,
+    free_port,
+    noon_command,
+    start_all,
+    wait_until,
+)
 
 
 @pytest.fixture(scope="module")
@@ -202,8 +209,7 @@ def test_a_departed_node_is_forgotten_and_its_replica_deleted(spawn, tmp_path, p
     wait_until(lambda: converged([a, b, c], expect=2))
     env = {"NOON_DIR": str(a.dir), "NOON_NODE_ID": "a", "PATH": os.environ["PATH"],
            "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-m", "noon", "peers", "depart", "c"], env=env,
-                         capture_output=True, text=True, timeout=60)
+    out = noon_command("peers", "depart", "c", env=env)
     assert out.returncode == 0, out.stderr
     wait_until(lambda: not (a.dir / "c.jsonl").exists(), what="a to drop c's replica")
     assert a.request("GET", "/info", as_node="c")[0] == 403

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from noon.core.ops import encode
-from tests.noond_harness import ROOT, Node, Pki, wait_until
+from tests.noond_harness import ROOT, Node, Pki, noon_command, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -99,13 +99,11 @@ def test_revocation_through_the_cli_takes_effect(node, tmp_path):
     env = {"NOON_DIR": str(node.dir), "NOON_NODE_ID": "target", "PATH": "/usr/bin:/bin",
            "PYTHONPATH": str(ROOT)}
     assert node.request("GET", "/info", as_node="trudy")[0] == 200
-    out = subprocess.run([sys.executable, "-m", "noon", "peers", "revoke", "trudy"], env=env,
-                         capture_output=True, text=True, timeout=60)
+    out = noon_command("peers", "revoke", "trudy", env=env)
     assert out.returncode == 0, out.stderr
     wait_until(lambda: node.request("GET", "/info", as_node="trudy")[0] == 403,
                what="revocation to apply")
-    out = subprocess.run([sys.executable, "-m", "noon", "peers", "revoke", "trudy", "--undo"],
-                         env=env, capture_output=True, text=True, timeout=60)
+    out = noon_command("peers", "revoke", "trudy", "--undo", env=env)
     assert out.returncode == 0
     wait_until(lambda: node.request("GET", "/info", as_node="trudy")[0] == 200)
 
