@@ -274,8 +274,10 @@ class Daemon:
             log.info("peer %s unreachable (%s): %s", member.node, member.state, exc)
         except PeerError as exc:
             member.error = str(exc)
-            result = {"protocol": "incompatible", "forbidden": "refused"}.get(exc.code,
-                                                                               "invalid")
+            if exc.code == "identity":
+                self.membership.failed(member)  # someone else answers there: it moved
+            result = {"protocol": "incompatible", "forbidden": "refused",
+                      "identity": "refused"}.get(exc.code, "invalid")
             self.metrics.exchanges.labels(result).inc()
             if exc.code == "protocol":
                 log.error("peer %s is incompatible: %s", member.node, exc)
