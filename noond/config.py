@@ -112,6 +112,8 @@ class DaemonConfig:
     digest: bool = True
     state_file: Path | None = None
     concurrency: int = 16
+    metrics_listen: str = ""
+    """``host:port`` of a plaintext listener serving only /metrics and /health."""
 
     @property
     def node(self) -> str:
@@ -261,6 +263,12 @@ def from_env(env: Mapping[str, str] | None = None, args: argparse.Namespace | No
             nameserver = parse_address(nameserver, 53)
         except ValueError as exc:
             raise ConfigError(f"NOOND_DNS_NAMESERVER: {exc}") from None
+    metrics_listen = _get(env, "NOOND_METRICS_LISTEN")
+    if metrics_listen:
+        try:
+            metrics_listen = parse_address(metrics_listen, any_port=True)
+        except ValueError as exc:
+            raise ConfigError(f"NOOND_METRICS_LISTEN: {exc}") from None
     config = DaemonConfig(
         store=store,
         listen_host=host,
@@ -291,6 +299,7 @@ def from_env(env: Mapping[str, str] | None = None, args: argparse.Namespace | No
         digest=_bool(env, "NOOND_DIGEST", True),
         state_file=_path(env, "NOOND_STATE"),
         concurrency=_int(env, "NOOND_CONCURRENCY", 16, 1),
+        metrics_listen=metrics_listen,
     )
     config.check()
     return config

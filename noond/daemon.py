@@ -29,10 +29,10 @@ from noon.store.names import shard_file
 from noon.store.store import ForkDetected, Store
 from noond import discovery
 from noond.client import Client, PeerError, Unreachable
-from noond.config import PROTOCOL, DaemonConfig, parse_address
+from noond.config import PROTOCOL, DaemonConfig, parse_address, split_address
 from noond.membership import Candidate, Member, Membership
 from noond.metrics import Metrics
-from noond.server import build_app
+from noond.server import build_app, build_metrics_app
 
 log = logging.getLogger("noond")
 
@@ -80,6 +80,7 @@ class Daemon:
         self._cand_sem = asyncio.Semaphore(config.concurrency)
         """Candidates have their own slots: a flood of bogus addresses never delays members."""
         self._runner: web.AppRunner | None = None
+        self._metrics_runner: web.AppRunner | None = None
         self.port = config.listen_port
         self.server_ssl = None
         client_ssl = None
@@ -637,6 +638,14 @@ class Daemon:
             self.node, self.config.listen_host, self.port, PROTOCOL,
             "mTLS" if self.config.tls else "plaintext", self.advertise,
         )
+        if self.config.metrics_listen:
+            host, port = split_address(self.config.metrics_listen)
+            self._metrics_runner = web.AppRunner(build_metrics_app(self), access_log=None,
+                                                 handle_signals=False)
+            await self._metrics_runner.setup()
+            await web.TCPSite(self._metrics_runner, host, port, reuse_address=True).start()
+            log.info("metrics (plaintext, /metrics and /health only) on %s", host_port(
+                self._metrics_runner))
         self._tasks.append(asyncio.create_task(self._discover()))
         self._tasks.append(asyncio.create_task(self._rounds()))
         self._tasks.append(asyncio.create_task(self._admit()))
@@ -650,8 +659,9 @@ class Daemon:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self.save_members()
-        if self._runner is not None:
-            await self._runner.cleanup()
+        for runner in (self._runner, self._metrics_runner):
+            if runner is not None:
+                await runner.cleanup()
         await self.client.close()
         if self._store is not None:
             self._store.close()
@@ -681,3 +691,12 @@ def _parse_listing(obj: dict[str, Any]) -> dict[str, replica.Summary]:
             raise PeerError(f"invalid digest in shard summary {str(e)[:200]}") from None
     return out
 
+
+def host_port(runner: web.AppRunner) -> str:
+    """Where a runner's first site actually listens (resolves port 0)."""
+    for site in runner.sites:
+        server = getattr(site, "_server", None)
+        if server is not None and server.sockets:
+            host, port = server.sockets[0].getsockname()[:2]
+            return f"{host}:{port}"
+    return "?"

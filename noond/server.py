@@ -310,3 +310,22 @@ def build_app(daemon: Daemon) -> web.Application:
     app.router.add_get("/metrics", metrics_route)
     return app
 
+
+def build_metrics_app(daemon: Daemon) -> web.Application:
+    """The optional plaintext listener for Prometheus (``NOOND_METRICS_LISTEN``): ``/metrics``
+    and ``/health`` only, nothing that reads or writes memories."""
+
+    async def health(request: web.Request) -> web.Response:
+        return _json({"status": "ok"})
+
+    async def metrics_route(request: web.Request) -> web.Response:
+        daemon.update_gauges()
+        return web.Response(
+            body=generate_latest(daemon.metrics.registry),
+            headers={"Content-Type": CONTENT_TYPE_LATEST},
+        )
+
+    app = web.Application()
+    app.router.add_get("/health", health)
+    app.router.add_get("/metrics", metrics_route)
+    return app

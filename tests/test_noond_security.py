@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from noon.core.ops import encode
-from tests.noond_harness import ROOT, Node, Pki, noon_command, wait_until
+from tests.noond_harness import ROOT, Node, Pki, free_port, noon_command, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,9 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[Node]:
     n = Node("target", tmp_path_factory.mktemp("sec"), pki)
-    n.start(NOOND_MAX_BODY="65536", NOOND_REVOKED="mallory")
+    n.metrics_port = free_port()
+    n.start(NOOND_MAX_BODY="65536", NOOND_REVOKED="mallory",
+            NOOND_METRICS_LISTEN=f"127.0.0.1:{n.metrics_port}")
     yield n
     n.stop()
 
@@ -210,3 +212,20 @@ def test_plaintext_off_loopback_needs_an_explicit_opt_in(tmp_path: Path):
                          text=True, timeout=60)
     assert out.returncode == 2
     assert "NOOND_ALLOW_PLAINTEXT" in out.stderr
+
+
+def test_the_optional_plaintext_metrics_listener_serves_nothing_else(node):
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", node.metrics_port, timeout=10)
+    try:
+        conn.request("GET", "/metrics")
+        resp = conn.getresponse()
+        assert resp.status == 200 and b"noond_rounds_total" in resp.read()
+        for path in ("/shards", "/graph", "/shards/alice/ops", "/info"):
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            resp.read()
+            assert resp.status == 404, path
+    finally:
+        conn.close()
