@@ -166,9 +166,6 @@ class Daemon:
         self.forks[(peer, shard)] = message
         self.metrics.forked_shards.set(len({s for _, s in self.forks}))
 
-    def note_received(self) -> None:
-        """A peer pushed new ops here; nothing to do now (relaying is pull-based)."""
-
     async def graph(self) -> dict[str, Any]:
         return await asyncio.to_thread(self._graph)
 

@@ -279,8 +279,6 @@ def build_app(daemon: Daemon) -> web.Application:
             daemon.record_fork(caller or node, node, str(exc))
             raise Refused(409, "fork", str(exc)) from None
         metrics.ops_received.inc(done.appended)
-        if done.appended:
-            daemon.note_received()
         return _json({"appended": done.appended, "skipped": done.skipped, "head": done.head})
 
     async def graph(request: web.Request) -> web.Response:
