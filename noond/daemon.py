@@ -297,11 +297,13 @@ class Daemon:
             members_hash = d.get("members")
             if d.get("root") == self.root(local):
                 m.heads = {n: s.seq for n, s in local.items()}
+                m.reported_at = time.time()
                 await self._gossip(m, members_hash)
                 return
         listing = await self.client.get_json(m.address, "/shards", expect=m.node)
         remote = _parse_listing(listing)
         m.heads = {n: s.seq for n, s in remote.items()}
+        m.reported_at = time.time()
         failure: Exception | None = None
         for node in sorted(set(local) | set(remote)):
             if node in self.ignored or (m.node, node) in self.forks:

@@ -33,7 +33,10 @@ class Member:
     error: str = ""
     """The last reason an exchange failed although the peer answered (protocol, bad data)."""
     heads: dict[str, int] = field(default_factory=dict)
-    """What the peer holds, per shard, as last reported or acknowledged."""
+    """What the peer holds, per shard (= per author), as last reported or acknowledged: its
+    frontier, the input tombstone collection needs from every member."""
+    reported_at: float | None = None
+    """Unix time ``heads`` was last set from the peer's own answer; None: not since start."""
     members_hash: str = ""
 
     def as_json(self) -> dict[str, object]:
@@ -45,6 +48,7 @@ class Member:
             "last_ok": round(self.last_ok, 3),
             "error": self.error,
             "heads": dict(sorted(self.heads.items())),
+            "reported_at": self.reported_at,
         }
 
 
