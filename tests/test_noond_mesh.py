@@ -60,6 +60,11 @@ def test_three_nodes_converge_from_writes_everywhere(spawn, tmp_path, pki):
     ), what="full membership")
     assert a.metric("noond_forks_detected_total") == 0
     assert a.metric("noond_ops_pulled_total") > 0 or a.metric("noond_ops_received_total") > 0
+    # Every member reports its frontier (what tombstone collection needs from it).
+    frontier = {"a": 6, "b": 6, "c": 6}
+    wait_until(lambda: all(
+        p["heads"] == frontier and p["reported_at"] for p in a.get("/peers")[1]["peers"]
+    ), what="a to hold every member's current frontier")
 
 
 def test_stopped_node_catches_up_after_restart(spawn, tmp_path, pki):
