@@ -241,13 +241,18 @@ def build_app(daemon: Daemon) -> web.Application:
         if declared is not None and declared > config.max_body:
             raise Refused(413, "too_large", f"body larger than {config.max_body} bytes")
         body = bytearray()
-        while True:
-            chunk = await request.content.read(1 << 16)
-            if not chunk:
-                break
-            body += chunk
-            if len(body) > config.max_body:
-                raise Refused(413, "too_large", f"body larger than {config.max_body} bytes")
+        try:
+            async with asyncio.timeout(config.timeout * 3):
+                while True:
+                    chunk = await request.content.read(1 << 16)
+                    if not chunk:
+                        break
+                    body += chunk
+                    if len(body) > config.max_body:
+                        raise Refused(413, "too_large",
+                                      f"body larger than {config.max_body} bytes")
+        except TimeoutError:
+            raise Refused(408, "timeout", "the body did not arrive in time") from None
         metrics.server_received.inc(len(body))
         try:
             ops = await asyncio.to_thread(

@@ -229,3 +229,22 @@ def test_the_optional_plaintext_metrics_listener_serves_nothing_else(node):
             assert resp.status == 404, path
     finally:
         conn.close()
+
+
+def test_a_trickled_body_times_out_with_408(tmp_path_factory, pki):
+    import socket
+
+    n = Node("impatient", tmp_path_factory.mktemp("slow"), pki)
+    n.start(NOOND_TIMEOUT="0.3")
+    try:
+        ctx = n.context("tricky")
+        with socket.create_connection((n.host, n.port), timeout=10) as raw, \
+                ctx.wrap_socket(raw) as tls:
+            tls.sendall(b"POST /shards/tricky/ops?after=0 HTTP/1.1\r\nHost: x\r\n"
+                        b"Content-Length: 1000\r\n\r\n" + op_line("tricky", 1)[:50])
+            answer = tls.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
+        assert b'"code":"timeout"' in answer
+        assert not (n.dir / "tricky.jsonl").exists()
+    finally:
+        n.stop()
