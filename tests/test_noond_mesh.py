@@ -136,6 +136,11 @@ def test_compaction_on_the_writer_never_forces_a_full_download(spawn, tmp_path, 
     wire = moved()[1] - bytes_before
     assert 0 < wire < size_before / 10
     assert (b.dir / "a.jsonl").read_bytes() == (a.dir / "a.jsonl").read_bytes()
+    # A newcomer gets the compacted history (with its gaps) from a relay and folds the same.
+    a.stop()
+    c = make(spawn, tmp_path, pki, "c").start([b])
+    wait_until(lambda: converged([b, c], expect=2), what="c to fold a's compacted shard")
+    assert (c.dir / "a.jsonl").read_bytes() == (b.dir / "a.jsonl").read_bytes()
 
 
 def test_a_forked_shard_is_detected_and_never_merged(spawn, tmp_path, pki):
