@@ -179,6 +179,13 @@ class Node:
         except OSError:
             return False
 
+    def kill(self) -> None:
+        """SIGKILL: no chance to finish anything (crash safety)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)

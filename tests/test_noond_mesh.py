@@ -4,6 +4,7 @@ recovery of the own shard, compaction while replicating."""
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -244,3 +245,34 @@ def test_a_member_that_restarts_on_another_address_is_found_again(spawn, tmp_pat
     a.write(("two", "2"))
     b.write(("three", "3"))
     wait_until(lambda: converged([a, b], expect=3))
+
+
+SLOW = os.environ.get("NOON_SLOW") == "1"
+
+
+@pytest.mark.parametrize("size,steps", [
+    pytest.param(3, 12, id="sized-down"),
+    pytest.param(5, 60, id="full", marks=[
+        pytest.mark.slow, pytest.mark.skipif(not SLOW, reason="slow: run with NOON_SLOW=1")]),
+])
+def test_every_acknowledged_write_survives_daemons_killed_at_random(spawn, tmp_path, pki, size,
+                                                                   steps):
+    rng = random.Random(int(os.environ.get("NOON_SEED", "7")))
+    nodes = [make(spawn, tmp_path, pki, f"k{i}") for i in range(size)]
+    start_all(*((n, [m for m in nodes if m is not n]) for n in nodes),
+              NOOND_WATCH_INTERVAL="0.01")
+    acked: dict[tuple[str, ...], str] = {}
+    for step in range(steps):
+        writer = rng.choice(nodes)
+        key = f"s{step}"
+        writer.write((key, f"{writer.name} {step}"), ("hot", f"{writer.name} {step}"))
+        acked[("content", "default", key)] = f"{writer.name} {step}"
+        if step % 7 == 3:
+            victim = rng.choice(nodes)
+            victim.kill()  # mid-exchange, mid-append: whatever it was doing
+            victim.start([m for m in nodes if m is not victim], NOOND_WATCH_INTERVAL="0.01")
+    wait_until(lambda: converged(nodes, expect=len(acked) + 1), timeout=90,
+               what="convergence after the kills")
+    state = nodes[0].state()
+    for key, text in acked.items():
+        assert state[key][1] == {"text": text}
