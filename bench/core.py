@@ -16,12 +16,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from noon.config import Settings
 from noon.core.ops import Draft, encode
 from noon.store.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def settings(d: Path, node: str, **kw: object) -> Settings:
@@ -107,7 +110,7 @@ print(json.dumps(result))
 
 def probe(d: Path, snap: bool, extra: str = "") -> dict[str, float]:
     out = subprocess.run([sys.executable, "-c", PROBE, str(d), "1" if snap else "0", extra],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True, check=True, cwd=ROOT)
     return json.loads(out.stdout)
 
 
@@ -126,19 +129,16 @@ def next_line(d: Path) -> str:
                   el=("keyword", "default", "fresh", "x"), val={}).decode()
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--sizes", default="100000")
-    ap.add_argument("--appends", type=int, default=2000)
-    args = ap.parse_args()
-    rows: list[tuple[str, str, str]] = []
-    floor = fsync_floor(args.appends)
-    on = bench_appends(args.appends, True)
-    off = bench_appends(args.appends * 5, False)
-    rows.append(("append, fsync on", f"{on:,.0f} ops/s", f"raw fsync floor {floor:,.0f}/s "
-                 f"({on / floor:.2f}x of floor)"))
-    rows.append(("append, fsync off", f"{off:,.0f} ops/s", "in-process lock+write+refresh"))
-    for size in (int(s) for s in args.sizes.split(",")):
+def measure(sizes: list[int], appends: int) -> dict[str, Any]:
+    """Append rates with the fsync floor, then per store size: cold fold, snapshot load and the
+    read after one new op (with the raw decode of the same bytes as the fold's floor)."""
+    out: dict[str, Any] = {
+        "fsync_floor_per_s": fsync_floor(appends),
+        "append_fsync_per_s": bench_appends(appends, True),
+        "append_nofsync_per_s": bench_appends(appends * 5, False),
+        "sizes": {},
+    }
+    for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             d = Path(tmp)
             generate(d, size)
@@ -147,15 +147,40 @@ def main() -> None:
             probe(d, snap=True)  # folds and saves the snapshot
             warm = probe(d, snap=True, extra=next_line(d))
             assert warm["loaded"], "snapshot was not used"
-            rows += [
-                (f"cold fold {size:,} ops", f"{cold['open_s']:.2f} s, {cold['rss_mib']:.0f} MiB",
-                 f"raw orjson decode {raw:.2f} s ({cold['open_s'] / raw:.1f}x)"),
-                (f"snapshot load {size:,} ops", f"{warm['open_s']:.2f} s, "
-                 f"{warm['rss_mib']:.0f} MiB", f"{cold['open_s'] / warm['open_s']:.1f}x faster "
-                 "than cold"),
-                (f"read after 1 new op at {size:,}", f"{warm['incremental_s'] * 1e3:.2f} ms",
-                 f"idle refresh {warm['idle_refresh_s'] * 1e3:.3f} ms"),
-            ]
+            shards = list(d.glob("*.jsonl"))
+            out["sizes"][str(size)] = {
+                "raw_decode_s": raw, "cold": cold, "warm": warm,
+                "bytes": sum(p.stat().st_size for p in shards),
+                "ops": sum(len(p.read_bytes().splitlines()) for p in shards),
+            }
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--sizes", default="100000")
+    ap.add_argument("--appends", type=int, default=2000)
+    args = ap.parse_args()
+    res = measure([int(s) for s in args.sizes.split(",")], args.appends)
+    on, off, floor = res["append_fsync_per_s"], res["append_nofsync_per_s"], res[
+        "fsync_floor_per_s"]
+    rows: list[tuple[str, str, str]] = [
+        ("append, fsync on", f"{on:,.0f} ops/s", f"raw fsync floor {floor:,.0f}/s "
+         f"({on / floor:.2f}x of floor)"),
+        ("append, fsync off", f"{off:,.0f} ops/s", "in-process lock+write+refresh"),
+    ]
+    for size, r in res["sizes"].items():
+        cold, warm, raw = r["cold"], r["warm"], r["raw_decode_s"]
+        n = int(size)
+        rows += [
+            (f"cold fold {n:,} ops", f"{cold['open_s']:.2f} s, {cold['rss_mib']:.0f} MiB",
+             f"raw orjson decode {raw:.2f} s ({cold['open_s'] / raw:.1f}x)"),
+            (f"snapshot load {n:,} ops", f"{warm['open_s']:.2f} s, "
+             f"{warm['rss_mib']:.0f} MiB", f"{cold['open_s'] / warm['open_s']:.1f}x faster "
+             "than cold"),
+            (f"read after 1 new op at {n:,}", f"{warm['incremental_s'] * 1e3:.2f} ms",
+             f"idle refresh {warm['idle_refresh_s'] * 1e3:.3f} ms"),
+        ]
     width = max(len(r[0]) for r in rows)
     for name, figure, anchor in rows:
         print(f"{name:<{width}}  {figure:>24}   {anchor}")

@@ -1,10 +1,12 @@
 """Per-call latency of the knowledge-graph tools: noon vs the official memory server.
 
-Same client (a synchronous stdio JSON-RPC client), same machine, same run. For each size the
-graph is first filled with that many entities (two observations each), then each tool is timed
-over several calls; the table shows medians in milliseconds and official/noon ratios.
+Same client (a synchronous stdio JSON-RPC client speaking MCP), same machine, same run. For each
+size the graph is first filled with that many entities (two observations each), then each tool
+is timed over several calls; the table shows p50 / p99 in milliseconds and official/noon ratios
+of the medians. ``ping`` (an empty MCP request) is each server's floor: the stdio round trip plus
+the SDK's request handling.
 
-    python -m bench.kg_latency [--sizes 1000 10000] [--calls 30]
+    python -m bench.kg_latency [--sizes 1000 10000] [--calls 50]
 
 Needs node and the official server (scripts/install-official-server.sh).
 """
@@ -12,18 +14,21 @@ Needs node and the official server (scripts/install-official-server.sh).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.stats import percentiles, rss_mib
 from tests.jsonrpc_pipe import PipeClient
 from tests.mcp_helpers import ROOT, subprocess_env
 
 OFFICIAL = ROOT / ".cache/official/node_modules/@modelcontextprotocol/server-memory/dist/index.js"
 FILL_BATCH = 500
+TOOLS = ("ping", "create_entities", "add_observations", "search_nodes", "open_nodes",
+         "read_graph")
 
 
 def _entity(i: int) -> dict[str, Any]:
@@ -32,58 +37,107 @@ def _entity(i: int) -> dict[str, Any]:
 
 def _timed(client: PipeClient, tool: str, args: dict[str, Any]) -> float:
     start = time.perf_counter()
+    if tool == "ping":
+        client.request("ping")
+        return (time.perf_counter() - start) * 1000
     result = client.call(tool, args)
     elapsed = (time.perf_counter() - start) * 1000
-    if result.get("isError"):
-        raise RuntimeError(f"{tool} failed: {result}")
+    if result.get("isError") or "__error__" in result:
+        raise RuntimeError(f"{tool} failed: {str(result)[:500]}")
     return elapsed
 
 
-def measure(client: PipeClient, size: int, calls: int) -> dict[str, float]:
+def measure(client: PipeClient, size: int, calls: int) -> dict[str, dict[str, float]]:
+    """Fill the graph to ``size`` entities, then time every tool; p50/p99 per tool in ms."""
     for start in range(0, size, FILL_BATCH):
         batch = [_entity(i) for i in range(start, min(size, start + FILL_BATCH))]
         client.call("create_entities", {"entities": batch})
-    out: dict[str, list[float]] = {"create_entities": [], "add_observations": [],
-                                   "search_nodes": [], "read_graph": []}
+    out: dict[str, list[float]] = {tool: [] for tool in TOOLS}
     for k in range(calls):
+        out["ping"].append(_timed(client, "ping", {}))
         out["create_entities"].append(
             _timed(client, "create_entities", {"entities": [_entity(size + k)]}))
         out["add_observations"].append(_timed(client, "add_observations", {
             "observations": [{"entityName": f"e{(k * 7919) % size}", "contents": [f"new {k}"]}]}))
         out["search_nodes"].append(_timed(client, "search_nodes", {"query": f"fact {k * 31}"}))
+        out["open_nodes"].append(_timed(client, "open_nodes", {
+            "names": [f"e{(k * 104729 + j) % size}" for j in range(3)]}))
         if k < max(3, calls // 5):
             out["read_graph"].append(_timed(client, "read_graph", {}))
-    return {tool: statistics.median(v) for tool, v in out.items()}
+    result = {tool: percentiles(v) for tool, v in out.items()}
+    result["rss_mib"] = rss_mib(client.proc.pid)
+    return result
+
+
+def noon_client(directory: Path, fsync: bool = True, node: str = "bench") -> PipeClient:
+    return PipeClient([sys.executable, "-m", "noon", "serve", "--tools", "kg", "--dir",
+                       str(directory), "--node-id", node],
+                      env=subprocess_env(NOON_FSYNC="true" if fsync else "false"),
+                      cwd=str(ROOT))
+
+
+def official_client(memory_file: Path) -> PipeClient:
+    return PipeClient(["node", str(OFFICIAL)],
+                      env={**subprocess_env(), "MEMORY_FILE_PATH": str(memory_file)})
+
+
+def first_answer(start: Callable[[], PipeClient]) -> float:
+    """Seconds from process start to the first read_graph answer on an empty graph."""
+    t0 = time.perf_counter()
+    client = start()
+    try:
+        client.call("read_graph", {})
+        return time.perf_counter() - t0
+    finally:
+        client.close()
+
+
+def run(sizes: list[int], calls: int) -> dict[str, Any]:
+    """{size: {"noon": {tool: p50/p99}, "official": {...} or absent}}; the official server is
+    skipped (and says so) when it is not installed."""
+    have_official = OFFICIAL.exists()
+    out: dict[str, Any] = {"official_installed": have_official, "sizes": {}, "first_answer": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        out["first_answer"]["noon"] = first_answer(lambda: noon_client(d / "noon"))
+        if have_official:
+            out["first_answer"]["official"] = first_answer(lambda: official_client(d / "m.jsonl"))
+    for size in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            d = Path(tmp)
+            entry: dict[str, Any] = {}
+            if have_official:
+                official = official_client(d / "m.jsonl")
+                try:
+                    entry["official"] = measure(official, size, calls)
+                finally:
+                    official.close()
+            noon = noon_client(d / "noon")
+            try:
+                entry["noon"] = measure(noon, size, calls)
+            finally:
+                noon.close()
+            out["sizes"][str(size)] = entry
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
-    parser.add_argument("--calls", type=int, default=30)
+    parser.add_argument("--calls", type=int, default=50)
     args = parser.parse_args(argv)
     if not OFFICIAL.exists():
         print("official server missing: run scripts/install-official-server.sh", file=sys.stderr)
         return 1
-    rows = []
-    for size in args.sizes:
-        with tempfile.TemporaryDirectory() as tmp:
-            d = Path(tmp)
-            official = PipeClient(["node", str(OFFICIAL)],
-                                  env={**subprocess_env(), "MEMORY_FILE_PATH": str(d / "m.jsonl")})
-            noon = PipeClient([sys.executable, "-m", "noon", "serve", "--tools", "kg", "--dir",
-                               str(d / "noon"), "--node-id", "bench"],
-                              env=subprocess_env(), cwd=str(ROOT))
-            try:
-                theirs = measure(official, size, args.calls)
-                ours = measure(noon, size, args.calls)
-            finally:
-                official.close()
-                noon.close()
-        for tool in theirs:
-            rows.append((size, tool, theirs[tool], ours[tool], theirs[tool] / ours[tool]))
-    print(f"{'entities':>8}  {'tool':<17} {'official ms':>11} {'noon ms':>8} {'official/noon':>13}")
-    for size, tool, a, b, ratio in rows:
-        print(f"{size:>8}  {tool:<17} {a:>11.2f} {b:>8.2f} {ratio:>13.2f}")
+    res = run(args.sizes, args.calls)
+    print(f"{'entities':>8}  {'tool':<17} {'official p50/p99':>17} {'noon p50/p99':>15} "
+          f"{'official/noon':>13}")
+    for size, entry in res["sizes"].items():
+        theirs, ours = entry["official"], entry["noon"]
+        for tool in TOOLS:
+            a, b = theirs[tool], ours[tool]
+            print(f"{size:>8}  {tool:<17} {a['p50']:>8.2f}/{a['p99']:<8.2f} "
+                  f"{b['p50']:>7.2f}/{b['p99']:<7.2f} {a['p50'] / b['p50']:>13.2f}")
     return 0
 
 

@@ -1,6 +1,6 @@
 """Replication figures on a loopback mesh of real noond processes with real mTLS.
 
-    python bench/noond_mesh.py [--nodes 5] [--writes 200]
+    python -m bench.noond_mesh [--nodes 3 5] [--writes 200] [--catch-up 100000]
 
 Every node sits behind a byte-counting TCP proxy that the other nodes dial (its advertised
 address), so the byte figures are what crosses the wire: TLS records, HTTP headers and bodies.
@@ -8,6 +8,9 @@ address), so the byte figures are what crosses the wire: TLS records, HTTP heade
 - latency: a one-op write on one node (round robin) until every other node's copy of that
   shard holds it, with rounds every 30 s so what is measured is the push path;
 - wire bytes per op during those writes, per receiving node;
+- on 3 nodes, server-noonien's propagation run: a client writing through MCP on one node, and
+  when each peer holds every op;
+- catch-up: a fresh node pulling N ops from one that holds them;
 - bytes of one idle exchange (digest compare) when every node holds 10 and 100 shards.
 """
 
@@ -15,15 +18,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from bench.core import generate
+from bench.kg_latency import noon_client
+from bench.stats import percentiles, rss_mib
 from noon.core.ops import Draft, encode
 from noon.store.replica import Summaries
 from tests.noond_harness import Node, Pki, free_port, wait_until
@@ -79,7 +84,8 @@ def mesh(base: Path, pki: Pki, proxies: Proxies, n: int, **env: str) -> list[Nod
     return nodes
 
 
-def latency(nodes: list[Node], proxies: Proxies, writes: int) -> None:
+def latency(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, float]:
+    """One-op writes round robin; time until every other node's copy of the shard holds it."""
     summaries = {m.name: Summaries(m.dir) for m in nodes}
     samples = []
     before = proxies.bytes
@@ -94,20 +100,16 @@ def latency(nodes: list[Node], proxies: Proxies, writes: int) -> None:
             time.sleep(0.0005)  # leave the CPU to the daemons (2-core machines)
             if time.perf_counter() - t0 > 10:
                 raise SystemExit(f"write {i} not visible after 10 s")
-        samples.append(time.perf_counter() - t0)
+        samples.append((time.perf_counter() - t0) * 1000)
     moved = proxies.bytes - before
-    samples.sort()
-    p = lambda q: samples[min(len(samples) - 1, int(q * len(samples)))] * 1000  # noqa: E731
     op_size = len((nodes[0].dir / "n0.jsonl").read_bytes().splitlines()[-1]) + 1
-    print(f"write -> visible on all {len(nodes)} nodes over {writes} writes: "
-          f"p50 {p(0.5):.1f} ms, p99 {p(0.99):.1f} ms, max {samples[-1] * 1000:.1f} ms, "
-          f"mean {statistics.mean(samples) * 1000:.1f} ms")
-    per_copy = moved / (writes * (len(nodes) - 1))
-    print(f"wire bytes per op per receiving node: {per_copy:.0f} "
-          f"(op line {op_size} bytes; includes TLS, HTTP headers and the push response)")
+    return {**percentiles(samples), "mean": statistics.mean(samples),
+            "wire_bytes_per_op_per_receiver": moved / (writes * (len(nodes) - 1)),
+            "op_line_bytes": op_size,
+            "noond_rss_mib": max(rss_mib(m.proc.pid)["rss"] for m in nodes if m.proc)}
 
 
-def burst(nodes: list[Node], proxies: Proxies, writes: int) -> None:
+def burst(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, float]:
     """Many one-op writes in a row on one node: pushes coalesce while one is in flight."""
     w = nodes[0]
     summaries = {m.name: Summaries(m.dir) for m in nodes}
@@ -117,13 +119,98 @@ def burst(nodes: list[Node], proxies: Proxies, writes: int) -> None:
     for i in range(writes):
         store.write(lambda fold, i=i: [Draft(("content", "default", f"burst{i}"),
                                              {"text": f"burst {i}"})])
+    written = time.perf_counter() - t0
     seq = summaries[w.name].get(w.name).seq
     wait_until(lambda: all(summaries[m.name].get(w.name).seq >= seq for m in nodes),
                timeout=60, what="burst to reach every node")
-    elapsed = time.perf_counter() - t0
-    per_copy = (proxies.bytes - before) / (writes * (len(nodes) - 1))
-    print(f"burst of {writes} one-op writes on one node: visible everywhere after "
-          f"{elapsed * 1000:.0f} ms; wire bytes per op per receiving node: {per_copy:.0f}")
+    return {"writes": writes, "write_s": written, "visible_all_s": time.perf_counter() - t0,
+            "wire_bytes_per_op_per_receiver":
+                (proxies.bytes - before) / (writes * (len(nodes) - 1))}
+
+
+def mcp_writes(nodes: list[Node], proxies: Proxies, calls: int) -> dict[str, Any]:
+    """server-noonien's propagation run on noon: a client writes through MCP (create_entities,
+    one entity with one observation per call) on one node; when is each peer complete?
+
+    A watcher thread records when each peer's copy of the writer's shard reached each seq, so
+    completion times are exact to the polling interval even while the client still writes."""
+    w, peers = nodes[0], nodes[1:]
+    summaries = {m.name: Summaries(m.dir) for m in nodes}
+    seen: dict[str, list[tuple[float, int]]] = {m.name: [] for m in peers}
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            for m in peers:
+                seq = summaries[m.name].get(w.name).seq
+                if not seen[m.name] or seen[m.name][-1][1] != seq:
+                    seen[m.name].append((time.perf_counter(), seq))
+            stop.wait(0.005)
+
+    client = noon_client(w.dir, node=w.name)
+    base = Summaries(w.dir).get(w.name).seq
+    before = proxies.bytes
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        t0 = time.perf_counter()
+        for i in range(calls):
+            client.call("create_entities", {"entities": [
+                {"name": f"mcp{i}", "entityType": "probe", "observations": [f"fact {i}"]}]})
+        written = time.perf_counter() - t0
+        final = Summaries(w.dir).get(w.name).seq
+        wait_until(lambda: all(seen[m.name] and seen[m.name][-1][1] >= final for m in peers),
+                   timeout=120, what="the MCP writes to reach every node")
+    finally:
+        stop.set()
+        watcher.join(5)
+        client.close()
+    complete = sorted(next(t for t, seq in seen[m.name] if seq >= final) - t0 for m in peers)
+    ops = final - base
+    return {"calls": calls, "ops": ops, "write_s": written, "ops_per_s": ops / written,
+            "complete_s": complete,
+            "wire_bytes_per_op_per_receiver": (proxies.bytes - before) / (ops * len(peers)),
+            "op_line_bytes": _mean_line(w.dir / f"{w.name}.jsonl", ops)}
+
+
+def _mean_line(path: Path, last: int) -> float:
+    lines = path.read_bytes().splitlines()[-last:]
+    return sum(len(line) + 1 for line in lines) / len(lines)
+
+
+def catch_up(base: Path, pki: Pki, ops: int) -> dict[str, Any]:
+    """A fresh node joins one that holds ``ops`` ops: time until it holds every shard."""
+    proxies = Proxies()
+    src, fresh = Node(f"src{ops}", base, pki), Node(f"fresh{ops}", base, pki)
+    generate(src.dir, ops)
+    want = {p.name: p.stat().st_size for p in src.dir.glob("*.jsonl")}
+    front = [proxies.add(m.port) for m in (src, fresh)]
+    src.env = {"NOOND_ADVERTISE": f"127.0.0.1:{front[0]}"}
+    fresh.env = {"NOOND_ADVERTISE": f"127.0.0.1:{front[1]}"}
+    try:
+        src.start([f"{fresh.name}@127.0.0.1:{front[1]}"])
+        t0 = time.perf_counter()
+        fresh.start([f"{src.name}@127.0.0.1:{front[0]}"])
+        healthy = time.perf_counter() - t0
+
+        def held() -> bool:
+            for name, size in want.items():
+                p = fresh.dir / name
+                if not p.exists() or p.stat().st_size < size:
+                    return False
+            return True
+
+        wait_until(held, timeout=600, what="the fresh node to hold every shard")
+        elapsed = time.perf_counter() - t0
+        got = sum(Summaries(fresh.dir).get(p[:-6]).seq for p in want)
+        assert got == ops, f"fresh node holds {got} ops, wanted {ops}"
+        return {"ops": ops, "s": elapsed, "startup_s": healthy, "ops_per_s": ops / elapsed,
+                "wire_bytes_per_op": proxies.bytes / ops,
+                "bytes_on_disk_per_op": sum(want.values()) / ops,
+                "noond_rss_mib": {m.name: rss_mib(m.proc.pid) for m in (src, fresh) if m.proc}}
+    finally:
+        for m in (src, fresh):
+            m.stop()
 
 
 def seed_shards(dirs: list[Path], count: int) -> None:
@@ -140,7 +227,8 @@ def seed_shards(dirs: list[Path], count: int) -> None:
             (d / f"author{k}.jsonl").write_bytes(data)
 
 
-def idle(base: Path, pki: Pki, shards: int) -> None:
+def idle(base: Path, pki: Pki, shards: int, exchanges: int = 200) -> float:
+    """Wire bytes of one idle exchange (equal digests) between two nodes holding ``shards``."""
     proxies = Proxies()
     probe = [Node(f"i{shards}x{i}", base, pki) for i in range(2)]
     seed_shards([m.dir for m in probe], shards)
@@ -155,41 +243,55 @@ def idle(base: Path, pki: Pki, shards: int) -> None:
 
         wait_until(lambda: ok() >= 8, what="a few idle exchanges")
         b0, e0 = proxies.bytes, ok()
-        wait_until(lambda: ok() - e0 >= 200, timeout=120, what="200 idle exchanges")
+        wait_until(lambda: ok() - e0 >= exchanges, timeout=120, what="idle exchanges")
         b1, e1 = proxies.bytes, ok()
-        print(f"idle exchange with {shards} shards held: {(b1 - b0) / (e1 - e0):.0f} wire "
-              "bytes (one GET /shards/digest on a kept-alive TLS connection)")
+        return (b1 - b0) / (e1 - e0)
     finally:
         for m in probe:
             m.stop()
 
 
+def run(base: Path, sizes: list[int], writes: int, mcp_calls: int, catch_up_ops: int,
+        idle_exchanges: int = 200, watch: float = 0.02) -> dict[str, Any]:
+    """Every replication figure: per mesh size latency and bursts (and on 3 nodes the
+    MCP propagation run), a fresh node's catch-up, idle exchange bytes."""
+    pki = Pki(base / "pki")
+    out: dict[str, Any] = {"watch_interval_s": watch, "meshes": {}}
+    for n in sizes:
+        proxies = Proxies()
+        nodes = mesh(base / f"mesh{n}", pki, proxies, n, NOOND_INTERVAL="30",
+                     NOOND_WATCH_INTERVAL=str(watch), NOON_FSYNC="true")
+        try:
+            entry = {"latency": latency(nodes, proxies, writes),
+                     "burst": burst(nodes, proxies, writes * 5)}
+            if n == 3 and mcp_calls:
+                entry["mcp_writes"] = mcp_writes(nodes, proxies, mcp_calls)
+            out["meshes"][str(n)] = entry
+        finally:
+            for m in nodes:
+                m.stop()
+    out["catch_up"] = catch_up(base, pki, catch_up_ops)
+    out["idle_bytes"] = {str(c): idle(base, pki, c, idle_exchanges) for c in (10, 100)}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--nodes", type=int, default=5)
+    ap.add_argument("--nodes", type=int, nargs="+", default=[3, 5])
     ap.add_argument("--writes", type=int, default=200)
+    ap.add_argument("--mcp-calls", type=int, default=500)
+    ap.add_argument("--catch-up", type=int, default=100_000)
     ap.add_argument("--keep", action="store_true", help="keep the nodes' files and logs")
     ap.add_argument("--watch", type=float, default=0.02, help="NOOND_WATCH_INTERVAL")
-    ap.add_argument("--no-idle", action="store_true", help="skip the idle-exchange figures")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="noond-bench-") as tmp:
         base = Path(tmp)
         if args.keep:
             base = Path(tempfile.mkdtemp(prefix="noond-bench-"))
             print(f"keeping files in {base}")
-        pki = Pki(base / "pki")
-        proxies = Proxies()
-        nodes = mesh(base, pki, proxies, args.nodes, NOOND_INTERVAL="30",
-                     NOOND_WATCH_INTERVAL=str(args.watch), NOON_FSYNC="true")
-        try:
-            latency(nodes, proxies, args.writes)
-            burst(nodes, proxies, args.writes * 5)
-        finally:
-            for m in nodes:
-                m.stop()
-        if not args.no_idle:
-            for count in (10, 100):
-                idle(base, pki, count)
+        res = run(base, args.nodes, args.writes, args.mcp_calls, args.catch_up,
+                  watch=args.watch)
+    print(json.dumps(res, indent=1))
 
 
 if __name__ == "__main__":

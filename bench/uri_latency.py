@@ -1,26 +1,32 @@
 """Latency of the URI tools through a real ``noon serve`` over stdio, on a large store.
 
-    python bench/uri_latency.py 10000 100000
+    python -m bench.uri_latency [--memories 10000] [--first-answer-ops 100000]
 
-For each size: builds a store of N memories (100 topics with N/100 children each, ~200 chars
-of text), then starts ``noon serve --tools uri`` and measures the first answer of a new session
-(process start to the first read_memory result, snapshot present, as for every session after
-the first) and the median / p95 latency of read_memory, search_memory and update_memory.
+Builds a store of N memories (100 topics with N/100 children each, ~200 chars of text), starts
+``noon serve --tools uri`` and measures p50 / p99 latency of read_memory, search_memory and
+update_memory. Then, on a store of about M ops, the first answer of a new session (process start
+to the first read_memory result) with the snapshot (every session after the first) and without
+it (a cold fold of every shard).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import random
-import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
 
+from bench.stats import percentiles, rss_mib
 from noon.config import Settings
 from noon.core.ops import Draft
 from noon.graph.plan import edge_val
@@ -64,52 +70,99 @@ def build(directory: Path, n: int) -> None:
     store.save_snapshot()
 
 
-async def session(directory: Path, n: int) -> dict[str, float]:
+def _server_pid() -> int:
+    """The ``noon serve`` child this process started (the SDK's stdio client hides its pid)."""
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"serve" in cmd and b"noon" in cmd:
+                return int(pid)
+    raise RuntimeError("noon serve child not found")
+
+
+async def session(directory: Path, n: int, calls: int = 40, snapshot: bool = True
+                  ) -> dict[str, Any]:
+    """A new session on a store of ``n`` memories: time to the first read_memory answer (from
+    process start), then p50/p99 of each tool over ``calls`` calls, and the server's memory."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NOON_SNAPSHOT": "true" if snapshot else
+           "false"}
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "noon", "serve", "--tools", "uri", "--dir", str(directory), "--node-id",
               "bench"],
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=str(ROOT))
+        env=env, cwd=str(ROOT))
     rnd = random.Random(1)
     per = max(1, n // 100)
-    out: dict[str, float] = {}
+    out: dict[str, Any] = {}
     start = time.perf_counter()
     async with Client(params, mode="legacy") as client:
         r = await client.call_tool("read_memory", {"uri": "core://topic0/m0"})
         assert not r.is_error, r.content
         out["first_answer_s"] = time.perf_counter() - start
 
-        async def timed(name: str, args: dict) -> float:
+        async def timed(name: str, args: dict[str, Any]) -> float:
             t0 = time.perf_counter()
             res = await client.call_tool(name, args)
             assert not res.is_error, res.content
             return (time.perf_counter() - t0) * 1000
 
-        for tool, make in (
-            ("read_memory", lambda: {"uri": f"core://topic{rnd.randrange(100)}/"
-                                            f"m{rnd.randrange(per)}"}),
-            ("search_memory", lambda: {"query": text_of(rnd, 2)}),
-            ("update_memory", lambda: {"uri": f"core://topic{rnd.randrange(100)}/"
-                                              f"m{rnd.randrange(per)}", "append": "more"}),
-        ):
-            first = await timed(tool, make())
-            samples = sorted([await timed(tool, make()) for _ in range(40)])
-            out[f"{tool}_first_ms"] = first
-            out[f"{tool}_median_ms"] = statistics.median(samples)
-            out[f"{tool}_p95_ms"] = samples[int(len(samples) * 0.95) - 1]
+        def uri() -> dict[str, Any]:
+            return {"uri": f"core://topic{rnd.randrange(100)}/m{rnd.randrange(per)}"}
+
+        if calls:
+            pings = []
+            for _ in range(calls):
+                t0 = time.perf_counter()
+                await client.send_ping()
+                pings.append((time.perf_counter() - t0) * 1000)
+            out["ping"] = percentiles(pings)
+        makers: dict[str, Callable[[], dict[str, Any]]] = {
+            "read_memory": uri,
+            "search_memory": lambda: {"query": text_of(rnd, 2)},
+            "update_memory": lambda: {**uri(), "append": "more"},
+        }
+        for tool, make in makers.items() if calls else ():
+            out[tool] = {"first_ms": await timed(tool, make()),
+                         **percentiles([await timed(tool, make()) for _ in range(calls)])}
+        out["rss_mib"] = rss_mib(_server_pid())
+    return out
+
+
+def ops_in(directory: Path) -> int:
+    return sum(len(p.read_bytes().splitlines()) for p in directory.glob("*.jsonl"))
+
+
+def run(memories: int, first_answer_ops: list[int], calls: int) -> dict[str, Any]:
+    """Tool latency at ``memories`` memories, then a new session's first answer on stores of
+    about each of ``first_answer_ops`` ops with and without the snapshot, and on a nearly empty
+    store (the floor: process start, imports, MCP handshake)."""
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as d:
+        t0 = time.perf_counter()
+        build(Path(d), memories)
+        out["tools"] = {"memories": memories, "ops": ops_in(Path(d)),
+                        "build_s": time.perf_counter() - t0,
+                        **anyio.run(session, Path(d), memories, calls)}
+    out["first_answer"] = {}
+    for size in [200, *first_answer_ops]:
+        with tempfile.TemporaryDirectory() as d:
+            n = max(100, size // 2)  # two ops per memory: its text and its place
+            build(Path(d), n)
+            entry: dict[str, Any] = {"ops": ops_in(Path(d))}
+            for label, snap in (("cold", False), ("snapshot", True)):
+                res = anyio.run(partial(session, Path(d), n, 0, snap))
+                entry[label] = {"s": res["first_answer_s"], "rss_mib": res["rss_mib"]}
+            out["first_answer"][str(size)] = entry
     return out
 
 
 def main() -> None:
-    sizes = [int(a) for a in sys.argv[1:]] or [10_000]
-    for n in sizes:
-        with tempfile.TemporaryDirectory() as d:
-            t0 = time.perf_counter()
-            build(Path(d), n)
-            built = time.perf_counter() - t0
-            res = anyio.run(session, Path(d), n)
-            print(f"n={n} build={built:.1f}s " + " ".join(f"{k}={v:.1f}" for k, v in
-                                                          res.items()), flush=True)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--memories", type=int, default=10_000)
+    ap.add_argument("--first-answer-ops", type=int, nargs="+", default=[100_000])
+    ap.add_argument("--calls", type=int, default=40)
+    args = ap.parse_args()
+    print(json.dumps(run(args.memories, args.first_answer_ops, args.calls), indent=1))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,206 @@
+"""The figures table: each measured figure beside its anchor (the official server, a published
+figure of server-noonien, or a physical floor measured in the same run) and the cost ratio."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+NOONIEN = "server-noonien (published)"
+
+
+@dataclass(frozen=True)
+class Row:
+    group: str
+    name: str
+    unit: str
+    value: float
+    p99: float | None = None
+    anchor: str = ""
+    anchor_value: float | None = None
+    anchor_p99: float | None = None
+    higher_is_better: bool = False
+
+    @property
+    def ratio(self) -> float | None:
+        """noon's cost relative to the anchor: below 1 noon does better."""
+        if not self.anchor_value or not self.value:
+            return None
+        if self.higher_is_better:
+            return self.anchor_value / self.value
+        return self.value / self.anchor_value
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ratio": self.ratio}
+
+
+def fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return ""
+    if unit in ("ops/s", "B", "MiB"):
+        return f"{value:,.0f}"
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def figure(value: float | None, p99: float | None, unit: str) -> str:
+    if value is None:
+        return ""
+    text = fmt(value, unit)
+    if p99 is not None:
+        text += f" / {fmt(p99, unit)}"
+    return f"{text} {unit}"
+
+
+def _k(n: int | str) -> str:
+    n = int(n)
+    if n >= 1_000_000 and n % 1_000_000 == 0:
+        return f"{n // 1_000_000}M"
+    if n >= 1000 and n % 1000 == 0:
+        return f"{n // 1000}k"
+    return str(n)
+
+
+def build_rows(raw: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    fl, core, kg, uri, mesh = raw["floors"], raw["core"], raw["kg"], raw["uri"], raw["mesh"]
+    rtt = fl["loopback_rtt_us"]
+    rows += [
+        Row("floors", "fsync of one 200-byte append", "µs", fl["fsync_us"]),
+        Row("floors", "loopback TCP round trip, p50 / p99", "µs", rtt["p50"], rtt["p99"]),
+    ]
+    rows += [
+        Row("store", "append (one-op batch), fsync on", "ops/s", core["append_fsync_per_s"],
+            anchor="fsync floor", anchor_value=core["fsync_floor_per_s"],
+            higher_is_better=True),
+        Row("store", "append (one-op batch), fsync off", "ops/s", core["append_nofsync_per_s"],
+            higher_is_better=True),
+    ]
+    decode_rate = 0.0
+    for size, r in core["sizes"].items():
+        raw_s = r["raw_decode_s"]
+        decode_rate = r["ops"] / raw_s
+        rows += [
+            Row("store", f"cold fold, {_k(size)} ops", "s", r["cold"]["open_s"],
+                anchor="JSON decode of the same bytes", anchor_value=raw_s),
+            Row("store", f"snapshot load, {_k(size)} ops", "s", r["warm"]["open_s"],
+                anchor="JSON decode of the same bytes", anchor_value=raw_s),
+            Row("store", f"read after 1 remote op, {_k(size)} ops", "ms",
+                r["warm"]["incremental_s"] * 1000, anchor="idle refresh (one stat per shard)",
+                anchor_value=r["warm"]["idle_refresh_s"] * 1000),
+            Row("store", f"RSS after a cold fold of {_k(size)} ops", "MiB",
+                r["cold"]["rss_mib"]),
+        ]
+    fa = kg["first_answer"]
+    rows.append(Row("kg", "first answer of a new session, empty graph", "s", fa["noon"],
+                    anchor="official server" if "official" in fa else "",
+                    anchor_value=fa.get("official")))
+    for size, entry in kg["sizes"].items():
+        ours, theirs = entry["noon"], entry.get("official")
+        for tool in kg_latency_tools(ours):
+            label = "MCP ping (floor of a call)" if tool == "ping" else tool
+            rows.append(Row(
+                "kg", f"{label} at {_k(size)} entities, p50 / p99", "ms", ours[tool]["p50"],
+                ours[tool]["p99"], "official server" if theirs else "",
+                theirs[tool]["p50"] if theirs else None, theirs[tool]["p99"] if theirs else None))
+        rows.append(Row("kg", f"server RSS at {_k(size)} entities", "MiB",
+                        ours["rss_mib"]["rss"], anchor="official server" if theirs else "",
+                        anchor_value=theirs["rss_mib"]["rss"] if theirs else None))
+    tools = uri["tools"]
+    for tool in ("read_memory", "search_memory", "update_memory"):
+        rows.append(Row("uri", f"{tool} at {_k(tools['memories'])} memories, p50 / p99", "ms",
+                        tools[tool]["p50"], tools[tool]["p99"], "MCP ping, same client",
+                        tools["ping"]["p50"], tools["ping"]["p99"]))
+    answers = uri["first_answer"]
+    floor = answers["200"]
+    for size, entry in answers.items():
+        if size == "200":
+            continue
+        for label in ("cold", "snapshot"):
+            how = "with the snapshot" if label == "snapshot" else "without snapshot (cold fold)"
+            rows.append(Row("uri", f"first answer at {_k(size)} ops, {how}", "s",
+                            entry[label]["s"], anchor="same on a 200-op store (startup)",
+                            anchor_value=floor[label]["s"]))
+        rows.append(Row("uri", f"noon serve RSS at {_k(size)} ops", "MiB",
+                        entry["snapshot"]["rss_mib"]["rss"]))
+    push_floor = fl["fsync_us"] / 1000 + rtt["p50"] / 1000
+    for n, entry in mesh["meshes"].items():
+        lat, burst = entry["latency"], entry["burst"]
+        rows += [
+            Row("mesh", f"write → visible on all {n} nodes, p50 / p99", "ms", lat["p50"],
+                lat["p99"], "fsync + loopback round trip", push_floor),
+            Row("mesh", f"wire bytes per op per receiver, lone writes, {n} nodes", "B",
+                lat["wire_bytes_per_op_per_receiver"], anchor="the op line itself",
+                anchor_value=lat["op_line_bytes"]),
+            Row("mesh", f"wire bytes per op per receiver, {burst['writes']} writes in a row, "
+                f"{n} nodes", "B", burst["wire_bytes_per_op_per_receiver"],
+                anchor=f"{NOONIEN}: 211 B/op", anchor_value=211),
+        ]
+        if "mcp_writes" in entry:
+            m = entry["mcp_writes"]
+            rows += [
+                Row("mesh", f"{m['ops']} ops written through MCP on 1 of 3 nodes", "ops/s",
+                    m["ops_per_s"], anchor=f"{NOONIEN}: 246 ops/s", anchor_value=246,
+                    higher_is_better=True),
+                Row("mesh", "  first peer holds them all, from the first write", "s",
+                    m["complete_s"][0], anchor=f"{NOONIEN}: +3.0 s", anchor_value=3.0),
+                Row("mesh", "  last peer holds them all, from the first write", "s",
+                    m["complete_s"][-1], anchor=f"{NOONIEN}: +5.1 s", anchor_value=5.1),
+                Row("mesh", "  wire bytes per op per receiver", "B",
+                    m["wire_bytes_per_op_per_receiver"], anchor=f"{NOONIEN}: 220 B/op received",
+                    anchor_value=220),
+            ]
+        rows.append(Row("mesh", f"noond RSS in the {n}-node mesh", "MiB", lat["noond_rss_mib"]))
+    cu = mesh["catch_up"]
+    rows += [
+        Row("mesh", f"fresh node pulls {_k(cu['ops'])} ops (incl. its startup)", "s", cu["s"]),
+        Row("mesh", "  catch-up rate", "ops/s", cu["ops_per_s"],
+            anchor="JSON decode rate of the same kind of ops", anchor_value=decode_rate,
+            higher_is_better=True),
+        Row("mesh", "  catch-up wire bytes per op", "B", cu["wire_bytes_per_op"],
+            anchor="bytes per op on disk", anchor_value=cu["bytes_on_disk_per_op"]),
+        Row("mesh", f"noond RSS holding {_k(cu['ops'])} ops", "MiB",
+            max(v["rss"] for v in cu["noond_rss_mib"].values())),
+    ]
+    for shards, value in mesh["idle_bytes"].items():
+        rows.append(Row("mesh", f"wire bytes of an idle round, {shards} shards held", "B", value))
+    return rows
+
+
+def kg_latency_tools(entry: dict[str, Any]) -> list[str]:
+    return [tool for tool in entry if tool != "rss_mib"]
+
+
+HEADER = ("figure", "noon", "anchor", "anchor value", "ratio")
+
+
+def cells(row: Row) -> tuple[str, str, str, str, str]:
+    ratio = row.ratio
+    return (row.name, figure(row.value, row.p99, row.unit), row.anchor,
+            figure(row.anchor_value, row.anchor_p99, row.unit),
+            f"{ratio:.2f}" if ratio is not None else "")
+
+
+def format_table(rows: list[Row]) -> str:
+    table = [HEADER, *(cells(r) for r in rows)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(HEADER))]
+    out, group = [], None
+    for i, line in enumerate(table):
+        if i and rows[i - 1].group != group:
+            group = rows[i - 1].group
+            out.append(f"-- {group}")
+        out.append("  ".join(c.ljust(w) if j in (0, 2) else c.rjust(w)
+                             for j, (c, w) in enumerate(zip(line, widths, strict=True))))
+    return "\n".join(out)
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| figure | noon | anchor | anchor value | ratio |", "|---|---:|---|---:|---:|"]
+    for d in rows:
+        row = Row(**{k: v for k, v in d.items() if k != "ratio"})
+        name, value, anchor, anchor_value, ratio = cells(row)
+        lines.append(f"| {name.strip()} | {value} | {anchor} | {anchor_value} | {ratio} |")
+    return "\n".join(lines)
