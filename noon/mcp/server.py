@@ -34,7 +34,7 @@ from mcp.shared.exceptions import MCPError
 
 from noon.config import Settings
 from noon.core.ops import Key
-from noon.mcp.spec import ResourceSpec, ToolContext, ToolSpec
+from noon.mcp.spec import ResourceSpec, ToolContext, ToolResult, ToolSpec
 from noon.mcp.validation import ArgumentValidator
 from noon.store.store import Changes, Store, StoreError
 
@@ -284,7 +284,7 @@ def create_server(
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> ToolResult:
         entry = tools.get(params.name)
         if entry is None:
             return _error(f"MCP error -32602: Tool {params.name} not found")

@@ -29,7 +29,11 @@ class ToolContext:
     """Call after a successful write: notifies resource subscribers."""
 
 
-ToolHandler = Callable[[dict[str, Any], ToolContext], Awaitable[types.CallToolResult]]
+ToolResult = types.CallToolResult | dict[str, Any]
+"""A result model, or its wire form (camelCase keys) when building the model would cost a
+serialisation pass too many on a large result."""
+
+ToolHandler = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult]]
 
 
 @dataclass(frozen=True)
