@@ -1,6 +1,7 @@
 """Physical floors measured on this machine in the same run: what no implementation on it can
 beat. fsync latency bounds durable writes and the loopback round trip anything that crosses a
-socket (decoding the same JSON bytes, the floor of a fold, is measured in ``bench.core``)."""
+socket, and importing the MCP SDK a new session's first answer (decoding the same JSON bytes,
+the floor of a fold, is measured in ``bench.core``)."""
 
 from __future__ import annotations
 
@@ -48,9 +49,21 @@ def loopback_rtt(rounds: int = 2000) -> dict[str, float]:
     return percentiles(samples)
 
 
-def measure(fsyncs: int = 1000) -> dict[str, Any]:
+def sdk_import(runs: int = 3) -> float:
+    """Seconds for a fresh Python to start and import the MCP SDK's server: the floor of a
+    new ``noon serve`` session's first answer (best of ``runs``)."""
+    best = float("inf")
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import mcp.server.lowlevel"], check=True)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def measure(fsyncs: int = 1000, imports: int = 3) -> dict[str, Any]:
     per_s = fsync_floor(fsyncs)
-    return {"fsync_per_s": per_s, "fsync_us": 1e6 / per_s, "loopback_rtt_us": loopback_rtt()}
+    return {"fsync_per_s": per_s, "fsync_us": 1e6 / per_s, "loopback_rtt_us": loopback_rtt(),
+            "sdk_import_s": sdk_import(imports)}
 
 
 def machine() -> dict[str, Any]:

@@ -78,7 +78,9 @@ def mesh(base: Path, pki: Pki, proxies: Proxies, n: int, **env: str) -> list[Nod
         node.env = {"NOOND_ADVERTISE": f"127.0.0.1:{fronts[i]}", **env}
     for i, node in enumerate(nodes):
         others = [f"{m.name}@127.0.0.1:{fronts[j]}" for j, m in enumerate(nodes) if j != i]
-        node.start(others)
+        node.start(others, wait=False)
+    for node in nodes:
+        node.wait_healthy()
     wait_until(lambda: all(len(m.get("/peers")[1]["peers"]) == n - 1 for m in nodes),
                timeout=60, what="full membership")
     return nodes
@@ -204,7 +206,8 @@ def catch_up(base: Path, pki: Pki, ops: int) -> dict[str, Any]:
         elapsed = time.perf_counter() - t0
         got = sum(Summaries(fresh.dir).get(p[:-6]).seq for p in want)
         assert got == ops, f"fresh node holds {got} ops, wanted {ops}"
-        return {"ops": ops, "s": elapsed, "startup_s": healthy, "ops_per_s": ops / elapsed,
+        return {"ops": ops, "s": elapsed, "startup_s": healthy,
+                "ops_per_s": ops / max(elapsed - healthy, 1e-3),
                 "wire_bytes_per_op": proxies.bytes / ops,
                 "bytes_on_disk_per_op": sum(want.values()) / ops,
                 "noond_rss_mib": {m.name: rss_mib(m.proc.pid) for m in (src, fresh) if m.proc}}
@@ -235,8 +238,10 @@ def idle(base: Path, pki: Pki, shards: int, exchanges: int = 200) -> float:
     front = [proxies.add(m.port) for m in probe]
     for i, m in enumerate(probe):
         m.env = {"NOOND_ADVERTISE": f"127.0.0.1:{front[i]}", "NOOND_INTERVAL": "0.25"}
-    probe[0].start([f"{probe[1].name}@127.0.0.1:{front[1]}"])
-    probe[1].start([f"{probe[0].name}@127.0.0.1:{front[0]}"])
+    probe[0].start([f"{probe[1].name}@127.0.0.1:{front[1]}"], wait=False)
+    probe[1].start([f"{probe[0].name}@127.0.0.1:{front[0]}"], wait=False)
+    for m in probe:
+        m.wait_healthy()
     try:
         def ok() -> float:
             return sum(m.metric("noond_exchanges_total", 'result="ok"') for m in probe)

@@ -30,15 +30,15 @@ RESULTS = Path(__file__).resolve().parent / "results"
 SIZES: dict[str, dict[str, Any]] = {
     "tiny": {"kg": [50], "kg_calls": 3, "memories": 200, "first_answer_ops": [1000],
              "core": [12_000], "appends": 100, "uri_calls": 3, "mesh": [3], "writes": 5,
-             "mcp_calls": 20, "catch_up": 500, "idle_exchanges": 6},
+             "mcp_calls": 20, "catch_up": 500, "idle_exchanges": 6, "imports": 1},
     "default": {"kg": [1000, 10_000], "kg_calls": 50, "memories": 10_000,
                 "first_answer_ops": [100_000], "core": [100_000], "appends": 1000,
                 "uri_calls": 50, "mesh": [3, 5], "writes": 100, "mcp_calls": 500,
-                "catch_up": 100_000, "idle_exchanges": 60},
+                "catch_up": 100_000, "idle_exchanges": 60, "imports": 3},
     "large": {"kg": [1000, 10_000, 50_000], "kg_calls": 50, "memories": 100_000,
               "first_answer_ops": [100_000, 1_000_000], "core": [100_000, 1_000_000],
               "appends": 2000, "uri_calls": 50, "mesh": [3, 5, 10], "writes": 200,
-              "mcp_calls": 500, "catch_up": 1_000_000, "idle_exchanges": 100},
+              "mcp_calls": 500, "catch_up": 1_000_000, "idle_exchanges": 100, "imports": 3},
 }
 """``mcp_calls`` create_entities calls of one entity and one observation = 2 ops each, so the
 default writes 1000 ops, as server-noonien's propagation run did."""
@@ -57,7 +57,7 @@ def measure(size: str) -> dict[str, Any]:
     s = SIZES[size]
     started = time.perf_counter()
     raw: dict[str, Any] = {}
-    raw["floors"] = _step("floors", lambda: floors.measure(s["appends"]))
+    raw["floors"] = _step("floors", lambda: floors.measure(s["appends"], s["imports"]))
     raw["core"] = _step("store", lambda: core.measure(s["core"], s["appends"]))
     raw["kg"] = _step("knowledge-graph tools", lambda: kg_latency.run(s["kg"], s["kg_calls"]))
     raw["uri"] = _step("URI tools", lambda: uri_latency.run(
