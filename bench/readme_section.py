@@ -69,8 +69,9 @@ def noonien_comparison(results: dict[str, Any]) -> list[str]:
             f"here ({m['calls']} `create_entities` calls of one entity with one observation, "
             f"{m['ops']} ops, fsync on) wrote at {m['ops_per_s']:,.0f} ops/s "
             f"({m['write_s']:.2f} s) and the peers held them all at +{first:.2f} s and "
-            f"+{last:.2f} s from the first write, i.e. each op reached both peers as it was "
-            "written (push on change), not in periodic rounds. Caveat: its nodes were separate "
+            f"+{last:.2f} s from the first write, {(last - m['write_s']) * 1000:.0f} ms after "
+            "the last one: each op reached both peers as it was written (push on change), not "
+            "in periodic rounds. Caveat: its nodes were separate "
             "hosts over WireGuard with 0.5–2 s polling resolution; these are loopback daemons "
             "on one machine, so only the order of magnitude compares. Its 1689 ops/s came from "
             "a different workload (5000 writes after a full invalidation).",
@@ -119,7 +120,10 @@ def section(results: dict[str, Any], results_dir: Path, out: Path) -> str:
         f"Measured by `python -m bench.run{flags}` on {results['date'][:10]}: {m['cpu']}, "
         f"{m['cores']} cores, {m['ram_gib']} GiB RAM, Python {m['python']}, Linux "
         f"{m['kernel']}, node {m['node'] or '(absent)'}; the whole run took "
-        f"{results['duration_s'] / 60:.1f} min. Every figure below comes from "
+        f"{results['duration_s'] / 60:.1f} min with a 1-minute load average of "
+        f"{results['load_average']['before']:.1f} before and "
+        f"{results['load_average']['after']:.1f} after (other work shared the cores, which "
+        "widens the p99s). Every figure below comes from "
         "`bench/results/latest.json`; nothing here was measured elsewhere.",
         "",
         "Reproduce: `pip install -e '.[bench]'`, `scripts/install-official-server.sh` (the "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import sys
 import tempfile
 import time
@@ -56,6 +57,7 @@ def measure(size: str) -> dict[str, Any]:
     """Run every benchmark at one of :data:`SIZES`; the raw measurements by section."""
     s = SIZES[size]
     started = time.perf_counter()
+    load_before = os.getloadavg()
     raw: dict[str, Any] = {}
     raw["floors"] = _step("floors", lambda: floors.measure(s["appends"], s["imports"]))
     raw["core"] = _step("store", lambda: core.measure(s["core"], s["appends"]))
@@ -68,7 +70,8 @@ def measure(size: str) -> dict[str, Any]:
             s["idle_exchanges"]))
     return {"size": size, "parameters": s, "machine": floors.machine(),
             "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "duration_s": time.perf_counter() - started, "raw": raw}
+            "duration_s": time.perf_counter() - started, "raw": raw,
+            "load_average": {"before": load_before[0], "after": os.getloadavg()[0]}}
 
 
 def write_results(results: dict[str, Any], out: Path, plots: bool = True) -> list[Row]:
@@ -96,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = write_results(results, args.out, plots=not args.no_plots)
     m = results["machine"]
     print(f"noon benchmarks ({size}) on {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB, "
-          f"Python {m['python']}, Linux {m['kernel']}; {results['duration_s']:.0f} s")
+          f"Python {m['python']}, Linux {m['kernel']}; {results['duration_s']:.0f} s; load "
+          f"average {results['load_average']['before']:.1f} before, "
+          f"{results['load_average']['after']:.1f} after")
     print(format_table(rows))
     print(f"results: {args.out}")
     return 0
