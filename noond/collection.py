@@ -10,6 +10,7 @@ which blocks every element it covers at all, so forgetting it never unblocks any
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from pathlib import Path
 from noon.core.collection import retire
 from noon.store import peerstate
 from noon.store.collect import CollectReport, collect_dir
+from noon.store.names import shard_node
 from noond.membership import Member
 from noond.metrics import Metrics
 
@@ -35,6 +37,8 @@ class Collector:
     last: CollectReport | None = None
     kept_since: dict[str, float] = field(default_factory=dict)
     """Per blocking member, since when it has kept something (for `noon compact` and logs)."""
+    _last_inputs: tuple[object, ...] | None = field(default=None, repr=False)
+    """What the last collection ran on (shard file identities and its arguments)."""
 
     def run(self, members: Iterable[Member], excluded: set[str]) -> CollectReport:
         """Record fresh reports, retire long-gone members, collect. Blocking I/O: run it in a
@@ -69,15 +73,21 @@ class Collector:
         admitted = ({m.node for m in members} | set(state.members) | set(state.reports)) - (
             retiring | excluded)
         alive = {m.node for m in members if m.state == "alive"}
-        report = collect_dir(
-            self.dir,
-            self_id=self.node,
-            reports={n: r.frontier for n, r in state.reports.items()},
-            admitted=admitted,
-            excluded=excluded | retiring,
-            retired=state.retired or None,
-            away=admitted - alive if self.collect_unseen else set(),
-        )
+        args = {
+            "reports": {n: dict(r.frontier) for n, r in state.reports.items()},
+            "admitted": admitted,
+            "excluded": excluded | retiring,
+            "retired": dict(state.retired) if state.retired else None,
+            "away": admitted - alive if self.collect_unseen else set(),
+        }
+        inputs = (shard_identities(self.dir), _canonical(args))
+        if self.last is not None and inputs == self._last_inputs:
+            # Same files, same gate: collect_dir would find exactly what it found last time.
+            # Skipping it keeps an idle daemon from decoding its whole store every round.
+            self._gauges(self.last, members, now, state)
+            return self.last
+        report = collect_dir(self.dir, self_id=self.node, **args)
+        self._last_inputs = inputs
         self._account(report, members, now, state)
         return report
 
@@ -89,9 +99,22 @@ class Collector:
         state: peerstate.PeerState,
     ) -> None:
         self.last = report
+        self.metrics.collected.inc(report.collected)
+        self.metrics.collected_ops.inc(report.removed_ops)
+        self._gauges(report, members, now, state)
+        if report.collected:
+            log.info("collected %d deleted elements (%d ops, %d -> %d bytes)",
+                     report.collected, report.removed_ops, report.bytes_before,
+                     report.bytes_after)
+
+    def _gauges(
+        self,
+        report: CollectReport,
+        members: list[Member],
+        now: float,
+        state: peerstate.PeerState,
+    ) -> None:
         m = self.metrics
-        m.collected.inc(report.collected)
-        m.collected_ops.inc(report.removed_ops)
         m.frozen.set(len(report.kept))
         m.retained.set(len(report.members))
         blocking = {b.member for _, b in report.kept}
@@ -102,10 +125,6 @@ class Collector:
         for node, mm in absent.items():
             since = mm.last_ok or (state.reports[node].at if node in state.reports else now)
             m.absent_seconds.labels(node).set(max(0.0, now - since))
-        if report.collected:
-            log.info("collected %d deleted elements (%d ops, %d -> %d bytes)",
-                     report.collected, report.removed_ops, report.bytes_before,
-                     report.bytes_after)
 
     def status(self) -> dict[str, object]:
         r = self.last
@@ -122,3 +141,26 @@ class Collector:
                 for k, b in r.kept[:100]
             ],
         }
+
+
+def shard_identities(directory: Path) -> tuple[tuple[str, int, int, int], ...]:
+    """(name, inode, size, mtime) of every shard file: any append or rewrite changes it."""
+    out = []
+    for name in sorted(os.listdir(directory)):
+        if shard_node(name) is None:
+            continue
+        try:
+            st = os.stat(directory / name)
+        except FileNotFoundError:
+            continue
+        out.append((name, st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+def _canonical(value: object) -> object:
+    """A comparable, order-independent form of collect_dir's arguments."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _canonical(v)) for k, v in value.items()))
+    if isinstance(value, set | frozenset):
+        return tuple(sorted(value))
+    return value

@@ -1,0 +1,64 @@
+"""An idle daemon does not rescan its store every round: collection runs again only when a
+shard file or the gate's inputs (members' reported frontiers, membership) changed, and then it
+still collects what became collectable."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noon.config import Settings
+from noon.core.ops import Draft
+from noon.store.store import Store
+from noond import collection
+from noond.collection import Collector
+from noond.membership import Member
+from noond.metrics import Metrics
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    seen: list[dict[str, Any]] = []
+    real = collection.collect_dir
+
+    def counting(directory: Path, **kw: Any) -> Any:
+        seen.append(kw)
+        return real(directory, **kw)
+
+    monkeypatch.setattr(collection, "collect_dir", counting)
+    return seen
+
+
+def test_collection_reruns_only_when_files_or_gate_change(
+    tmp_path: Path, calls: list[dict[str, Any]]
+) -> None:
+    data = tmp_path / "data"
+    store = Store(Settings(dir=data, node_id="a", fsync=False, snapshot=False))
+    key = ("content", "default", "x")
+    store.write(lambda fold: [Draft(key, {"text": "hello"})])
+    store.write(lambda fold: [Draft(key, None)])  # deleted: collectable once b has seen it
+    store.write(lambda fold: [Draft(("content", "default", "y"), {"text": "after"})])
+    collector = Collector(data, "a", tmp_path / "state.json", 1e9, Metrics())
+    b = Member("b", "127.0.0.1:1", heads={}, reported_at=time.time())
+
+    first = collector.run([b], set())
+    assert len(calls) == 1 and first.kept, "b never reported the shard: the tombstone stays"
+    assert collector.run([b], set()) is first
+    assert len(calls) == 1, "nothing changed: no rescan"
+
+    b.heads, b.reported_at = {"a": 3}, time.time()  # b now holds everything a wrote
+    done = collector.run([b], set())
+    assert len(calls) == 2 and done.collected == 1
+    assert not any(el == key for el in Store(Settings(dir=data, node_id="z", fsync=False,
+                                                      snapshot=False)).fold.elements)
+
+    collector.run([b], set())  # the rewrite changed the shard: one more scan, then quiet
+    collector.run([b], set())
+    assert len(calls) == 3
+
+    store.write(lambda fold: [Draft(("content", "default", "z"), {"text": "new"})])
+    collector.run([b], set())
+    assert len(calls) == 4, "an append changes the shard's identity"
