@@ -28,7 +28,7 @@ from typing import Any
 
 from bench.core import generate
 from bench.kg_latency import noon_client
-from bench.stats import percentiles, rss_mib
+from bench.stats import cpu_seconds, percentiles, rss_mib
 from noon.core.ops import Draft, encode
 from noon.store.replica import Summaries
 from tests.noond_harness import Node, Pki, free_port, wait_until
@@ -206,11 +206,13 @@ def catch_up(base: Path, pki: Pki, ops: int) -> dict[str, Any]:
         elapsed = time.perf_counter() - t0
         got = sum(Summaries(fresh.dir).get(p[:-6]).seq for p in want)
         assert got == ops, f"fresh node holds {got} ops, wanted {ops}"
+        idle = idle_cpu(fresh)
         return {"ops": ops, "s": elapsed, "startup_s": healthy,
                 "ops_per_s": ops / max(elapsed - healthy, 1e-3),
                 "wire_bytes_per_op": proxies.bytes / ops,
                 "bytes_on_disk_per_op": sum(want.values()) / ops,
-                "noond_rss_mib": {m.name: rss_mib(m.proc.pid) for m in (src, fresh) if m.proc}}
+                "noond_rss_mib": {m.name: rss_mib(m.proc.pid) for m in (src, fresh) if m.proc},
+                "idle_cpu_s_per_round": idle}
     finally:
         for m in (src, fresh):
             m.stop()
@@ -228,6 +230,20 @@ def seed_shards(dirs: list[Path], count: int) -> None:
         for d in dirs:
             d.mkdir(parents=True, exist_ok=True)
             (d / f"author{k}.jsonl").write_bytes(data)
+
+
+def idle_cpu(node: Node, rounds: int = 4) -> float:
+    """CPU seconds a daemon spends per anti-entropy round once nothing changes any more."""
+    assert node.proc is not None
+
+    def count() -> float:
+        return node.metric("noond_rounds_total")
+
+    start = count()
+    wait_until(lambda: count() >= start + 2, timeout=120, what="two more rounds")  # settle
+    r0, c0 = count(), cpu_seconds(node.proc.pid)
+    wait_until(lambda: count() >= r0 + rounds, timeout=120, what="idle rounds")
+    return (cpu_seconds(node.proc.pid) - c0) / (count() - r0)
 
 
 def idle(base: Path, pki: Pki, shards: int, exchanges: int = 200) -> float:

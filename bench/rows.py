@@ -161,6 +161,8 @@ def build_rows(raw: dict[str, Any]) -> list[Row]:
             anchor="bytes per op on disk", anchor_value=cu["bytes_on_disk_per_op"]),
         Row("mesh", f"noond RSS holding {_k(cu['ops'])} ops", "MiB",
             max(v["rss"] for v in cu["noond_rss_mib"].values())),
+        Row("mesh", f"noond CPU per idle round holding {_k(cu['ops'])} ops", "ms",
+            cu["idle_cpu_s_per_round"] * 1000),
     ]
     for shards, value in mesh["idle_bytes"].items():
         rows.append(Row("mesh", f"wire bytes of an idle round, {shards} shards held", "B", value))

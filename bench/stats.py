@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 from pathlib import Path
 
@@ -23,3 +24,9 @@ def rss_mib(pid: int) -> dict[str, float]:
         if key in ("VmRSS", "VmHWM"):
             fields[key] = int(rest.split()[0]) / 1024
     return {"rss": fields.get("VmRSS", 0.0), "peak": fields.get("VmHWM", 0.0)}
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a live process has used, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
