@@ -304,12 +304,17 @@ async def test_knowledge_graph_entities_read_as_kg_uris(tmp_path: Path) -> None:
 
 
 async def test_an_imported_nocturne_database_reads_through_the_uri_tools(tmp_path: Path) -> None:
-    from noon.cli import main
+    import argparse
+
+    from noon.transfer import import_command
     from tests.test_transfer import _nocturne_db
 
     _nocturne_db(tmp_path / "nocturne.db")
     d = tmp_path / "noon"
-    assert main(["import", str(tmp_path / "nocturne.db"), "--dir", str(d), "--node-id", "n1"]) == 0
+    parser = argparse.ArgumentParser()
+    import_command.configure(parser)
+    args = parser.parse_args([str(tmp_path / "nocturne.db"), "--dir", str(d), "--node-id", "n1"])
+    assert import_command.run(args) == 0
     store, settings = open_store(d, "n1")
     async with Client(make_server(store, settings)) as client:
         s = Session(client)
