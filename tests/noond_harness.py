@@ -1,0 +1,284 @@
+"""Real ``noond`` processes on loopback with real certificates, for the daemon's tests.
+
+Nothing here sleeps to synchronise: :func:`wait_until` polls a condition with a deadline.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import http.client
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from noon import certs
+from noon.config import Settings
+from noon.core.ops import Draft
+from noon.store.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+DEADLINE = 30.0
+
+
+def noon_command(command: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run one ``noon`` subcommand module (``certs``, ``peers``) in a fresh process, the way
+    ``noon`` routes to it (configure + run), without importing every other subcommand."""
+    runner = (
+        "import argparse, sys, logging\n"
+        f"from noon.ops_cli import {command} as m\n"
+        "logging.basicConfig(level=logging.INFO)\n"
+        "p = argparse.ArgumentParser()\n"
+        "m.configure(p)\n"
+        "sys.exit(m.run(p.parse_args(sys.argv[1:])))\n"
+    )
+    return subprocess.run([sys.executable, "-c", runner, *args], env=env, capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+
+
+def wait_until(cond: Callable[[], Any], timeout: float = DEADLINE, what: str = "") -> Any:
+    """Poll ``cond`` until it returns something truthy; fail after ``timeout`` seconds."""
+    end = time.monotonic() + timeout
+    delay = 0.02
+    last_exc: Exception | None = None
+    while True:
+        try:
+            value = cond()
+            if value:
+                return value
+        except Exception as exc:  # conditions may race with startup
+            last_exc = exc
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what or cond} (last error: {last_exc})")
+        time.sleep(delay)  # polling interval of a bounded wait, not synchronisation
+        delay = min(delay * 1.5, 0.2)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+class Pki:
+    """A private CA plus node certificates issued on demand (and a foreign CA)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        certs.init_ca(root / "ca")
+        self._issued: set[str] = set()
+
+    def node(self, node: str) -> tuple[Path, Path, Path]:
+        out = self.root / "nodes"
+        if node not in self._issued:
+            certs.issue_node_cert(self.root / "ca", node, out)
+            self._issued.add(node)
+        return out / f"{node}.crt", out / f"{node}.key", out / "ca.crt"
+
+    def foreign(self, node: str) -> tuple[Path, Path, Path]:
+        """A certificate for ``node`` signed by another CA."""
+        other = self.root / "foreign"
+        if not (other / "ca" / "ca.crt").exists():
+            certs.init_ca(other / "ca", name="evil CA")
+        certs.issue_node_cert(other / "ca", node, other / "out", force=True)
+        return other / "out" / f"{node}.crt", other / "out" / f"{node}.key", other / "out" / \
+            "ca.crt"
+
+    def expired(self, node: str) -> tuple[Path, Path, Path]:
+        out = self.root / "expired"
+        now = dt.datetime.now(dt.UTC)
+        certs.issue_node_cert(
+            self.root / "ca", node, out, not_before=now - dt.timedelta(days=10),
+            not_after=now - dt.timedelta(days=1), force=True,
+        )
+        return out / f"{node}.crt", out / f"{node}.key", out / "ca.crt"
+
+
+@dataclass
+class Node:
+    name: str
+    base: Path
+    pki: Pki
+    host: str = "127.0.0.1"
+    port: int = 0
+    env: dict[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen[bytes] | None = None
+
+    def __post_init__(self) -> None:
+        self.port = self.port or free_port(self.host)
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def dir(self) -> Path:
+        return self.base / self.name / "data"
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def seed(self) -> str:
+        return f"{self.name}@{self.address}"
+
+    @property
+    def log(self) -> Path:
+        return self.base / self.name / "noond.log"
+
+    def start(self, peers: Iterable[Node | str] = (), *, wait: bool = True, **extra: str
+              ) -> Node:
+        cert, key, ca = self.pki.node(self.name)
+        env = {
+            k: v for k, v in os.environ.items()
+            if not k.startswith(("NOON_", "NOOND_"))
+        }
+        env.update({
+            "PYTHONPATH": str(ROOT),
+            "NOON_DIR": str(self.dir),
+            "NOON_NODE_ID": self.name,
+            "NOON_FSYNC": "false",
+            "NOOND_LISTEN": self.address,
+            "NOOND_PEERS": ",".join(p if isinstance(p, str) else p.seed for p in peers),
+            "NOOND_INTERVAL": "0.5",
+            "NOOND_WATCH_INTERVAL": "0.05",
+            "NOOND_TIMEOUT": "3",
+            "NOOND_DEAD_RETRY": "1",
+            "NOOND_DISCOVER_INTERVAL": "0",
+            "NOOND_TLS_CERT": str(cert),
+            "NOOND_TLS_KEY": str(key),
+            "NOOND_TLS_CA": str(ca),
+        })
+        env.update(self.env)
+        env.update(extra)
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "noond", "--log-level", "DEBUG"],
+                cwd=ROOT, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+            )
+        if wait:
+            self.wait_healthy()
+        return self
+
+    def wait_healthy(self) -> None:
+        wait_until(self._healthy, what=f"{self.name} to answer /health")
+
+    def _healthy(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"{self.name} exited:\n{self.log.read_text()[-3000:]}")
+        try:
+            return self.get("/health")[0] == 200
+        except OSError:
+            return False
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to finish anything (crash safety)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.proc = None
+
+    # -- talking to it ------------------------------------------------------------------
+
+    def context(self, as_node: str | None = None, files: tuple[Path, Path, Path] | None = None
+                ) -> ssl.SSLContext:
+        if files is None:
+            return certs.client_ssl_context(*self.pki.node(as_node or self.name))
+        # Raw context, without the file checks: lets tests present mismatched files.
+        cert, key, ca = files
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.load_cert_chain(cert, key)
+        ctx.load_verify_locations(ca)
+        return ctx
+
+    def request(
+        self, method: str, path: str, body: bytes | None = None, *, as_node: str | None = None,
+        files: tuple[Path, Path, Path] | None = None, headers: dict[str, str] | None = None,
+        chunked: bool = False,
+    ) -> tuple[int, dict[str, str], bytes]:
+        conn: http.client.HTTPConnection
+        if self.env.get("NOOND_TLS") == "off":
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=10)
+        else:
+            conn = http.client.HTTPSConnection(
+                self.host, self.port, context=self.context(as_node, files), timeout=10
+            )
+        try:
+            if chunked and body is not None:
+                parts = iter([body[i : i + 8192] for i in range(0, len(body), 8192)])
+                conn.request(method, path, body=parts, headers=headers or {},
+                             encode_chunked=True)
+            else:
+                conn.request(method, path, body=body, headers=headers or {})
+            resp = conn.getresponse()
+            return resp.status, dict(resp.getheaders()), resp.read()
+        finally:
+            conn.close()
+
+    def get(self, path: str, **kw: Any) -> tuple[int, Any]:
+        status, _, body = self.request("GET", path, **kw)
+        try:
+            return status, json.loads(body)
+        except ValueError:
+            return status, body
+
+    def metric(self, name: str, labels: str = "") -> float:
+        status, _, body = self.request("GET", "/metrics")
+        assert status == 200
+        want = f"{name}{{{labels}}}" if labels else name
+        for line in body.decode().splitlines():
+            if line.startswith(want + " "):
+                return float(line.split()[-1])
+        return 0.0
+
+    # -- the store --------------------------------------------------------------------
+
+    def store(self) -> Store:
+        return Store(Settings(dir=self.dir, node_id=self.name, fsync=False, snapshot=False))
+
+    def write(self, *items: tuple[str, str]) -> None:
+        """One batch: content elements (id, text)."""
+        store = self.store()
+        store.write(lambda fold: [
+            Draft(("content", "default", ident), {"text": text}) for ident, text in items
+        ])
+
+    def state(self) -> dict[tuple[str, ...], tuple[tuple[str, int], Any]]:
+        store = self.store()
+        return {
+            key: (el.winner.id, el.winner.val) for key, el in store.fold.elements.items()
+        }
+
+
+def start_all(*starts: tuple[Node, Iterable[Node | str]], **extra: str) -> None:
+    """Start several nodes at once (each with its seeds), then wait until all answer."""
+    for node, peers in starts:
+        node.start(peers, wait=False, **extra)
+    for node, _ in starts:
+        node.wait_healthy()
+
+
+def converged(nodes: list[Node], expect: int | None = None) -> bool:
+    states = [n.state() for n in nodes]
+    if expect is not None and len(states[0]) != expect:
+        return False
+    return all(s == states[0] for s in states[1:])
