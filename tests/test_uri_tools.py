@@ -328,3 +328,36 @@ async def test_an_imported_nocturne_database_reads_through_the_uri_tools(tmp_pat
         assert len(hist["versions"]) == 4
         _, found = await s.call("search_memory", query="notes")
         assert found["results"][0]["uri"] in ("writer://notes", "core://agent/my_notes")
+
+
+@mcp_test
+async def test_concurrent_tool_calls_in_one_server_are_consistent(s: Session) -> None:
+    """Tool calls run in worker threads at once (plus the search warm-up): every write lands,
+    every read sees a consistent graph."""
+    import anyio
+
+    await s.create("core://", "hub", "hub")
+    errors: list[str] = []
+
+    async def writer(i: int) -> None:
+        await s.create("core://hub", f"c{i}", f"concurrent child {i}")
+        await s.call("update_memory", uri="core://hub", append=f"line {i}")
+
+    async def reader() -> None:
+        for _ in range(5):
+            r = await s.client.call_tool("search_memory", {"query": "concurrent child"})
+            if r.is_error:
+                errors.append(r.content[0].text)  # type: ignore[union-attr]
+            await s.read("system://index/core")
+
+    async with anyio.create_task_group() as tg:
+        for i in range(20):
+            tg.start_soon(writer, i)
+        for _ in range(3):
+            tg.start_soon(reader)
+    assert errors == []
+    text, data = await s.call("read_memory", uri="core://hub")
+    assert len(data["children"]) == 20 and not data["conflicted"]
+    assert all(f"line {i}\n" in text + "\n" for i in range(20))
+    _, found = await s.call("search_memory", query="concurrent child", limit=50)
+    assert len(found["results"]) == 20
