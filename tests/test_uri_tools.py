@@ -361,3 +361,30 @@ async def test_concurrent_tool_calls_in_one_server_are_consistent(s: Session) ->
     assert all(f"line {i}\n" in text + "\n" for i in range(20))
     _, found = await s.call("search_memory", query="concurrent child", limit=50)
     assert len(found["results"]) == 20
+
+
+async def test_create_points_at_a_likely_duplicate(tmp_path: Path) -> None:
+    import anyio
+
+    from noon.mcp.graph_service import service
+
+    store, settings = open_store(tmp_path, "laptop")
+    svc = service(store)
+    with anyio.fail_after(10):  # the background index build must finish for the hint
+        while True:
+            with svc.lock:
+                if not svc.search.pending and not svc.search.dirty.reset:
+                    break
+            await anyio.sleep(0.01)
+    async with Client(make_server(store, settings)) as client:
+        s = Session(client)
+        await s.create("core://", "tea", "The user drinks green tea every morning, never coffee.")
+        await s.create("core://", "deploy", "Deploys go through systemd units on every machine.")
+        text, data = await s.call("create_memory", parent_uri="core://", title="drinks",
+                                  content="Every morning the user drinks green tea, not coffee.",
+                                  priority=1, disclosure="d")
+        assert data["related"] == ["core://tea"] and "POSSIBLE DUPLICATE" in text
+        text, data = await s.call("create_memory", parent_uri="core://", title="music",
+                                  content="Plays the cello on weekends.", priority=1,
+                                  disclosure="d")
+        assert data["related"] == [] and "POSSIBLE DUPLICATE" not in text
