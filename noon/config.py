@@ -19,7 +19,7 @@ class ConfigError(ValueError):
     """A setting with a value noon cannot use. The message names the variable."""
 
 
-def _int(env: Mapping[str, str], name: str, default: int, lo: int = 0) -> int:
+def env_int(env: Mapping[str, str], name: str, default: int, lo: int = 0) -> int:
     raw = env.get(name, "").strip()
     if not raw:
         return default
@@ -32,7 +32,7 @@ def _int(env: Mapping[str, str], name: str, default: int, lo: int = 0) -> int:
     return value
 
 
-def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+def env_bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raw = env.get(name, "").strip().lower()
     if not raw:
         return default
@@ -66,11 +66,11 @@ class Settings:
             dir=Path(raw_dir).expanduser(),
             node_id=node,
             namespace=env.get("NOON_NAMESPACE", "").strip() or "default",
-            fsync=_bool(env, "NOON_FSYNC", True),
-            max_skew_ms=_int(env, "NOON_MAX_SKEW_MS", 60_000, 1),
-            history=_int(env, "NOON_HISTORY", 10),
-            compact_after=_int(env, "NOON_COMPACT_AFTER", 1000),
-            snapshot=_bool(env, "NOON_SNAPSHOT", True),
+            fsync=env_bool(env, "NOON_FSYNC", True),
+            max_skew_ms=env_int(env, "NOON_MAX_SKEW_MS", 60_000, 1),
+            history=env_int(env, "NOON_HISTORY", 10),
+            compact_after=env_int(env, "NOON_COMPACT_AFTER", 1000),
+            snapshot=env_bool(env, "NOON_SNAPSHOT", True),
         )
         settings = replace(settings, **overrides)
         try:

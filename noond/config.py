@@ -112,6 +112,13 @@ class DaemonConfig:
     digest: bool = True
     state_file: Path | None = None
     concurrency: int = 16
+    collect: bool = True
+    """Physically remove deleted elements once no member can bring them back."""
+    collect_unseen: bool = False
+    """Also collect an element an away member never saw (its last report covers none of it).
+    Faster, but a report can be stale (see PROTOCOL.md, Tombstone collection): opt-in."""
+    forget_after: float = 180 * 86400.0
+    """Retire a member not heard from for this long (its frontier joins the retired one)."""
     metrics_listen: str = ""
     """``host:port`` of a plaintext listener serving only /metrics and /health."""
 
@@ -299,6 +306,9 @@ def from_env(env: Mapping[str, str] | None = None, args: argparse.Namespace | No
         digest=_bool(env, "NOOND_DIGEST", True),
         state_file=_path(env, "NOOND_STATE"),
         concurrency=_int(env, "NOOND_CONCURRENCY", 16, 1),
+        collect=_bool(env, "NOOND_COLLECT", True),
+        collect_unseen=_bool(env, "NOOND_COLLECT_UNSEEN", False),
+        forget_after=_float(env, "NOOND_FORGET_AFTER", 180 * 86400.0, 1.0),
         metrics_listen=metrics_listen,
     )
     config.check()

@@ -29,6 +29,7 @@ from noon.store.names import shard_file
 from noon.store.store import ForkDetected, Store
 from noond import discovery
 from noond.client import Client, PeerError, Unreachable
+from noond.collection import Collector
 from noond.config import PROTOCOL, DaemonConfig, parse_address, split_address
 from noond.membership import Candidate, Member, Membership
 from noond.metrics import Metrics
@@ -79,6 +80,10 @@ class Daemon:
         self._sem = asyncio.Semaphore(config.concurrency)
         self._cand_sem = asyncio.Semaphore(config.concurrency)
         """Candidates have their own slots: a flood of bogus addresses never delays members."""
+        self.collector = Collector(
+            self.dir, self.node, config.state_path, config.forget_after, self.metrics,
+            collect_unseen=config.collect_unseen,
+        )
         self._runner: web.AppRunner | None = None
         self._metrics_runner: web.AppRunner | None = None
         self.port = config.listen_port
@@ -114,10 +119,11 @@ class Daemon:
         return await asyncio.to_thread(self._held)
 
     def _held(self) -> dict[str, replica.Summary]:
-        ignored = self.ignored
+        # A departed node's shard stays shared (its memories are still yours); a revoked one's
+        # is neither listed, served nor pulled.
         out = {}
         for node in self._summaries.nodes():
-            if node in ignored:
+            if node in self.revoked:
                 continue
             s = self._summaries.get(node)
             if s.seq > 0:
@@ -209,7 +215,6 @@ class Daemon:
             self._state_ident = ident
             self._state_loaded = True
             self._load_state(path)
-        self._drop_departed()
 
     def _load_state(self, path: Path) -> None:
         try:
@@ -225,16 +230,6 @@ class Daemon:
                 with contextlib.suppress(ValueError):
                     self.membership.suggest(parse_address(address), node, "state")
         self._saved_members = dict(state.members)
-
-    def _drop_departed(self) -> None:
-        for node in self.departed:
-            if node == self.node:
-                continue
-            path = self.dir / shard_file(node)
-            if path.exists():
-                log.warning("node %s departed: removing its replica %s", node, path.name)
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
 
     def save_members(self) -> None:
         members = {m.node: m.address for m in self.membership.members.values()}
@@ -306,7 +301,7 @@ class Daemon:
         m.reported_at = time.time()
         failure: Exception | None = None
         for node in sorted(set(local) | set(remote)):
-            if node in self.ignored or (m.node, node) in self.forks:
+            if node in self.revoked or (m.node, node) in self.forks:
                 continue
             mine = local.get(node) or replica.Summary(node, 0, 0)
             theirs = remote.get(node) or replica.Summary(node, 0, 0)
@@ -583,9 +578,19 @@ class Daemon:
             await self._settle([self._spawn(f"m:{m.node}", self.exchange(m), self._sem)
                                 for m in members])
             self.save_members()
+            if self.config.collect:
+                await self._collect()
             self.update_gauges()
             self.metrics.round_seconds.observe(time.monotonic() - t0)
             self.metrics.last_round.set(time.time())
+
+    async def _collect(self) -> None:
+        """After the round's exchanges: physically remove what no member can bring back."""
+        members = list(self.membership.members.values())
+        try:
+            await asyncio.to_thread(self.collector.run, members, set(self.ignored))
+        except Exception:  # collection only ever removes; a failure leaves everything in place
+            log.exception("tombstone collection failed")
 
     async def _rounds(self) -> None:
         while True:

@@ -92,6 +92,29 @@ class Metrics:
             "noond_own_shard_behind", "1 while a peer holds more of the own shard than here.",
             registry=r,
         )
+        self.collected = Counter(
+            "noond_tombstones_collected_total",
+            "Deleted elements physically removed (every op of theirs gone).", registry=r,
+        )
+        self.collected_ops = Counter(
+            "noond_collected_ops_total", "Ops removed by tombstone collection.", registry=r
+        )
+        self.frozen = Gauge(
+            "noond_frozen_elements",
+            "Deleted elements kept because some member could still bring them back.",
+            registry=r,
+        )
+        self.retained = Gauge(
+            "noond_retained_peers", "Members whose knowledge gates tombstone collection.",
+            registry=r,
+        )
+        self.absent = Gauge(
+            "noond_absent_peers", "Members not answering (suspect or dead).", registry=r
+        )
+        self.absent_seconds = Gauge(
+            "noond_peer_absent_seconds", "How long each absent member has not answered.",
+            ["peer"], registry=r,
+        )
         self.discovery_errors = Counter(
             "noond_discovery_errors_total", "Failed discovery lookups by source.", ["source"],
             registry=r,

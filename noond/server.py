@@ -159,6 +159,7 @@ def build_app(daemon: Daemon) -> web.Application:
                 for (peer, shard), msg in sorted(daemon.forks.items())
             ],
             "rounds": daemon.rounds,
+            "collection": daemon.collector.status(),
         })
 
     async def peers(request: web.Request) -> web.Response:
@@ -191,8 +192,8 @@ def build_app(daemon: Daemon) -> web.Application:
 
     async def get_ops(request: web.Request) -> web.StreamResponse:
         node = _shard_param(request)
-        if node in daemon.ignored:
-            raise Refused(404, "not_found", f"shard {node!r} is not served (revoked/departed)")
+        if node in daemon.revoked:
+            raise Refused(404, "not_found", f"shard {node!r} is not served (revoked)")
         after = _int_param(request, "after", 0, 0, (1 << 53) - 1)
         limit = _int_param(request, "limit", config.page_bytes, 1, 1 << 40)
         limit = max(1024, min(limit, config.max_body // 2))

@@ -12,11 +12,11 @@ reported and ``L`` this node's frontier, a deleted element ``e`` is collectable 
 1. ``M`` has reported (a member that never reported blocks everything),
 2. ``F(M) <= L``: everything ``M`` reported holding is held here, so ``M`` holds no op on ``e``
    this decision has not seen, and
-3. ``F(M)`` covers either every op of ``e``'s history known here, held or named (``M`` holds
-   this history, tombstones included, so it deletes ``e`` too and never sends the old versions
-   on: replication moves by seq cursor and every cursor here is past them), or, when that
-   history is complete here (every op named is held: compaction leaves deleted elements alone),
-   none of it (``M`` never saw ``e``).
+3. ``F(M)`` covers every op of ``e``'s history known here, held or named (``M`` holds this
+   history, tombstones included, so it deletes ``e`` too and never sends the old versions on:
+   replication moves by seq cursor and every cursor here is past them), or ``M`` is away, this
+   history is complete here (every op named is held: compaction leaves deleted elements alone)
+   and ``F(M)`` covers none of it (``M`` never saw ``e``).
 
 Why rule 3's second case is safe: whatever ``M`` writes on ``e`` later names none of the
 versions the tombstones replaced, so it is a new head on every replica, shown the same by a
@@ -38,7 +38,7 @@ All functions here are pure: the daemon supplies the frontiers, this module deci
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from noon.core.ops import Op, OpId
@@ -93,9 +93,11 @@ def blocker(
     local: Frontier,
     reports: Mapping[str, Frontier | None],
     retired: Frontier | None = None,
+    away: Collection[str] | None = None,
 ) -> Blocker | None:
     """None when the deleted element whose ops (every author's) are given may be collected;
-    otherwise the first reason to keep it."""
+    otherwise the first reason to keep it. ``away``: the members that may be excused for
+    never having seen the element (None: all of them)."""
     ops = list(ops)
     for op in ops:
         for p in op.prev or ():
@@ -112,9 +114,12 @@ def blocker(
         if not within(frontier, local):
             return Blocker(member, "holds operations this node has not received yet")
         seen = [_covers(frontier, op) for op in history]
-        if all(seen) or (complete and not any(seen)):
+        if all(seen):
             continue
-        return Blocker(member, "saw this element but not yet its latest operations")
+        if any(seen):
+            return Blocker(member, "saw this element but not yet its latest operations")
+        if not complete or (away is not None and member not in away):
+            return Blocker(member, "has not received this element yet")
     if retired is not None and any(_covers(retired, op) for op in history):
         return Blocker("(retired peers)", "a peer gone for long may have seen this element")
     return None

@@ -3,8 +3,8 @@
 ``list`` asks the local daemon (``/peers`` over mTLS with this node's own certificate) and falls
 back to the state file. ``depart`` and ``revoke`` edit the daemon's state file under its lock;
 the daemon applies them at its next round: a revoked node is refused on every route and never
-exchanged with again (its replica is kept); a departed node is refused too and its replica is
-deleted.
+exchanged with again, and its shard is no longer served; a departed node is refused too and no
+longer holds back tombstone collection, while the memories it wrote stay shared.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ last.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +30,8 @@ class CollectReport:
     removed_ops: int = 0
     kept: list[tuple[Key, Blocker]] = field(default_factory=list)
     """Deleted elements kept, each with the first reason."""
+    members: set[str] = field(default_factory=set)
+    """The members whose knowledge gated this collection."""
     passes: int = 0
     bytes_before: int = 0
     bytes_after: int = 0
@@ -43,20 +45,22 @@ def collect_dir(
     admitted: Iterable[str] = (),
     excluded: Iterable[str] = (),
     retired: Frontier | None = None,
+    away: Collection[str] | None = None,
 ) -> CollectReport:
     """Remove every deleted element the rule allows. ``reports`` holds the last frontier each
-    peer reported (None or absent: never reported)."""
+    peer reported (None or absent: never reported); ``away`` the members not answering now."""
     report = CollectReport()
     with maintenance(directory):
         found = scan_dir(directory)
         report.bytes_before = sum((directory / n).stat().st_size for n in found.scans)
         who = members(admitted, found.arrived, excluded, self_id)
         gate = {m: reports.get(m) for m in who}
+        report.members = who
         wanted: set[OpId] = set()
         for key, ops in found.groups.items():
             if not is_deleted(ops):
                 continue
-            why = blocker(ops, found.arrived, gate, retired)
+            why = blocker(ops, found.arrived, gate, retired, away)
             if why is not None:
                 report.kept.append((key, why))
                 continue

@@ -1,0 +1,68 @@
+"""``noon compact`` as a person runs it: a real subprocess on a real directory."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from noon.config import Settings
+from noon.core.ops import Draft
+from noon.store import peerstate
+from noon.store.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+E = ("content", "default", "E")
+F = ("content", "default", "F")
+
+
+def noon(d: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NOON")}
+    env.update(NOON_DIR=str(d), NOON_NODE_ID="a", PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "noon", *args], env=env, capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+
+
+def prepare(d: Path) -> None:
+    s = Store(Settings.from_env({}, dir=d, node_id="a", compact_after=0, snapshot=False))
+    for text in ("v1", "v2", "v3"):
+        s.write(lambda f, t=text: [Draft(F, {"text": t})])
+    s.write(lambda f: [Draft(E, {"text": "doomed"})])
+    s.write(lambda f: [Draft(E, None)])
+    s.write(lambda f: [Draft(F, {"text": "v4"})])
+
+
+def test_without_daemon_or_promise_only_superseded_versions_go(noon_dir):
+    prepare(noon_dir)
+    out = noon(noon_dir, "compact", "--history", "0")
+    assert out.returncode == 0, out.stderr
+    assert "a.jsonl: 6 -> 3 operations" in out.stdout
+    assert "deleted memories are kept" in out.stdout
+
+
+def test_sole_writer_removes_deleted_memories(noon_dir):
+    prepare(noon_dir)
+    out = noon(noon_dir, "compact", "--history", "0", "--sole-writer", "--json")
+    report = json.loads(out.stdout)
+    assert report["collection"]["collected"] == 1
+    s = Store(Settings.from_env({}, dir=noon_dir, node_id="r", snapshot=False))
+    assert E not in s.fold.elements and s.fold.elements[F].winner.val == {"text": "v4"}
+
+
+def test_sole_writer_is_refused_when_the_directory_says_otherwise(noon_dir):
+    prepare(noon_dir)
+    (noon_dir / "b.jsonl").write_bytes(b"")
+    out = noon(noon_dir, "compact", "--sole-writer")
+    assert out.returncode == 1 and "other nodes' shards (b.jsonl)" in out.stderr
+
+
+def test_with_daemon_state_it_says_which_peer_keeps_what(noon_dir):
+    prepare(noon_dir)
+    peerstate.update(noon_dir / ".noon" / "noond.json", lambda st: (
+        st.members.update({"b": "127.0.0.1:1"}),
+        st.reports.update({"b": peerstate.Report({"a": 4}, 1_700_000_000.0)}),
+    ))
+    out = noon(noon_dir, "compact")
+    assert out.returncode == 0, out.stderr
+    assert "kept 1 deleted element(s) for b: saw this element but not yet its latest" in out.stdout
+    assert "last report 2023-11-14" in out.stdout
