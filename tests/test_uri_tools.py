@@ -112,6 +112,7 @@ async def test_misspelled_arguments_are_refused_with_a_hint(s: Session) -> None:
     await s.create("core://", "a", "hello")
     err = await s.fail("update_memory", uri="core://a", oldString="hello", new_string="bye")
     assert "oldString" in err and "update_memory" in err
+    assert 'did you mean "oldString" -> "old_string"?' in err
     assert "hello" in await s.read("core://a")
     assert "No update fields" in await s.fail("update_memory", uri="core://a")
 
