@@ -21,6 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compact": ("noon.ops_cli.compact", "drop superseded operations from the shards"),
     "certs": ("noon.ops_cli.certs", "create the private CA and issue node certificates"),
     "peers": ("noon.ops_cli.peers", "list, depart or revoke peers"),
+    "log": ("noon.ops_cli.log", "recent changes: who changed what, from which machine, when"),
+    "history": ("noon.ops_cli.history", "every version of one memory (URI) and who wrote it"),
+    "query": ("noon.ops_cli.query", "search URI memories and the knowledge graph"),
+    "doctor": ("noon.ops_cli.doctor", "check this node's setup and say how to fix problems"),
     "demo": ("noon.demo", "start three local nodes and watch memories replicate"),
 }
 

@@ -27,6 +27,10 @@ class Unreachable(Exception):
     """No daemon answered (refused, timed out, TLS failed, missing certificate)."""
 
 
+class NoCertificate(Unreachable):
+    """This node's certificate, key or CA is missing or unusable: nothing could be asked."""
+
+
 def local_url() -> str:
     """The local daemon's base URL, from ``NOOND_LISTEN`` and ``NOOND_TLS``, dialled on
     loopback whatever address it binds."""
@@ -72,7 +76,7 @@ def fetch(base_url: str, path: str, settings: Settings, timeout: float = 5.0) ->
         else:
             conn = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=timeout)
     except (certs.CertError, OSError, ssl.SSLError, ValueError) as exc:
-        raise Unreachable(f"cannot set up TLS with this node's certificate: {exc}") from exc
+        raise NoCertificate(f"cannot set up TLS with this node's certificate: {exc}") from exc
     try:
         conn.request("GET", path)
         sock = conn.sock
