@@ -9,6 +9,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from noon import logs
 from noon.config import ConfigError
 from noon.store.store import StoreError
 
@@ -53,15 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
     if not getattr(args, "run", None):
         parser.print_help()
         return 2
     try:
+        logs.setup(logging.DEBUG if args.verbose else logging.INFO)
         return int(args.run(args) or 0)
     except (ConfigError, StoreError, ValueError, OSError) as exc:
         print(f"noon: {exc}", file=sys.stderr)

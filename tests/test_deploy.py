@@ -200,3 +200,28 @@ def test_a_real_prometheus_scrapes_noond(tmp_path: Path, mesh: list[tuple[Node, 
                 prom.query(expr)  # Prometheus accepts the query
     finally:
         prom.stop()
+
+
+# -- logs ------------------------------------------------------------------------------------
+
+
+def test_noond_logs_one_json_object_per_line_when_asked(tmp_path: Path, pki: Pki):
+    node = Node("laptop", tmp_path, pki, env={"NOON_LOG_FORMAT": "json"})
+    node.start()
+    node.stop()
+    lines = [ln for ln in node.log.read_text().splitlines() if ln.strip()]
+    records = [json.loads(ln) for ln in lines]  # every line is one JSON object
+    assert all({"time", "level", "logger", "message"} <= r.keys() for r in records)
+    assert any(r["logger"] == "noond" and "listening on" in r["message"] for r in records)
+    assert not any("BEGIN" in ln for ln in lines)  # no key or certificate material
+
+
+def test_a_bad_log_format_stops_noond_with_the_variable_name(tmp_path: Path, pki: Pki):
+    cert, key, ca = pki.node("laptop")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NOON_DIR": str(tmp_path),
+           "NOON_NODE_ID": "laptop", "NOON_LOG_FORMAT": "xml", "NOOND_TLS_CERT": str(cert),
+           "NOOND_TLS_KEY": str(key), "NOOND_TLS_CA": str(ca),
+           "NOOND_LISTEN": f"127.0.0.1:{free_port()}"}
+    out = subprocess.run([sys.executable, "-m", "noond"], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "NOON_LOG_FORMAT" in out.stderr
