@@ -428,3 +428,27 @@ def test_log_history_and_query(tmp_path):
     assert as_json(run("query", "--json", "oslo", env=env))["memories"] == []
     shown = run("query", "commit", "messages", env=env).stdout
     assert "core://agent/style" in shown and "knowledge-graph entities: 0" in shown
+
+
+def test_doctor_and_status_report_a_fork_the_daemon_found(spawn, tmp_path, pki):
+    a, b = Node("a", tmp_path, pki), Node("b", tmp_path, pki)
+    spawn += [a, b]
+    start_all((a, [b]), (b, [a]))
+    a.write(("x", "original"))
+    wait_until(lambda: (b.dir / "a.jsonl").exists() and b.state().get(X),
+               what="b to hold a's op")
+    a.stop()
+    # A restored backup written to: a's shard now holds another op 1.
+    (a.dir / "a.jsonl").write_bytes(
+        encode(node="a", seq=1, hlc=pack(time.time_ns() // 1_000_000, 0), el=X,
+               val={"text": "rewritten"}) + b"\n")
+    a.start([b])
+    wait_until(lambda: a.get("/status")[1]["forks"], what="a's daemon to find the fork")
+    cli = cli_env(a.dir, "a", pki.node("a"), a.address)
+    code, findings = doctor(cli)
+    assert code == 1
+    forks = problems(findings, "fork")
+    assert forks and "differs from b's copy" in forks[0]["what"]
+    status = as_json(run("status", "--json", env=cli))
+    assert status["forks"] and status["forks"][0]["peer"] == "b"
+    assert "FORK" in run("status", env=cli).stdout
