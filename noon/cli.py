@@ -34,7 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="noon",
         description="Shared, durable, conflict-free memory for AI agents across your machines.",
-        epilog="Settings come from NOON_* environment variables; see the README.",
+        epilog="Settings come from NOON_* environment variables; see the README. Start with "
+        "`noon demo`; on a real machine `noon doctor` checks the setup and `noon status` shows "
+        "replication. docs/operating.md describes every command.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
