@@ -225,3 +225,25 @@ def test_a_bad_log_format_stops_noond_with_the_variable_name(tmp_path: Path, pki
     out = subprocess.run([sys.executable, "-m", "noond"], env=env, cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "NOON_LOG_FORMAT" in out.stderr
+
+
+def test_the_example_env_file_is_a_valid_daemon_configuration():
+    """As shipped, and with every commented-out example setting switched on."""
+    from noond.config import from_env
+
+    env: dict[str, str] = {}
+    optional: dict[str, str] = {}
+    for line in (ROOT / "systemd" / "noond.env.example").read_text().splitlines():
+        line = line.strip()
+        commented = re.fullmatch(r"#(NOOND?_[A-Z_]+)=(\S+)", line)
+        if commented:
+            optional[commented.group(1)] = commented.group(2)
+        elif line and not line.startswith("#"):
+            name, sep, value = line.partition("=")
+            assert sep and re.fullmatch(r"NOOND?_[A-Z_]+", name), line
+            env[name] = value
+    config = from_env(env)  # raises ConfigError naming the variable on any bad value
+    assert config.node == env["NOON_NODE_ID"] and config.seeds
+    full = from_env({**env, **optional})
+    assert full.metrics_listen == optional["NOOND_METRICS_LISTEN"]
+    assert optional["NOON_LOG_FORMAT"] in ("text", "json")
