@@ -452,3 +452,20 @@ def test_doctor_and_status_report_a_fork_the_daemon_found(spawn, tmp_path, pki):
     status = as_json(run("status", "--json", env=cli))
     assert status["forks"] and status["forks"][0]["peer"] == "b"
     assert "FORK" in run("status", env=cli).stdout
+
+
+def test_doctor_and_status_on_a_plaintext_loopback_mesh(spawn, tmp_path, pki):
+    env = {"NOOND_TLS": "off"}
+    a, b = Node("a", tmp_path, pki, env=dict(env)), Node("b", tmp_path, pki, env=dict(env))
+    spawn += [a, b]
+    start_all((a, [b]), (b, [a]))
+    a.write(("x", "plain"))
+    wait_until(lambda: reported(a, "b", "a", 1), what="b to report a's op")
+    cli = {**cli_env(a.dir, "a", listen=a.address), "NOOND_TLS": "off"}
+    code, findings = doctor(cli)
+    assert code == 0, findings
+    (plain,) = problems(findings, "certificates", "warning")
+    assert "plaintext" in plain["what"]
+    assert any("peer b" in f["what"] and f["level"] == "ok" for f in findings)
+    status = as_json(run("status", "--json", env=cli))
+    assert status["daemon"]["reachable"] and status["peers"][0]["node"] == "b"

@@ -31,13 +31,17 @@ class NoCertificate(Unreachable):
     """This node's certificate, key or CA is missing or unusable: nothing could be asked."""
 
 
+def tls_enabled() -> bool:
+    """Whether noond speaks mutual TLS here (``NOOND_TLS``, on by default)."""
+    return os.environ.get("NOOND_TLS", "on").strip().lower() not in ("0", "false", "no", "off")
+
+
 def local_url() -> str:
     """The local daemon's base URL, from ``NOOND_LISTEN`` and ``NOOND_TLS``, dialled on
     loopback whatever address it binds."""
     listen = os.environ.get("NOOND_LISTEN", "").strip() or "7707"
     port = listen.rpartition(":")[2] if ":" in listen else listen
-    tls = os.environ.get("NOOND_TLS", "on").strip().lower() not in ("0", "false", "no", "off")
-    return f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+    return f"{'https' if tls_enabled() else 'http'}://127.0.0.1:{port}"
 
 
 def tls_files(settings: Settings) -> tuple[Path, Path, Path]:

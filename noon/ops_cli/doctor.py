@@ -140,6 +140,11 @@ def check_fork(settings: Settings) -> list[Finding]:
 
 
 def check_certificates(settings: Settings) -> list[Finding]:
+    if not daemon_api.tls_enabled():
+        return [Finding("certificates", WARNING,
+                        "NOOND_TLS is off: replication runs in plaintext without certificates",
+                        "keep that to loopback tests; on a network: noon certs issue "
+                        f"{settings.node_id}, then unset NOOND_TLS")]
     cert, key, ca = daemon_api.tls_files(settings)
     node = settings.node_id
     issue = (f"on the machine holding the CA: noon certs issue {node}, then copy {node}.crt, "
@@ -232,7 +237,7 @@ def check_daemon(settings: Settings, url: str
 
 def _probe(settings: Settings, member: dict[str, Any]) -> Finding:
     node, address = str(member.get("node")), str(member.get("address"))
-    url = f"https://{address}"
+    url = f"{'https' if daemon_api.tls_enabled() else 'http'}://{address}"
     before = time.time()
     try:
         answer = daemon_api.fetch(url, "/health", settings, timeout=MEMBER_TIMEOUT)
