@@ -9,6 +9,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from noon import logs
 from noon.config import ConfigError
 from noon.store.store import StoreError
 
@@ -21,6 +22,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compact": ("noon.ops_cli.compact", "drop superseded operations from the shards"),
     "certs": ("noon.ops_cli.certs", "create the private CA and issue node certificates"),
     "peers": ("noon.ops_cli.peers", "list, depart or revoke peers"),
+    "log": ("noon.ops_cli.log", "recent changes: who changed what, from which machine, when"),
+    "history": ("noon.ops_cli.history", "every version of one memory (URI) and who wrote it"),
+    "query": ("noon.ops_cli.query", "search URI memories and the knowledge graph"),
+    "doctor": ("noon.ops_cli.doctor", "check this node's setup and say how to fix problems"),
     "demo": ("noon.demo", "start three local nodes and watch memories replicate"),
 }
 
@@ -29,7 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="noon",
         description="Shared, durable, conflict-free memory for AI agents across your machines.",
-        epilog="Settings come from NOON_* environment variables; see the README.",
+        epilog="Settings come from NOON_* environment variables; see the README. Start with "
+        "`noon demo`; on a real machine `noon doctor` checks the setup and `noon status` shows "
+        "replication. docs/operating.md describes every command.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -49,15 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
     if not getattr(args, "run", None):
         parser.print_help()
         return 2
     try:
+        logs.setup(logging.DEBUG if args.verbose else logging.INFO)
         return int(args.run(args) or 0)
     except (ConfigError, StoreError, ValueError, OSError) as exc:
         print(f"noon: {exc}", file=sys.stderr)

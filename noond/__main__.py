@@ -9,6 +9,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from noon import logs
 from noon.config import ConfigError
 from noond.config import DaemonConfig, add_flags, from_env
 
@@ -43,12 +44,8 @@ async def _serve(config: DaemonConfig) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
     try:
+        logs.setup(getattr(logging, str(args.log_level).upper(), logging.INFO))
         config = from_env(args=args)
         asyncio.run(_serve(config))
     except ConfigError as exc:

@@ -9,7 +9,9 @@ does not make the peer dead, but the exchange fails and the reason is logged and
 
 from __future__ import annotations
 
+import email.utils
 import ssl
+import time
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -121,6 +123,7 @@ class Client:
         if data is not None:
             headers["Content-Type"] = "application/x-ndjson"
             self.metrics.client_sent.labels(route).inc(len(data))
+        sent = time.time()
         try:
             async with self.session.request(
                 method, url, params=params, data=data, headers=headers
@@ -131,6 +134,7 @@ class Client:
                         f"{address} proved identity {proven!r}, expected {expect!r}",
                         code="identity",
                     )
+                self._clock(proven or expect, resp.headers.get("Date"), sent)
                 declared = resp.content_length
                 if declared is not None and declared > limit:
                     raise PeerError(f"{address}{path}: response of {declared} bytes is too large")
@@ -146,6 +150,17 @@ class Client:
                 return resp.status, dict(resp.headers), raw, proven, len(body)
         except (TimeoutError, aiohttp.ClientError, ssl.SSLError, OSError) as e:
             raise Unreachable(f"{address}: {type(e).__name__}: {e}") from None
+
+    def _clock(self, peer: str | None, date: str | None, sent: float) -> None:
+        """Record the peer's clock skew from its ``Date`` (whole seconds, truncated: compare
+        its middle with the middle of the request)."""
+        if peer is None or not date:
+            return
+        try:
+            theirs = email.utils.parsedate_to_datetime(date).timestamp() + 0.5
+        except (TypeError, ValueError):
+            return
+        self.metrics.peer_clock_skew.labels(peer).set(round(theirs - (sent + time.time()) / 2, 1))
 
     async def _json(
         self, method: str, address: str, path: str, *, expect: str | None, route: str,

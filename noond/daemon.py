@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from noon.certs import CertError, client_ssl_context, server_ssl_context
+from noon.certs import CertError, cert_info, client_ssl_context, server_ssl_context
 from noon.config import ConfigError
 from noon.core.ops import valid_node_id
 from noon.store import peerstate, replica
@@ -94,6 +94,9 @@ class Daemon:
             try:
                 self.server_ssl = server_ssl_context(cert, key, ca)
                 client_ssl = client_ssl_context(cert, key, ca)
+                for label, path in (("node", cert), ("ca", ca)):
+                    self.metrics.cert_expiry.labels(label).set(
+                        cert_info(path).not_after.timestamp())
             except CertError as exc:
                 raise ConfigError(
                     f"TLS files for node {self.node!r}: {exc}. Create them with `noon certs "
@@ -201,6 +204,10 @@ class Daemon:
         own = held.get(self.node)
         self.metrics.shard_seq.set(own.seq if own else 0)
         self.metrics.behind.set(1 if self.behind else 0)
+        self.metrics.peer_missing.clear()
+        for m in self.membership.members.values():
+            missing = sum(max(0, s.seq - m.heads.get(node, 0)) for node, s in held.items())
+            self.metrics.peer_missing.labels(m.node).set(missing)
 
     # -- operator state ------------------------------------------------------------------
 

@@ -119,3 +119,18 @@ class Metrics:
             "noond_discovery_errors_total", "Failed discovery lookups by source.", ["source"],
             registry=r,
         )
+        self.peer_clock_skew = Gauge(
+            "noond_peer_clock_skew_seconds",
+            "Each peer's clock minus ours, from the HTTP Date of its last answer (1 s "
+            "resolution).", ["peer"], registry=r,
+        )
+        self.cert_expiry = Gauge(
+            "noond_certificate_expiry_timestamp_seconds",
+            "Unix time the TLS certificate expires (certificate=node or ca).", ["certificate"],
+            registry=r,
+        )
+        self.peer_missing = Gauge(
+            "noond_peer_missing_ops",
+            "Ops held here that each member has not reported holding (its replication lag).",
+            ["peer"], registry=r,
+        )

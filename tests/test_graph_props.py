@@ -16,7 +16,7 @@ from noon.core.ops import AUTO, Draft, Op, decode, encode
 from noon.graph import plan
 from noon.graph.model import Graph
 from noon.graph.plan import GraphError
-from noon.graph.uri import Uri, node_view, parse
+from noon.graph.uri import Uri, check_name, node_view, parse
 
 NS = "default"
 
@@ -242,3 +242,16 @@ def test_incremental_search_equals_a_fresh_index(steps: list[Any], words: list[s
         live.search(NS, query)  # keeps the index current step by step
     fresh = SearchIndex(Graph(r.fold))
     assert live.search(NS, query, 50) == fresh.search(NS, query, 50)
+
+
+SEGMENTS = st.from_regex(r"\A[\w][\w.-]{0,20}\Z").filter(lambda s: ".." not in s)
+
+
+@given(st.from_regex(r"\A[a-z_][a-z0-9_]{0,10}\Z").filter(lambda d: d not in ("system", "kg")),
+       st.lists(SEGMENTS, max_size=6))
+def test_uri_text_round_trips(domain: str, path: list[str]) -> None:
+    uri = Uri(domain, tuple(path))
+    assert parse(str(uri)) == uri
+    assert parse(f"  {domain.upper()}://{'/'.join(path)}/ ") == uri
+    for seg in path:
+        check_name(seg)  # every name parse accepts here is also one noon would create

@@ -255,7 +255,7 @@ async def test_several_writer_processes_on_one_node_lose_nothing(tmp_path: Path)
     async with Client(make_server(store, settings)) as client:
         s = Session(client)
         await s.create("core://", "log", "log:")
-        workers, count = 4, 15
+        workers, count = 3, 10
         procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), str(w),
                                    str(count)], cwd=Path(__file__).parent.parent)
                  for w in range(workers)]

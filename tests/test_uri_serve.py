@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -90,6 +91,7 @@ async def test_several_serve_processes_on_one_node_write_at_once(tmp_path: Path)
                 assert f"line {w} {i}\n" in text + "\n"
 
 
+@pytest.mark.filterwarnings("ignore:resources/subscribe is removed")  # legacy era on purpose
 async def test_subscribers_hear_of_writes_from_another_process(tmp_path: Path) -> None:
     store, settings = open_store(tmp_path, "n1")
     rec = Recorder()

@@ -112,6 +112,7 @@ async def test_misspelled_arguments_are_refused_with_a_hint(s: Session) -> None:
     await s.create("core://", "a", "hello")
     err = await s.fail("update_memory", uri="core://a", oldString="hello", new_string="bye")
     assert "oldString" in err and "update_memory" in err
+    assert 'did you mean "oldString" -> "old_string"?' in err
     assert "hello" in await s.read("core://a")
     assert "No update fields" in await s.fail("update_memory", uri="core://a")
 
@@ -304,12 +305,17 @@ async def test_knowledge_graph_entities_read_as_kg_uris(tmp_path: Path) -> None:
 
 
 async def test_an_imported_nocturne_database_reads_through_the_uri_tools(tmp_path: Path) -> None:
-    from noon.cli import main
+    import argparse
+
+    from noon.transfer import import_command
     from tests.test_transfer import _nocturne_db
 
     _nocturne_db(tmp_path / "nocturne.db")
     d = tmp_path / "noon"
-    assert main(["import", str(tmp_path / "nocturne.db"), "--dir", str(d), "--node-id", "n1"]) == 0
+    parser = argparse.ArgumentParser()
+    import_command.configure(parser)
+    args = parser.parse_args([str(tmp_path / "nocturne.db"), "--dir", str(d), "--node-id", "n1"])
+    assert import_command.run(args) == 0
     store, settings = open_store(d, "n1")
     async with Client(make_server(store, settings)) as client:
         s = Session(client)
@@ -323,3 +329,63 @@ async def test_an_imported_nocturne_database_reads_through_the_uri_tools(tmp_pat
         assert len(hist["versions"]) == 4
         _, found = await s.call("search_memory", query="notes")
         assert found["results"][0]["uri"] in ("writer://notes", "core://agent/my_notes")
+
+
+@mcp_test
+async def test_concurrent_tool_calls_in_one_server_are_consistent(s: Session) -> None:
+    """Tool calls run in worker threads at once (plus the search warm-up): every write lands,
+    every read sees a consistent graph."""
+    import anyio
+
+    await s.create("core://", "hub", "hub")
+    errors: list[str] = []
+
+    async def writer(i: int) -> None:
+        await s.create("core://hub", f"c{i}", f"concurrent child {i}")
+        await s.call("update_memory", uri="core://hub", append=f"line {i}")
+
+    async def reader() -> None:
+        for _ in range(5):
+            r = await s.client.call_tool("search_memory", {"query": "concurrent child"})
+            if r.is_error:
+                errors.append(r.content[0].text)  # type: ignore[union-attr]
+            await s.read("system://index/core")
+
+    async with anyio.create_task_group() as tg:
+        for i in range(20):
+            tg.start_soon(writer, i)
+        for _ in range(3):
+            tg.start_soon(reader)
+    assert errors == []
+    text, data = await s.call("read_memory", uri="core://hub")
+    assert len(data["children"]) == 20 and not data["conflicted"]
+    assert all(f"line {i}\n" in text + "\n" for i in range(20))
+    _, found = await s.call("search_memory", query="concurrent child", limit=50)
+    assert len(found["results"]) == 20
+
+
+async def test_create_points_at_a_likely_duplicate(tmp_path: Path) -> None:
+    import anyio
+
+    from noon.mcp.graph_service import service
+
+    store, settings = open_store(tmp_path, "laptop")
+    svc = service(store)
+    with anyio.fail_after(10):  # the background index build must finish for the hint
+        while True:
+            with svc.lock:
+                if not svc.search.pending and not svc.search.dirty.reset:
+                    break
+            await anyio.sleep(0.01)
+    async with Client(make_server(store, settings)) as client:
+        s = Session(client)
+        await s.create("core://", "tea", "The user drinks green tea every morning, never coffee.")
+        await s.create("core://", "deploy", "Deploys go through systemd units on every machine.")
+        text, data = await s.call("create_memory", parent_uri="core://", title="drinks",
+                                  content="Every morning the user drinks green tea, not coffee.",
+                                  priority=1, disclosure="d")
+        assert data["related"] == ["core://tea"] and "POSSIBLE DUPLICATE" in text
+        text, data = await s.call("create_memory", parent_uri="core://", title="music",
+                                  content="Plays the cello on weekends.", priority=1,
+                                  disclosure="d")
+        assert data["related"] == [] and "POSSIBLE DUPLICATE" not in text

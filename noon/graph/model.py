@@ -17,9 +17,11 @@ and placeable again; never lost.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from noon.core.fold import Element, Fold
 from noon.core.ops import Key, Op
@@ -42,8 +44,7 @@ def collision_suffix(child: str) -> str:
     return hashlib.blake2b(child.encode(), digest_size=4).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
+class Placement(NamedTuple):
     """One live placement of ``child`` under ``parent``, shown as ``name``."""
 
     parent: str
@@ -100,8 +101,19 @@ class Graph:
         self.rebuilds += 1
         self.fold = fold
         self.spaces = {}
-        for key in list(fold.elements):
-            self._apply_key(key)
+        # Allocating ~one object per placement would otherwise trigger full collections that
+        # walk the whole fold again and again; nothing here creates reference cycles.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            for key, el in list(fold.elements.items()):
+                if key[0] == "edge" and len(key) == 4:
+                    self._add_edge(key, el)  # the bulk path: nothing to remove, no one to tell
+                else:
+                    self._apply_key(key)
+        finally:
+            if was_enabled:
+                gc.enable()
         for d in self.listeners:
             d.reset = True
 
@@ -152,16 +164,21 @@ class Graph:
                     del g.parents[old.child]
             self._touch(namespace, old.child, moved=True)
         el = self.fold.elements.get(key)
-        if el is None:
-            return
+        if el is not None:
+            for pl in self._add_edge(key, el):
+                self._touch(namespace, pl.child, moved=True)
+
+    def _add_edge(self, key: Key, el: Element) -> list[Placement]:
+        _, namespace, parent, name = key
         new = placements_of(el, parent, name)
-        if not new:
-            return
-        g.edges[(parent, name)] = new
-        for pl in new:
-            g.children.setdefault(parent, {})[pl.name] = pl
-            g.parents.setdefault(pl.child, {})[(parent, pl.name)] = pl
-            self._touch(namespace, pl.child, moved=True)
+        if new:
+            g = self.ns(namespace)
+            g.edges[(parent, name)] = new
+            kids = g.children.setdefault(parent, {})
+            for pl in new:
+                kids[pl.name] = pl
+                g.parents.setdefault(pl.child, {})[(parent, pl.name)] = pl
+        return new
 
     def _apply_keyword(self, key: Key) -> None:
         _, namespace, keyword, node = key

@@ -8,6 +8,7 @@ lower weight) when a term has no exact hit; documents that match every term rank
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 import re
@@ -144,8 +145,14 @@ class SearchIndex:
         d = self.dirty
         if d.reset:
             self.start_rebuild()
-        while self.build_some(1 << 30):
-            pass
+        if self.pending:
+            was_enabled = gc.isenabled()
+            gc.disable()  # as in Graph.rebuild: no cycles here, and full collections cost
+            try:
+                self.build_some(len(self.pending))
+            finally:
+                if was_enabled:
+                    gc.enable()
         if not d.nodes and not d.moved:
             return
         todo = set(d.nodes)

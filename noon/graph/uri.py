@@ -69,7 +69,7 @@ class Uri:
         return Uri(self.domain, (*self.path, name))
 
 
-def parse(text: str, *, allow_system: bool = False) -> Uri:
+def parse(text: str) -> Uri:
     """Parse ``domain://a/b``. The domain is case-insensitive; surrounding slashes are ignored."""
     if not isinstance(text, str) or not text.strip():
         raise UriError("URI is empty. Use the form 'core://path/to/memory'.")
@@ -79,22 +79,21 @@ def parse(text: str, *, allow_system: bool = False) -> Uri:
             f"'{text}' is not a memory URI. Use the form 'domain://path', e.g. 'core://agent'."
         )
     domain = m.group(1).lower()
-    check_domain(domain, allow_system=allow_system)
+    check_domain(domain)
     raw = m.group(2).strip("/")
     path = tuple(raw.split("/")) if raw else ()
     if len(path) > MAX_SEGMENTS:
         raise UriError(f"URI has more than {MAX_SEGMENTS} segments.")
-    if domain != SYSTEM:
-        # Reading is lenient (imported graphs may hold names noon would not create): any
-        # non-empty segment without control characters. Names are checked where they are made.
-        for seg in path:
-            if not seg or any(ord(c) < 32 for c in seg):
-                raise UriError(f"'{text.strip()}' has an empty or invalid path segment.")
+    # Reading is lenient (imported graphs may hold names noon would not create): any non-empty
+    # segment without control characters. Names are checked where they are made.
+    for seg in path:
+        if not seg or any(ord(c) < 32 for c in seg):
+            raise UriError(f"'{text.strip()}' has an empty or invalid path segment.")
     return Uri(domain, path)
 
 
-def check_domain(domain: str, *, allow_system: bool = False) -> None:
-    if domain == SYSTEM and not allow_system:
+def check_domain(domain: str) -> None:
+    if domain == SYSTEM:
         raise UriError("'system://' is reserved for generated views and cannot hold memories.")
     if domain == KG:
         raise UriError("'kg://' names knowledge-graph entities (read-only here); edit them with "

@@ -21,7 +21,7 @@ _indexes: weakref.WeakKeyDictionary[Store, Index] = weakref.WeakKeyDictionary()
 
 def index_for(store: Store) -> Index:
     """The store's index, created on first use and then updated by every refresh."""
-    with store._lock:  # the store's own lock orders this with refresh and write
+    with store.lock:  # the store's own lock orders this with refresh and write
         index = _indexes.get(store)
         if index is not None:
             return index
@@ -44,7 +44,7 @@ def index_for(store: Store) -> Index:
 
 def read(store: Store, namespace: str, fn: Callable[[View], T]) -> T:
     """Refresh, then run ``fn`` on a consistent view (no refresh can run meanwhile)."""
-    with store._lock:
+    with store.lock:
         index_for(store)
         store.refresh()
         return fn(View(store.fold, _indexes[store], namespace))

@@ -33,7 +33,7 @@ _services_lock = threading.Lock()
 class GraphService:
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.lock: threading.RLock = store._lock  # the store's own lock: one order, no deadlock
+        self.lock: threading.RLock = store.lock  # the store's own lock: one order, no deadlock
         with self.lock:
             self.graph = Graph(store.fold)
             self.search = SearchIndex(self.graph)

@@ -243,7 +243,10 @@ def create_server(
         for spec in fam_tools:
             if spec.name in tools:
                 raise ValueError(f"two tools named {spec.name!r}")
-            tools[spec.name] = (spec, family, ArgumentValidator(spec.input_schema))
+            # The drop-in keeps the official server's messages byte for byte; noon's own tools
+            # also suggest the argument a misspelled one probably meant.
+            validator = ArgumentValidator(spec.input_schema, hints=family != "kg")
+            tools[spec.name] = (spec, family, validator)
         for res in fam_resources:
             resources[res.uri] = (res, family)
         if instructions is None and fam_instructions:

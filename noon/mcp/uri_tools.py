@@ -23,7 +23,7 @@ from noon.graph import plan, views
 from noon.graph.model import Graph, live_text, version_id
 from noon.graph.plan import GraphError
 from noon.graph.quote import QuoteError, append_text, replace_quoted
-from noon.graph.search import snippet
+from noon.graph.search import snippet, tokens
 from noon.graph.uri import SYSTEM, Uri, UriError, node_view, parse
 from noon.kg import live as kg_live
 from noon.kg import uri as kg_uri
@@ -313,14 +313,44 @@ def _create_memory(svc: GraphService, args: dict[str, Any], ctx: ToolContext
         return drafts, (node, uri)
 
     ops, (node, uri) = _write(svc, ctx, fn)
-    text = (
-        f"Success: Memory created at '{uri}'\n\n"
+    related = svc.read(lambda s: similar(s, ctx.namespace, node, args.get("title") or "",
+                                         args["content"]))
+    text = f"Success: Memory created at '{uri}'\n\n"
+    if related:
+        text += (
+            f"[POSSIBLE DUPLICATE] These memories share most of its words: {', '.join(related)}. "
+            "If one covers the same topic, merge this into it with update_memory and delete "
+            "this one: one current memory beats two overlapping ones.\n"
+        )
+    text += (
         "[SYSTEM REMINDER] Link it so it is found: add_alias where another context should "
         "recall it, manage_triggers for words from existing memories that should point here.\n"
         f"[HOLD ON] Do you know what '{parent}' says? If this new memory contradicts it, merge "
         "them with update_memory instead of keeping both."
     )
-    return text, {"uri": str(uri), "node_id": node, "version": version_id(ops[0])}
+    return text, {"uri": str(uri), "node_id": node, "version": version_id(ops[0]),
+                  "related": related}
+
+
+SIMILAR_WORDS = 40
+"""Words of a new memory compared with existing ones for the duplicate hint."""
+
+
+def similar(svc: GraphService, ns: str, node: str, title: str, content: str) -> list[str]:
+    """Existing memories matching at least half the distinct words of a new one. Skipped while
+    the search index is still being built, so a create never waits for it."""
+    if svc.search.pending or svc.search.dirty.reset:
+        return []
+    words = list(dict.fromkeys(tokens(f"{title} {content}")))[:SIMILAR_WORDS]
+    if len(words) < 2:
+        return []
+    g = svc.graph
+
+    def accept(n: str) -> bool:
+        return n != node and g.is_live(ns, n) and bool(g.uris(ns, n, 1))
+
+    hits = svc.search.search(ns, " ".join(words), 3, accept)
+    return [str(g.uris(ns, h.node)[0][0]) for h in hits if len(h.matched) * 2 >= len(words)]
 
 
 # -- update_memory -------------------------------------------------------------------------
@@ -692,7 +722,7 @@ URI_TOOLS: list[ToolSpec] = [
         "'core://'). Search first: if a memory on the topic exists, update it instead. "
         "disclosure says WHEN to recall it and must fire before you would need it. priority: "
         "lower = recalled first.",
-        CREATE_SCHEMA, _out({"uri": _S, "node_id": _S, "version": _S}),
+        CREATE_SCHEMA, _out({"uri": _S, "node_id": _S, "version": _S, "related": _LS}),
         _annotations(False, False, False), _create_memory),
     ToolSpec(
         "update_memory", "Update Memory",

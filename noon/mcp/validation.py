@@ -4,6 +4,7 @@ server (zod through the TypeScript SDK) reports them: one line per problem, in s
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any
 
@@ -121,8 +122,9 @@ def _fast_valid(schema: dict[str, Any], value: Any) -> bool:
 
 
 class ArgumentValidator:
-    def __init__(self, schema: dict[str, Any]) -> None:
+    def __init__(self, schema: dict[str, Any], *, hints: bool = False) -> None:
         self.schema = schema
+        self.hints = hints
         self.validator = Draft7Validator(schema)
         self.simple = _simple(schema)
 
@@ -156,6 +158,14 @@ class ArgumentValidator:
             extra = sorted(k for k in error.instance if k not in allowed)
             text = ", ".join(f'"{k}"' for k in extra)
             plural = "s" if len(extra) > 1 else ""
+            if self.hints:
+                guesses = [
+                    f'"{k}" -> "{m[0]}"'
+                    for k in extra
+                    if (m := difflib.get_close_matches(k, sorted(allowed), n=1, cutoff=0.6))
+                ]
+                if guesses:
+                    text += f" (did you mean {', '.join(guesses)}?)"
             # UNKNOWN sorts after every declared property, as zod lists unknown keys last
             return [((*path, _UNKNOWN), f"Unrecognized key{plural}: {text}")]
         return [(path, f"Invalid input: {error.message}")]

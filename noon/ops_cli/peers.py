@@ -12,13 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import ssl
-import urllib.request
 from pathlib import Path
 
-from noon import certs
 from noon.config import Settings
 from noon.core.ops import valid_node_id
+from noon.ops_cli import daemon_api
 from noon.store import peerstate
 
 
@@ -41,33 +39,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         p.add_argument("--undo", action="store_true", help="remove the node from the list")
 
 
-def _local_url() -> str:
-    listen = os.environ.get("NOOND_LISTEN", "").strip() or "7707"
-    port = listen.rpartition(":")[2] if ":" in listen else listen
-    tls = os.environ.get("NOOND_TLS", "on").strip().lower() not in ("0", "false", "no", "off")
-    return f"{'https' if tls else 'http'}://127.0.0.1:{port}"
-
-
-def _ask_daemon(url: str, settings: Settings) -> dict[str, object]:
-    context = None
-    if url.startswith("https"):
-        d = settings.dir / "certs"
-        cert = Path(os.environ.get("NOOND_TLS_CERT") or d / f"{settings.node_id}.crt")
-        key = Path(os.environ.get("NOOND_TLS_KEY") or d / f"{settings.node_id}.key")
-        ca = Path(os.environ.get("NOOND_TLS_CA") or d / "ca.crt")
-        context = certs.client_ssl_context(cert, key, ca)
-    with urllib.request.urlopen(f"{url}/peers", timeout=5, context=context) as resp:
-        return json.loads(resp.read(8 << 20))
-
-
 def run(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     path = state_path(settings)
     if args.peers_command == "list":
         try:
-            data = _ask_daemon(args.url or _local_url(), settings)
+            data = daemon_api.get_json(args.url or daemon_api.local_url(), "/peers", settings)
             origin = "daemon"
-        except (OSError, ssl.SSLError, ValueError, certs.CertError) as exc:
+        except daemon_api.Unreachable as exc:
             state = peerstate.load(path)
             data = {
                 "peers": [{"node": n, "address": a, "state": "unknown"}

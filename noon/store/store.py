@@ -93,7 +93,8 @@ class Store:
         self.corrupt: dict[tuple[str, int], Corrupt] = {}
         self.fork: ForkDetected | None = None
         self.listeners: list[Callable[[Changes], None]] = []
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()
+        """Held by every refresh and write; hold it to read ``fold`` consistently."""
         self._since_snapshot = 0
         self._compacting: threading.Thread | None = None
         self.compaction_failures = 0
@@ -124,7 +125,7 @@ class Store:
 
     def refresh(self) -> Changes:
         """Fold in whatever the shards gained since the last call."""
-        with self._lock:
+        with self.lock:
             changes = self._refresh()
             if changes:
                 for listener in list(self.listeners):
@@ -219,7 +220,7 @@ class Store:
         ``plan`` runs under the own shard's lock with the state caught up with every shard; it
         may raise to abort (nothing is written). Returns the ops as written.
         """
-        with self._lock, locked(self.own):
+        with self.lock, locked(self.own):
             created = not self.own.exists()
             fd = os.open(self.own, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
             try:
@@ -323,7 +324,7 @@ class Store:
     # -- snapshot ------------------------------------------------------------------------
 
     def save_snapshot(self) -> None:
-        with self._lock:
+        with self.lock:
             try:
                 snapshot.save(self.snapshot_path, self.fold, self.readers, self.clock.last)
             except OSError as exc:  # the snapshot is an optimisation: never fail a read for it

@@ -1,0 +1,471 @@
+"""``noon status``, ``doctor``, ``log``, ``history`` and ``query`` as a person runs them: real
+subprocesses on real shard directories, against real daemons over mutual TLS, and every doctor
+finding produced by a deliberately broken setup."""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import json
+import os
+import re
+import shutil
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noon import certs
+from noon.config import Settings
+from noon.core.hlc import pack
+from noon.core.ops import Draft, encode
+from noon.graph import plan
+from noon.graph.uri import parse
+from noon.kg import live
+from noon.kg import plan as kg_plan
+from noon.mcp.graph_service import service
+from noon.store import peerstate
+from noon.store.store import Store
+from tests.noond_harness import ROOT, Node, Pki, free_port, noon_command, start_all, wait_until
+
+X = ("content", "default", "x")
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return Pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture
+def spawn() -> Iterator[list[Node]]:
+    nodes: list[Node] = []
+    yield nodes
+    for n in nodes:
+        n.stop()
+
+
+def cli_env(d: Path, node: str, files: tuple[Path, Path, Path] | None = None,
+            listen: str | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NOON_", "NOOND_"))}
+    env.update(PYTHONPATH=str(ROOT), NOON_DIR=str(d), NOON_NODE_ID=node, NOON_FSYNC="false",
+               NOOND_LISTEN=listen or f"127.0.0.1:{free_port()}")
+    if files is not None:
+        env.update(NOOND_TLS_CERT=str(files[0]), NOOND_TLS_KEY=str(files[1]),
+                   NOOND_TLS_CA=str(files[2]))
+    return env
+
+
+def run(command: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return noon_command(command, *args, env=env)
+
+
+def as_json(out: subprocess.CompletedProcess[str]) -> Any:
+    assert out.stdout.strip(), out.stderr
+    return json.loads(out.stdout)
+
+
+def doctor(env: dict[str, str], *extra: str) -> tuple[int, list[dict[str, str]]]:
+    out = run("doctor", "--json", *extra, env=env)
+    report = as_json(out)
+    assert report["healthy"] == (out.returncode == 0), out.stdout
+    return out.returncode, report["findings"]
+
+
+def problems(findings: list[dict[str, str]], check: str, level: str = "error"
+             ) -> list[dict[str, str]]:
+    found = [f for f in findings if f["check"] == check and f["level"] == level]
+    for f in found:
+        assert f["fix"], f"finding without a fix: {f}"
+    return found
+
+
+def own_cert(pki: Pki, d: Path, node: str) -> None:
+    """Put ``node``'s certificate where noond and the CLI look by default."""
+    (d / "certs").mkdir(parents=True, exist_ok=True)
+    for src in pki.node(node):
+        shutil.copy(src, d / "certs" / src.name)
+
+
+def write(d: Path, node: str, key: tuple[str, ...], val: dict[str, Any] | None,
+          client: str = "cli") -> None:
+    Store(Settings(dir=d, node_id=node, fsync=False, snapshot=False)).write(
+        lambda fold: [Draft(key, val)], client=client)
+
+
+# -- the CLI knows the commands -------------------------------------------------------------
+
+
+def test_help_lists_every_operator_command():
+    out = subprocess.run([sys.executable, "-m", "noon", "--help"], capture_output=True,
+                         text=True, timeout=60, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    for name in ("status", "doctor", "log", "history", "query", "peers", "compact", "certs"):
+        assert name in out.stdout
+
+
+# -- status and doctor against real daemons -----------------------------------------------
+
+
+def reported(by: Node, member: str, author: str, seq: int) -> bool:
+    peers = {p["node"]: p for p in by.get("/peers")[1]["peers"]}
+    return member in peers and peers[member]["heads"].get(author, 0) >= seq
+
+
+def test_status_and_doctor_follow_a_live_mesh_and_a_peer_going_down(spawn, tmp_path, pki):
+    env = {"NOOND_SUSPECT_AFTER": "1", "NOOND_DEAD_AFTER": "2"}
+    a, b = Node("a", tmp_path, pki, env=dict(env)), Node("b", tmp_path, pki, env=dict(env))
+    spawn += [a, b]
+    start_all((a, [b]), (b, [a]))
+    a.write(("x", "shared"))
+    b.write(("y", "from b"))
+    wait_until(lambda: reported(a, "b", "a", 1) and reported(a, "b", "b", 1),
+               what="b to report holding both shards")
+    cli = cli_env(a.dir, "a", pki.node("a"), a.address)
+
+    status = as_json(run("status", "--json", env=cli))
+    assert status["daemon"]["reachable"] and status["peers_source"] == "daemon"
+    assert [p["node"] for p in status["peers"]] == ["b"]
+    assert status["peers"][0]["state"] == "alive"
+    shards = {s["shard"]: s for s in status["shards"]}
+    assert shards["a"]["ops"] == 1 and shards["a"]["seq"] == 1
+    assert shards["a"]["lag"] == {"b": 0} and shards["b"]["lag"] == {"b": 0}
+    assert status["conflicts_total"] == 0 and status["forks"] == []
+    text = run("status", env=cli).stdout
+    assert "SHARD" in text and "in sync" in text and "alive" in text
+
+    code, findings = doctor(cli)
+    assert code == 0, findings
+    assert any(f["check"] == "peers" and "peer b" in f["what"] and f["level"] == "ok"
+               for f in findings)
+
+    b.stop()
+    a.store().write(lambda fold: [Draft(X, None)])  # b saw x: its tombstone must wait for b
+    a.write(("z", "written while b is away"))
+
+    def frozen() -> dict[str, Any] | None:
+        got = as_json(run("status", "--json", env=cli))
+        return got if got["frozen"]["known"] and got["frozen"]["count"] >= 1 else None
+
+    got = wait_until(frozen, what="the tombstone of x to be frozen for b")
+    assert any(k["member"] == "b" and k["element"] == list(X) for k in got["frozen"]["kept"])
+    assert got["shards"][0]["lag"]["b"] == 2  # b lacks a's last two ops
+    assert "lacks 2" in run("status", env=cli).stdout
+
+    code, findings = doctor(cli)
+    assert code == 1
+    down = problems(findings, "peers")
+    assert down and "peer b" in down[0]["what"] and "does not answer" in down[0]["what"]
+    assert "noon peers depart b" in down[0]["fix"]
+
+
+def test_status_without_a_daemon_uses_the_files(tmp_path, pki):
+    d = tmp_path / "data"
+    write(d, "a", X, {"text": "one"})
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(d / "a.jsonl", other / "a.jsonl")
+    write(other, "b", X, {"text": "two"}, client="claude-code")  # concurrent with the next
+    write(d, "a", X, {"text": "three"}, client="codex")
+    shutil.copy(other / "b.jsonl", d / "b.jsonl")
+    peerstate.update(d / ".noon" / "noond.json", lambda s: (
+        s.members.update(b="127.0.0.1:1"),
+        s.reports.update(b=peerstate.Report({"a": 1, "b": 1}, time.time())),
+    ))
+    env = cli_env(d, "a", pki.node("a"))
+    status = as_json(run("status", "--json", env=env))
+    assert not status["daemon"]["reachable"] and "state file" in status["peers_source"]
+    assert status["conflicts_total"] == 1
+    heads = status["conflicts"][0]["heads"]
+    assert {(h["by"], h["node"]) for h in heads} == {("codex", "a"), ("claude-code", "b")}
+    assert {s["shard"]: s["lag"]["b"] for s in status["shards"]} == {"a": 1, "b": 0}
+    assert status["frozen"] == {"known": False, "count": None, "kept": [],
+                                "note": "no daemon answered"}
+    assert "conflicts: 1" in run("status", env=env).stdout
+
+
+def test_status_refuses_a_missing_directory(tmp_path):
+    out = run("status", env=cli_env(tmp_path / "nowhere", "a"))
+    assert out.returncode == 1 and "does not exist" in out.stdout
+    assert not (tmp_path / "nowhere").exists()
+
+
+# -- doctor: every finding from a broken setup ----------------------------------------------
+
+
+def healthy_dir(tmp_path: Path, pki: Pki) -> Path:
+    d = tmp_path / "data"
+    write(d, "a", X, {"text": "fine"})
+    own_cert(pki, d, "a")
+    return d
+
+
+def test_doctor_healthy_without_a_daemon_when_told_so(tmp_path, pki):
+    d = healthy_dir(tmp_path, pki)
+    code, findings = doctor(cli_env(d, "a"), "--no-daemon")
+    assert code == 0 and all(f["level"] == "ok" for f in findings), findings
+    assert run("doctor", "--no-daemon", env=cli_env(d, "a")).stdout.rstrip().endswith("healthy")
+
+
+def test_doctor_missing_directory(tmp_path):
+    code, findings = doctor(cli_env(tmp_path / "gone", "a"), "--no-daemon")
+    assert code == 1
+    assert "does not exist" in problems(findings, "directory")[0]["what"]
+
+
+def test_doctor_missing_certificate(tmp_path, pki):
+    d = healthy_dir(tmp_path, pki)
+    (d / "certs" / "a.key").unlink()
+    code, findings = doctor(cli_env(d, "a"))
+    assert code == 1
+    (missing,) = problems(findings, "certificates")
+    assert "a.key" in missing["what"] and "noon certs issue a" in missing["fix"]
+    assert problems(findings, "daemon", "warning")  # not "no daemon": nothing could be asked
+
+
+def test_doctor_certificate_of_another_node_and_foreign_ca(tmp_path, pki):
+    d = healthy_dir(tmp_path, pki)
+    cert, key, _ = pki.node("other")
+    shutil.copy(cert, d / "certs" / "a.crt")
+    shutil.copy(key, d / "certs" / "a.key")
+    code, findings = doctor(cli_env(d, "a"), "--no-daemon")
+    assert code == 1
+    assert "is for node 'other'" in problems(findings, "certificates")[0]["what"]
+    fcert, fkey, _ = pki.foreign("a")
+    shutil.copy(fcert, d / "certs" / "a.crt")
+    shutil.copy(fkey, d / "certs" / "a.key")
+    code, findings = doctor(cli_env(d, "a"), "--no-daemon")
+    assert code == 1 and "another CA" in problems(findings, "certificates")[0]["fix"]
+
+
+def test_doctor_certificate_expiring_soon_is_a_warning(tmp_path, pki):
+    d = healthy_dir(tmp_path, pki)
+    now = dt.datetime.now(dt.UTC)
+    certs.issue_node_cert(pki.root / "ca", "a", d / "certs", not_before=now,
+                          not_after=now + dt.timedelta(days=10), force=True)
+    code, findings = doctor(cli_env(d, "a"), "--no-daemon")
+    assert code == 0
+    (soon,) = problems(findings, "certificates", "warning")
+    assert "expires in 9 days" in soon["what"] or "expires in 10 days" in soon["what"]
+    expired = pki.expired("a")
+    shutil.copy(expired[0], d / "certs" / "a.crt")
+    shutil.copy(expired[1], d / "certs" / "a.key")
+    code, findings = doctor(cli_env(d, "a"), "--no-daemon")
+    assert code == 1 and "expired" in problems(findings, "certificates")[0]["what"]
+
+
+def test_doctor_unreachable_daemon(tmp_path, pki):
+    d = healthy_dir(tmp_path, pki)
+    code, findings = doctor(cli_env(d, "a"))
+    assert code == 1
+    (down,) = problems(findings, "daemon")
+    assert "no daemon answers" in down["what"] and "systemctl" in down["fix"]
+
+
+def test_doctor_corrupt_line_with_its_place(tmp_path, pki):
+    d = healthy_dir(tmp_path, pki)
+    with open(d / "a.jsonl", "ab") as f:
+        f.write(b"{not an op}\n")
+    write(d, "a", X, {"text": "after the damage"})
+    code, findings = doctor(cli_env(d, "a"), "--no-daemon")
+    assert code == 1
+    (bad,) = problems(findings, "shards")
+    assert f"{d / 'a.jsonl'}:2:" in bad["what"] and "own shard" in bad["fix"]
+
+
+def test_doctor_fork(tmp_path, pki):
+    d = healthy_dir(tmp_path, pki)
+    line = encode(node="a", seq=1, hlc=7, el=X, val={"text": "forked"})
+    (d / "a-restored.jsonl").write_bytes(line + b"\n")
+    code, findings = doctor(cli_env(d, "a"), "--no-daemon")
+    assert code == 1
+    (fork,) = problems(findings, "fork")
+    assert "a-restored.jsonl:1" in fork["what"] and "NOON_NODE_ID" in fork["fix"]
+    status = as_json(run("status", "--json", env=cli_env(d, "a")))
+    assert status["conflicts_total"] is None and "a-restored.jsonl" in status["forks"][0]["error"]
+
+
+def test_doctor_op_stamped_by_a_clock_far_ahead(tmp_path, pki):
+    d = healthy_dir(tmp_path, pki)
+    ahead = pack(time.time_ns() // 1_000_000 + 3_600_000, 0)
+    (d / "b.jsonl").write_bytes(
+        encode(node="b", seq=1, hlc=ahead, el=("content", "default", "y"), val={"text": "t"})
+        + b"\n")
+    code, findings = doctor(cli_env(d, "a"), "--no-daemon")
+    assert code == 1
+    (skew,) = problems(findings, "clock")
+    assert "b:1" in skew["what"] and "in the future" in skew["what"]
+    assert "NTP" in skew["fix"]
+
+
+class SkewedPeer:
+    """A member whose clock runs ``offset`` seconds ahead: it answers /health over mutual TLS
+    with its own certificate, and its HTTP Date says its time."""
+
+    def __init__(self, files: tuple[Path, Path, Path], offset: float) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = b'{"status": "ok"}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def date_time_string(self, timestamp: float | None = None) -> str:
+                return email.utils.formatdate(time.time() + offset, usegmt=True)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        context: ssl.SSLContext = certs.server_ssl_context(*files)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.address = f"127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize(("offset", "level"), [(600.0, "error"), (20.0, "warning"),
+                                               (0.0, "ok")])
+def test_doctor_peer_clock_skew(tmp_path, pki, offset, level):
+    d = healthy_dir(tmp_path, pki)
+    peer = SkewedPeer(pki.node("skewed"), offset)
+    try:
+        peerstate.update(d / ".noon" / "noond.json",
+                         lambda s: s.members.update(skewed=peer.address))
+        code, findings = doctor(cli_env(d, "a"))  # no daemon: members from the state file
+    finally:
+        peer.close()
+    about = [f for f in findings if "peer skewed" in f["what"]]
+    assert len(about) == 1 and about[0]["level"] == level, findings
+    if level != "ok":
+        assert about[0]["check"] == "clock" and "NTP" in about[0]["fix"]
+    measured = re.search(r"differs from ours by ([+-][0-9.]+) s", about[0]["what"])
+    assert measured and abs(float(measured.group(1)) - offset) <= 2
+    assert code == 1  # the daemon itself is unreachable in every case
+
+
+# -- log, history and query -------------------------------------------------------------------
+
+
+def memories(d: Path) -> str:
+    """Two machines' memories: URI memories written through the graph planner (as the MCP tools
+    do) and a knowledge-graph entity. Returns the node id of core://agent."""
+    laptop = Store(Settings(dir=d, node_id="laptop", fsync=False, snapshot=False))
+    svc = service(laptop)
+
+    def create(parent: str, title: str, text: str, client: str) -> str:
+        def p(g: Any) -> tuple[list[Draft], str]:
+            drafts, node, _ = plan.create(g, "default", parse(parent), title, text, 0,
+                                          "When drinks come up")
+            return drafts, node
+        return svc.write(p, client)[1]
+
+    agent = create("core://", "agent", "The agent prefers tea over coffee.", "claude-code")
+    create("core://agent", "style", "Write terse commit messages.", "codex")
+    desktop = service(Store(Settings(dir=d, node_id="desktop", fsync=False, snapshot=False)))
+    desktop.write(lambda g: ([plan.set_text("default", agent, "The agent prefers green tea.")],
+                             None), "cursor")
+    live.mutate(laptop, "default", kg_plan.create_entities,
+                [{"name": "Alice", "entityType": "person",
+                  "observations": ["likes tea", "lives in Oslo"]}], "opencode")
+    live.mutate(laptop, "default", kg_plan.create_relations,
+                [{"from": "Alice", "to": "Bob", "relationType": "knows"}], "opencode")
+    return agent
+
+
+def json_lines(out: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+    assert out.returncode == 0, out.stdout + out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def test_log_history_and_query(tmp_path):
+    d = tmp_path / "data"
+    agent = memories(d)
+    env = cli_env(d, "laptop")
+
+    log = json_lines(run("log", "--json", env=env))
+    assert len(log) == 9
+    assert log[0]["what"] == "related kg://Alice --knows--> kg://Bob"
+    assert [e["time"] for e in log] == sorted((e["time"] for e in log), reverse=True)
+    by_cursor = json_lines(run("log", "--json", "--by", "cursor", env=env))
+    assert len(by_cursor) == 1 and by_cursor[0]["node"] == "desktop"
+    assert by_cursor[0]["what"] == "edited memory core://agent: The agent prefers green tea."
+    assert len(json_lines(run("log", "--json", "--node", "desktop", env=env))) == 1
+    assert len(json_lines(run("log", "--json", "-n", "2", env=env))) == 2
+
+    hist = json_lines(run("history", "--json", "core://agent", env=env))
+    assert [(e["by"], e["node"]) for e in hist] == [
+        ("cursor", "desktop"), ("claude-code", "laptop"), ("claude-code", "laptop")]
+    assert {e["what"] for e in hist[1:]} == {
+        "placed memory at core://agent",
+        "wrote memory core://agent: The agent prefers tea over coffee."}
+    by_id = json_lines(run("history", "--json", f"system://node/{agent}", env=env))
+    assert by_id == hist
+    text = run("history", "core://agent", env=env).stdout
+    assert "desktop" in text and "cursor" in text and "edited memory core://agent" in text
+    alice = json_lines(run("history", "--json", "kg://Alice", env=env))
+    assert len(alice) == 4 and {e["by"] for e in alice} == {"opencode"}
+    missing = run("history", "core://nowhere", env=env)
+    assert missing.returncode == 1 and "not found" in missing.stdout
+
+    found = as_json(run("query", "--json", "tea", env=env))
+    assert found["memories"][0]["uri"] == "core://agent"
+    assert "green tea" in found["memories"][0]["snippet"]
+    assert [e["name"] for e in found["entities"]] == ["Alice"]
+    assert found["relations"] == [{"from": "Alice", "to": "Bob", "relationType": "knows"}]
+    assert as_json(run("query", "--json", "oslo", env=env))["memories"] == []
+    shown = run("query", "commit", "messages", env=env).stdout
+    assert "core://agent/style" in shown and "knowledge-graph entities: 0" in shown
+
+
+def test_doctor_and_status_report_a_fork_the_daemon_found(spawn, tmp_path, pki):
+    a, b = Node("a", tmp_path, pki), Node("b", tmp_path, pki)
+    spawn += [a, b]
+    start_all((a, [b]), (b, [a]))
+    a.write(("x", "original"))
+    wait_until(lambda: (b.dir / "a.jsonl").exists() and b.state().get(X),
+               what="b to hold a's op")
+    a.stop()
+    # A restored backup written to: a's shard now holds another op 1.
+    (a.dir / "a.jsonl").write_bytes(
+        encode(node="a", seq=1, hlc=pack(time.time_ns() // 1_000_000, 0), el=X,
+               val={"text": "rewritten"}) + b"\n")
+    a.start([b])
+    wait_until(lambda: a.get("/status")[1]["forks"], what="a's daemon to find the fork")
+    cli = cli_env(a.dir, "a", pki.node("a"), a.address)
+    code, findings = doctor(cli)
+    assert code == 1
+    forks = problems(findings, "fork")
+    assert forks and "differs from b's copy" in forks[0]["what"]
+    status = as_json(run("status", "--json", env=cli))
+    assert status["forks"] and status["forks"][0]["peer"] == "b"
+    assert "FORK" in run("status", env=cli).stdout
+
+
+def test_doctor_and_status_on_a_plaintext_loopback_mesh(spawn, tmp_path, pki):
+    env = {"NOOND_TLS": "off"}
+    a, b = Node("a", tmp_path, pki, env=dict(env)), Node("b", tmp_path, pki, env=dict(env))
+    spawn += [a, b]
+    start_all((a, [b]), (b, [a]))
+    a.write(("x", "plain"))
+    wait_until(lambda: reported(a, "b", "a", 1), what="b to report a's op")
+    cli = {**cli_env(a.dir, "a", listen=a.address), "NOOND_TLS": "off"}
+    code, findings = doctor(cli)
+    assert code == 0, findings
+    (plain,) = problems(findings, "certificates", "warning")
+    assert "plaintext" in plain["what"]
+    assert any("peer b" in f["what"] and f["level"] == "ok" for f in findings)
+    status = as_json(run("status", "--json", env=cli))
+    assert status["daemon"]["reachable"] and status["peers"][0]["node"] == "b"
