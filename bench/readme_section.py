@@ -112,6 +112,11 @@ def slower(results: dict[str, Any]) -> list[str]:
 FLOOR_NOTES: list[tuple[str, str]] = [
     ("first answer at", "the floor is starting Python and importing the MCP SDK; the rest is "
      "noon's imports and loading the store."),
+    ("append (one-op batch), fsync on", "each write takes the shard's cross-process lock, "
+     "refreshes the fold, encodes and appends its op and then fsyncs; the fsync is the floor, "
+     "the rest is per-write Python work, plus whatever else competes for the disk."),
+    ("read after 1 remote op", "one stat per shard, then reading, decoding and folding the "
+     "one new line."),
     ("write → visible", "the daemon notices a local write by polling the shard's size every "
      "`NOOND_WATCH_INTERVAL` (0.02 s in this benchmark, 0.2 s by default), then makes one HTTPS "
      "push per peer, and each receiver fsyncs before the op counts as held; the polling alone "
