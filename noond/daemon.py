@@ -103,6 +103,7 @@ class Daemon:
         self.client = Client(
             node=self.node,
             advertise=config.advertise,
+            source_ip=config.source_ip,
             ssl_context=client_ssl,
             timeout=config.timeout,
             max_body=config.max_body,
