@@ -24,6 +24,7 @@ from pathlib import Path
 import orjson
 
 from noon.core.ops import Op, OpError, decode, line_digest
+from noon.store.compact import maintenance
 from noon.store.names import shard_file, shard_node
 from noon.store.shard import fsync_dir, lock_path, locked, repair_tail, write_all
 from noon.store.store import ForkDetected
@@ -31,6 +32,22 @@ from noon.store.store import ForkDetected
 
 class ReplicaError(ValueError):
     """Ops received from a peer that cannot be stored. The message says which line and why."""
+
+
+class SkipsCompacted(ReplicaError):
+    """Received ops skip seqs just above this shard's head: the sender compacted them away.
+
+    Appending past them would be wrong, not just incomplete: the missing ops may be the ones
+    that superseded versions this replica still holds, and those would show again (a deleted
+    memory would come back here). The replica must instead take the sender's whole shard
+    (:func:`replace`)."""
+
+    def __init__(self, node: str, head: int, first: int) -> None:
+        super().__init__(
+            f"ops {node}:{head + 1}..{first - 1} were compacted away by the sender; this replica "
+            f"(at seq {head}) must re-fetch the whole shard instead of appending past them"
+        )
+        self.head = head
 
 
 @dataclass(frozen=True)
@@ -326,7 +343,7 @@ class HeldLock:
 
 def append(
     directory: Path, node: str, ops: list[tuple[bytes, Op]], *, fsync: bool,
-    held: HeldLock | None = None,
+    held: HeldLock | None = None, allow_skip: bool = False,
 ) -> Appended:
     """Append validated ops (from :func:`parse_ops`) to ``node``'s shard under its lock (or
     under ``held``, the same lock taken earlier by the caller).
@@ -335,7 +352,10 @@ def append(
     :class:`ForkDetected` and nothing is written. Ops at or below the shard's highest seq that
     it no longer holds (compacted away) are skipped: the shard already moved past them. Used
     for replicas and for recovering the node's own shard from a peer alike: in both cases the
-    lines are the author's, verbatim."""
+    lines are the author's, verbatim.
+
+    Unless ``allow_skip``, ops that start above ``head + 1`` of a non-empty shard raise
+    :class:`SkipsCompacted` and nothing is written."""
     path = directory / shard_file(node)
     if held is not None and held.shard != path:
         raise ValueError(f"the lock held is {held.shard}, not {path}")
@@ -365,6 +385,9 @@ def append(
                     if isinstance(buf, mmap.mmap):
                         buf.close()
             fresh = [line + b"\n" for line, op in ops if op.seq > last]
+            first = next((op.seq for _, op in ops if op.seq > last), None)
+            if last and first is not None and first > last + 1 and not allow_skip:
+                raise SkipsCompacted(node, last, first)
             if fresh:
                 write_all(fd, b"".join(fresh))
                 if fsync:
@@ -375,3 +398,32 @@ def append(
         finally:
             os.close(fd)
     return Appended(len(fresh), skipped, head)
+
+
+def replace(directory: Path, node: str, fetched: Path, *, fsync: bool) -> bool:
+    """Make ``fetched`` (a peer's whole copy of ``node``'s shard, validated complete lines)
+    this replica, atomically; see :class:`SkipsCompacted`. Not done, and ``fetched`` removed,
+    when the shard meanwhile got past the copy's head. Holds the directory's maintenance lock,
+    so no compaction or collection plans on the copy being replaced."""
+    path = directory / shard_file(node)
+    try:
+        with maintenance(directory), locked(path):
+            fetched_buf = fetched.read_bytes()
+            theirs = summary_of(fetched_buf, _clean_end(fetched_buf), path).seq
+            if path.exists():
+                buf = _open_map(path)
+                try:
+                    mine = summary_of(buf, _clean_end(buf), path).seq
+                finally:
+                    if isinstance(buf, mmap.mmap):
+                        buf.close()
+                if mine > theirs:
+                    return False
+            if fsync:
+                with open(fetched, "rb+") as f:
+                    os.fsync(f.fileno())
+            os.replace(fetched, path)
+            fsync_dir(directory)
+            return True
+    finally:
+        fetched.unlink(missing_ok=True)

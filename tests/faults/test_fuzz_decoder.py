@@ -4,7 +4,6 @@ a valid line however garbage surrounds it or however the file grows between poll
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -103,7 +102,7 @@ def test_the_reader_keeps_every_valid_line_among_garbage(tmp_path_factory, garba
     reader = ShardReader(path)
     got: list[Op] = []
     written = 0
-    for cut in sorted({c % (len(data) + 1) for c in cuts}) + [len(data)]:
+    for cut in [*sorted({c % (len(data) + 1) for c in cuts}), len(data)]:
         with open(path, "ab") as f:  # the file grows in arbitrary pieces, mid-line too
             f.write(data[written:cut])
         written = cut

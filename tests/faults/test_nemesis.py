@@ -4,9 +4,6 @@ every replica converges, forks are reported. CI runs a sized-down configuration;
 
 from __future__ import annotations
 
-import os
-import statistics
-import time
 from pathlib import Path
 
 import pytest

@@ -21,7 +21,7 @@ from noon.store.compact import compact_dir
 from noon.store.store import ForkDetected, ShardBehind, Store, StoreError
 
 
-def plan_for(rng: random.Random, tag: str, i: int, keys: int):  # noqa: ANN201
+def plan_for(rng: random.Random, tag: str, i: int, keys: int):
     """A random batch: one or a few writes, or a delete of a live key."""
     picked = sorted({f"k{rng.randrange(keys)}" for _ in range(rng.choice((1, 1, 1, 2, 3)))})
     delete = rng.random() < 0.25
