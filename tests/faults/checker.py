@@ -76,6 +76,10 @@ class Replica:
     name: str
     state: State
     ops: dict[OpId, bytes]
+    tombstones: set[OpId] = field(default_factory=set)
+
+    def observable(self) -> dict[Key, tuple[object, ...]]:
+        return observable(self.state, self.tombstones)
 
 
 def read_replica(name: str, directory: Path) -> Replica:
@@ -85,6 +89,7 @@ def read_replica(name: str, directory: Path) -> Replica:
         heads = frozenset(el.heads) if el.heads is not None else frozenset({el.winner.id})
         state[key] = (el.winner.id, el.winner.val, heads)
     ops: dict[OpId, bytes] = {}
+    tombstones: set[OpId] = set()
     for shard in sorted(directory.glob("*.jsonl")):
         for raw in shard.read_bytes().splitlines():
             try:
@@ -92,12 +97,25 @@ def read_replica(name: str, directory: Path) -> Replica:
             except OpError:
                 continue
             ops[op.id] = raw.strip()
-    return Replica(name, state, ops)
+            if op.val is None:
+                tombstones.add(op.id)
+    return Replica(name, state, ops, tombstones)
 
 
 def visible(state: State) -> dict[Key, object]:
     """What a reader shows: the live winners."""
     return {k: v for k, (_, v, _) in state.items() if v is not None}
+
+
+def observable(state: State, tombstones: set[OpId]) -> dict[Key, tuple[object, ...]]:
+    """What a reader can observe, now or through its next write: live elements with their
+    winner and live heads. A deleted element and a collected one look alike (PROTOCOL.md §1.4:
+    a later write that never saw the tombstones shows the same), so deleted elements and
+    tombstone heads are left out."""
+    return {
+        k: (w, v, frozenset(h for h in heads if h not in tombstones))
+        for k, (w, v, heads) in state.items() if v is not None
+    }
 
 
 @dataclass
@@ -113,11 +131,12 @@ def check(history: History, replicas: list[Replica],
           reported_forks: Iterable[str] = ()) -> Report:
     report = Report()
     first = replicas[0]
+    seen = first.observable()
     for other in replicas[1:]:
-        if other.state != first.state:
+        theirs = other.observable()
+        if theirs != seen:
             diff = sorted(
-                str(k) for k in set(first.state) | set(other.state)
-                if first.state.get(k) != other.state.get(k)
+                str(k) for k in set(seen) | set(theirs) if seen.get(k) != theirs.get(k)
             )
             report.add("diverged", f"{first.name} and {other.name} differ on {diff[:5]}")
     # Forks: one identity, two contents, on two replicas.
@@ -138,7 +157,6 @@ def check(history: History, replicas: list[Replica],
         for raw in replica.ops.values():
             op = decode(raw)
             superseded.update(op.prev or ())
-    held = set().union(*(r.ops for r in replicas))
     for replica in replicas:
         heads = {h: k for k, (_, _, hs) in replica.state.items() for h in hs}
         for op_id in sorted(superseded & heads.keys()):
@@ -149,7 +167,7 @@ def check(history: History, replicas: list[Replica],
                 continue
             if acked.id in heads:
                 continue
-            if not acked.live and acked.id not in held:
+            if not acked.live and acked.id not in replica.ops:
                 continue  # a collected delete: the resurrection check covers what it named
             report.add("lost", f"acknowledged {'write' if acked.live else 'delete'} "
                        f"{acked.id} on {acked.key} is not a head on {replica.name}")

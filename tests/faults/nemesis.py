@@ -305,7 +305,7 @@ class Cluster:
         roots = {n.get("/shards/digest")[1]["root"] for n in self.nodes}
         if len(roots) != 1:
             return False
-        states = [read_replica(n.name, n.dir).state for n in self.nodes]
+        states = [read_replica(n.name, n.dir).observable() for n in self.nodes]
         return all(s == states[0] for s in states[1:])
 
     def reported_forks(self) -> set[str]:
