@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tests.faults.checker import History, Replica, Report, check, read_replica, visible
 from tests.faults.proxy import Link, Proxy
-from tests.noond_harness import ROOT, Node, Pki, wait_until
+from tests.noond_harness import ROOT, Node, Pki, free_port, wait_until
 
 
 def seed_from_env(default: int | None = None) -> int:
@@ -103,7 +103,20 @@ class Cluster:
             "NOOND_WATCH_INTERVAL": "0.05",
             **self.config.daemon_env,
         }
-        node.start(peers, wait=wait, **env)
+        for attempt in range(3):
+            node.start(peers, wait=False, **env)
+            if not wait:
+                return
+            try:
+                node.wait_healthy()
+                return
+            except AssertionError:
+                if attempt == 2 or "already in use" not in node.log.read_text()[-2000:]:
+                    raise
+            # Something took its port while it was down: move it (peers reach it through
+            # the proxy, whose address does not change).
+            node.port = free_port()
+            self.proxy.targets[node.name] = (node.host, node.port)
 
     def start_writer(self, node: Node, offset_ms: int = 0) -> None:
         self.gen += 1
@@ -335,6 +348,8 @@ class Outcome:
     anomalies: list[str]
     convergence: float
     visible: int
+    log: list[str] = field(default_factory=list)
+    """The faults injected, in order, with times (printed when something is wrong)."""
 
 
 def run_once(base: Path, pki: Pki, seed: int, config: Config) -> Outcome:
@@ -345,19 +360,16 @@ def run_once(base: Path, pki: Pki, seed: int, config: Config) -> Outcome:
         cluster.start()
         wait_until(lambda: cluster.history.writes >= 3, what="first acknowledged writes")
         cluster.run_faults()
+        problems: list[str] = []
         try:
             convergence = cluster.heal()
         except AssertionError as exc:
             convergence = float("inf")
-            report, replicas = cluster.verify()
-            return Outcome(seed, cluster.faults, cluster.history.writes, cluster.history.deletes,
-                           report.checked, [f"no convergence: {exc}", *report.anomalies,
-                                            *cluster.log[-20:]], convergence, 0)
+            problems.append(f"no convergence: {exc}")
         report, replicas = cluster.verify()
-        anomalies = list(report.anomalies)
-        if anomalies:
-            anomalies += cluster.log
-        return Outcome(seed, cluster.faults, cluster.history.writes, cluster.history.deletes,
-                       report.checked, anomalies, convergence, len(visible(replicas[0].state)))
+        history = cluster.history
+        return Outcome(seed, cluster.faults, history.writes, history.deletes, report.checked,
+                       problems + report.anomalies, convergence,
+                       len(visible(replicas[0].state)), cluster.log)
     finally:
         cluster.close()

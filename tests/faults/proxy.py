@@ -19,6 +19,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+UPSTREAM_IP = "127.0.0.2"
+
 
 @dataclass
 class Link:
@@ -129,7 +131,10 @@ class Proxy:
                 return
             host, port = self.targets[dst]
             try:
-                up_reader, up_writer = await asyncio.open_connection(host, port)
+                # From another loopback IP than the daemons listen on, so a connection's
+                # ephemeral port never takes the port of a daemon that is restarting.
+                up_reader, up_writer = await asyncio.open_connection(
+                    host, port, local_addr=(UPSTREAM_IP, 0))
             except OSError:
                 conn.cut()
                 return
