@@ -35,19 +35,18 @@ class ReplicaError(ValueError):
 
 
 class SkipsCompacted(ReplicaError):
-    """Received ops skip seqs just above this shard's head: the sender compacted them away.
+    """Received ops skip seqs above this shard's head: the sender compacted them away.
 
     Appending past them would be wrong, not just incomplete: the missing ops may be the ones
     that superseded versions this replica still holds, and those would show again (a deleted
     memory would come back here). The replica must instead take the sender's whole shard
     (:func:`replace`)."""
 
-    def __init__(self, node: str, head: int, first: int) -> None:
+    def __init__(self, node: str, before: int, first: int) -> None:
         super().__init__(
-            f"ops {node}:{head + 1}..{first - 1} were compacted away by the sender; this replica "
-            f"(at seq {head}) must re-fetch the whole shard instead of appending past them"
+            f"ops {node}:{before + 1}..{first - 1} were compacted away by the sender; this replica "
+            "must re-fetch the whole shard instead of appending past them"
         )
-        self.head = head
 
 
 @dataclass(frozen=True)
@@ -354,7 +353,7 @@ def append(
     for replicas and for recovering the node's own shard from a peer alike: in both cases the
     lines are the author's, verbatim.
 
-    Unless ``allow_skip``, ops that start above ``head + 1`` of a non-empty shard raise
+    Unless ``allow_skip``, new ops that skip a seq above the head of a non-empty shard raise
     :class:`SkipsCompacted` and nothing is written."""
     path = directory / shard_file(node)
     if held is not None and held.shard != path:
@@ -385,9 +384,13 @@ def append(
                     if isinstance(buf, mmap.mmap):
                         buf.close()
             fresh = [line + b"\n" for line, op in ops if op.seq > last]
-            first = next((op.seq for _, op in ops if op.seq > last), None)
-            if last and first is not None and first > last + 1 and not allow_skip:
-                raise SkipsCompacted(node, last, first)
+            if last and not allow_skip:
+                expect = last + 1
+                for _, op in ops:
+                    if op.seq > last:
+                        if op.seq != expect:
+                            raise SkipsCompacted(node, expect - 1, op.seq)
+                        expect += 1
             if fresh:
                 write_all(fd, b"".join(fresh))
                 if fsync:
