@@ -91,6 +91,9 @@ class Cluster:
         return f"127.0.0.1:{self.proxy.ports[node.name]}"
 
     def start_daemon(self, node: Node, *, wait: bool = True) -> None:
+        """Start ``node``'s daemon unless it runs (two faults may both schedule a restart)."""
+        if node.proc is not None and node.proc.poll() is None:
+            return
         peers = [f"{m.name}@{self.proxied(m)}" for m in self.nodes if m is not node]
         env = {
             "NOOND_SOURCE_IP": self.source_ip[node.name],
@@ -255,12 +258,15 @@ class Cluster:
         self.pending.append(lambda: self.start_daemon(node))
 
     def fault_replica_damage(self) -> None:
-        """Delete or truncate another author's shard on a stopped node (disk damage)."""
+        """The machine crashes and its disk loses another author's shard, or that shard's
+        tail: daemon and writer die, the file is deleted or truncated, both start again."""
         node = self.rng.choice(self.nodes)
         replicas = [p for p in node.dir.glob("*.jsonl") if p.name != f"{node.name}.jsonl"]
         if not replicas:
             return
         shard = self.rng.choice(sorted(replicas))
+        offset = self._offset(node)
+        self.kill_writer(node)
         node.kill()
         if self.rng.random() < 0.5:
             shard.unlink()
@@ -271,6 +277,7 @@ class Cluster:
             with open(shard, "r+b") as f:
                 f.truncate(keep)
             self.note("shard-truncated", f"{node.name}/{shard.name} at {keep} of {size}")
+        self.start_writer(node, offset_ms=offset)
         self.pending.append(lambda: self.start_daemon(node))
 
     FAULTS: tuple[tuple[str, float], ...] = (

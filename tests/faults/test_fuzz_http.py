@@ -51,7 +51,7 @@ def op_line(node: str, seq: int, val: object = None) -> bytes:
 tricky_ids = st.sampled_from([
     "alice", "bob", "target", "..", ".", "%2e%2e", "..%2F..%2Fetc", "a%2Fb", "a..b", "%00",
     "a%00b", "-a", "a" * 64, "a" * 65, "%C3%A9", "%FF", "alice.jsonl", "alice-import", "",
-    "CON", "a b", "%20",
+    "CON", "a%20b", "%20",
 ])
 segments = tricky_ids | st.sampled_from(["shards", "ops", "digest", "graph", "info", "%2E"]) | \
     st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8).map(
