@@ -1,8 +1,9 @@
 """Nemesis runs on real daemons: every acknowledged write survives, nothing deleted comes back,
 every replica converges, forks are reported. CI runs a sized-down configuration; the soak
 (``NOON_SLOW=1``, ``NOON_SOAK_SECONDS``, default 600) repeats runs with new seeds and prints a
-summary. ``NOON_SEED`` replays a run; ``NOON_NEMESIS_RELAY_COMPACTION=1`` adds ``noon compact``
-of every shard to the faults (it exposes the known bug of test_compaction_lag.py)."""
+summary. ``NOON_SEED`` replays a run. Two faults are opt-in: ``NOON_NEMESIS_RELAY_COMPACTION=1``
+(``noon compact`` of every shard, killed at random) and ``NOON_NEMESIS_DISK_DAMAGE=1`` (replica
+shards deleted or truncated: exposes a known, unfixed resurrection, see ``Config.disk_damage``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from tests.faults.nemesis import Config, Outcome, run_once, seed_from_env
 from tests.noond_harness import Pki
 
 RELAY_COMPACTION = os.environ.get("NOON_NEMESIS_RELAY_COMPACTION") == "1"
+DISK_DAMAGE = os.environ.get("NOON_NEMESIS_DISK_DAMAGE") == "1"
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +43,8 @@ def test_nemesis_ci_sized(tmp_path: Path, pki: Pki) -> None:
     seed = seed_from_env()
     print(f"nemesis: NOON_SEED={seed}")
     outcome = run_once(tmp_path, pki, seed,
-                       Config(nodes=3, steps=16, relay_compaction=RELAY_COMPACTION))
+                       Config(nodes=3, steps=16, relay_compaction=RELAY_COMPACTION,
+                              disk_damage=DISK_DAMAGE))
     print(describe(outcome))
     assert_clean(outcome)
     assert outcome.writes > 20 and outcome.deletes > 0
@@ -63,7 +66,8 @@ def test_nemesis_soak(tmp_path: Path, pki: Pki) -> None:
         seed = first + len(outcomes)
         nodes = 3 + len(outcomes) % 3
         outcome = run_once(tmp_path / f"run{len(outcomes)}", pki, seed,
-                           Config(nodes=nodes, steps=40, relay_compaction=RELAY_COMPACTION))
+                           Config(nodes=nodes, steps=40, relay_compaction=RELAY_COMPACTION,
+                                  disk_damage=DISK_DAMAGE))
         print(f"{nodes} nodes, {describe(outcome)}, anomalies {len(outcome.anomalies)}",
               flush=True)
         outcomes.append(outcome)
