@@ -403,30 +403,72 @@ def append(
     return Appended(len(fresh), skipped, head)
 
 
+def _decoded(raw: bytes) -> list[tuple[bytes, Op]]:
+    out = []
+    for line in raw.splitlines():
+        if line.strip():
+            try:
+                out.append((line, decode(line)))
+            except OpError:
+                continue
+    return out
+
+
+def _deleted_somewhere(directory: Path) -> set[tuple[str, ...]]:
+    """Keys of every element with a tombstone held in ``directory`` (any shard)."""
+    keys: set[tuple[str, ...]] = set()
+    for shard in directory.glob("*.jsonl"):
+        for _, op in _decoded(shard.read_bytes()):
+            if op.val is None and op.known:
+                keys.add(op.el)
+    return keys
+
+
 def replace(directory: Path, node: str, fetched: Path, *, fsync: bool) -> bool:
-    """Make ``fetched`` (a peer's whole copy of ``node``'s shard, validated complete lines)
-    this replica, atomically; see :class:`SkipsCompacted`. Not done, and ``fetched`` removed,
-    when the shard meanwhile got past the copy's head. Holds the directory's maintenance lock,
-    so no compaction or collection plans on the copy being replaced."""
+    """Merge ``fetched`` (a peer's whole copy of ``node``'s shard, validated complete lines)
+    into this replica, atomically; see :class:`SkipsCompacted`. Not done when the shard
+    meanwhile got past the copy's head. Holds the directory's maintenance lock, so no
+    compaction or collection plans on the copy being replaced.
+
+    The result is the peer's copy, except at or below our old head: there an op we no longer
+    hold never comes back (we removed it: tombstone collection relies on that, PROTOCOL.md
+    §11.3), and an op the peer no longer holds goes, unless its element has a tombstone here
+    (the peer may have collected it; our own collection decides, with every op of the
+    element, never one by one)."""
     path = directory / shard_file(node)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.merge.tmp")
     try:
         with maintenance(directory), locked(path):
-            fetched_buf = fetched.read_bytes()
-            theirs = summary_of(fetched_buf, _clean_end(fetched_buf), path).seq
-            if path.exists():
-                buf = _open_map(path)
-                try:
-                    mine = summary_of(buf, _clean_end(buf), path).seq
-                finally:
-                    if isinstance(buf, mmap.mmap):
-                        buf.close()
-                if mine > theirs:
-                    return False
-            if fsync:
-                with open(fetched, "rb+") as f:
-                    os.fsync(f.fileno())
-            os.replace(fetched, path)
+            theirs = _decoded(fetched.read_bytes())
+            mine = _decoded(path.read_bytes()) if path.exists() else []
+            ours = {op.seq: (line, op) for line, op in mine}
+            head = max(ours, default=0)
+            if theirs and head > theirs[-1][1].seq:
+                return False
+            deleted = _deleted_somewhere(directory)
+            merged: dict[int, bytes] = {}
+            for line, op in theirs:
+                held = ours.get(op.seq)
+                if op.seq > head:
+                    merged[op.seq] = line
+                elif held is not None:
+                    if held[1].digest != op.digest:
+                        raise ForkDetected(
+                            f"forked shard {path.name}: op {node}:{op.seq} of the peer's copy "
+                            "differs from the one held here; refusing to merge"
+                        )
+                    merged[op.seq] = line
+            for seq, (line, op) in ours.items():
+                if seq not in merged and op.el in deleted:
+                    merged[seq] = line
+            with open(tmp, "wb") as out:
+                out.write(b"".join(merged[seq] + b"\n" for seq in sorted(merged)))
+                out.flush()
+                if fsync:
+                    os.fsync(out.fileno())
+            os.replace(tmp, path)
             fsync_dir(directory)
             return True
     finally:
         fetched.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)

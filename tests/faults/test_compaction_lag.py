@@ -58,9 +58,12 @@ def test_appending_past_compacted_seqs_is_refused_and_the_whole_shard_replaces_i
     with pytest.raises(replica.SkipsCompacted, match="compacted away"):
         replica.append(b, "a", page_after(a, "a", 1), fsync=False)
     assert (b / "a.jsonl").read_bytes() == before  # nothing appended
-    # Appending anyway is what used to happen: the deleted memory shows again on b.
-    replica.append(b, "a", page_after(a, "a", 1), fsync=False, allow_skip=True)
-    assert not store(b, "b").fold.elements[KEY].deleted
+    # Appending anyway is what used to happen: the deleted memory shows again (on a copy).
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "a.jsonl").write_bytes(before)
+    replica.append(old, "a", page_after(a, "a", 1), fsync=False, allow_skip=True)
+    assert not store(old, "old").fold.elements[KEY].deleted
     # The fix: take the sender's whole copy.
     fetched = b / ".a.refetch.tmp"
     fetched.write_bytes((a / "a.jsonl").read_bytes())
@@ -128,3 +131,21 @@ def test_relay_compaction_never_shows_a_superseded_version_on_a_replica_that_lag
     replica.append(r, "b", page_after(b, "b", 0), fsync=False)
     heads = store(r, "r").fold.elements[KEY].heads or {}
     assert set(heads) == {("b", 2)}, f"r shows {sorted(heads)} as current versions"
+
+
+def test_a_refetch_never_brings_back_what_this_replica_removed(tmp_path: Path) -> None:
+    """Found by the nemesis with the first version of the re-fetch: a replica that had
+    collected a deleted element took a peer's copy that still held it, and the element's
+    versions came back (collection relies on a frontier never going back, PROTOCOL.md §11.3)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    author = store(a)
+    for i in range(1, 5):
+        author.write(lambda f, i=i: [Draft(("content", "default", f"k{i}"), {"text": str(i)})])
+    lines = (a / "a.jsonl").read_bytes().splitlines(keepends=True)
+    (b / "a.jsonl").write_bytes(lines[0] + lines[2])  # b removed op 2 (and lacks op 4)
+    fetched = b / ".a.refetch.tmp"
+    fetched.write_bytes(b"".join(lines))
+    assert replica.replace(b, "a", fetched, fsync=False)
+    assert (b / "a.jsonl").read_bytes() == lines[0] + lines[2] + lines[3]
