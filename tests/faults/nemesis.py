@@ -57,7 +57,7 @@ class Config:
     writer_pause_ms: int = 60
     compact_every: int = 15
     converge_timeout: float = 90.0
-    relay_compaction: bool = False
+    relay_compaction: bool = True
     """Also run ``noon compact`` (every shard, replicas too), killed at random, as a fault."""
     disk_damage: bool = False
     """Also delete or truncate replica shards (a machine crash that loses part of its disk).

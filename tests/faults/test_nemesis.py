@@ -1,9 +1,9 @@
 """Nemesis runs on real daemons: every acknowledged write survives, nothing deleted comes back,
 every replica converges, forks are reported. CI runs a sized-down configuration; the soak
 (``NOON_SLOW=1``, ``NOON_SOAK_SECONDS``, default 600) repeats runs with new seeds and prints a
-summary. ``NOON_SEED`` replays a run. Two faults are opt-in: ``NOON_NEMESIS_RELAY_COMPACTION=1``
-(``noon compact`` of every shard, killed at random) and ``NOON_NEMESIS_DISK_DAMAGE=1`` (replica
-shards deleted or truncated: exposes a known, unfixed resurrection, see ``Config.disk_damage``)."""
+summary. ``NOON_SEED`` replays a run. ``NOON_NEMESIS_RELAY_COMPACTION=0`` leaves ``noon compact``
+(of every shard, killed at random) out of the faults; ``NOON_NEMESIS_DISK_DAMAGE=1`` adds replica
+shards deleted or truncated (exposes a known, unfixed resurrection, see ``Config.disk_damage``)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 from tests.faults.nemesis import Config, Outcome, run_once, seed_from_env
 from tests.noond_harness import Pki
 
-RELAY_COMPACTION = os.environ.get("NOON_NEMESIS_RELAY_COMPACTION") == "1"
+RELAY_COMPACTION = os.environ.get("NOON_NEMESIS_RELAY_COMPACTION", "1") == "1"
 DISK_DAMAGE = os.environ.get("NOON_NEMESIS_DISK_DAMAGE") == "1"
 
 
