@@ -57,6 +57,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(0)  # bounded by NOON_SOAK_SECONDS instead
 def test_nemesis_soak(tmp_path: Path, pki: Pki) -> None:
     budget = float(os.environ.get("NOON_SOAK_SECONDS", "600"))
     first = seed_from_env()
