@@ -82,6 +82,8 @@ class Cluster:
         self.source_ip: dict[str, str] = {}
         self.writers: dict[str, Writer] = {}
         self.gen = 0
+        self.pending: list[Callable[[], None]] = []
+        """Undo actions of the last fault (restarts, healing), run a few steps later."""
         self._lock = threading.Lock()
         for i in range(config.nodes):
             node = Node(f"n{i}", base, pki)
@@ -299,7 +301,6 @@ class Cluster:
 
     def run_faults(self) -> None:
         """Inject ``steps`` faults; each is undone one to three steps later."""
-        self.pending: list[Callable[[], None]] = []
         undo: list[tuple[int, Callable[[], None]]] = []
         faults = [(n, w) for n, w in self.FAULTS
                   if (self.config.relay_compaction or n != "fault_compact")
