@@ -443,7 +443,7 @@ def replace(directory: Path, node: str, fetched: Path, *, fsync: bool) -> bool:
             mine = _decoded(path.read_bytes()) if path.exists() else []
             ours = {op.seq: (line, op) for line, op in mine}
             head = max(ours, default=0)
-            if theirs and head > theirs[-1][1].seq:
+            if not theirs or head > theirs[-1][1].seq:
                 return False
             deleted = _deleted_somewhere(directory)
             merged: dict[int, bytes] = {}
