@@ -363,6 +363,7 @@ class Outcome:
     visible: int
     log: list[str] = field(default_factory=list)
     """The faults injected, in order, with times (printed when something is wrong)."""
+    nodes: int = 0
 
 
 def run_once(base: Path, pki: Pki, seed: int, config: Config) -> Outcome:
@@ -383,6 +384,6 @@ def run_once(base: Path, pki: Pki, seed: int, config: Config) -> Outcome:
         history = cluster.history
         return Outcome(seed, cluster.faults, history.writes, history.deletes, report.checked,
                        problems + report.anomalies, convergence,
-                       len(visible(replicas[0].state)), cluster.log)
+                       len(visible(replicas[0].state)), cluster.log, config.nodes)
     finally:
         cluster.close()

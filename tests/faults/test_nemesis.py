@@ -20,6 +20,8 @@ from tests.noond_harness import Pki
 
 RELAY_COMPACTION = os.environ.get("NOON_NEMESIS_RELAY_COMPACTION", "1") == "1"
 DISK_DAMAGE = os.environ.get("NOON_NEMESIS_DISK_DAMAGE") == "1"
+NODES = int(os.environ.get("NOON_NEMESIS_NODES", "0"))
+"""Replays a soak run: NOON_SEED=<its seed> NOON_NEMESIS_NODES=<its nodes> (CI run or soak)."""
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +45,7 @@ def test_nemesis_ci_sized(tmp_path: Path, pki: Pki) -> None:
     seed = seed_from_env()
     print(f"nemesis: NOON_SEED={seed}")
     outcome = run_once(tmp_path, pki, seed,
-                       Config(nodes=3, steps=16, relay_compaction=RELAY_COMPACTION,
+                       Config(nodes=NODES or 3, steps=16, relay_compaction=RELAY_COMPACTION,
                               disk_damage=DISK_DAMAGE))
     print(describe(outcome))
     assert_clean(outcome)
@@ -65,7 +67,7 @@ def test_nemesis_soak(tmp_path: Path, pki: Pki) -> None:
     outcomes: list[Outcome] = []
     while time.monotonic() < end:
         seed = first + len(outcomes)
-        nodes = 3 + len(outcomes) % 3
+        nodes = NODES or 3 + len(outcomes) % 3
         outcome = run_once(tmp_path / f"run{len(outcomes)}", pki, seed,
                            Config(nodes=nodes, steps=40, relay_compaction=RELAY_COMPACTION,
                                   disk_damage=DISK_DAMAGE))
@@ -83,8 +85,8 @@ def test_nemesis_soak(tmp_path: Path, pki: Pki) -> None:
     print(f"writes checked: {sum(o.checked for o in outcomes)} "
           f"({sum(o.writes for o in outcomes)} writes, {sum(o.deletes for o in outcomes)} "
           "deletes)")
-    print(f"anomalies found: {sum(len(o.anomalies) for o in bad)} in runs "
-          f"{[o.seed for o in bad]}")
+    print(f"anomalies found: {sum(len(o.anomalies) for o in bad)} in runs (seed, nodes) "
+          f"{[(o.seed, o.nodes) for o in bad]}")
     if times:
         print(f"convergence after heal: p50 {statistics.median(times):.2f}s, "
               f"p99 {percentile(times, 0.99):.2f}s, max {max(times):.2f}s")
