@@ -67,6 +67,7 @@ class Client:
         *,
         node: str,
         advertise: str,
+        source_ip: str = "",
         ssl_context: ssl.SSLContext | None,
         timeout: float,
         max_body: int,
@@ -74,6 +75,7 @@ class Client:
     ) -> None:
         self.node = node
         self.advertise = advertise
+        self.source_ip = source_ip
         self.ssl_context = ssl_context
         self.scheme = "https" if ssl_context else "http"
         self.max_body = max_body

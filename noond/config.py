@@ -87,6 +87,9 @@ class DaemonConfig:
     listen_host: str = "0.0.0.0"
     listen_port: int = DEFAULT_PORT
     advertise: str = ""
+    source_ip: str = ""
+    """Local IP outgoing connections are bound to (multi-homed hosts; the fault suite uses
+    it to tell daemons apart on loopback). Empty: the kernel chooses."""
     seeds: tuple[Seed, ...] = ()
     dns_srv: tuple[str, ...] = ()
     dns_nameserver: str = ""
@@ -236,6 +239,12 @@ def from_env(env: Mapping[str, str] | None = None, args: argparse.Namespace | No
         shown = socket.gethostname() if host in ("0.0.0.0", "::", "") else host
         advertise = parse_address(f"[{shown}]" if ":" in shown else shown, port,
                                   any_port=True)
+    source_ip = _get(env, "NOOND_SOURCE_IP")
+    if source_ip:
+        try:
+            source_ip = str(ipaddress.ip_address(source_ip))
+        except ValueError:
+            raise ConfigError(f"NOOND_SOURCE_IP: not an IP address: {source_ip!r}") from None
     try:
         seeds = tuple(parse_seeds(_get(env, "NOOND_PEERS"), port))
     except ValueError as exc:
@@ -257,6 +266,7 @@ def from_env(env: Mapping[str, str] | None = None, args: argparse.Namespace | No
         listen_host=host,
         listen_port=port,
         advertise=advertise,
+        source_ip=source_ip,
         seeds=seeds,
         dns_srv=tuple(d for d in re.split(r"[,\s]+", _get(env, "NOOND_DNS_SRV")) if d),
         dns_nameserver=nameserver,

@@ -106,6 +106,7 @@ class Daemon:
         self.client = Client(
             node=self.node,
             advertise=config.advertise,
+            source_ip=config.source_ip,
             ssl_context=client_ssl,
             timeout=config.timeout,
             max_body=config.max_body,
@@ -442,10 +443,14 @@ class Daemon:
                     try:
                         done = await asyncio.to_thread(
                             replica.append, self.dir, node, ops, fsync=self.config.store.fsync,
-                            held=held,
+                            held=held, allow_skip=own,
                         )
                     except ForkDetected as exc:
                         self.record_fork(m.node, node, str(exc))
+                        return
+                    except replica.SkipsCompacted as exc:
+                        log.info("pull of %s from %s: %s", node, m.node, exc)
+                        await self._refetch(m, node)
                         return
                     (self.metrics.ops_recovered if own else self.metrics.ops_pulled).inc(
                         done.appended
@@ -458,6 +463,37 @@ class Daemon:
                 held.release()
             if own:
                 self.behind = False
+
+    async def _refetch(self, m: Member, node: str) -> None:
+        """Take ``m``'s whole copy of ``node``'s shard in place of ours (ours lags behind a
+        compaction there: see :class:`replica.SkipsCompacted`). Written to a hidden file first
+        and swapped in atomically, so a failure leaves our copy as it was."""
+        fetched = self.dir / f".{node}.refetch.tmp"
+        after = 0
+        try:
+            with open(fetched, "wb") as out:
+                while True:
+                    page = await self.client.pull(
+                        m.address, expect=m.node, shard=node, after=after, check=None,
+                        limit=self.config.page_bytes,
+                    )
+                    ops = await asyncio.to_thread(
+                        replica.parse_ops, page.body, node, max_ops=MAX_OPS_PER_PAGE
+                    ) if page.body else []
+                    if ops and ops[0][1].seq <= after:
+                        raise PeerError(f"{m.node} served {node} ops at or below seq {after}")
+                    out.write(page.body)
+                    self.metrics.ops_pulled.inc(len(ops))
+                    if not page.more or page.last <= after:
+                        break
+                    after = page.last
+            done = await asyncio.to_thread(
+                replica.replace, self.dir, node, fetched, fsync=self.config.store.fsync
+            )
+            log.warning("re-fetched the whole shard %s from %s (ours lagged behind a "
+                        "compaction there)%s", node, m.node, "" if done else ": not needed")
+        finally:
+            fetched.unlink(missing_ok=True)
 
     async def verify(self, cand: Candidate) -> None:
         """Admit a candidate once ``/info`` over mTLS proves its node id."""

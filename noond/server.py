@@ -284,6 +284,10 @@ def build_app(daemon: Daemon) -> web.Application:
         except ForkDetected as exc:
             daemon.record_fork(caller or node, node, str(exc))
             raise Refused(409, "fork", str(exc)) from None
+        except replica.SkipsCompacted as exc:
+            # This replica lags behind a compaction of the pusher: it re-fetches the whole
+            # shard when it next pulls (PROTOCOL.md §5).
+            raise Refused(409, "gap", str(exc), head=held) from None
         metrics.ops_received.inc(done.appended)
         return _json({"appended": done.appended, "skipped": done.skipped, "head": done.head})
 

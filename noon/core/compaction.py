@@ -15,6 +15,13 @@ author in a shard, which keeps the seq high-water mark and closes the last batch
 
 Because the decision uses only the ops themselves and the frontier of what has arrived, every
 replica can compact its copies, and the fold of what remains equals the fold of what was there.
+
+Across authors: an op that names a version written by another author is never dropped. Other
+replicas may still hold that version (in the other author's shard, which this compaction does
+not see the future of) without anything else naming it; had the op gone, the version would be a
+head there forever (found by the fault suite, tests/faults/test_compaction_lag.py). Within one
+author's shard the versions and their successors travel together: a replica that lags behind
+a compaction sees a seq gap and takes the whole shard again (noon/store/replica.py).
 """
 
 from __future__ import annotations
@@ -67,6 +74,8 @@ def _drops(
         if not in_scope(op):
             continue
         names = set(op.prev or ())
+        if any(n != op.node for n, _ in names):
+            continue  # it supersedes another author's version: see "Across authors" above
         if any(arrived.get(n, 0) < s for n, s in names):
             continue  # it names an op still on its way: it must be here to supersede it
         if any(namers[p] == 1 for p in names & present):

@@ -24,6 +24,7 @@ from pathlib import Path
 import orjson
 
 from noon.core.ops import Op, OpError, decode, line_digest
+from noon.store.compact import maintenance
 from noon.store.names import shard_file, shard_node
 from noon.store.shard import fsync_dir, lock_path, locked, repair_tail, write_all
 from noon.store.store import ForkDetected
@@ -31,6 +32,21 @@ from noon.store.store import ForkDetected
 
 class ReplicaError(ValueError):
     """Ops received from a peer that cannot be stored. The message says which line and why."""
+
+
+class SkipsCompacted(ReplicaError):
+    """Received ops skip seqs above this shard's head: the sender compacted them away.
+
+    Appending past them would be wrong, not just incomplete: the missing ops may be the ones
+    that superseded versions this replica still holds, and those would show again (a deleted
+    memory would come back here). The replica must instead take the sender's whole shard
+    (:func:`replace`)."""
+
+    def __init__(self, node: str, before: int, first: int) -> None:
+        super().__init__(
+            f"ops {node}:{before + 1}..{first - 1} were compacted away by the sender; this replica "
+            "must re-fetch the whole shard instead of appending past them"
+        )
 
 
 @dataclass(frozen=True)
@@ -326,7 +342,7 @@ class HeldLock:
 
 def append(
     directory: Path, node: str, ops: list[tuple[bytes, Op]], *, fsync: bool,
-    held: HeldLock | None = None,
+    held: HeldLock | None = None, allow_skip: bool = False,
 ) -> Appended:
     """Append validated ops (from :func:`parse_ops`) to ``node``'s shard under its lock (or
     under ``held``, the same lock taken earlier by the caller).
@@ -335,7 +351,10 @@ def append(
     :class:`ForkDetected` and nothing is written. Ops at or below the shard's highest seq that
     it no longer holds (compacted away) are skipped: the shard already moved past them. Used
     for replicas and for recovering the node's own shard from a peer alike: in both cases the
-    lines are the author's, verbatim."""
+    lines are the author's, verbatim.
+
+    Unless ``allow_skip``, new ops that skip a seq above the head of a non-empty shard raise
+    :class:`SkipsCompacted` and nothing is written."""
     path = directory / shard_file(node)
     if held is not None and held.shard != path:
         raise ValueError(f"the lock held is {held.shard}, not {path}")
@@ -365,6 +384,13 @@ def append(
                     if isinstance(buf, mmap.mmap):
                         buf.close()
             fresh = [line + b"\n" for line, op in ops if op.seq > last]
+            if last and not allow_skip:
+                expect = last + 1
+                for _, op in ops:
+                    if op.seq > last:
+                        if op.seq != expect:
+                            raise SkipsCompacted(node, expect - 1, op.seq)
+                        expect += 1
             if fresh:
                 write_all(fd, b"".join(fresh))
                 if fsync:
@@ -375,3 +401,74 @@ def append(
         finally:
             os.close(fd)
     return Appended(len(fresh), skipped, head)
+
+
+def _decoded(raw: bytes) -> list[tuple[bytes, Op]]:
+    out = []
+    for line in raw.splitlines():
+        if line.strip():
+            try:
+                out.append((line, decode(line)))
+            except OpError:
+                continue
+    return out
+
+
+def _deleted_somewhere(directory: Path) -> set[tuple[str, ...]]:
+    """Keys of every element with a tombstone held in ``directory`` (any shard)."""
+    keys: set[tuple[str, ...]] = set()
+    for shard in directory.glob("*.jsonl"):
+        for _, op in _decoded(shard.read_bytes()):
+            if op.val is None and op.known:
+                keys.add(op.el)
+    return keys
+
+
+def replace(directory: Path, node: str, fetched: Path, *, fsync: bool) -> bool:
+    """Merge ``fetched`` (a peer's whole copy of ``node``'s shard, validated complete lines)
+    into this replica, atomically; see :class:`SkipsCompacted`. Not done when the shard
+    meanwhile got past the copy's head. Holds the directory's maintenance lock, so no
+    compaction or collection plans on the copy being replaced.
+
+    The result is the peer's copy, except at or below our old head: there an op we no longer
+    hold never comes back (we removed it: tombstone collection relies on that, PROTOCOL.md
+    §11.3), and an op the peer no longer holds goes, unless its element has a tombstone here
+    (the peer may have collected it; our own collection decides, with every op of the
+    element, never one by one)."""
+    path = directory / shard_file(node)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.merge.tmp")
+    try:
+        with maintenance(directory), locked(path):
+            theirs = _decoded(fetched.read_bytes())
+            mine = _decoded(path.read_bytes()) if path.exists() else []
+            ours = {op.seq: (line, op) for line, op in mine}
+            head = max(ours, default=0)
+            if not theirs or head > theirs[-1][1].seq:
+                return False
+            deleted = _deleted_somewhere(directory)
+            merged: dict[int, bytes] = {}
+            for line, op in theirs:
+                held = ours.get(op.seq)
+                if op.seq > head:
+                    merged[op.seq] = line
+                elif held is not None:
+                    if held[1].digest != op.digest:
+                        raise ForkDetected(
+                            f"forked shard {path.name}: op {node}:{op.seq} of the peer's copy "
+                            "differs from the one held here; refusing to merge"
+                        )
+                    merged[op.seq] = line
+            for seq, (line, op) in ours.items():
+                if seq not in merged and op.el in deleted:
+                    merged[seq] = line
+            with open(tmp, "wb") as out:
+                out.write(b"".join(merged[seq] + b"\n" for seq in sorted(merged)))
+                out.flush()
+                if fsync:
+                    os.fsync(out.fileno())
+            os.replace(tmp, path)
+            fsync_dir(directory)
+            return True
+    finally:
+        fetched.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)

@@ -38,7 +38,10 @@ SNAPSHOT_MIN_OPS = 10_000
 
 
 def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
+    """Wall clock in ms. ``NOON_CLOCK_OFFSET_MS`` shifts it: a test hook only (the fault suite
+    skews and jumps writers' clocks with it); read on every call so nothing caches it."""
+    offset = os.environ.get("NOON_CLOCK_OFFSET_MS")
+    return time.time_ns() // 1_000_000 + (int(offset) if offset else 0)
 
 
 @contextmanager
