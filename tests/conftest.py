@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.noond_harness import Node, Pki
 
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=100
@@ -24,6 +27,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    """A private CA and node certificates for real-daemon tests (issued on demand)."""
+    return Pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture
+def spawn() -> Iterator[list[Node]]:
+    """Daemons a test starts; every one is stopped afterwards."""
+    nodes: list[Node] = []
+    yield nodes
+    for n in nodes:
+        n.stop()
 
 
 @pytest.fixture

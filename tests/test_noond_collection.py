@@ -4,26 +4,12 @@ comes back, and a gossiped peer that never answers holds nothing up."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from noon.core.ops import Draft, OpError, decode
 from tests.noond_harness import Node, Pki, free_port, start_all, wait_until
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture
-def spawn() -> Iterator[list[Node]]:
-    nodes: list[Node] = []
-    yield nodes
-    for n in nodes:
-        n.stop()
 
 
 def key(ident: str) -> tuple[str, ...]:

@@ -13,22 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.noond_harness import Node, Pki, converged, free_port, wait_until
+from tests.noond_harness import Node, converged, free_port, wait_until
 
 DATA = Path(__file__).parent / "data"
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture
-def spawn() -> Iterator[list[Node]]:
-    nodes: list[Node] = []
-    yield nodes
-    for n in nodes:
-        n.stop()
 
 
 def members(node: Node) -> set[str]:

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -38,17 +37,6 @@ from tests.noond_harness import ROOT, Node, Pki, free_port, noon_command, start_
 X = ("content", "default", "x")
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture
-def spawn() -> Iterator[list[Node]]:
-    nodes: list[Node] = []
-    yield nodes
-    for n in nodes:
-        n.stop()
 
 
 def cli_env(d: Path, node: str, files: tuple[Path, Path, Path] | None = None,
