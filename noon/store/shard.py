@@ -90,7 +90,6 @@ class Tail:
     last: Op | None
     torn_bytes: int = 0
     dropped_batch: int = 0
-    corrupt_at_end: list[int] = field(default_factory=list)
 
 
 def repair_tail(fd: int, node: str) -> Tail:
@@ -118,8 +117,7 @@ def repair_tail(fd: int, node: str) -> Tail:
         try:
             op = decode(raw)
         except OpError:
-            result.corrupt_at_end.append(start)
-            continue
+            continue  # a complete corrupt line: readers report it; it is never truncated
         if op.node != node:
             continue
         if batch_start is not None:
@@ -177,10 +175,7 @@ class ShardReader:
 
     def poll(self) -> Poll:
         result = Poll()
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            raise
+        fd = os.open(self.path, os.O_RDONLY)  # FileNotFoundError: the caller decides
         try:
             st = os.fstat(fd)
             if st.st_ino != self.inode or st.st_size < self.offset:
