@@ -32,6 +32,20 @@ def env_int(env: Mapping[str, str], name: str, default: int, lo: int = 0) -> int
     return value
 
 
+def env_float(env: Mapping[str, str], name: str, default: float, lo: float = 0.0) -> float:
+    """A duration in seconds (decimals allowed)."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if value < lo:
+        raise ConfigError(f"{name} must be at least {lo}, got {value}")
+    return value
+
+
 def env_bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raw = env.get(name, "").strip().lower()
     if not raw:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from noon.config import ConfigError, Settings, env_bool, env_int
+from noon.config import ConfigError, Settings, env_bool, env_float, env_int
 from noon.core.ops import valid_node_id
 
 DEFAULT_PORT = 7707
@@ -159,19 +159,6 @@ def _get(env: Mapping[str, str], name: str) -> str:
     return env.get(name, "").strip()
 
 
-def _float(env: Mapping[str, str], name: str, default: float, lo: float = 0.0) -> float:
-    raw = _get(env, name)
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
-    if value < lo:
-        raise ConfigError(f"{name} must be at least {lo}, got {value}")
-    return value
-
-
 def _ids(env: Mapping[str, str], name: str) -> frozenset[str]:
     ids = [i for i in re.split(r"[,\s]+", _get(env, name)) if i]
     bad = [i for i in ids if not valid_node_id(i)]
@@ -272,13 +259,13 @@ def from_env(env: Mapping[str, str] | None = None, args: argparse.Namespace | No
         dns_nameserver=nameserver,
         tailscale=env_bool(env, "NOOND_TAILSCALE", False),
         tailscale_port=env_int(env, "NOOND_TAILSCALE_PORT", port, 1),
-        discover_interval=_float(env, "NOOND_DISCOVER_INTERVAL", 300.0),
-        interval=_float(env, "NOOND_INTERVAL", 30.0, 0.05),
+        discover_interval=env_float(env, "NOOND_DISCOVER_INTERVAL", 300.0),
+        interval=env_float(env, "NOOND_INTERVAL", 30.0, 0.05),
         push=env_bool(env, "NOOND_PUSH", True),
-        watch_interval=_float(env, "NOOND_WATCH_INTERVAL", 0.2, 0.01),
+        watch_interval=env_float(env, "NOOND_WATCH_INTERVAL", 0.2, 0.01),
         suspect_after=env_int(env, "NOOND_SUSPECT_AFTER", 3, 1),
         dead_after=env_int(env, "NOOND_DEAD_AFTER", 6, 1),
-        dead_retry=_float(env, "NOOND_DEAD_RETRY", 300.0),
+        dead_retry=env_float(env, "NOOND_DEAD_RETRY", 300.0),
         tls=env_bool(env, "NOOND_TLS", True),
         allow_plaintext=env_bool(env, "NOOND_ALLOW_PLAINTEXT", False),
         cert=_path(env, "NOOND_TLS_CERT"),
@@ -288,13 +275,13 @@ def from_env(env: Mapping[str, str] | None = None, args: argparse.Namespace | No
         departed=_ids(env, "NOOND_DEPARTED"),
         max_body=env_int(env, "NOOND_MAX_BODY", 32 << 20, 4096),
         page_bytes=env_int(env, "NOOND_PAGE_BYTES", 1 << 20, 1024),
-        timeout=_float(env, "NOOND_TIMEOUT", 10.0, 0.1),
+        timeout=env_float(env, "NOOND_TIMEOUT", 10.0, 0.1),
         digest=env_bool(env, "NOOND_DIGEST", True),
         state_file=_path(env, "NOOND_STATE"),
         concurrency=env_int(env, "NOOND_CONCURRENCY", 16, 1),
         collect=env_bool(env, "NOOND_COLLECT", True),
         collect_unseen=env_bool(env, "NOOND_COLLECT_UNSEEN", False),
-        forget_after=_float(env, "NOOND_FORGET_AFTER", 180 * 86400.0, 1.0),
+        forget_after=env_float(env, "NOOND_FORGET_AFTER", 180 * 86400.0, 1.0),
         metrics_listen=metrics_listen,
     )
     config.check()
