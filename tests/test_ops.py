@@ -83,3 +83,9 @@ def test_drafts_refuse_unknown_kinds_and_bad_values():
 def test_integers_beyond_64_bits_are_refused():
     with pytest.raises(OpError):
         decode(line().replace(b'"hlc":12345', b'"hlc":18446744073709551616'))
+
+
+def test_a_string_seen_as_a_namespace_never_passes_for_a_node_id():
+    decode(line(el=["content", "", "m"], by=""))  # "" is a fine namespace and client name
+    with pytest.raises(OpError, match="node"):
+        decode(line(node=""))

@@ -133,13 +133,21 @@ def _name(s: str) -> str:
     return known
 
 
+_node_ids: dict[str, str] = {}
+"""Node ids already validated. Kept apart from ``_names``: a namespace or a client name may be
+any string (even empty), and must never pass for a node id."""
+
+
 def _node(v: object, what: str) -> str:
     if type(v) is str:
-        known = _names.get(v)
+        known = _node_ids.get(v)
         if known is not None:
             return known
         if valid_node_id(v):
-            return _name(v)
+            if len(_node_ids) > 100_000:
+                _node_ids.clear()
+            known = _node_ids[v] = _name(v)
+            return known
     raise _fail(f"{what} is not a valid node id: {v!r:.80}")
 
 
