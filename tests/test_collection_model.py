@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from noon.core.collection import blocker, is_deleted, members
-from noon.core.compaction import droppable
+from noon.core.compaction import droppable, stale_after_refetch
 from noon.core.fold import Fold
 from noon.core.hlc import Clock
 from noon.core.ops import Key, Op, OpId, decode, encode
@@ -79,17 +79,41 @@ class World:
 
     def pull(self, a: Node, b: Node, only: str | None = None) -> None:
         """a pulls from b by seq cursor, then learns b's frontier. With ``only``, the exchange
-        broke off after one author's shard: a moved that cursor but learned nothing else."""
-        for op in sorted(b.ops.values(), key=lambda o: (o.node, o.seq)):
-            if only is not None and op.node != only:
+        broke off after one author's shard: a moved that cursor but learned nothing else.
+        When b's copy skips seqs just above a's cursor (b compacted them), a takes b's whole
+        copy of that shard instead, as noond does (``replica.replace``)."""
+        authors = {op.node for op in b.ops.values()} | set(b.cursor)
+        for author in sorted(authors):
+            if only is not None and author != only:
                 continue
-            if op.seq > a.cursor.get(op.node, 0) and op.id not in a.dropped:
-                a.receive(op, self.wall)
+            theirs = sorted((o for o in b.ops.values() if o.node == author),
+                            key=lambda o: o.seq)
+            after = a.cursor.get(author, 0)
+            fresh = [o for o in theirs if o.seq > after]
+            if after and fresh and fresh[0].seq != after + 1:
+                self.refetch(a, author, theirs)
+                continue
+            for op in fresh:
+                if op.id not in a.dropped:
+                    a.receive(op, self.wall)
         for author, seq in b.cursor.items():
             if only is None or author == only:
                 a.cursor[author] = max(a.cursor.get(author, 0), seq)
         if only is None:
             a.peers[b.name] = dict(b.cursor)
+
+    def refetch(self, a: Node, author: str, theirs: list[Op]) -> None:
+        head = a.cursor.get(author, 0)
+        held = {op.id for op in theirs}
+        for op in theirs:
+            if op.seq > head and op.id not in a.dropped:
+                a.receive(op, self.wall)
+        missing = [o for o in a.ops.values() if o.node == author and o.id not in held]
+        keys = {o.el for o in missing}
+        others = [o for o in a.ops.values() if o.el in keys and o.node != author or o.id in held]
+        for gone in stale_after_refetch(missing, others):
+            del a.ops[gone]
+            a.dropped.add(gone)
 
     def collect(self, n: Node) -> None:
         f = n.fold()

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from noon.config import Settings
-from noon.core.compaction import droppable
+from noon.core.compaction import droppable, stale_after_refetch
 from noon.core.fold import Fold
 from noon.core.ops import encode
 from noon.store.compact import compact_dir
@@ -42,6 +42,47 @@ def test_dropping_never_changes_the_fold(acts, sk, which, history):
     named = {p for op in all_ops for p in (op.prev or ())}
     assert all(op.id in named for op in all_ops if op.id in drops)  # never a head
 
+
+
+@given(actions, skews, st.sampled_from((0, 0, 1)), st.data())
+def test_a_replica_that_lagged_behind_a_compaction_folds_like_the_peer_after_a_refetch(
+        acts, sk, history, data):
+    """The lagging replica holds every other shard and a prefix of the author's; the peer
+    compacted the author's shard. Taking the peer's copy (keeping what the peer lost only when
+    :func:`stale_after_refetch` says so) must fold exactly like the peer: no stale head kept,
+    nothing exposed."""
+    nodes = run(acts, sk)
+    all_ops = [op for n in nodes for op in n.ops]
+    author = max(nodes, key=lambda n: len(n.ops))  # the longest chains of its own versions
+    last = len(author.ops)
+    scope = {op.id for op in author.ops if op.seq != last}
+    drops = droppable(groups_of(all_ops), lambda op: op.id in scope, history,
+                      {n.name: len(n.ops) for n in nodes})
+    peer = [op for op in author.ops if op.id not in drops]
+    held = author.ops[:data.draw(st.integers(0, last), label="lag")]
+    head = len(held)
+    merged = [op for op in peer if op.seq > head or op in held]
+    missing = [op for op in held if op.id in drops]
+    others = [op for op in all_ops if op.node != author.name] + merged
+    keys = {op.el for op in missing}
+    stale = stale_after_refetch(missing, [op for op in others if op.el in keys])
+    assert stale <= {op.id for op in missing}
+    replica = others + [op for op in missing if op.id not in stale]
+    assert fold_summary(replica) == fold_summary(all_ops)
+
+
+@given(actions, skews, st.data())
+def test_dropping_after_a_refetch_never_makes_a_head(acts, sk, data):
+    """Whatever a peer's copy lacks (collected, compacted, or anything), the ops that go never
+    leave an op that stays named by nothing where something named it before."""
+    ops = [op for n in run(acts, sk) for op in n.ops]
+    missing = data.draw(st.lists(st.sampled_from(ops), unique=True) if ops else st.just([]))
+    gone = {op.id for op in missing}
+    stale = stale_after_refetch(missing, [op for op in ops if op.id not in gone])
+    before = fold_summary(ops)
+    after = fold_summary([op for op in ops if op.id not in stale])
+    for key, (_, heads) in after.items():
+        assert set(heads) <= set(before[key][1]), key
 
 def test_superseded_versions_beyond_the_budget_go_and_the_budget_stays():
     nodes = run([(0, 0, 0, 0, i, 10) for i in range(8)], [0])

@@ -85,3 +85,59 @@ def _drops(
         present.discard(op.id)
         dropped.append(op.id)
     return dropped
+
+
+def stale_after_refetch(missing: Sequence[Op], others: Sequence[Op]) -> set[OpId]:
+    """Which ops a replica drops when it takes a peer's newer copy of their shard that no
+    longer holds them (``missing``); ``others`` is every other op the replica will hold on the
+    same elements (the peer's copy and every other shard).
+
+    A peer drops a version only once something supersedes it (compaction), or a whole deleted
+    element at once (collection). Either way the ops that superseded a missing version may have
+    gone with it, so a missing op named by nothing here is a stale head: keeping it shows a
+    replaced version again on this replica only, forever. It goes, together with every missing
+    op that only the ops going with it name. Such a group is dropped only when that exposes
+    nothing else: if an op outside the group (another author's, say, under a tombstone this
+    shard's author wrote) would be named by nothing once the group is gone, the whole group
+    stays and this replica's own collection decides later, with every op of the element.
+    Missing ops still named by an op that stays, stay too (dropping them changes no head and
+    could expose what they name). So dropping never turns an op into a head; it only removes
+    heads the peer's copy no longer has."""
+    candidates = {op.id: op for op in missing}
+    every = {op.id: op for op in others}
+    every.update(candidates)
+    namers: Counter[OpId] = Counter()
+    for op in every.values():
+        namers.update(p for p in set(op.prev or ()) if p in every)
+
+    def group(start: Op) -> set[OpId] | None:
+        taken = {start.id}
+        todo = [start]
+        counted: Counter[OpId] = Counter()
+        while todo:
+            op = todo.pop()
+            for p in set(op.prev or ()):
+                if p not in every:
+                    continue
+                counted[p] += 1
+                if counted[p] < namers[p]:
+                    continue  # something that stays still names it
+                if p not in candidates:
+                    return None  # dropping the group would expose an op that stays
+                if p not in taken:
+                    taken.add(p)
+                    todo.append(every[p])
+        return taken
+
+    dropped: set[OpId] = set()
+    for op_id in sorted(candidates):
+        if op_id in dropped or namers[op_id]:
+            continue
+        taken = group(candidates[op_id])
+        if taken is None:
+            continue
+        for gone in taken:
+            for p in set(every.pop(gone).prev or ()):
+                namers[p] -= 1
+        dropped |= taken
+    return dropped

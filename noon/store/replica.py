@@ -23,7 +23,8 @@ from pathlib import Path
 
 import orjson
 
-from noon.core.ops import Op, OpError, decode, line_digest
+from noon.core.compaction import stale_after_refetch
+from noon.core.ops import Key, Op, OpError, decode, line_digest
 from noon.store.compact import maintenance
 from noon.store.names import shard_file, shard_node
 from noon.store.shard import fsync_dir, lock_path, locked, repair_tail, write_all
@@ -414,14 +415,12 @@ def _decoded(raw: bytes) -> list[tuple[bytes, Op]]:
     return out
 
 
-def _deleted_somewhere(directory: Path) -> set[tuple[str, ...]]:
-    """Keys of every element with a tombstone held in ``directory`` (any shard)."""
-    keys: set[tuple[str, ...]] = set()
-    for shard in directory.glob("*.jsonl"):
-        for _, op in _decoded(shard.read_bytes()):
-            if op.val is None and op.known:
-                keys.add(op.el)
-    return keys
+def _ops_on(directory: Path, keys: set[Key], *, besides: Path) -> list[Op]:
+    """Every op held in ``directory`` on one of ``keys``, in any shard but ``besides``."""
+    return [
+        op for shard in directory.glob("*.jsonl") if shard != besides
+        for _, op in _decoded(shard.read_bytes()) if op.el in keys
+    ]
 
 
 def replace(directory: Path, node: str, fetched: Path, *, fsync: bool) -> bool:
@@ -432,9 +431,8 @@ def replace(directory: Path, node: str, fetched: Path, *, fsync: bool) -> bool:
 
     The result is the peer's copy, except at or below our old head: there an op we no longer
     hold never comes back (we removed it: tombstone collection relies on that, PROTOCOL.md
-    §11.3), and an op the peer no longer holds goes, unless its element has a tombstone here
-    (the peer may have collected it; our own collection decides, with every op of the
-    element, never one by one)."""
+    §11.3), and an op the peer no longer holds goes when it would otherwise be a stale head
+    and its going exposes nothing (:func:`~noon.core.compaction.stale_after_refetch`)."""
     path = directory / shard_file(node)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.merge.tmp")
     try:
@@ -445,12 +443,13 @@ def replace(directory: Path, node: str, fetched: Path, *, fsync: bool) -> bool:
             head = max(ours, default=0)
             if not theirs or head > theirs[-1][1].seq:
                 return False
-            deleted = _deleted_somewhere(directory)
             merged: dict[int, bytes] = {}
+            kept: list[Op] = []
             for line, op in theirs:
                 held = ours.get(op.seq)
                 if op.seq > head:
                     merged[op.seq] = line
+                    kept.append(op)
                 elif held is not None:
                     if held[1].digest != op.digest:
                         raise ForkDetected(
@@ -458,8 +457,13 @@ def replace(directory: Path, node: str, fetched: Path, *, fsync: bool) -> bool:
                             "differs from the one held here; refusing to merge"
                         )
                     merged[op.seq] = line
+                    kept.append(op)
+            missing = [op for seq, (_, op) in ours.items() if seq not in merged and op.known]
+            keys = {op.el for op in missing}
+            stale = stale_after_refetch(missing, [op for op in kept if op.el in keys]
+                                        + _ops_on(directory, keys, besides=path))
             for seq, (line, op) in ours.items():
-                if seq not in merged and op.el in deleted:
+                if seq not in merged and op.id not in stale:
                     merged[seq] = line
             with open(tmp, "wb") as out:
                 out.write(b"".join(merged[seq] + b"\n" for seq in sorted(merged)))

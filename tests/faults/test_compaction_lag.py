@@ -149,3 +149,34 @@ def test_a_refetch_never_brings_back_what_this_replica_removed(tmp_path: Path) -
     fetched.write_bytes(b"".join(lines))
     assert replica.replace(b, "a", fetched, fsync=False)
     assert (b / "a.jsonl").read_bytes() == lines[0] + lines[2] + lines[3]
+
+
+def test_a_refetch_drops_a_stale_version_even_when_its_memory_was_deleted_elsewhere(
+        tmp_path: Path) -> None:
+    """Found by the soak: ``b`` holds version 1 of a memory from ``a``, and a tombstone ``c``
+    wrote on the same memory (for a version of its own, concurrently). ``a`` overwrites version
+    1 four times and compacts; ``b`` lags, sees the gap and re-fetches. The merge used to keep
+    every op of a memory with a tombstone anywhere (the peer might have *collected* it), so
+    version 1 stayed, named by nothing: a head again on ``b`` only, forever."""
+    a, b, c = (tmp_path / n for n in "abc")
+    for d in (a, b, c):
+        d.mkdir()
+    theirs = store(c)
+    theirs.write(lambda f: [Draft(KEY, {"text": "c's version"})])
+    theirs.write(lambda f: [Draft(KEY, None)])
+    author = store(a)
+    author.write(lambda f: [Draft(KEY, {"text": "a secret, version 1"})])
+    replica.append(b, "a", page_after(a, "a", 0), fsync=False)
+    replica.append(b, "c", page_after(c, "c", 0), fsync=False)
+    for i in range(2, 6):
+        author.write(lambda f, i=i: [Draft(KEY, {"text": f"version {i}"})])
+    author.write(lambda f: [Draft(("content", "default", "tail"), {"text": "a's tail"})])
+    compact_dir(a, ["a.jsonl"], history=0)
+    with pytest.raises(replica.SkipsCompacted):
+        replica.append(b, "a", page_after(a, "a", 1), fsync=False)
+    fetched = b / ".a.refetch.tmp"
+    fetched.write_bytes((a / "a.jsonl").read_bytes())
+    assert replica.replace(b, "a", fetched, fsync=False)
+    heads = store(b, "b").fold.elements[KEY].heads or {}
+    assert ("a", 1) not in heads, f"b shows {sorted(heads)} as current versions"
+    assert set(heads) == {("a", 5), ("c", 2)}
