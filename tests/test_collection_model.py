@@ -109,8 +109,9 @@ class World:
             if op.seq > head and op.id not in a.dropped:
                 a.receive(op, self.wall)
         missing = [o for o in a.ops.values() if o.node == author and o.id not in held]
+        gone = {o.id for o in missing}
         keys = {o.el for o in missing}
-        others = [o for o in a.ops.values() if o.el in keys and o.node != author or o.id in held]
+        others = [o for o in a.ops.values() if o.el in keys and o.id not in gone]
         for gone in stale_after_refetch(missing, others):
             del a.ops[gone]
             a.dropped.add(gone)
