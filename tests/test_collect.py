@@ -1,3 +1,4 @@
+import threading
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,40 @@ def test_a_concurrent_edit_survives_a_delete_and_collection_of_what_the_delete_s
     assert E not in view(noon_dir)
     report = collect_dir(noon_dir, self_id="a", reports={"b": {"a": 3, "b": 2}})
     assert report.collected == 1
+
+
+def test_a_reader_never_sees_half_a_collection(noon_dir, monkeypatch):
+    """A reader reads shards one after another. If it read b's shard before a collection removed
+    version X from it and c's after the collection removed the delete naming X, it would hold X
+    and nothing naming it: the deleted memory shown again, for that session's whole life (a
+    store never forgets an op it folded). The cut lock makes a collection wait for the reader
+    to finish its round of the shards."""
+    from noon.store import shard as shard_mod
+
+    b, c = store(noon_dir, "b"), store(noon_dir, "c")
+    put(b, E, "a secret, created on b")
+    put(b, F, "b's last op")
+    c.refresh()
+    delete(c, E)
+    put(c, F, "c's last op")
+    full = {"b": 2, "c": 2}
+    real_poll = shard_mod.ShardReader.poll
+    collector: list[threading.Thread] = []
+
+    def poll_then_collect(self):
+        polled = real_poll(self)
+        if self.path.name == "b.jsonl" and not collector:
+            t = threading.Thread(target=collect_dir, args=(noon_dir,),
+                                 kwargs={"self_id": "b", "reports": {"c": full}})
+            collector.append(t)
+            t.start()
+            t.join(timeout=1)  # without the cut lock it finishes here, between two reads
+        return polled
+
+    monkeypatch.setattr(shard_mod.ShardReader, "poll", poll_then_collect)
+    reader = store(noon_dir, "reader")
+    collector[0].join(timeout=30)
+    assert not collector[0].is_alive()
+    assert E not in store(noon_dir, "after").fold.elements  # the collection did happen
+    el = reader.fold.elements.get(E)
+    assert el is None or el.deleted, f"the reader shows {el.winner.val if el else None}"

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from noon.core.collection import Blocker, Frontier, blocker, is_deleted, members
 from noon.core.ops import Key, Op, OpId
+from noon.store import cut
 from noon.store.compact import _scan, in_scope, maintenance, rewrite, scan_dir
 
 
@@ -72,22 +73,23 @@ def collect_dir(
         held: dict[OpId, Op] = {op.id: op for ops in found.groups.values() for op in ops}
         remaining = wanted - pinned
         scans = dict(found.scans)
-        while remaining:
-            leaves = {
-                i for i in remaining if not any(p in held for p in (held[i].prev or ()))
-            }
-            if not leaves:
-                break
-            for name, scan in list(scans.items()):
-                if any(op is not None and op.id in leaves for _, op in scan[0]):
-                    if not rewrite(directory / name, scan, leaves).done:
-                        return _finish(report, directory, scans)
-                    scans[name] = _scan(directory / name)
-            for i in leaves:
-                del held[i]
-            remaining -= leaves
-            report.removed_ops += len(leaves)
-            report.passes += 1
+        with cut.exclusive(directory):  # readers see all passes or none
+            while remaining:
+                leaves = {
+                    i for i in remaining if not any(p in held for p in (held[i].prev or ()))
+                }
+                if not leaves:
+                    break
+                for name, scan in list(scans.items()):
+                    if any(op is not None and op.id in leaves for _, op in scan[0]):
+                        if not rewrite(directory / name, scan, leaves).done:
+                            return _finish(report, directory, scans)
+                        scans[name] = _scan(directory / name)
+                for i in leaves:
+                    del held[i]
+                remaining -= leaves
+                report.removed_ops += len(leaves)
+                report.passes += 1
         left = wanted & set(held)
         report.collected = sum(
             1 for ops in found.groups.values()

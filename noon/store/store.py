@@ -28,6 +28,7 @@ from noon.core.hlc import Clock
 from noon.core.ops import AUTO, Draft, Key, Op, OpId, decode, encode
 from noon.store import snapshot
 from noon.store.compact import compact_dir
+from noon.store.cut import ReadCut
 from noon.store.names import shard_file, shard_node
 from noon.store.shard import Corrupt, ShardReader, fsync_dir, locked, repair_tail, write_all
 
@@ -100,6 +101,8 @@ class Store:
         """Held by every refresh and write; hold it to read ``fold`` consistently."""
         self._since_snapshot = 0
         self._compacting: threading.Thread | None = None
+        self._cut = ReadCut(self.dir)
+        """Held shared while reading every shard: see :mod:`noon.store.cut`."""
         self.compaction_failures = 0
         self.dir.mkdir(parents=True, exist_ok=True)
         self.snapshot_loaded = settings.snapshot and self._load_snapshot()
@@ -128,7 +131,7 @@ class Store:
 
     def refresh(self) -> Changes:
         """Fold in whatever the shards gained since the last call."""
-        with self.lock:
+        with self.lock, self._cut.held():
             changes = self._refresh()
             if changes:
                 for listener in list(self.listeners):
@@ -223,7 +226,7 @@ class Store:
         ``plan`` runs under the own shard's lock with the state caught up with every shard; it
         may raise to abort (nothing is written). Returns the ops as written.
         """
-        with self.lock, locked(self.own):
+        with self.lock, self._cut.held(), locked(self.own):
             created = not self.own.exists()
             fd = os.open(self.own, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
             try:
