@@ -20,6 +20,7 @@ import aiohttp
 import orjson
 
 from noon.certs import peer_node_id
+from noon.store.replica import Checks
 from noond.config import PROTOCOL
 from noond.metrics import Metrics
 
@@ -218,11 +219,9 @@ class Client:
 
     async def pull(
         self, address: str, *, expect: str, shard: str, after: int, check: int | None,
-        limit: int,
+        limit: int, checks: Checks = (),
     ) -> OpsPage:
-        params = {"after": str(after), "limit": str(limit)}
-        if check is not None:
-            params["check"] = f"{check:016x}"
+        params = {"after": str(after), "limit": str(limit), **_check_params(check, checks)}
         status, headers, body, _, wire = await self._request(
             "GET", address, f"/shards/{shard}/ops", expect=expect, route="ops", params=params,
             limit=self.max_body,
@@ -250,15 +249,22 @@ class Client:
 
     async def push(
         self, address: str, *, expect: str, shard: str, after: int, check: int | None,
-        body: bytes,
+        body: bytes, checks: Checks = (),
     ) -> dict[str, Any]:
-        params = {"after": str(after)}
-        if check is not None:
-            params["check"] = f"{check:016x}"
+        params = {"after": str(after), **_check_params(check, checks)}
         return (await self._json(
             "POST", address, f"/shards/{shard}/ops", expect=expect, route="push",
             params=params, data=body,
         ))[0]
+
+
+def _check_params(check: int | None, checks: Checks) -> dict[str, str]:
+    params = {}
+    if check is not None:
+        params["check"] = f"{check:016x}"
+    if checks:
+        params["checks"] = ",".join(f"{seq}:{digest:016x}" for seq, digest in checks)
+    return params
 
 
 def _gunzip(data: bytes, limit: int) -> bytes:

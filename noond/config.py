@@ -20,7 +20,7 @@ from noon.core.ops import valid_node_id
 
 DEFAULT_PORT = 7707
 PROTOCOL = 1
-CAPABILITIES = ("digest", "gzip", "check", "membership", "graph")
+CAPABILITIES = ("digest", "gzip", "check", "checks", "membership", "graph")
 
 ADDRESS_RE = re.compile(r"^(?:[A-Za-z0-9._-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):(\d{1,5})$")
 

@@ -377,6 +377,7 @@ class Daemon:
         if (m.node, self.node) in self.forks:
             return
         check = await asyncio.to_thread(replica.digest_at, self.own, after) if after else None
+        checks = await asyncio.to_thread(replica.recent_digests, self.own, after) if after else []
         while True:
             page = await asyncio.to_thread(
                 replica.read_after, self.own, after, max_bytes=self.config.page_bytes
@@ -386,7 +387,7 @@ class Daemon:
             try:
                 result = await self.client.push(
                     m.address, expect=m.node, shard=self.node, after=after, check=check,
-                    body=page.body,
+                    body=page.body, checks=checks,
                 )
             except PeerError as exc:
                 self.metrics.pushes.labels(exc.code).inc()
@@ -400,7 +401,7 @@ class Daemon:
             self.metrics.ops_pushed.inc(page.ops)
             head = result.get("head")
             m.heads[self.node] = head if isinstance(head, int) else page.last
-            after, check = page.last, None
+            after, check, checks = page.last, None, []
             if not page.more:
                 return
 
@@ -422,12 +423,14 @@ class Daemon:
             # shard as it is now (a reused seq then shows up as a fork, never merged).
             now = await self.summary(self.node)
             after, check = now.seq, (now.digest if now.seq else None)
+        local = self.dir / shard_file(node)
+        checks = await asyncio.to_thread(replica.recent_digests, local, after) if after else []
         try:
             while True:
                 try:
                     page = await self.client.pull(
                         m.address, expect=m.node, shard=node, after=after, check=check,
-                        limit=self.config.page_bytes,
+                        limit=self.config.page_bytes, checks=checks,
                     )
                 except PeerError as exc:
                     if exc.code == "fork":
@@ -457,7 +460,7 @@ class Daemon:
                     )
                 if not page.more or page.last <= after:
                     return
-                after, check = page.last, None
+                after, check, checks = page.last, None, []
         finally:
             if held is not None:
                 held.release()

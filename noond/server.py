@@ -66,6 +66,25 @@ def _check_param(request: web.Request) -> int | None:
     return int(raw, 16)
 
 
+def _checks_param(request: web.Request) -> list[tuple[int, int]]:
+    """``checks=seq:digest,...``: more of the caller's ops for a fork to show on (§4)."""
+    raw = request.query.get("checks")
+    if not raw:
+        return []
+    pairs = raw.split(",")
+    if len(pairs) > replica.MAX_CHECKS:
+        raise Refused(400, "bad_request", f"at most {replica.MAX_CHECKS} 'checks'")
+    out = []
+    for pair in pairs:
+        seq, _, digest = pair.partition(":")
+        if (not seq.isdigit() or len(seq) > 16 or len(digest) != 16
+                or any(c not in "0123456789abcdefABCDEF" for c in digest)):
+            raise Refused(400, "bad_request",
+                          "'checks' must be seq:digest pairs (16 hex digits), comma-separated")
+        out.append((int(seq), int(digest, 16)))
+    return out
+
+
 def _shard_param(request: web.Request) -> str:
     node = request.match_info["node"]
     if not valid_node_id(node):
@@ -198,10 +217,11 @@ def build_app(daemon: Daemon) -> web.Application:
         limit = _int_param(request, "limit", config.page_bytes, 1, 1 << 40)
         limit = max(1024, min(limit, config.max_body // 2))
         check = _check_param(request)
+        checks = _checks_param(request)
         path = config.store.dir / shard_file(node)
         try:
             page = await asyncio.to_thread(
-                replica.read_after, path, after, max_bytes=limit, check=check
+                replica.read_after, path, after, max_bytes=limit, check=check, checks=checks
             )
         except ForkDetected as exc:
             daemon.record_fork(request.get("caller") or "?", node, str(exc))
@@ -238,6 +258,7 @@ def build_app(daemon: Daemon) -> web.Application:
             raise Refused(403, "forbidden", "a peer may push only its own shard")
         after = _int_param(request, "after", None, 0, (1 << 53) - 1)
         check = _check_param(request)
+        checks = _checks_param(request)
         declared = request.content_length
         if declared is not None and declared > config.max_body:
             raise Refused(413, "too_large", f"body larger than {config.max_body} bytes")
@@ -268,15 +289,16 @@ def build_app(daemon: Daemon) -> web.Application:
                 f"this node holds {node!r} up to seq {held}, the push starts after {after}",
                 head=held,
             )
-        if check is not None and after:
-            mine = await asyncio.to_thread(
-                replica.digest_at, config.store.dir / shard_file(node), after
+        pairs = [(after, check)] if check is not None and after else []
+        try:
+            await asyncio.to_thread(
+                replica.compare, config.store.dir / shard_file(node), [*pairs, *checks],
+                who="pusher",
             )
-            if mine is not None and mine != check:
-                message = (f"forked shard {node}: op {after} differs between the pusher "
-                           f"({check:016x}) and this node ({mine:016x}); refusing to merge")
-                daemon.record_fork(caller or node, node, message)
-                raise Refused(409, "fork", message)
+        except ForkDetected as exc:
+            message = f"{exc}; refusing to merge"
+            daemon.record_fork(caller or node, node, message)
+            raise Refused(409, "fork", message) from None
         try:
             done = await asyncio.to_thread(
                 replica.append, config.store.dir, node, ops, fsync=config.store.fsync

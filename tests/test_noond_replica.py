@@ -104,6 +104,31 @@ def test_check_digest_detects_a_fork_at_the_cursor(tmp_path: Path):
         replica.read_after(path, 1, max_bytes=100, check=other)
 
 
+
+def test_a_fork_shows_even_when_the_op_at_the_cursor_is_gone_here(tmp_path: Path):
+    """A node restored from a backup wrote other ops under seqs 3 and 4. The peer collected
+    its op 4 (a deleted memory), so ``check`` at the cursor compares nothing and the page used
+    to be served: the restored node appended the peer's 5.. after its own forked 3 and 4, two
+    histories merged. The reader's newer digests (``checks``) show the fork on op 3."""
+    peer = tmp_path / "n.jsonl"
+    peer.write_bytes(b"".join(line("n", s) + b"\n" for s in (1, 2, 3, 5, 6)))
+    restored = tmp_path / "restored.jsonl"
+    restored.write_bytes(b"".join(line("n", s, text="t" if s < 3 else "restored") + b"\n"
+                                  for s in (1, 2, 3, 4)))
+    mine = replica.recent_digests(restored, 4)
+    assert [s for s, _ in mine] == [4, 3, 2, 1]
+    assert replica.recent_digests(restored, 3, count=2) == mine[1:3]
+    at_cursor = dict(mine)[4]
+    page = replica.read_after(peer, 4, max_bytes=1 << 16, check=at_cursor)
+    assert page.ops == 2 and not page.checked  # the hole: nothing to compare at seq 4
+    with pytest.raises(ForkDetected, match="op 3 differs"):
+        replica.read_after(peer, 4, max_bytes=1 << 16, check=at_cursor, checks=mine)
+    with pytest.raises(ForkDetected, match="pusher"):
+        replica.compare(peer, mine, who="pusher")
+    same = replica.recent_digests(peer, 3)
+    assert replica.read_after(peer, 3, max_bytes=1 << 16, checks=same).checked
+    assert replica.compare(peer, same, who="pusher") == 3
+
 def ops_of(*lines: bytes, node: str = "n") -> list:
     return replica.parse_ops(b"\n".join(lines) + b"\n", node, max_ops=100)
 

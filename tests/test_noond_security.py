@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from noon.core.ops import encode
+from noon.core.ops import decode, encode
 from tests.noond_harness import ROOT, Node, Pki, free_port, noon_command, wait_until
 
 
@@ -147,6 +147,23 @@ def test_a_push_past_what_the_receiver_holds_is_a_gap(node):
     assert error_of(raw)["code"] == "gap"
 
 
+def test_a_push_whose_older_ops_differ_is_a_fork_and_stores_nothing(node):
+    """The receiver holds henry's ops 1-3; a restored henry pushes 4-5 after 3, and its
+    ``check`` at 3 cannot be compared (say the receiver collected op 3): its ``checks`` on
+    ops 1-2 still show that it wrote another history."""
+    status, _, raw = node.request("POST", "/shards/henry/ops?after=0", body("henry", 3),
+                                  as_node="henry")
+    assert status == 200, raw
+    checks = ",".join(
+        f"{i}:{decode(op_line('henry', i, text='restored')).digest:016x}" for i in (2, 1))
+    more = b"".join(op_line("henry", i, text="restored") + b"\n" for i in (4, 5))
+    status, _, raw = node.request("POST", f"/shards/henry/ops?after=3&checks={checks}", more,
+                                  as_node="henry")
+    assert status == 409 and error_of(raw)["code"] == "fork", raw
+    assert "op 2 differs" in error_of(raw)["error"]
+    _, _, page = node.request("GET", "/shards/henry/ops?after=0", as_node="alice")
+    assert page.count(b"\n") == 3  # nothing stored
+
 def test_another_protocol_revision_gets_a_clear_error(node):
     status, _, raw = node.request("GET", "/shards", as_node="alice",
                                   headers={"X-Noon-Protocol": "2"})
@@ -165,6 +182,9 @@ def test_another_protocol_revision_gets_a_clear_error(node):
     ("/shards/alice/ops?after=-1", 400),
     ("/shards/alice/ops?after=abc", 400),
     ("/shards/alice/ops?check=xyz", 400),
+    ("/shards/alice/ops?checks=1:xyz", 400),
+    ("/shards/alice/ops?checks=-1:0000000000000001", 400),
+    ("/shards/alice/ops?checks=" + ",".join(["1:0000000000000001"] * 33), 400),
     ("/nope", 404),
 ])
 def test_unsafe_names_and_bad_parameters_are_refused(node, path, status):

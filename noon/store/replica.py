@@ -17,7 +17,7 @@ import contextlib
 import fcntl
 import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +29,9 @@ from noon.store.compact import maintenance
 from noon.store.names import shard_file, shard_node
 from noon.store.shard import fsync_dir, lock_path, locked, repair_tail, write_all
 from noon.store.store import ForkDetected
+
+Checks = Sequence[tuple[int, int]]
+"""(seq, digest) pairs of one shard, compared by a peer to find a forked history."""
 
 
 class ReplicaError(ValueError):
@@ -74,8 +77,8 @@ class Page:
     head: int
     """Highest complete seq of the shard when the page was read."""
     checked: bool
-    """The ``check`` digest was compared with the op at ``after`` (False when it was absent or
-    the op at ``after`` was compacted away)."""
+    """At least one of the reader's digests (``check``, ``checks``) was compared with an op
+    held here (False when none was sent or none of those ops is held any more)."""
 
 
 @dataclass(frozen=True)
@@ -177,25 +180,77 @@ def digest_at(path: Path, seq: int) -> int | None:
             buf.close()
 
 
-def read_after(path: Path, after: int, *, max_bytes: int, check: int | None = None) -> Page:
-    """The ops of a shard with ``seq > after``, complete batches only, about ``max_bytes`` at
-    most (a page always holds at least one batch when one exists, so paging makes progress).
+MAX_CHECKS = 32
+"""Most (seq, digest) pairs one request may ask a peer to compare."""
+CHECKS_SENT = 16
+"""How many of its newest ops at or below the cursor a node asks a peer to compare."""
 
-    ``check`` is the reader's digest of its own op at ``after``; when this shard holds that op
-    with other bytes, :class:`ForkDetected` is raised instead of serving a forked history."""
+
+def recent_digests(
+    path: Path, at_or_below: int, count: int = CHECKS_SENT
+) -> list[tuple[int, int]]:
+    """(seq, digest) of a shard's newest ``count`` ops with ``seq <= at_or_below``, newest
+    first. Sent with a pull or a push beside ``check``: when the peer no longer holds the op at
+    the cursor itself (compacted, or collected with a deleted element), one of these still
+    shows a forked history (a node restored from a backup wrote other ops under these seqs)."""
     buf = _open_map(path)
     try:
         end = _clean_end(buf)
-        checked = False
-        if check is not None and after > 0:
-            mine = _digest_at(buf, end, after)
-            if mine is not None:
-                if mine != check:
-                    raise ForkDetected(
-                        f"forked shard {path.name}: op {after} differs between this node "
-                        f"(digest {mine:016x}) and the reader (digest {check:016x})"
-                    )
-                checked = True
+        pos = _first_after(buf, end, at_or_below)
+        out: list[tuple[int, int]] = []
+        while pos > 0 and len(out) < count:
+            start = buf.rfind(b"\n", 0, pos - 1) + 1
+            raw = bytes(buf[start : pos - 1])
+            pos = start
+            parsed = _seq_of(raw)
+            if parsed is not None:
+                out.append((parsed[0], line_digest(raw.rstrip(b"\r\n\t "))))
+        return out
+    finally:
+        if isinstance(buf, mmap.mmap):
+            buf.close()
+
+
+def _compare(buf: mmap.mmap | bytes, end: int, path: Path, checks: Checks, who: str) -> int:
+    """Compare a peer's (seq, digest) pairs with the ops held here; raise
+    :class:`ForkDetected` on the first that differs. Returns how many could be compared."""
+    compared = 0
+    for seq, theirs in checks:
+        mine = _digest_at(buf, end, seq)
+        if mine is None:
+            continue  # compacted or collected here: nothing to compare
+        if mine != theirs:
+            raise ForkDetected(
+                f"forked shard {path.name}: op {seq} differs between this node "
+                f"(digest {mine:016x}) and the {who} (digest {theirs:016x})"
+            )
+        compared += 1
+    return compared
+
+
+def compare(path: Path, checks: Checks, *, who: str) -> int:
+    """:func:`_compare` on a shard file (a push's checks, before anything is stored)."""
+    buf = _open_map(path)
+    try:
+        return _compare(buf, _clean_end(buf), path, checks, who)
+    finally:
+        if isinstance(buf, mmap.mmap):
+            buf.close()
+
+
+def read_after(path: Path, after: int, *, max_bytes: int, check: int | None = None,
+               checks: Checks = ()) -> Page:
+    """The ops of a shard with ``seq > after``, complete batches only, about ``max_bytes`` at
+    most (a page always holds at least one batch when one exists, so paging makes progress).
+
+    ``check`` is the reader's digest of its own op at ``after``, ``checks`` more (seq, digest)
+    pairs of its ops (:func:`recent_digests`); when this shard holds one of those ops with
+    other bytes, :class:`ForkDetected` is raised instead of serving a forked history."""
+    buf = _open_map(path)
+    try:
+        end = _clean_end(buf)
+        pairs = [(after, check)] if check is not None and after > 0 else []
+        checked = _compare(buf, end, path, [*pairs, *checks], "reader") > 0
         out: list[bytes] = []
         size = 0
         ops = 0
