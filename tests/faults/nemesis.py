@@ -13,8 +13,10 @@ again with it replays the same schedule of faults (the timing of processes still
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -346,6 +348,24 @@ class Cluster:
             forks |= {f["shard"] for f in status.get("forks", [])}
         return forks
 
+    def settled(self, report: Report) -> list[str]:
+        """After anomalies: keep every directory as it was (``<base>/at-verify``), stop the
+        daemons, and check again, so a reader's view torn by a daemon working meanwhile and a
+        state that stays wrong tell themselves apart in the output."""
+        keep = self.base / "at-verify"
+        for node in self.nodes:
+            (keep / node.name).mkdir(parents=True, exist_ok=True)
+            for shard in node.dir.glob("*.jsonl"):
+                with contextlib.suppress(FileNotFoundError):  # renamed meanwhile: it is gone
+                    shutil.copy2(shard, keep / node.name / shard.name)
+        forks = self.reported_forks()
+        for node in self.nodes:
+            node.stop()
+        replicas = [read_replica(n.name, n.dir) for n in self.nodes]
+        again = check(self.history, replicas, forks).anomalies
+        return [f"{len(again)} of {len(report.anomalies)} remain with every daemon stopped "
+                f"(directories as verified: {keep})"] + [f"stopped: {a}" for a in again[:20]]
+
     def verify(self) -> tuple[Report, list[Replica]]:
         replicas = [read_replica(n.name, n.dir) for n in self.nodes]
         return check(self.history, replicas, self.reported_forks()), replicas
@@ -381,6 +401,8 @@ def run_once(base: Path, pki: Pki, seed: int, config: Config) -> Outcome:
             convergence = float("inf")
             problems.append(f"no convergence: {exc}")
         report, replicas = cluster.verify()
+        if report.anomalies:
+            problems += cluster.settled(report)
         history = cluster.history
         return Outcome(seed, cluster.faults, history.writes, history.deletes, report.checked,
                        problems + report.anomalies, convergence,
