@@ -24,7 +24,7 @@ from aiohttp import web
 from noon.certs import CertError, cert_info, client_ssl_context, server_ssl_context
 from noon.config import ConfigError
 from noon.core.ops import valid_node_id
-from noon.store import peerstate, replica
+from noon.store import forgotten, peerstate, replica
 from noon.store.names import shard_file
 from noon.store.store import ForkDetected, Store
 from noond import discovery
@@ -60,6 +60,8 @@ class Daemon:
         self.membership.self_addresses.add(config.advertise)
         self._summaries = replica.Summaries(self.dir)
         self.forks: dict[tuple[str, str], str] = {}
+        self.waiting_for_floor: set[tuple[str, str]] = set()
+        """(member, shard) pairs already logged as holding less than a damaged shard needs."""
         self.revoked: set[str] = set(config.revoked)
         self.departed: set[str] = set(config.departed)
         self.behind = False
@@ -326,6 +328,17 @@ class Daemon:
     async def _reconcile(
         self, m: Member, node: str, mine: replica.Summary, theirs: replica.Summary
     ) -> None:
+        floor = forgotten.load(self.dir).floor.get(node, 0)
+        if mine.seq < floor and theirs.seq < floor:
+            # Our copy lost part of its file since we collected from it; this member holds
+            # less than we once did, and taking it would end the shard on an op we removed.
+            # Wait for a member holding at least the floor (noon/store/forgotten.py).
+            if (m.node, node) not in self.waiting_for_floor:
+                self.waiting_for_floor.add((m.node, node))
+                log.warning("shard %s here ends at seq %d, below seq %d held before a "
+                            "collection (damaged?); %s holds only seq %d: waiting for a member "
+                            "that holds more", node, mine.seq, floor, m.node, theirs.seq)
+            return
         if theirs.seq == mine.seq:
             if mine.seq and theirs.digest != mine.digest:
                 self.record_fork(m.node, node, f"op {node}:{mine.seq} differs: digest "
@@ -446,7 +459,7 @@ class Daemon:
                     try:
                         done = await asyncio.to_thread(
                             replica.append, self.dir, node, ops, fsync=self.config.store.fsync,
-                            held=held, allow_skip=own,
+                            held=held, allow_skip=own, consumed=after,
                         )
                     except ForkDetected as exc:
                         self.record_fork(m.node, node, str(exc))

@@ -157,3 +157,50 @@ def test_a_reader_never_sees_half_a_collection(noon_dir, monkeypatch):
     assert E not in store(noon_dir, "after").fold.elements  # the collection did happen
     el = reader.fold.elements.get(E)
     assert el is None or el.deleted, f"the reader shows {el.winner.val if el else None}"
+
+
+def test_a_damaged_replica_shard_pulled_again_never_brings_back_what_was_collected(noon_dir,
+                                                                                   tmp_path):
+    """b collected E (created on a, deleted on b). Then b's disk loses its copy of a's shard
+    and b pulls it again from a, which has not collected E: E's version comes back, and the
+    delete that lived in b's own shard is gone for good here. The ledger of what b collected
+    keeps it out, and a's op at the recorded floor (b's last op of a when it collected) is
+    stored again, so the shard's head is where it was."""
+    from noon.store import forgotten, replica
+
+    a_dir = tmp_path / "a"
+    a_dir.mkdir()
+    a = store(a_dir, "a")
+    put(a, E, "a secret, created on a")
+    put(a, F, "a's last op")
+
+    def pull_a_into(d: Path) -> replica.Appended:
+        page = replica.read_after(a_dir / "a.jsonl", 0, max_bytes=1 << 20)
+        return replica.append(d, "a", replica.parse_ops(page.body, "a", max_ops=100),
+                              fsync=False)
+
+    pull_a_into(noon_dir)
+    b = store(noon_dir, "b")
+    delete(b, E)
+    put(b, F, "b's last op")
+    report = collect_dir(noon_dir, self_id="b", reports={"a": {"a": 2, "b": 2}})
+    assert report.collected == 1 and E not in view(noon_dir)
+    assert forgotten.load(noon_dir).floor == {"a": 2, "b": 2}
+
+    (noon_dir / "a.jsonl").unlink()  # the disk lost it
+    done = pull_a_into(noon_dir)
+    assert (done.appended, done.skipped) == (1, 1)
+    assert E not in store(noon_dir, "v").fold.elements
+    assert view(noon_dir) == {F: {"text": "b's last op"}}
+    assert replica.Summaries(noon_dir).get("a").seq == 2  # the head is back where it was
+
+
+def test_the_ledger_survives_a_line_torn_by_a_crash(noon_dir):
+    from noon.store import forgotten
+
+    forgotten.record(noon_dir, [E], {"a": 3})
+    with open(forgotten.ledger_path(noon_dir), "ab") as f:
+        f.write(b'{"frontier": {"a": 9}, "ke')  # the crash
+    forgotten.record(noon_dir, [F], {"a": 5})
+    ledger = forgotten.load(noon_dir)
+    assert ledger.frontiers == {E: {"a": 3}, F: {"a": 5}} and ledger.floor == {"a": 5}

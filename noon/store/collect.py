@@ -20,7 +20,7 @@ from pathlib import Path
 
 from noon.core.collection import Blocker, Frontier, blocker, is_deleted, members
 from noon.core.ops import Key, Op, OpId
-from noon.store import cut
+from noon.store import cut, forgotten
 from noon.store.compact import _scan, in_scope, maintenance, rewrite, scan_dir
 
 
@@ -58,6 +58,7 @@ def collect_dir(
         gate = {m: reports.get(m) for m in who}
         report.members = who
         wanted: set[OpId] = set()
+        gone: list[Key] = []
         for key, ops in found.groups.items():
             if not is_deleted(ops):
                 continue
@@ -66,6 +67,7 @@ def collect_dir(
                 report.kept.append((key, why))
                 continue
             wanted.update(op.id for op in ops)
+            gone.append(key)
         pinned = set()
         for lines, _, _ in found.scans.values():
             ids = {op.id for _, op in lines if op is not None}
@@ -73,6 +75,8 @@ def collect_dir(
         held: dict[OpId, Op] = {op.id: op for ops in found.groups.values() for op in ops}
         remaining = wanted - pinned
         scans = dict(found.scans)
+        if remaining:
+            forgotten.record(directory, gone, found.arrived)  # before anything goes
         with cut.exclusive(directory):  # readers see all passes or none
             while remaining:
                 leaves = {

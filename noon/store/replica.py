@@ -25,6 +25,7 @@ import orjson
 
 from noon.core.compaction import stale_after_refetch
 from noon.core.ops import Key, Op, OpError, decode, line_digest
+from noon.store import forgotten
 from noon.store.compact import maintenance
 from noon.store.names import shard_file, shard_node
 from noon.store.shard import fsync_dir, lock_path, locked, repair_tail, write_all
@@ -398,7 +399,7 @@ class HeldLock:
 
 def append(
     directory: Path, node: str, ops: list[tuple[bytes, Op]], *, fsync: bool,
-    held: HeldLock | None = None, allow_skip: bool = False,
+    held: HeldLock | None = None, allow_skip: bool = False, consumed: int = 0,
 ) -> Appended:
     """Append validated ops (from :func:`parse_ops`) to ``node``'s shard under its lock (or
     under ``held``, the same lock taken earlier by the caller).
@@ -410,7 +411,9 @@ def append(
     lines are the author's, verbatim.
 
     Unless ``allow_skip``, new ops that skip a seq above the head of a non-empty shard raise
-    :class:`SkipsCompacted` and nothing is written."""
+    :class:`SkipsCompacted` and nothing is written. ``consumed`` is the cursor of the pull this
+    body belongs to: ops up to it came in earlier pages (stored, or not stored again because
+    this node collected them: :mod:`noon.store.forgotten`), so no gap below it is a gap."""
     path = directory / shard_file(node)
     if held is not None and held.shard != path:
         raise ValueError(f"the lock held is {held.shard}, not {path}")
@@ -439,11 +442,13 @@ def append(
                 finally:
                     if isinstance(buf, mmap.mmap):
                         buf.close()
-            fresh = [line + b"\n" for line, op in ops if op.seq > last]
+            gone = forgotten.load(directory)
+            fresh = [line + b"\n" for line, op in ops if op.seq > last and not gone.covers(op)]
+            skipped += sum(1 for _, op in ops if op.seq > last and gone.covers(op))
             if last and not allow_skip:
-                expect = last + 1
+                expect = max(last, consumed) + 1
                 for _, op in ops:
-                    if op.seq > last:
+                    if op.seq >= expect:
                         if op.seq != expect:
                             raise SkipsCompacted(node, expect - 1, op.seq)
                         expect += 1
@@ -500,11 +505,13 @@ def replace(directory: Path, node: str, fetched: Path, *, fsync: bool) -> bool:
                 return False
             merged: dict[int, bytes] = {}
             kept: list[Op] = []
+            gone = forgotten.load(directory)
             for line, op in theirs:
                 held = ours.get(op.seq)
                 if op.seq > head:
-                    merged[op.seq] = line
-                    kept.append(op)
+                    if not gone.covers(op):
+                        merged[op.seq] = line
+                        kept.append(op)
                 elif held is not None:
                     if held[1].digest != op.digest:
                         raise ForkDetected(
