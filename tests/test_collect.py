@@ -1,3 +1,4 @@
+import shutil
 import threading
 from pathlib import Path
 
@@ -6,6 +7,7 @@ import pytest
 from noon.config import Settings
 from noon.core.ops import Draft, encode
 from noon.store import collect as collect_mod
+from noon.store import cut
 from noon.store.collect import collect_dir
 from noon.store.store import Store
 
@@ -70,7 +72,8 @@ def test_an_element_born_and_deleted_while_a_member_was_away_goes_at_once(noon_d
     assert report.collected == 1
 
 
-def test_a_crash_between_passes_never_shows_the_deleted_element(noon_dir, monkeypatch):
+def test_a_crash_between_renames_never_shows_the_deleted_element(noon_dir, monkeypatch,
+                                                                   tmp_path):
     # E is created on b, edited on c, deleted on a: three shards, a chain across them.
     b, c, a = store(noon_dir, "b"), store(noon_dir, "c"), store(noon_dir, "a")
     put(b, E, "created on b")
@@ -92,17 +95,18 @@ def test_a_crash_between_passes_never_shows_the_deleted_element(noon_dir, monkey
         return real(path, scan, drops)
 
     monkeypatch.setattr(collect_mod, "rewrite", one_rename_then_power_cut)
-    renamed = []
-    for _ in range(2):  # each run gets one rename further before the cut
-        calls.clear()
-        with pytest.raises(SystemExit):
-            collect_dir(noon_dir, self_id="a", reports={"b": full, "c": full})
-        renamed += calls
-        assert E not in view(noon_dir), f"resurrected after {renamed}"
-    assert renamed == ["b.jsonl", "c.jsonl"]  # oldest version first
-    calls.clear()
+    with pytest.raises(SystemExit):
+        collect_dir(noon_dir, self_id="a", reports={"b": full, "c": full})
+    assert calls == ["a.jsonl"]  # the delete went first: only the journal hides the versions
+    assert E not in view(noon_dir)
+    unjournalled = tmp_path / "without-journal"
+    shutil.copytree(noon_dir, unjournalled)
+    cut.journal_path(unjournalled).unlink()
+    assert view(unjournalled)[E] == {"text": "edited on c"}  # what the journal prevents
+    monkeypatch.setattr(collect_mod, "rewrite", real)
     report = collect_dir(noon_dir, self_id="a", reports={"b": full, "c": full})
-    assert calls == ["a.jsonl"] and report.collected == 1  # the tombstone went last
+    assert report.collected == 0  # nothing new: the unfinished removal was finished first
+    assert not cut.journal_path(noon_dir).exists()
     assert E not in store(noon_dir, "v").fold.elements
 
 
@@ -126,8 +130,8 @@ def test_a_reader_never_sees_half_a_collection(noon_dir, monkeypatch):
     """A reader reads shards one after another. If it read b's shard before a collection removed
     version X from it and c's after the collection removed the delete naming X, it would hold X
     and nothing naming it: the deleted memory shown again, for that session's whole life (a
-    store never forgets an op it folded). The cut lock makes a collection wait for the reader
-    to finish its round of the shards."""
+    store never forgets an op it folded). A collection journals what it removes before its
+    first rename, and may not do so while a reader goes round the shards (the cut lock)."""
     from noon.store import shard as shard_mod
 
     b, c = store(noon_dir, "b"), store(noon_dir, "c")

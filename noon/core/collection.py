@@ -131,3 +131,20 @@ def retire(retired: Frontier | None, frontier: Frontier) -> dict[str, int]:
     for author, seq in frontier.items():
         merged[author] = max(merged.get(author, 0), seq)
     return merged
+
+
+def removable(candidates: Iterable[OpId], held: Mapping[OpId, Op]) -> set[OpId]:
+    """Of the ops of collectable elements (``candidates``, without the ones that must stay),
+    those whose removal exposes nothing: repeatedly, the ones that name nothing still held.
+    An op that stays (an author's last op in its shard) keeps every op naming it, so an element
+    holding one stays deleted, with its older versions gone."""
+    remaining = set(candidates)
+    present = set(held)
+    out: set[OpId] = set()
+    while True:
+        leaves = {i for i in remaining if not any(p in present for p in held[i].prev or ())}
+        if not leaves:
+            return out
+        out |= leaves
+        present -= leaves
+        remaining -= leaves

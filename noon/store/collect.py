@@ -1,15 +1,17 @@
 """Tombstone collection on disk: physically remove deleted elements that no member can bring
 back (the rule is :mod:`noon.core.collection`).
 
-Removal is crash-safe without a journal: it runs in passes, and each pass drops only ops that
-name nothing still held. Such an op is never the last thing keeping an older version from being
-a head, so a crash between two shard renames (or two passes) leaves a state whose fold shows
-exactly what it showed before: the element stays deleted, with part of its history gone. The
-tombstones themselves are the last to go.
+Removal is one rename per shard, made safe by a journal (:mod:`noon.store.cut`): the ids of the
+ops about to go are written first, every reader leaves them out while the journal exists, and
+the journal goes once every shard is rewritten. A crash between two renames leaves the journal,
+and the next collection finishes that removal before planning anything new.
 
 The last op of an author in a shard is never removed (it keeps the seq high-water mark the
-writer recovers from); an element that holds one stays, deleted, until that op is no longer
-last.
+writer recovers from), nor anything naming it: an element that holds one stays, deleted, with
+its older versions gone, until that op is no longer last.
+
+Before anything goes, the keys of the elements removed whole and the frontier seen are recorded
+(:mod:`noon.store.forgotten`), so a shard damaged later and pulled again never brings them back.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from noon.core.collection import Blocker, Frontier, blocker, is_deleted, members
+from noon.core.collection import Blocker, Frontier, blocker, is_deleted, members, removable
 from noon.core.ops import Key, Op, OpId
 from noon.store import cut, forgotten
-from noon.store.compact import _scan, in_scope, maintenance, rewrite, scan_dir
+from noon.store.compact import Scan, in_scope, maintenance, rewrite, scan_dir
 
 
 @dataclass
@@ -33,7 +35,6 @@ class CollectReport:
     """Deleted elements kept, each with the first reason."""
     members: set[str] = field(default_factory=set)
     """The members whose knowledge gated this collection."""
-    passes: int = 0
     bytes_before: int = 0
     bytes_after: int = 0
 
@@ -52,6 +53,7 @@ def collect_dir(
     peer reported (None or absent: never reported); ``away`` the members not answering now."""
     report = CollectReport()
     with maintenance(directory):
+        finish_pending(directory)
         found = scan_dir(directory)
         report.bytes_before = sum((directory / n).stat().st_size for n in found.scans)
         who = members(admitted, found.arrived, excluded, self_id)
@@ -73,34 +75,39 @@ def collect_dir(
             ids = {op.id for _, op in lines if op is not None}
             pinned |= ids - in_scope(lines)
         held: dict[OpId, Op] = {op.id: op for ops in found.groups.values() for op in ops}
-        remaining = wanted - pinned
-        scans = dict(found.scans)
-        if remaining:
-            forgotten.record(directory, gone, found.arrived)  # before anything goes
-        with cut.exclusive(directory):  # readers see all passes or none
-            while remaining:
-                leaves = {
-                    i for i in remaining if not any(p in held for p in (held[i].prev or ()))
-                }
-                if not leaves:
-                    break
-                for name, scan in list(scans.items()):
-                    if any(op is not None and op.id in leaves for _, op in scan[0]):
-                        if not rewrite(directory / name, scan, leaves).done:
-                            return _finish(report, directory, scans)
-                        scans[name] = _scan(directory / name)
-                for i in leaves:
-                    del held[i]
-                remaining -= leaves
-                report.removed_ops += len(leaves)
-                report.passes += 1
-        left = wanted & set(held)
-        report.collected = sum(
-            1 for ops in found.groups.values()
-            if is_deleted(ops) and ops and all(op.id not in left for op in ops)
-            and all(op.id in wanted for op in ops)
-        )
-        return _finish(report, directory, scans)
+        going = removable(wanted - pinned, held)
+        whole = [k for k in gone if all(op.id in going for op in found.groups[k])]
+        report.collected = len(whole)
+        if going:
+            forgotten.record(directory, whole, found.arrived)
+            report.removed_ops = len(going)
+            _remove(directory, found.scans, going)
+        return _finish(report, directory, found.scans)
+
+
+def finish_pending(directory: Path) -> int:
+    """Finish the removal of a collection that crashed between renames (call under the
+    maintenance lock). Returns the number of ops it removed."""
+    going = cut.pending(directory)
+    if not going:
+        return 0
+    found = scan_dir(directory)
+    _remove(directory, found.scans, going)
+    return sum(1 for lines, _, _ in found.scans.values() for _, op in lines
+               if op is not None and op.id in going)
+
+
+def _remove(directory: Path, scans: Mapping[str, Scan], going: set[OpId] | frozenset[OpId]
+            ) -> None:
+    """Journal ``going``, rewrite every shard holding some of it, close the journal. When a
+    rewrite cannot be done the journal stays: readers keep leaving those ops out, and the next
+    collection finishes."""
+    cut.begin(directory, going)
+    for name, scan in scans.items():
+        holds = any(op is not None and op.id in going for _, op in scan[0])
+        if holds and not rewrite(directory / name, scan, going).done:
+            return
+    cut.end(directory)
 
 
 def _finish(report: CollectReport, directory: Path, scans: Mapping[str, object]) -> CollectReport:

@@ -102,7 +102,8 @@ class Store:
         self._since_snapshot = 0
         self._compacting: threading.Thread | None = None
         self._cut = ReadCut(self.dir)
-        """Held shared while reading every shard: see :mod:`noon.store.cut`."""
+        """Held shared while reading every shard; its journal hides the ops of a collection
+        under way: see :mod:`noon.store.cut`."""
         self.compaction_failures = 0
         self.dir.mkdir(parents=True, exist_ok=True)
         self.snapshot_loaded = settings.snapshot and self._load_snapshot()
@@ -180,7 +181,10 @@ class Store:
                 if (bad.shard, bad.line) not in self.corrupt:
                     log.warning("corrupt line skipped: %s", bad)
                     self.corrupt[(bad.shard, bad.line)] = bad
+            hidden = self._cut.hidden
             for op in polled.ops:
+                if op.id in hidden:
+                    continue  # a collection under way removes it (noon/store/cut.py)
                 self.clock.observe(op.hlc, now)
                 try:
                     if self.fold.apply(op) and op.known:
