@@ -61,11 +61,10 @@ class Config:
     converge_timeout: float = 90.0
     relay_compaction: bool = True
     """Also run ``noon compact`` (every shard, replicas too), killed at random, as a fault."""
-    disk_damage: bool = False
-    """Also delete or truncate replica shards (a machine crash that loses part of its disk).
-    Off by default: tombstone collection assumes a node's frontier never goes back (PROTOCOL.md
-    §11.5, A1); a node that lost a replica re-pulls versions it had already collected, and
-    they show again. Known and not fixed (see the README)."""
+    disk_damage: bool = True
+    """Also delete or truncate replica shards (a machine crash that loses part of its disk):
+    the node pulls them again without showing what it had collected from them
+    (:mod:`noon.store.forgotten`)."""
     daemon_env: dict[str, str] = field(default_factory=dict)
 
 

@@ -2,8 +2,8 @@
 every replica converges, forks are reported. CI runs a sized-down configuration; the soak
 (``NOON_SLOW=1``, ``NOON_SOAK_SECONDS``, default 600) repeats runs with new seeds and prints a
 summary. ``NOON_SEED`` replays a run. ``NOON_NEMESIS_RELAY_COMPACTION=0`` leaves ``noon compact``
-(of every shard, killed at random) out of the faults; ``NOON_NEMESIS_DISK_DAMAGE=1`` adds replica
-shards deleted or truncated (exposes a known, unfixed resurrection, see ``Config.disk_damage``)."""
+(of every shard, killed at random) out of the faults; ``NOON_NEMESIS_DISK_DAMAGE=0`` leaves out
+replica shards deleted or truncated in a crash."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tests.faults.nemesis import Config, Outcome, run_once, seed_from_env
 from tests.noond_harness import Pki
 
 RELAY_COMPACTION = os.environ.get("NOON_NEMESIS_RELAY_COMPACTION", "1") == "1"
-DISK_DAMAGE = os.environ.get("NOON_NEMESIS_DISK_DAMAGE") == "1"
+DISK_DAMAGE = os.environ.get("NOON_NEMESIS_DISK_DAMAGE", "1") == "1"
 NODES = int(os.environ.get("NOON_NEMESIS_NODES", "0"))
 """Replays a soak run: NOON_SEED=<its seed> NOON_NEMESIS_NODES=<its nodes> (CI run or soak)."""
 
