@@ -33,7 +33,7 @@ from pathlib import Path
 import orjson
 
 from noon.core.ops import OpId
-from noon.store.shard import fsync_dir
+from noon.store.shard import fsync_dir, write_file
 
 
 def cut_lock_path(directory: Path) -> Path:
@@ -71,16 +71,9 @@ def _exclusive(directory: Path) -> Iterator[None]:
 
 def begin(directory: Path, ops: Iterable[OpId]) -> None:
     """Journal the ops a collection is about to remove (durably, atomically)."""
-    path = journal_path(directory)
-    tmp = path.with_name(path.name + ".tmp")
     body = orjson.dumps({"ops": sorted(ops)})
     with _exclusive(directory):
-        with open(tmp, "wb") as out:
-            out.write(body)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-        fsync_dir(path.parent)
+        write_file(journal_path(directory), body)
 
 
 def end(directory: Path) -> None:

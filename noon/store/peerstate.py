@@ -8,13 +8,12 @@ An unreadable file fails loudly: silently forgetting a revocation would let a re
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from noon.core.ops import valid_node_id
-from noon.store.shard import locked
+from noon.store.shard import locked, write_file
 
 
 class StateError(ValueError):
@@ -116,13 +115,7 @@ def load(path: Path) -> PeerState:
 
 
 def save(path: Path, state: PeerState) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as out:
-        out.write(state.to_json())
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
+    write_file(path, state.to_json())
 
 
 def update(path: Path, change: Callable[[PeerState], None]) -> PeerState:

@@ -55,6 +55,22 @@ def locked(shard: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def write_file(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically and durably: a crash leaves the old file or the
+    new one, never a mixture."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(path.parent)
+
+
 def fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from noon.core.fold import Fold
-from noon.store.shard import ShardReader, fsync_dir
+from noon.store.shard import ShardReader, write_file
 
 FORMAT = b"noon-snapshot-2\n"
 
@@ -53,15 +53,7 @@ def save(path: Path, fold: Fold, readers: dict[str, ShardReader], clock: int) ->
         name: Cursor(r.inode, r.offset, r.line, r.tail_mark, _head(r.path, r.offset))
         for name, r in readers.items()
     }
-    data = FORMAT + pickle.dumps(Snapshot(fold, cursors, clock), protocol=5)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
+    write_file(path, FORMAT + pickle.dumps(Snapshot(fold, cursors, clock), protocol=5))
 
 
 def load(path: Path, shard_dir: Path) -> tuple[Snapshot, dict[str, ShardReader]] | None:
