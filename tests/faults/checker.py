@@ -44,6 +44,9 @@ class History:
     writes: int = 0
     deletes: int = 0
 
+    def copy(self) -> History:
+        return History(dict(self.acked), dict(self.durable), self.writes, self.deletes)
+
     def ack_line(self, line: str) -> None:
         """One line a writer printed; anything that is not an ack is ignored."""
         try:

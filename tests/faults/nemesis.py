@@ -361,13 +361,19 @@ class Cluster:
         for node in self.nodes:
             node.stop()
         replicas = [read_replica(n.name, n.dir) for n in self.nodes]
-        again = check(self.history, replicas, forks).anomalies
+        again = check(self.acknowledged(), replicas, forks).anomalies
         return [f"{len(again)} of {len(report.anomalies)} remain with every daemon stopped "
                 f"(directories as verified: {keep})"] + [f"stopped: {a}" for a in again[:20]]
 
+    def acknowledged(self) -> History:
+        """The history so far, copied under the lock: writers still running keep adding to
+        it from their reader threads."""
+        with self._lock:
+            return self.history.copy()
+
     def verify(self) -> tuple[Report, list[Replica]]:
         replicas = [read_replica(n.name, n.dir) for n in self.nodes]
-        return check(self.history, replicas, self.reported_forks()), replicas
+        return check(self.acknowledged(), replicas, self.reported_forks()), replicas
 
 
 @dataclass
