@@ -60,6 +60,8 @@ class Daemon:
         self.membership.self_addresses.add(config.advertise)
         self._summaries = replica.Summaries(self.dir)
         self.forks: dict[tuple[str, str], str] = {}
+        self._refetching: dict[str, asyncio.Lock] = {}
+        """Per shard: a re-fetch under way (two members' exchanges may both find the gap)."""
         self.waiting_for_floor: set[tuple[str, str]] = set()
         """(member, shard) pairs already logged as holding less than a damaged shard needs."""
         self.revoked: set[str] = set(config.revoked)
@@ -329,7 +331,7 @@ class Daemon:
         self, m: Member, node: str, mine: replica.Summary, theirs: replica.Summary
     ) -> None:
         floor = forgotten.load(self.dir).floor.get(node, 0)
-        if mine.seq < floor and theirs.seq < floor:
+        if mine.seq < theirs.seq < floor:
             # Our copy lost part of its file since we collected from it; this member holds
             # less than we once did, and taking it would end the shard on an op we removed.
             # Wait for a member holding at least the floor (noon/store/forgotten.py).
@@ -484,7 +486,14 @@ class Daemon:
         """Take ``m``'s whole copy of ``node``'s shard in place of ours (ours lags behind a
         compaction there: see :class:`replica.SkipsCompacted`). Written to a hidden file first
         and swapped in atomically, so a failure leaves our copy as it was."""
-        fetched = self.dir / f".{node}.refetch.tmp"
+        lock = self._refetching.setdefault(node, asyncio.Lock())
+        if lock.locked():
+            return  # another member's copy is being taken: one is enough
+        async with lock:
+            await self._refetch_from(m, node)
+
+    async def _refetch_from(self, m: Member, node: str) -> None:
+        fetched = self.dir / f".{node}.{m.node}.refetch.tmp"
         after = 0
         try:
             with open(fetched, "wb") as out:

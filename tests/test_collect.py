@@ -208,3 +208,23 @@ def test_the_ledger_survives_a_line_torn_by_a_crash(noon_dir):
     forgotten.record(noon_dir, [F], {"a": 5})
     ledger = forgotten.load(noon_dir)
     assert ledger.frontiers == {E: {"a": 3}, F: {"a": 5}} and ledger.floor == {"a": 5}
+
+
+def test_the_ledger_floor_never_counts_an_unfinished_batch(noon_dir):
+    """A writer that crashed mid-batch leaves ops its next write truncates. Had the ledger
+    taken them as held, the node's own shard would stay below its floor for good, and noond
+    would wait forever for a peer holding ops that never existed anywhere else."""
+    from noon.store import forgotten
+
+    a = store(noon_dir, "a")
+    put(a, E, "one")
+    delete(a, E)
+    put(a, F, "last complete op")
+    with open(noon_dir / "a.jsonl", "ab") as f:  # seqs 4 and 5 of a batch ending at 6
+        for seq in (4, 5):
+            f.write(encode(node="a", seq=seq, hlc=(1_800_000_000_000 << 16) + seq,
+                           el=["content", "default", f"x{seq}"], val={"text": "torn"},
+                           prev=None, by="test", bat=6) + b"\n")
+    assert collect_dir(noon_dir, self_id="a", reports={}).collected == 1
+    assert forgotten.load(noon_dir).floor == {"a": 3}
+    assert put(a, F, "after the crash")[0].seq == 4  # the unfinished batch was dropped

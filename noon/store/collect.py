@@ -7,8 +7,8 @@ the journal goes once every shard is rewritten. A crash between two renames leav
 and the next collection finishes that removal before planning anything new.
 
 The last op of an author in a shard is never removed (it keeps the seq high-water mark the
-writer recovers from), nor anything naming it: an element that holds one stays, deleted, with
-its older versions gone, until that op is no longer last.
+writer recovers from): an element that holds one stays whole, deleted, until that op is no
+longer last. So every removal is of whole elements, which is what the ledger records.
 
 Before anything goes, the keys of the elements removed whole and the frontier seen are recorded
 (:mod:`noon.store.forgotten`), so a shard damaged later and pulled again never brings them back.
@@ -59,30 +59,59 @@ def collect_dir(
         who = members(admitted, found.arrived, excluded, self_id)
         gate = {m: reports.get(m) for m in who}
         report.members = who
+        pinned = set()
+        for lines, _, _ in found.scans.values():
+            ids = {op.id for _, op in lines if op is not None}
+            pinned |= ids - in_scope(lines)
         wanted: set[OpId] = set()
         gone: list[Key] = []
         for key, ops in found.groups.items():
             if not is_deleted(ops):
                 continue
-            why = blocker(ops, found.arrived, gate, retired, away)
+            why = blocker(ops, found.arrived, gate, retired, away) or _last_op(ops, pinned)
             if why is not None:
                 report.kept.append((key, why))
                 continue
             wanted.update(op.id for op in ops)
             gone.append(key)
-        pinned = set()
-        for lines, _, _ in found.scans.values():
-            ids = {op.id for _, op in lines if op is not None}
-            pinned |= ids - in_scope(lines)
         held: dict[OpId, Op] = {op.id: op for ops in found.groups.values() for op in ops}
-        going = removable(wanted - pinned, held)
+        going = removable(wanted, held)
         whole = [k for k in gone if all(op.id in going for op in found.groups[k])]
         report.collected = len(whole)
         if going:
-            forgotten.record(directory, whole, found.arrived)
+            forgotten.record(directory, whole, complete_heads(found.scans))
             report.removed_ops = len(going)
             _remove(directory, found.scans, going)
         return _finish(report, directory, found.scans)
+
+
+def _last_op(ops: Iterable[Op], pinned: set[OpId]) -> Blocker | None:
+    """An element holding an author's last op here waits, whole, until that author writes
+    again: the op keeps the seq high-water mark, and removing only the element's older part
+    could not be recorded as safely as a whole element (:mod:`noon.store.forgotten`)."""
+    for op in ops:
+        if op.id in pinned:
+            return Blocker(op.node, f"holds {op.node}'s last op here ({op.node}:{op.seq}); it "
+                           f"goes once {op.node} writes again")
+    return None
+
+
+def complete_heads(scans: Mapping[str, Scan]) -> dict[str, int]:
+    """Per author, the highest seq whose batch is complete: what this node durably holds (an
+    unfinished batch at the end of a shard, a writer's crash, is truncated by its next write,
+    so it never counts as held)."""
+    heads: dict[str, int] = {}
+    for lines, _, _ in scans.values():
+        pending: int | None = None
+        for _, op in reversed(lines):
+            if op is None or (pending is not None and op.bat == pending):
+                continue
+            if op.bat is not None and op.bat > op.seq:
+                pending = op.bat
+                continue
+            heads[op.node] = max(heads.get(op.node, 0), op.seq)
+            break
+    return heads
 
 
 def finish_pending(directory: Path) -> int:
