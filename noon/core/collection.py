@@ -134,10 +134,9 @@ def retire(retired: Frontier | None, frontier: Frontier) -> dict[str, int]:
 
 
 def removable(candidates: Iterable[OpId], held: Mapping[OpId, Op]) -> set[OpId]:
-    """Of the ops of collectable elements (``candidates``, without the ones that must stay),
-    those whose removal exposes nothing: repeatedly, the ones that name nothing still held.
-    An op that stays (an author's last op in its shard) keeps every op naming it, so an element
-    holding one stays deleted, with its older versions gone."""
+    """Of ``candidates`` (every op of the elements to collect), the ones whose removal exposes
+    nothing: repeatedly, those that name nothing still held. That is all of them, unless
+    forged ops name each other in a cycle (the fold tolerates one); those stay."""
     remaining = set(candidates)
     present = set(held)
     out: set[OpId] = set()
