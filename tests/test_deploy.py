@@ -28,11 +28,6 @@ needs_promtool = pytest.mark.skipif(
     PROMTOOL is None, reason="promtool missing (Debian: apt-get install prometheus)")
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki(tmp_path_factory.mktemp("pki"))
-
-
 @pytest.fixture
 def mesh(tmp_path: Path, pki: Pki) -> Iterator[list[tuple[Node, str]]]:
     """Two real noonds replicating over mTLS, each with its plaintext metrics listener; yields

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,11 +13,6 @@ from aiohttp import web
 
 from noon import certs
 from tests.noond_harness import Node, Pki, converged, free_port, wait_until
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki(tmp_path_factory.mktemp("pki"))
 
 
 class Rogue:
@@ -92,14 +86,6 @@ class Rogue:
         asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
-
-
-@pytest.fixture
-def spawn() -> Iterator[list[Node]]:
-    nodes: list[Node] = []
-    yield nodes
-    for n in nodes:
-        n.stop()
 
 
 @pytest.mark.parametrize("mode", ["garbage", "stalled", "flood"])

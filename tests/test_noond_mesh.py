@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,19 +20,6 @@ from tests.noond_harness import (
     start_all,
     wait_until,
 )
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture
-def spawn(tmp_path: Path, pki: Pki) -> Iterator[list[Node]]:
-    nodes: list[Node] = []
-    yield nodes
-    for n in nodes:
-        n.stop()
 
 
 def make(spawn: list[Node], tmp_path: Path, pki: Pki, name: str, **kw: object) -> Node:

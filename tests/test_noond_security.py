@@ -18,11 +18,6 @@ from tests.noond_harness import ROOT, Node, Pki, free_port, noon_command, wait_u
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[Node]:
     n = Node("target", tmp_path_factory.mktemp("sec"), pki)
     n.metrics_port = free_port()

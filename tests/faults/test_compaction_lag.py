@@ -12,7 +12,6 @@ appended, a push gets 409 ``gap``) and the puller takes the sender's whole shard
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -81,17 +80,8 @@ def test_an_older_copy_never_replaces_a_newer_one(tmp_path: Path) -> None:
     assert (b / "a.jsonl").read_bytes() == (a / "a.jsonl").read_bytes()
 
 
-@pytest.fixture
-def spawn() -> Iterator[list[Node]]:
-    nodes: list[Node] = []
-    yield nodes
-    for n in nodes:
-        n.stop()
-
-
 def test_a_deleted_memory_stays_deleted_on_a_daemon_that_lagged_behind_a_compaction(
-        spawn: list[Node], tmp_path: Path) -> None:
-    pki = Pki(tmp_path / "pki")
+        spawn: list[Node], tmp_path: Path, pki: Pki) -> None:
     a, b = Node("a", tmp_path, pki), Node("b", tmp_path, pki)
     spawn += [a, b]
     start_all((a, [b]), (b, [a]))

@@ -30,11 +30,6 @@ ALLOWED = {200, 400, 403, 404, 405, 408, 409, 413}
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[Node]:
     n = Node("target", tmp_path_factory.mktemp("fuzz"), pki)
     n.start(NOOND_MAX_BODY=str(MAX_BODY), NOOND_TIMEOUT="1")

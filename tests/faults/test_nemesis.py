@@ -24,11 +24,6 @@ NODES = int(os.environ.get("NOON_NEMESIS_NODES", "0"))
 """Replays a soak run: NOON_SEED=<its seed> NOON_NEMESIS_NODES=<its nodes> (CI run or soak)."""
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki(tmp_path_factory.mktemp("pki"))
-
-
 def describe(outcome: Outcome) -> str:
     return (f"seed {outcome.seed}: faults {dict(outcome.faults)}, writes {outcome.writes}, "
             f"deletes {outcome.deletes}, converged in {outcome.convergence:.2f}s")

@@ -15,11 +15,6 @@ from tests.faults.nemesis import Cluster, Config, seed_from_env
 from tests.noond_harness import Pki, wait_until
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki(tmp_path_factory.mktemp("pki"))
-
-
 def shard_ops(path: Path) -> dict[tuple[str, int], bytes]:
     return {decode(raw).id: raw for raw in path.read_bytes().splitlines() if raw.strip()}
 
