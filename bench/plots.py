@@ -11,6 +11,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 
+def _save(fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_kg(raw: dict[str, Any], out: Path) -> Path:
     """p50 latency (p99 as error bar) of each knowledge-graph tool, noon beside the official."""
     sizes = list(raw["sizes"])
@@ -31,11 +38,7 @@ def plot_kg(raw: dict[str, Any], out: Path) -> Path:
         ax.set_ylabel("ms per call (p50, bar to p99)")
         ax.set_title(f"{int(size):,} entities")
         ax.legend()
-    fig.tight_layout()
-    path = out / "kg_latency.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "kg_latency.png")
 
 
 def plot_mesh(raw: dict[str, Any], floor_ms: float, out: Path) -> Path:
@@ -51,11 +54,7 @@ def plot_mesh(raw: dict[str, Any], floor_ms: float, out: Path) -> Path:
     ax.set_ylabel("ms until visible on all")
     ax.set_ylim(bottom=0)
     ax.legend()
-    fig.tight_layout()
-    path = out / "propagation.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "propagation.png")
 
 
 def plot_first_answer(raw: dict[str, Any], out: Path) -> Path:
@@ -70,11 +69,7 @@ def plot_first_answer(raw: dict[str, Any], out: Path) -> Path:
     ax.set_xlabel("ops in the store")
     ax.set_ylabel("s from process start to first answer")
     ax.legend()
-    fig.tight_layout()
-    path = out / "first_answer.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "first_answer.png")
 
 
 def plot_all(results: dict[str, Any], out: Path) -> list[Path]:
