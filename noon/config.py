@@ -7,12 +7,14 @@ loudly with the variable's name, never silently fall back to a default.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from noon.store.names import default_node_id, shard_file
+
+N = TypeVar("N", int, float)
 
 
 class ConfigError(ValueError):
@@ -20,27 +22,24 @@ class ConfigError(ValueError):
 
 
 def env_int(env: Mapping[str, str], name: str, default: int, lo: int = 0) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
-    if value < lo:
-        raise ConfigError(f"{name} must be at least {lo}, got {value}")
-    return value
+    return _env_number(env, name, default, lo, int, "an integer")
 
 
 def env_float(env: Mapping[str, str], name: str, default: float, lo: float = 0.0) -> float:
     """A duration in seconds (decimals allowed)."""
+    return _env_number(env, name, default, lo, float, "a number of seconds")
+
+
+def _env_number(
+    env: Mapping[str, str], name: str, default: N, lo: N, parse: Callable[[str], N], what: str
+) -> N:
     raw = env.get(name, "").strip()
     if not raw:
         return default
     try:
-        value = float(raw)
+        value = parse(raw)
     except ValueError:
-        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+        raise ConfigError(f"{name} must be {what}, got {raw!r}") from None
     if value < lo:
         raise ConfigError(f"{name} must be at least {lo}, got {value}")
     return value
