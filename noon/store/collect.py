@@ -114,16 +114,12 @@ def complete_heads(scans: Mapping[str, Scan]) -> dict[str, int]:
     return heads
 
 
-def finish_pending(directory: Path) -> int:
+def finish_pending(directory: Path) -> None:
     """Finish the removal of a collection that crashed between renames (call under the
-    maintenance lock). Returns the number of ops it removed."""
+    maintenance lock)."""
     going = cut.pending(directory)
-    if not going:
-        return 0
-    found = scan_dir(directory)
-    _remove(directory, found.scans, going)
-    return sum(1 for lines, _, _ in found.scans.values() for _, op in lines
-               if op is not None and op.id in going)
+    if going:
+        _remove(directory, scan_dir(directory).scans, going)
 
 
 def _remove(directory: Path, scans: Mapping[str, Scan], going: set[OpId] | frozenset[OpId]

@@ -62,9 +62,6 @@ class Forgotten:
                 if seq > mine.get(node, 0):
                     mine[node] = seq
 
-    def __bool__(self) -> bool:
-        return bool(self.frontiers)
-
 
 def record(directory: Path, keys: Iterable[Key], frontier: Mapping[str, int]) -> None:
     """Append one collection's keys and frontier, durably, before anything is removed."""

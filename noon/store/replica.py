@@ -423,7 +423,6 @@ def append(
         try:
             tail = repair_tail(fd, node)
             last = tail.last.seq if tail.last else 0
-            fresh: list[bytes] = []
             skipped = 0
             old = [(line, op) for line, op in ops if op.seq <= last]
             if old:
@@ -443,8 +442,9 @@ def append(
                     if isinstance(buf, mmap.mmap):
                         buf.close()
             gone = forgotten.load(directory)
-            fresh = [line + b"\n" for line, op in ops if op.seq > last and not gone.covers(op)]
-            skipped += sum(1 for _, op in ops if op.seq > last and gone.covers(op))
+            new = [(line, op) for line, op in ops if op.seq > last]
+            fresh = [line + b"\n" for line, op in new if not gone.covers(op)]
+            skipped += len(new) - len(fresh)
             if last and not allow_skip:
                 expect = max(last, consumed) + 1
                 for _, op in ops:
