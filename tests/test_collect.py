@@ -1,3 +1,5 @@
+import fcntl
+import os
 import shutil
 import threading
 from pathlib import Path
@@ -143,19 +145,30 @@ def test_a_reader_never_sees_half_a_collection(noon_dir, monkeypatch):
     full = {"b": 2, "c": 2}
     real_poll = shard_mod.ShardReader.poll
     collector: list[threading.Thread] = []
+    journal_could_begin: list[bool] = []
 
     def poll_then_collect(self):
         polled = real_poll(self)
         if self.path.name == "b.jsonl" and not collector:
+            # Between two reads: a collection may not start its journal now (the probe takes
+            # the lock as cut.begin does, without waiting), and one started here waits.
+            fd = os.open(cut.cut_lock_path(noon_dir), os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                journal_could_begin.append(True)
+            except BlockingIOError:
+                journal_could_begin.append(False)
+            finally:
+                os.close(fd)
             t = threading.Thread(target=collect_dir, args=(noon_dir,),
                                  kwargs={"self_id": "b", "reports": {"c": full}})
             collector.append(t)
             t.start()
-            t.join(timeout=1)  # without the cut lock it finishes here, between two reads
         return polled
 
     monkeypatch.setattr(shard_mod.ShardReader, "poll", poll_then_collect)
     reader = store(noon_dir, "reader")
+    assert journal_could_begin == [False]
     collector[0].join(timeout=30)
     assert not collector[0].is_alive()
     assert E not in store(noon_dir, "after").fold.elements  # the collection did happen
