@@ -23,20 +23,32 @@ NS = "default"
 
 
 def store(d: Path, node: str) -> Store:
-    return Store(Settings.from_env({}, dir=d, node_id=node, fsync=False, compact_after=0,
-                                   snapshot=False))
+    return Store(
+        Settings.from_env({}, dir=d, node_id=node, fsync=False, compact_after=0, snapshot=False)
+    )
 
 
 def create(s: Store, names: list[str]) -> None:
-    s.write(lambda f: [d for n in names for d in (
-        Draft(("content", NS, n), {"text": f"memory {n} " * 4}),
-        Draft(("edge", NS, "@core", n), {"child": n, "priority": 1, "disclosure": ""}),
-    )])
+    s.write(
+        lambda f: [
+            d
+            for n in names
+            for d in (
+                Draft(("content", NS, n), {"text": f"memory {n} " * 4}),
+                Draft(("edge", NS, "@core", n), {"child": n, "priority": 1, "disclosure": ""}),
+            )
+        ]
+    )
 
 
 def delete(s: Store, names: list[str]) -> None:
-    s.write(lambda f: [d for n in names for d in (
-        Draft(("content", NS, n), None), Draft(("edge", NS, "@core", n), None))])
+    s.write(
+        lambda f: [
+            d
+            for n in names
+            for d in (Draft(("content", NS, n), None), Draft(("edge", NS, "@core", n), None))
+        ]
+    )
 
 
 def ops(d: Path, node: str) -> int:
@@ -58,65 +70,100 @@ def measure(n: int) -> list[dict[str, Any]]:
         gone = [f"gone{i}" for i in range(n)]
         create(a, keep)
         for i in range(0, n, 100):
-            create(a, gone[i:i + 100])
+            create(a, gone[i : i + 100])
         for i in range(0, n, 100):
-            delete(a, gone[i:i + 100])
+            delete(a, gone[i : i + 100])
         create(a, ["tail"])
         before = ops(d, "a")
         everyone = frontier(d)
         t = time.perf_counter()
         collect_dir(d, self_id="a", reports={"b": everyone, "c": everyone}, admitted="bc")
         took = time.perf_counter() - t
-        rows.append(_row("every member saw everything", before, ops(d, "a"), took,
-                         "P06/P08 node1: 5304 -> 254 (20.9x)", 20.9))
+        rows.append(
+            _row(
+                "every member saw everything",
+                before,
+                ops(d, "a"),
+                took,
+                "P06/P08 node1: 5304 -> 254 (20.9x)",
+                20.9,
+            )
+        )
 
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         a = store(d, "a")
         known = [f"known{i}" for i in range(n)]
         for i in range(0, n, 100):
-            create(a, known[i:i + 100])
+            create(a, known[i : i + 100])
         c_report = frontier(d)  # c's last report: it saw every 'known' memory, then left
         new = [f"new{i}" for i in range(n)]
         for i in range(0, n, 100):
-            create(a, new[i:i + 100])
+            create(a, new[i : i + 100])
         for i in range(0, n, 100):
-            delete(a, known[i:i + 100])
-            delete(a, new[i:i + 50])
+            delete(a, known[i : i + 100])
+            delete(a, new[i : i + 50])
         create(a, ["tail"])
         before = ops(d, "a")
         now = frontier(d)
         t = time.perf_counter()
-        away = collect_dir(d, self_id="a", reports={"b": now, "c": c_report}, admitted="bc",
-                           away={"c"})
+        away = collect_dir(
+            d, self_id="a", reports={"b": now, "c": c_report}, admitted="bc", away={"c"}
+        )
         took = time.perf_counter() - t
-        rows.append(_row(f"c away, NOOND_COLLECT_UNSEEN (frozen {len(away.kept)})", before,
-                         ops(d, "a"), took, "P10 window: unknown set collected, 4000 known frozen",
-                         None))
+        rows.append(
+            _row(
+                f"c away, NOOND_COLLECT_UNSEEN (frozen {len(away.kept)})",
+                before,
+                ops(d, "a"),
+                took,
+                "P10 window: unknown set collected, 4000 known frozen",
+                None,
+            )
+        )
         mid = ops(d, "a")
         t = time.perf_counter()
         collect_dir(d, self_id="a", reports={"b": now, "c": now}, admitted="bc")
         took = time.perf_counter() - t
-        rows.append(_row("c back and caught up", mid, ops(d, "a"), took,
-                         "P10 rejoin node1: 14254 -> 6254 (2.3x)", 2.3))
+        rows.append(
+            _row(
+                "c back and caught up",
+                mid,
+                ops(d, "a"),
+                took,
+                "P10 rejoin node1: 14254 -> 6254 (2.3x)",
+                2.3,
+            )
+        )
     return rows
 
 
-def _row(name: str, before: int, after: int, took: float, reference: str,
-         factor: float | None) -> dict[str, Any]:
-    return {"scenario": name, "before": before, "after": after, "factor": before / after,
-            "collect_s": took, "reference": reference, "reference_factor": factor}
+def _row(
+    name: str, before: int, after: int, took: float, reference: str, factor: float | None
+) -> dict[str, Any]:
+    return {
+        "scenario": name,
+        "before": before,
+        "after": after,
+        "factor": before / after,
+        "collect_s": took,
+        "reference": reference,
+        "reference_factor": factor,
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=2000)
     rows = measure(ap.parse_args().n)
-    print(f"{'scenario':<44} {'ops before':>10} {'after':>7} {'factor':>8} {'collect':>9}"
-          "   reference")
+    print(
+        f"{'scenario':<44} {'ops before':>10} {'after':>7} {'factor':>8} {'collect':>9}   reference"
+    )
     for r in rows:
-        print(f"{r['scenario']:<44} {r['before']:>10} {r['after']:>7} {r['factor']:>7.1f}x "
-              f"{r['collect_s'] * 1000:>7.0f}ms   {r['reference']}")
+        print(
+            f"{r['scenario']:<44} {r['before']:>10} {r['after']:>7} {r['factor']:>7.1f}x "
+            f"{r['collect_s'] * 1000:>7.0f}ms   {r['reference']}"
+        )
 
 
 if __name__ == "__main__":

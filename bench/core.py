@@ -67,19 +67,34 @@ def generate(d: Path, total: int, authors: int = 4) -> None:
                 if r < 0.6:
                     key = ("content", "default", mem)
                     prev = heads.get(mem)
-                    line = encode(node=node, seq=seq, hlc=stamp, el=key,
-                                  val={"text": "memory text " * rnd.randint(2, 12)},
-                                  prev=(prev,) if prev else None, by="bench")
+                    line = encode(
+                        node=node,
+                        seq=seq,
+                        hlc=stamp,
+                        el=key,
+                        val={"text": "memory text " * rnd.randint(2, 12)},
+                        prev=(prev,) if prev else None,
+                        by="bench",
+                    )
                     heads[mem] = (node, seq)
                 elif r < 0.85:
-                    line = encode(node=node, seq=seq, hlc=stamp,
-                                  el=("edge", "default", "@core", f"name{seq}"),
-                                  val={"child": mem, "priority": 1, "disclosure": "when"},
-                                  by="bench")
+                    line = encode(
+                        node=node,
+                        seq=seq,
+                        hlc=stamp,
+                        el=("edge", "default", "@core", f"name{seq}"),
+                        val={"child": mem, "priority": 1, "disclosure": "when"},
+                        by="bench",
+                    )
                 else:
-                    line = encode(node=node, seq=seq, hlc=stamp,
-                                  el=("keyword", "default", f"kw{seq % 500}", mem), val={},
-                                  by="bench")
+                    line = encode(
+                        node=node,
+                        seq=seq,
+                        hlc=stamp,
+                        el=("keyword", "default", f"kw{seq % 500}", mem),
+                        val={},
+                        by="bench",
+                    )
                 f.write(line + b"\n")
 
 
@@ -109,8 +124,13 @@ print(json.dumps(result))
 
 
 def probe(d: Path, snap: bool, extra: str = "") -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", PROBE, str(d), "1" if snap else "0", extra],
-                         capture_output=True, text=True, check=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(d), "1" if snap else "0", extra],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
     return json.loads(out.stdout)
 
 
@@ -125,8 +145,13 @@ def decode_floor(d: Path) -> float:
 def next_line(d: Path) -> str:
     last = (d / "node0.jsonl").read_bytes().splitlines()[-1]
     op = orjson.loads(last)
-    return encode(node="node0", seq=op["seq"] + 1, hlc=op["hlc"] + 1,
-                  el=("keyword", "default", "fresh", "x"), val={}).decode()
+    return encode(
+        node="node0",
+        seq=op["seq"] + 1,
+        hlc=op["hlc"] + 1,
+        el=("keyword", "default", "fresh", "x"),
+        val={},
+    ).decode()
 
 
 def measure(sizes: list[int], appends: int) -> dict[str, Any]:
@@ -149,7 +174,9 @@ def measure(sizes: list[int], appends: int) -> dict[str, Any]:
             assert warm["loaded"], "snapshot was not used"
             shards = list(d.glob("*.jsonl"))
             out["sizes"][str(size)] = {
-                "raw_decode_s": raw, "cold": cold, "warm": warm,
+                "raw_decode_s": raw,
+                "cold": cold,
+                "warm": warm,
                 "bytes": sum(p.stat().st_size for p in shards),
                 "ops": sum(len(p.read_bytes().splitlines()) for p in shards),
             }
@@ -162,24 +189,38 @@ def main() -> None:
     ap.add_argument("--appends", type=int, default=2000)
     args = ap.parse_args()
     res = measure([int(s) for s in args.sizes.split(",")], args.appends)
-    on, off, floor = res["append_fsync_per_s"], res["append_nofsync_per_s"], res[
-        "fsync_floor_per_s"]
+    on, off, floor = (
+        res["append_fsync_per_s"],
+        res["append_nofsync_per_s"],
+        res["fsync_floor_per_s"],
+    )
     rows: list[tuple[str, str, str]] = [
-        ("append, fsync on", f"{on:,.0f} ops/s", f"raw fsync floor {floor:,.0f}/s "
-         f"({on / floor:.2f}x of floor)"),
+        (
+            "append, fsync on",
+            f"{on:,.0f} ops/s",
+            f"raw fsync floor {floor:,.0f}/s ({on / floor:.2f}x of floor)",
+        ),
         ("append, fsync off", f"{off:,.0f} ops/s", "in-process lock+write+refresh"),
     ]
     for size, r in res["sizes"].items():
         cold, warm, raw = r["cold"], r["warm"], r["raw_decode_s"]
         n = int(size)
         rows += [
-            (f"cold fold {n:,} ops", f"{cold['open_s']:.2f} s, {cold['rss_mib']:.0f} MiB",
-             f"raw orjson decode {raw:.2f} s ({cold['open_s'] / raw:.1f}x)"),
-            (f"snapshot load {n:,} ops", f"{warm['open_s']:.2f} s, "
-             f"{warm['rss_mib']:.0f} MiB", f"{cold['open_s'] / warm['open_s']:.1f}x faster "
-             "than cold"),
-            (f"read after 1 new op at {n:,}", f"{warm['incremental_s'] * 1e3:.2f} ms",
-             f"idle refresh {warm['idle_refresh_s'] * 1e3:.3f} ms"),
+            (
+                f"cold fold {n:,} ops",
+                f"{cold['open_s']:.2f} s, {cold['rss_mib']:.0f} MiB",
+                f"raw orjson decode {raw:.2f} s ({cold['open_s'] / raw:.1f}x)",
+            ),
+            (
+                f"snapshot load {n:,} ops",
+                f"{warm['open_s']:.2f} s, {warm['rss_mib']:.0f} MiB",
+                f"{cold['open_s'] / warm['open_s']:.1f}x faster than cold",
+            ),
+            (
+                f"read after 1 new op at {n:,}",
+                f"{warm['incremental_s'] * 1e3:.2f} ms",
+                f"idle refresh {warm['idle_refresh_s'] * 1e3:.3f} ms",
+            ),
         ]
     width = max(len(r[0]) for r in rows)
     for name, figure, anchor in rows:

@@ -62,8 +62,12 @@ def sdk_import(runs: int = 3) -> float:
 
 def measure(fsyncs: int = 1000, imports: int = 3) -> dict[str, Any]:
     per_s = fsync_floor(fsyncs)
-    return {"fsync_per_s": per_s, "fsync_us": 1e6 / per_s, "loopback_rtt_us": loopback_rtt(),
-            "sdk_import_s": sdk_import(imports)}
+    return {
+        "fsync_per_s": per_s,
+        "fsync_us": 1e6 / per_s,
+        "loopback_rtt_us": loopback_rtt(),
+        "sdk_import_s": sdk_import(imports),
+    }
 
 
 def machine() -> dict[str, Any]:
@@ -77,8 +81,17 @@ def machine() -> dict[str, Any]:
     except OSError:
         pass
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False) \
-        if shutil.which("node") else None
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gib": round(ram, 1),
-            "python": sys.version.split()[0], "kernel": platform.release(),
-            "os": platform.system(), "node": node.stdout.strip() if node else None}
+    node = (
+        subprocess.run(["node", "--version"], capture_output=True, text=True, check=False)
+        if shutil.which("node")
+        else None
+    )
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "ram_gib": round(ram, 1),
+        "python": sys.version.split()[0],
+        "kernel": platform.release(),
+        "os": platform.system(),
+        "node": node.stdout.strip() if node else None,
+    }

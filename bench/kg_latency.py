@@ -27,8 +27,7 @@ from tests.mcp_helpers import ROOT, subprocess_env
 
 OFFICIAL = ROOT / ".cache/official/node_modules/@modelcontextprotocol/server-memory/dist/index.js"
 FILL_BATCH = 500
-TOOLS = ("ping", "create_entities", "add_observations", "search_nodes", "open_nodes",
-         "read_graph")
+TOOLS = ("ping", "create_entities", "add_observations", "search_nodes", "open_nodes", "read_graph")
 
 
 def _entity(i: int) -> dict[str, Any]:
@@ -56,12 +55,25 @@ def measure(client: PipeClient, size: int, calls: int) -> dict[str, dict[str, fl
     for k in range(calls):
         out["ping"].append(_timed(client, "ping", {}))
         out["create_entities"].append(
-            _timed(client, "create_entities", {"entities": [_entity(size + k)]}))
-        out["add_observations"].append(_timed(client, "add_observations", {
-            "observations": [{"entityName": f"e{(k * 7919) % size}", "contents": [f"new {k}"]}]}))
+            _timed(client, "create_entities", {"entities": [_entity(size + k)]})
+        )
+        out["add_observations"].append(
+            _timed(
+                client,
+                "add_observations",
+                {
+                    "observations": [
+                        {"entityName": f"e{(k * 7919) % size}", "contents": [f"new {k}"]}
+                    ]
+                },
+            )
+        )
         out["search_nodes"].append(_timed(client, "search_nodes", {"query": f"fact {k * 31}"}))
-        out["open_nodes"].append(_timed(client, "open_nodes", {
-            "names": [f"e{(k * 104729 + j) % size}" for j in range(3)]}))
+        out["open_nodes"].append(
+            _timed(
+                client, "open_nodes", {"names": [f"e{(k * 104729 + j) % size}" for j in range(3)]}
+            )
+        )
         if k < max(3, calls // 5):
             out["read_graph"].append(_timed(client, "read_graph", {}))
     result = {tool: percentiles(v) for tool, v in out.items()}
@@ -70,15 +82,28 @@ def measure(client: PipeClient, size: int, calls: int) -> dict[str, dict[str, fl
 
 
 def noon_client(directory: Path, fsync: bool = True, node: str = "bench") -> PipeClient:
-    return PipeClient([sys.executable, "-m", "noon", "serve", "--tools", "kg", "--dir",
-                       str(directory), "--node-id", node],
-                      env=subprocess_env(NOON_FSYNC="true" if fsync else "false"),
-                      cwd=str(ROOT))
+    return PipeClient(
+        [
+            sys.executable,
+            "-m",
+            "noon",
+            "serve",
+            "--tools",
+            "kg",
+            "--dir",
+            str(directory),
+            "--node-id",
+            node,
+        ],
+        env=subprocess_env(NOON_FSYNC="true" if fsync else "false"),
+        cwd=str(ROOT),
+    )
 
 
 def official_client(memory_file: Path) -> PipeClient:
-    return PipeClient(["node", str(OFFICIAL)],
-                      env={**subprocess_env(), "MEMORY_FILE_PATH": str(memory_file)})
+    return PipeClient(
+        ["node", str(OFFICIAL)], env={**subprocess_env(), "MEMORY_FILE_PATH": str(memory_file)}
+    )
 
 
 def first_answer(start: Callable[[], PipeClient]) -> float:
@@ -130,14 +155,18 @@ def main(argv: list[str] | None = None) -> int:
         print("official server missing: run scripts/install-official-server.sh", file=sys.stderr)
         return 1
     res = run(args.sizes, args.calls)
-    print(f"{'entities':>8}  {'tool':<17} {'official p50/p99':>17} {'noon p50/p99':>15} "
-          f"{'official/noon':>13}")
+    print(
+        f"{'entities':>8}  {'tool':<17} {'official p50/p99':>17} {'noon p50/p99':>15} "
+        f"{'official/noon':>13}"
+    )
     for size, entry in res["sizes"].items():
         theirs, ours = entry["official"], entry["noon"]
         for tool in TOOLS:
             a, b = theirs[tool], ours[tool]
-            print(f"{size:>8}  {tool:<17} {a['p50']:>8.2f}/{a['p99']:<8.2f} "
-                  f"{b['p50']:>7.2f}/{b['p99']:<7.2f} {a['p50'] / b['p50']:>13.2f}")
+            print(
+                f"{size:>8}  {tool:<17} {a['p50']:>8.2f}/{a['p99']:<8.2f} "
+                f"{b['p50']:>7.2f}/{b['p99']:<7.2f} {a['p50'] / b['p50']:>13.2f}"
+            )
     return 0
 
 

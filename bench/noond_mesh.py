@@ -81,8 +81,11 @@ def mesh(base: Path, pki: Pki, proxies: Proxies, n: int, **env: str) -> list[Nod
         node.start(others, wait=False)
     for node in nodes:
         node.wait_healthy()
-    wait_until(lambda: all(len(m.get("/peers")[1]["peers"]) == n - 1 for m in nodes),
-               timeout=60, what="full membership")
+    wait_until(
+        lambda: all(len(m.get("/peers")[1]["peers"]) == n - 1 for m in nodes),
+        timeout=60,
+        what="full membership",
+    )
     return nodes
 
 
@@ -105,10 +108,13 @@ def latency(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, float
         samples.append((time.perf_counter() - t0) * 1000)
     moved = proxies.bytes - before
     op_size = len((nodes[0].dir / "n0.jsonl").read_bytes().splitlines()[-1]) + 1
-    return {**percentiles(samples), "mean": statistics.mean(samples),
-            "wire_bytes_per_op_per_receiver": moved / (writes * (len(nodes) - 1)),
-            "op_line_bytes": op_size,
-            "noond_rss_mib": max(rss_mib(m.proc.pid)["rss"] for m in nodes if m.proc)}
+    return {
+        **percentiles(samples),
+        "mean": statistics.mean(samples),
+        "wire_bytes_per_op_per_receiver": moved / (writes * (len(nodes) - 1)),
+        "op_line_bytes": op_size,
+        "noond_rss_mib": max(rss_mib(m.proc.pid)["rss"] for m in nodes if m.proc),
+    }
 
 
 def burst(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, float]:
@@ -119,15 +125,22 @@ def burst(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, float]:
     t0 = time.perf_counter()
     store = w.store()
     for i in range(writes):
-        store.write(lambda fold, i=i: [Draft(("content", "default", f"burst{i}"),
-                                             {"text": f"burst {i}"})])
+        store.write(
+            lambda fold, i=i: [Draft(("content", "default", f"burst{i}"), {"text": f"burst {i}"})]
+        )
     written = time.perf_counter() - t0
     seq = summaries[w.name].get(w.name).seq
-    wait_until(lambda: all(summaries[m.name].get(w.name).seq >= seq for m in nodes),
-               timeout=60, what="burst to reach every node")
-    return {"writes": writes, "write_s": written, "visible_all_s": time.perf_counter() - t0,
-            "wire_bytes_per_op_per_receiver":
-                (proxies.bytes - before) / (writes * (len(nodes) - 1))}
+    wait_until(
+        lambda: all(summaries[m.name].get(w.name).seq >= seq for m in nodes),
+        timeout=60,
+        what="burst to reach every node",
+    )
+    return {
+        "writes": writes,
+        "write_s": written,
+        "visible_all_s": time.perf_counter() - t0,
+        "wire_bytes_per_op_per_receiver": (proxies.bytes - before) / (writes * (len(nodes) - 1)),
+    }
 
 
 def mcp_writes(nodes: list[Node], proxies: Proxies, calls: int) -> dict[str, Any]:
@@ -157,22 +170,36 @@ def mcp_writes(nodes: list[Node], proxies: Proxies, calls: int) -> dict[str, Any
     try:
         t0 = time.perf_counter()
         for i in range(calls):
-            client.call("create_entities", {"entities": [
-                {"name": f"mcp{i}", "entityType": "probe", "observations": [f"fact {i}"]}]})
+            client.call(
+                "create_entities",
+                {
+                    "entities": [
+                        {"name": f"mcp{i}", "entityType": "probe", "observations": [f"fact {i}"]}
+                    ]
+                },
+            )
         written = time.perf_counter() - t0
         final = Summaries(w.dir).get(w.name).seq
-        wait_until(lambda: all(seen[m.name] and seen[m.name][-1][1] >= final for m in peers),
-                   timeout=120, what="the MCP writes to reach every node")
+        wait_until(
+            lambda: all(seen[m.name] and seen[m.name][-1][1] >= final for m in peers),
+            timeout=120,
+            what="the MCP writes to reach every node",
+        )
     finally:
         stop.set()
         watcher.join(5)
         client.close()
     complete = sorted(next(t for t, seq in seen[m.name] if seq >= final) - t0 for m in peers)
     ops = final - base
-    return {"calls": calls, "ops": ops, "write_s": written, "ops_per_s": ops / written,
-            "complete_s": complete,
-            "wire_bytes_per_op_per_receiver": (proxies.bytes - before) / (ops * len(peers)),
-            "op_line_bytes": _mean_line(w.dir / f"{w.name}.jsonl", ops)}
+    return {
+        "calls": calls,
+        "ops": ops,
+        "write_s": written,
+        "ops_per_s": ops / written,
+        "complete_s": complete,
+        "wire_bytes_per_op_per_receiver": (proxies.bytes - before) / (ops * len(peers)),
+        "op_line_bytes": _mean_line(w.dir / f"{w.name}.jsonl", ops),
+    }
 
 
 def _mean_line(path: Path, last: int) -> float:
@@ -207,12 +234,16 @@ def catch_up(base: Path, pki: Pki, ops: int) -> dict[str, Any]:
         got = sum(Summaries(fresh.dir).get(p[:-6]).seq for p in want)
         assert got == ops, f"fresh node holds {got} ops, wanted {ops}"
         idle = idle_cpu(fresh)
-        return {"ops": ops, "s": elapsed, "startup_s": healthy,
-                "ops_per_s": ops / max(elapsed - healthy, 1e-3),
-                "wire_bytes_per_op": proxies.bytes / ops,
-                "bytes_on_disk_per_op": sum(want.values()) / ops,
-                "noond_rss_mib": {m.name: rss_mib(m.proc.pid) for m in (src, fresh) if m.proc},
-                "idle_cpu_s_per_round": idle}
+        return {
+            "ops": ops,
+            "s": elapsed,
+            "startup_s": healthy,
+            "ops_per_s": ops / max(elapsed - healthy, 1e-3),
+            "wire_bytes_per_op": proxies.bytes / ops,
+            "bytes_on_disk_per_op": sum(want.values()) / ops,
+            "noond_rss_mib": {m.name: rss_mib(m.proc.pid) for m in (src, fresh) if m.proc},
+            "idle_cpu_s_per_round": idle,
+        }
     finally:
         for m in (src, fresh):
             m.stop()
@@ -222,9 +253,17 @@ def seed_shards(dirs: list[Path], count: int) -> None:
     """``count`` identical author shards in every directory (as after full convergence)."""
     for k in range(count):
         data = b"".join(
-            encode(node=f"author{k}", seq=s, hlc=(1_700_000_000_000 << 16) + s,
-                   el=["content", "default", f"a{k}.{s}"], val={"text": "x"}, prev=None,
-                   by="bench", bat=None) + b"\n"
+            encode(
+                node=f"author{k}",
+                seq=s,
+                hlc=(1_700_000_000_000 << 16) + s,
+                el=["content", "default", f"a{k}.{s}"],
+                val={"text": "x"},
+                prev=None,
+                by="bench",
+                bat=None,
+            )
+            + b"\n"
             for s in range(1, 4)
         )
         for d in dirs:
@@ -259,6 +298,7 @@ def idle(base: Path, pki: Pki, shards: int, exchanges: int = 200) -> float:
     for m in probe:
         m.wait_healthy()
     try:
+
         def ok() -> float:
             return sum(m.metric("noond_exchanges_total", 'result="ok"') for m in probe)
 
@@ -272,19 +312,35 @@ def idle(base: Path, pki: Pki, shards: int, exchanges: int = 200) -> float:
             m.stop()
 
 
-def run(base: Path, sizes: list[int], writes: int, mcp_calls: int, catch_up_ops: int,
-        idle_exchanges: int = 200, watch: float = 0.02) -> dict[str, Any]:
+def run(
+    base: Path,
+    sizes: list[int],
+    writes: int,
+    mcp_calls: int,
+    catch_up_ops: int,
+    idle_exchanges: int = 200,
+    watch: float = 0.02,
+) -> dict[str, Any]:
     """Every replication figure: per mesh size latency and bursts (and on 3 nodes the
     MCP propagation run), a fresh node's catch-up, idle exchange bytes."""
     pki = Pki(base / "pki")
     out: dict[str, Any] = {"watch_interval_s": watch, "meshes": {}}
     for n in sizes:
         proxies = Proxies()
-        nodes = mesh(base / f"mesh{n}", pki, proxies, n, NOOND_INTERVAL="30",
-                     NOOND_WATCH_INTERVAL=str(watch), NOON_FSYNC="true")
+        nodes = mesh(
+            base / f"mesh{n}",
+            pki,
+            proxies,
+            n,
+            NOOND_INTERVAL="30",
+            NOOND_WATCH_INTERVAL=str(watch),
+            NOON_FSYNC="true",
+        )
         try:
-            entry = {"latency": latency(nodes, proxies, writes),
-                     "burst": burst(nodes, proxies, writes * 5)}
+            entry = {
+                "latency": latency(nodes, proxies, writes),
+                "burst": burst(nodes, proxies, writes * 5),
+            }
             if n == 3 and mcp_calls:
                 entry["mcp_writes"] = mcp_writes(nodes, proxies, mcp_calls)
             out["meshes"][str(n)] = entry
@@ -310,8 +366,7 @@ def main() -> None:
         if args.keep:
             base = Path(tempfile.mkdtemp(prefix="noond-bench-"))
             print(f"keeping files in {base}")
-        res = run(base, args.nodes, args.writes, args.mcp_calls, args.catch_up,
-                  watch=args.watch)
+        res = run(base, args.nodes, args.writes, args.mcp_calls, args.catch_up, watch=args.watch)
     print(json.dumps(res, indent=1))
 
 

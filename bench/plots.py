@@ -31,8 +31,15 @@ def plot_kg(raw: dict[str, Any], out: Path) -> Path:
                 continue
             p50 = [entry[who][t]["p50"] for t in tools]
             p99 = [entry[who][t]["p99"] - entry[who][t]["p50"] for t in tools]
-            ax.bar([x + offset for x in xs], p50, 0.4, yerr=[[0] * len(p99), p99],
-                   label=who, color=colour, capsize=2)
+            ax.bar(
+                [x + offset for x in xs],
+                p50,
+                0.4,
+                yerr=[[0] * len(p99), p99],
+                label=who,
+                color=colour,
+                capsize=2,
+            )
         ax.set_xticks(list(xs), tools, rotation=30, ha="right", fontsize=8)
         ax.set_yscale("log")
         ax.set_ylabel("ms per call (p50, bar to p99)")
@@ -62,9 +69,12 @@ def plot_first_answer(raw: dict[str, Any], out: Path) -> Path:
     sizes = list(raw["first_answer"])
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for label, style in (("cold", "o-"), ("snapshot", "s-")):
-        ax.plot([raw["first_answer"][s]["ops"] for s in sizes],
-                [raw["first_answer"][s][label]["s"] for s in sizes], style,
-                label="without snapshot" if label == "cold" else "with snapshot")
+        ax.plot(
+            [raw["first_answer"][s]["ops"] for s in sizes],
+            [raw["first_answer"][s][label]["s"] for s in sizes],
+            style,
+            label="without snapshot" if label == "cold" else "with snapshot",
+        )
     ax.set_xscale("log")
     ax.set_xlabel("ops in the store")
     ax.set_ylabel("s from process start to first answer")
@@ -75,5 +85,8 @@ def plot_first_answer(raw: dict[str, Any], out: Path) -> Path:
 def plot_all(results: dict[str, Any], out: Path) -> list[Path]:
     raw = results["raw"]
     floor_ms = raw["floors"]["fsync_us"] / 1000 + raw["floors"]["loopback_rtt_us"]["p50"] / 1000
-    return [plot_kg(raw["kg"], out), plot_mesh(raw["mesh"], floor_ms, out),
-            plot_first_answer(raw["uri"], out)]
+    return [
+        plot_kg(raw["kg"], out),
+        plot_mesh(raw["mesh"], floor_ms, out),
+        plot_first_answer(raw["uri"], out),
+    ]

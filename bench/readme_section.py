@@ -24,26 +24,47 @@ RESULTS = ROOT / "bench" / "results" / "latest.json"
 OUT = ROOT / "docs" / "performance.md"
 
 CAUSES: list[tuple[str, str]] = [
-    ("first answer", "a new `noon serve` is a Python process: starting Python and importing the "
-     "MCP SDK (the *start Python and import the MCP SDK* floor above) is most of its first "
-     "answer, where node starts the official server in a fraction of that. The store itself "
-     "loads from the snapshot in a fraction of a second."),
-    ("MCP ping", "each call goes through the Python MCP SDK, which validates and serialises every "
-     "request and result with pydantic; the ping row is that per-call floor on each side."),
-    ("read_graph", "the Python SDK validates the whole result against the protocol schema and "
-     "serialises it twice (to a dict, then to JSON); noon's own part (a cached rendering per "
-     "entity) is a few ms. noon hands the SDK the result already in wire form, which removed "
-     "a third pass."),
-    ("server RSS", "a Python process with the MCP SDK, pydantic and the fold in memory, against "
-     "node holding the graph as one JSON array."),
-    ("create_entities", "each write is an fsynced append (the official server does not fsync), "
-     "plus the SDK's per-call floor."),
-    ("add_observations", "each write is an fsynced append (the official server does not fsync), "
-     "plus the SDK's per-call floor."),
+    (
+        "first answer",
+        "a new `noon serve` is a Python process: starting Python and importing the "
+        "MCP SDK (the *start Python and import the MCP SDK* floor above) is most of its first "
+        "answer, where node starts the official server in a fraction of that. The store itself "
+        "loads from the snapshot in a fraction of a second.",
+    ),
+    (
+        "MCP ping",
+        "each call goes through the Python MCP SDK, which validates and serialises every "
+        "request and result with pydantic; the ping row is that per-call floor on each side.",
+    ),
+    (
+        "read_graph",
+        "the Python SDK validates the whole result against the protocol schema and "
+        "serialises it twice (to a dict, then to JSON); noon's own part (a cached rendering per "
+        "entity) is a few ms. noon hands the SDK the result already in wire form, which removed "
+        "a third pass.",
+    ),
+    (
+        "server RSS",
+        "a Python process with the MCP SDK, pydantic and the fold in memory, against "
+        "node holding the graph as one JSON array.",
+    ),
+    (
+        "create_entities",
+        "each write is an fsynced append (the official server does not fsync), "
+        "plus the SDK's per-call floor.",
+    ),
+    (
+        "add_observations",
+        "each write is an fsynced append (the official server does not fsync), "
+        "plus the SDK's per-call floor.",
+    ),
     ("search_nodes", "the SDK's per-call floor dominates at this size."),
     ("open_nodes", "the SDK's per-call floor dominates at this size."),
-    ("wire bytes per op per receiver", "a lone write travels as its own TLS-wrapped HTTP push; "
-     "writes in a row coalesce into one push and approach the op line itself."),
+    (
+        "wire bytes per op per receiver",
+        "a lone write travels as its own TLS-wrapped HTTP push; "
+        "writes in a row coalesce into one push and approach the op line itself.",
+    ),
 ]
 """Why noon can be slower than an anchor, matched by figure name (first match wins)."""
 
@@ -110,22 +131,39 @@ def slower(results: dict[str, Any]) -> list[str]:
 
 
 FLOOR_NOTES: list[tuple[str, str]] = [
-    ("first answer at", "the floor is starting Python and importing the MCP SDK; the rest is "
-     "noon's imports and loading the store."),
-    ("append (one-op batch), fsync on", "each write takes the shard's cross-process lock, "
-     "refreshes the fold, encodes and appends its op and then fsyncs; the fsync is the floor, "
-     "the rest is per-write Python work, plus whatever else competes for the disk."),
-    ("read after 1 remote op", "one stat per shard, then reading, decoding and folding the "
-     "one new line."),
-    ("write → visible", "the daemon notices a local write by polling the shard's size every "
-     "`NOOND_WATCH_INTERVAL` (0.02 s in this benchmark, 0.2 s by default), then makes one HTTPS "
-     "push per peer, and each receiver fsyncs before the op counts as held; the polling alone "
-     "adds half an interval on average (an inotify watch would remove it)."),
-    ("cold fold", "beyond decoding, the fold validates every op and keeps per-element heads and "
-     "versions, in Python; the snapshot is what keeps a new session off this path."),
+    (
+        "first answer at",
+        "the floor is starting Python and importing the MCP SDK; the rest is "
+        "noon's imports and loading the store.",
+    ),
+    (
+        "append (one-op batch), fsync on",
+        "each write takes the shard's cross-process lock, "
+        "refreshes the fold, encodes and appends its op and then fsyncs; the fsync is the floor, "
+        "the rest is per-write Python work, plus whatever else competes for the disk.",
+    ),
+    (
+        "read after 1 remote op",
+        "one stat per shard, then reading, decoding and folding the one new line.",
+    ),
+    (
+        "write → visible",
+        "the daemon notices a local write by polling the shard's size every "
+        "`NOOND_WATCH_INTERVAL` (0.02 s in this benchmark, 0.2 s by default), then makes one HTTPS "
+        "push per peer, and each receiver fsyncs before the op counts as held; the polling alone "
+        "adds half an interval on average (an inotify watch would remove it).",
+    ),
+    (
+        "cold fold",
+        "beyond decoding, the fold validates every op and keeps per-element heads and "
+        "versions, in Python; the snapshot is what keeps a new session off this path.",
+    ),
     ("snapshot load", "unpickling the fold costs about as much as decoding its JSON once."),
-    ("catch-up rate", "the source reads and gzips 1 MiB pages, the receiver decodes and checks "
-     "every op, appends and fsyncs each page; not profiled further yet."),
+    (
+        "catch-up rate",
+        "the source reads and gzips 1 MiB pages, the receiver decodes and checks "
+        "every op, appends and fsyncs each page; not profiled further yet.",
+    ),
 ]
 """Why a figure sits where it does relative to its physical floor (first match wins)."""
 

@@ -29,19 +29,54 @@ from bench.rows import Row, build_rows, format_table
 RESULTS = Path(__file__).resolve().parent / "results"
 
 SIZES: dict[str, dict[str, Any]] = {
-    "tiny": {"kg": [50], "kg_calls": 3, "memories": 200, "first_answer_ops": [1000],
-             "core": [12_000], "appends": 100, "uri_calls": 3, "mesh": [3], "writes": 5,
-             "mcp_calls": 20, "catch_up": 500, "idle_exchanges": 6, "imports": 1,
-             "collection": 200},
-    "default": {"kg": [1000, 10_000], "kg_calls": 50, "memories": 10_000,
-                "first_answer_ops": [100_000], "core": [100_000], "appends": 1000,
-                "uri_calls": 50, "mesh": [3, 5], "writes": 100, "mcp_calls": 500,
-                "catch_up": 100_000, "idle_exchanges": 60, "imports": 3, "collection": 2000},
-    "large": {"kg": [1000, 10_000, 50_000], "kg_calls": 50, "memories": 100_000,
-              "first_answer_ops": [100_000, 1_000_000], "core": [100_000, 1_000_000],
-              "appends": 2000, "uri_calls": 50, "mesh": [3, 5, 10], "writes": 200,
-              "mcp_calls": 500, "catch_up": 1_000_000, "idle_exchanges": 100, "imports": 3,
-              "collection": 2000},
+    "tiny": {
+        "kg": [50],
+        "kg_calls": 3,
+        "memories": 200,
+        "first_answer_ops": [1000],
+        "core": [12_000],
+        "appends": 100,
+        "uri_calls": 3,
+        "mesh": [3],
+        "writes": 5,
+        "mcp_calls": 20,
+        "catch_up": 500,
+        "idle_exchanges": 6,
+        "imports": 1,
+        "collection": 200,
+    },
+    "default": {
+        "kg": [1000, 10_000],
+        "kg_calls": 50,
+        "memories": 10_000,
+        "first_answer_ops": [100_000],
+        "core": [100_000],
+        "appends": 1000,
+        "uri_calls": 50,
+        "mesh": [3, 5],
+        "writes": 100,
+        "mcp_calls": 500,
+        "catch_up": 100_000,
+        "idle_exchanges": 60,
+        "imports": 3,
+        "collection": 2000,
+    },
+    "large": {
+        "kg": [1000, 10_000, 50_000],
+        "kg_calls": 50,
+        "memories": 100_000,
+        "first_answer_ops": [100_000, 1_000_000],
+        "core": [100_000, 1_000_000],
+        "appends": 2000,
+        "uri_calls": 50,
+        "mesh": [3, 5, 10],
+        "writes": 200,
+        "mcp_calls": 500,
+        "catch_up": 1_000_000,
+        "idle_exchanges": 100,
+        "imports": 3,
+        "collection": 2000,
+    },
 }
 """``mcp_calls`` create_entities calls of one entity and one observation = 2 ops each, so the
 default writes 1000 ops, as server-noonien's propagation run did."""
@@ -64,18 +99,31 @@ def measure(size: str) -> dict[str, Any]:
     raw["floors"] = _step("floors", lambda: floors.measure(s["appends"], s["imports"]))
     raw["core"] = _step("store", lambda: core.measure(s["core"], s["appends"]))
     raw["kg"] = _step("knowledge-graph tools", lambda: kg_latency.run(s["kg"], s["kg_calls"]))
-    raw["uri"] = _step("URI tools", lambda: uri_latency.run(
-        s["memories"], s["first_answer_ops"], s["uri_calls"]))
-    raw["collection"] = _step("tombstone collection",
-                              lambda: collection.measure(s["collection"]))
+    raw["uri"] = _step(
+        "URI tools", lambda: uri_latency.run(s["memories"], s["first_answer_ops"], s["uri_calls"])
+    )
+    raw["collection"] = _step("tombstone collection", lambda: collection.measure(s["collection"]))
     with tempfile.TemporaryDirectory(prefix="noon-bench-") as tmp:
-        raw["mesh"] = _step("noond mesh", lambda: noond_mesh.run(
-            Path(tmp), s["mesh"], s["writes"], s["mcp_calls"], s["catch_up"],
-            s["idle_exchanges"]))
-    return {"size": size, "parameters": s, "machine": floors.machine(),
-            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "duration_s": time.perf_counter() - started, "raw": raw,
-            "load_average": {"before": load_before[0], "after": os.getloadavg()[0]}}
+        raw["mesh"] = _step(
+            "noond mesh",
+            lambda: noond_mesh.run(
+                Path(tmp),
+                s["mesh"],
+                s["writes"],
+                s["mcp_calls"],
+                s["catch_up"],
+                s["idle_exchanges"],
+            ),
+        )
+    return {
+        "size": size,
+        "parameters": s,
+        "machine": floors.machine(),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "duration_s": time.perf_counter() - started,
+        "raw": raw,
+        "load_average": {"before": load_before[0], "after": os.getloadavg()[0]},
+    }
 
 
 def write_results(results: dict[str, Any], out: Path, plots: bool = True) -> list[Row]:
@@ -102,10 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     results = measure(size)
     rows = write_results(results, args.out, plots=not args.no_plots)
     m = results["machine"]
-    print(f"noon benchmarks ({size}) on {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB, "
-          f"Python {m['python']}, Linux {m['kernel']}; {results['duration_s']:.0f} s; load "
-          f"average {results['load_average']['before']:.1f} before, "
-          f"{results['load_average']['after']:.1f} after")
+    print(
+        f"noon benchmarks ({size}) on {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB, "
+        f"Python {m['python']}, Linux {m['kernel']}; {results['duration_s']:.0f} s; load "
+        f"average {results['load_average']['before']:.1f} before, "
+        f"{results['load_average']['after']:.1f} after"
+    )
     print(format_table(rows))
     print(f"results: {args.out}")
     return 0

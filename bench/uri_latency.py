@@ -36,10 +36,43 @@ from noon.store.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = (
-    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
-    "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango",
-    "uniform", "victor", "whiskey", "xray", "yankee", "zulu", "deploy", "tea", "systemd",
-    "memory", "agent", "user", "project", "noon", "graph", "shard", "gossip",
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+    "kilo",
+    "lima",
+    "mike",
+    "november",
+    "oscar",
+    "papa",
+    "quebec",
+    "romeo",
+    "sierra",
+    "tango",
+    "uniform",
+    "victor",
+    "whiskey",
+    "xray",
+    "yankee",
+    "zulu",
+    "deploy",
+    "tea",
+    "systemd",
+    "memory",
+    "agent",
+    "user",
+    "project",
+    "noon",
+    "graph",
+    "shard",
+    "gossip",
 )
 NS = "default"
 VOCAB = [*WORDS, *(f"term{i}" for i in range(5000))]
@@ -59,14 +92,20 @@ def build(directory: Path, n: int) -> None:
     per = max(1, n // topics)
     for t in range(topics):
         topic = new_node_id()
-        drafts = [Draft(("content", NS, topic), {"text": f"Topic {t}: " + text_of(rnd, 20)}),
-                  Draft(("edge", NS, root("core"), f"topic{t}"), edge_val(topic, 1, "when t"))]
+        drafts = [
+            Draft(("content", NS, topic), {"text": f"Topic {t}: " + text_of(rnd, 20)}),
+            Draft(("edge", NS, root("core"), f"topic{t}"), edge_val(topic, 1, "when t")),
+        ]
         for i in range(per):
             node = new_node_id()
             text = f"Memory {t}/{i}: " + text_of(rnd, 30)
             drafts.append(Draft(("content", NS, node), {"text": text}))
-            drafts.append(Draft(("edge", NS, topic, f"m{i}"),
-                                edge_val(node, 2, f"When {rnd.choice(WORDS)} comes up")))
+            drafts.append(
+                Draft(
+                    ("edge", NS, topic, f"m{i}"),
+                    edge_val(node, 2, f"When {rnd.choice(WORDS)} comes up"),
+                )
+            )
         store.write(lambda fold, d=drafts: d, client="bench")
     store.save_snapshot()
 
@@ -81,17 +120,28 @@ def _server_pid() -> int:
     raise RuntimeError("noon serve child not found")
 
 
-async def session(directory: Path, n: int, calls: int = 40, snapshot: bool = True
-                  ) -> dict[str, Any]:
+async def session(
+    directory: Path, n: int, calls: int = 40, snapshot: bool = True
+) -> dict[str, Any]:
     """A new session on a store of ``n`` memories: time to the first read_memory answer (from
     process start), then p50/p99 of each tool over ``calls`` calls, and the server's memory."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NOON_SNAPSHOT": "true" if snapshot else
-           "false"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NOON_SNAPSHOT": "true" if snapshot else "false"}
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "noon", "serve", "--tools", "uri", "--dir", str(directory), "--node-id",
-              "bench"],
-        env=env, cwd=str(ROOT))
+        args=[
+            "-m",
+            "noon",
+            "serve",
+            "--tools",
+            "uri",
+            "--dir",
+            str(directory),
+            "--node-id",
+            "bench",
+        ],
+        env=env,
+        cwd=str(ROOT),
+    )
     rnd = random.Random(1)
     per = max(1, n // 100)
     out: dict[str, Any] = {}
@@ -128,8 +178,10 @@ async def session(directory: Path, n: int, calls: int = 40, snapshot: bool = Tru
             ("read_memory_warm", "read_memory", uri),
         ]
         for label, tool, make in runs if calls else ():
-            out[label] = {"first_ms": await timed(tool, make()),
-                          **percentiles([await timed(tool, make()) for _ in range(calls)])}
+            out[label] = {
+                "first_ms": await timed(tool, make()),
+                **percentiles([await timed(tool, make()) for _ in range(calls)]),
+            }
         out["rss_mib"] = rss_mib(_server_pid())
     return out
 
@@ -145,9 +197,12 @@ def run(memories: int, first_answer_ops: list[int], calls: int) -> dict[str, Any
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
         build(Path(d), memories)
-        out["tools"] = {"memories": memories, "ops": ops_in(Path(d)),
-                        "build_s": time.perf_counter() - t0,
-                        **anyio.run(session, Path(d), memories, calls)}
+        out["tools"] = {
+            "memories": memories,
+            "ops": ops_in(Path(d)),
+            "build_s": time.perf_counter() - t0,
+            **anyio.run(session, Path(d), memories, calls),
+        }
     out["first_answer"] = {}
     for size in first_answer_ops:
         with tempfile.TemporaryDirectory() as d:

@@ -35,11 +35,19 @@ DEADLINE = 30.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--linger", type=float, default=0.0, metavar="SECONDS",
-                        help="keep the three machines running this long at the end, printing "
-                             "their state (default: stop right away)")
-    parser.add_argument("--keep", action="store_true",
-                        help="keep the temporary directory (logs, shards) for inspection")
+    parser.add_argument(
+        "--linger",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="keep the three machines running this long at the end, printing "
+        "their state (default: stop right away)",
+    )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the temporary directory (logs, shards) for inspection",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,21 +118,34 @@ async def _running(machines: list[Machine], base: Path) -> AsyncIterator[None]:
         peers = ",".join(f"{o.name}@127.0.0.1:{o.port}" for o in machines if o is not m)
         cert, key, ca_crt = m.certs
         env = m.env() | {
-            "NOOND_LISTEN": f"127.0.0.1:{m.port}", "NOOND_PEERS": peers,
-            "NOOND_INTERVAL": "1", "NOOND_WATCH_INTERVAL": "0.02", "NOOND_TIMEOUT": "2",
-            "NOOND_SUSPECT_AFTER": "1", "NOOND_DEAD_AFTER": "2", "NOOND_DEAD_RETRY": "1",
-            "NOOND_DISCOVER_INTERVAL": "0", "NOOND_TLS_CERT": str(cert),
-            "NOOND_TLS_KEY": str(key), "NOOND_TLS_CA": str(ca_crt),
+            "NOOND_LISTEN": f"127.0.0.1:{m.port}",
+            "NOOND_PEERS": peers,
+            "NOOND_INTERVAL": "1",
+            "NOOND_WATCH_INTERVAL": "0.02",
+            "NOOND_TIMEOUT": "2",
+            "NOOND_SUSPECT_AFTER": "1",
+            "NOOND_DEAD_AFTER": "2",
+            "NOOND_DEAD_RETRY": "1",
+            "NOOND_DISCOVER_INTERVAL": "0",
+            "NOOND_TLS_CERT": str(cert),
+            "NOOND_TLS_KEY": str(key),
+            "NOOND_TLS_CA": str(ca_crt),
         }
         with open(m.dir / "noond.log", "ab") as log:
-            m.daemon = subprocess.Popen([sys.executable, "-m", "noond"], env=env,
-                                        stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+            m.daemon = subprocess.Popen(
+                [sys.executable, "-m", "noond"],
+                env=env,
+                stdout=log,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+            )
         say(f"  {m.name:<8} noond on 127.0.0.1:{m.port}   shards in {m.dir}")
     await asyncio.gather(*(_healthy(m) for m in machines))
     async with contextlib.AsyncExitStack() as stack:
         for m in machines:
-            params = StdioServerParameters(command=sys.executable, args=["-m", "noon", "serve"],
-                                           env=m.env(), cwd=str(m.dir))
+            params = StdioServerParameters(
+                command=sys.executable, args=["-m", "noon", "serve"], env=m.env(), cwd=str(m.dir)
+            )
             m.client = await stack.enter_async_context(Client(params, mode="legacy"))
         say()
         yield
@@ -173,8 +194,9 @@ async def _read(m: Machine, uri: str) -> str | None:
     return None if r.is_error else "".join(getattr(c, "text", "") for c in r.content)
 
 
-async def _until_everyone(machines: list[Machine], what: str,
-                          seen: Callable[[Machine], Awaitable[bool]]) -> None:
+async def _until_everyone(
+    machines: list[Machine], what: str, seen: Callable[[Machine], Awaitable[bool]]
+) -> None:
     """Poll every machine until it sees the change; print when each did."""
     start = time.monotonic()
     pending = list(machines)
@@ -193,15 +215,23 @@ async def _scenes(machines: list[Machine]) -> None:
     uri = "core://agent"
 
     say(f"[1] on laptop, an agent creates {uri}")
-    await _call(laptop, "create_memory", {
-        "parent_uri": "core://", "title": "agent", "priority": 1,
-        "disclosure": "at the start of every session",
-        "content": "I am the agent of this person. They prefer short answers."})
+    await _call(
+        laptop,
+        "create_memory",
+        {
+            "parent_uri": "core://",
+            "title": "agent",
+            "priority": 1,
+            "disclosure": "at the start of every session",
+            "content": "I am the agent of this person. They prefer short answers.",
+        },
+    )
 
     def has(text: str) -> Callable[[Machine], Awaitable[bool]]:
         async def check(m: Machine) -> bool:
             body = await _read(m, uri)
             return body is not None and text in body
+
         return check
 
     await _until_everyone(machines, "sees it", has("prefer short answers"))
@@ -212,8 +242,15 @@ async def _scenes(machines: list[Machine]) -> None:
 
     say("[3] on server, a client of the official memory server's tools adds an entity;")
     say("    laptop reads it as kg://Ada")
-    await _call(server, "create_entities", {"entities": [
-        {"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]}]})
+    await _call(
+        server,
+        "create_entities",
+        {
+            "entities": [
+                {"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]}
+            ]
+        },
+    )
 
     async def sees_ada(m: Machine) -> bool:
         body = await _read(m, "kg://Ada")
@@ -224,10 +261,16 @@ async def _scenes(machines: list[Machine]) -> None:
     say("[4] desktop goes offline (its daemon is paused); laptop and desktop both edit")
     assert desktop.daemon is not None
     desktop.daemon.send_signal(signal.SIGSTOP)
-    await _call(laptop, "update_memory", {"uri": uri, "old_string": "short answers",
-                                          "new_string": "short answers in English"})
-    await _call(desktop, "update_memory", {"uri": uri, "old_string": "short answers",
-                                           "new_string": "detailed answers"})
+    await _call(
+        laptop,
+        "update_memory",
+        {"uri": uri, "old_string": "short answers", "new_string": "short answers in English"},
+    )
+    await _call(
+        desktop,
+        "update_memory",
+        {"uri": uri, "old_string": "short answers", "new_string": "detailed answers"},
+    )
     say("    desktop comes back")
     desktop.daemon.send_signal(signal.SIGCONT)
 

@@ -81,16 +81,18 @@ class Client:
         self.scheme = "https" if ssl_context else "http"
         self.max_body = max_body
         self.metrics = metrics
-        self._timeout = aiohttp.ClientTimeout(total=timeout * 3, sock_connect=timeout,
-                                              sock_read=timeout)
+        self._timeout = aiohttp.ClientTimeout(
+            total=timeout * 3, sock_connect=timeout, sock_read=timeout
+        )
         self._session: aiohttp.ClientSession | None = None
 
     @property
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=self.ssl_context or False, limit=256,
-                                               limit_per_host=4),
+                connector=aiohttp.TCPConnector(
+                    ssl=self.ssl_context or False, limit=256, limit_per_host=4
+                ),
                 timeout=self._timeout,
                 auto_decompress=False,
                 response_class=_Response,
@@ -166,8 +168,15 @@ class Client:
         self.metrics.peer_clock_skew.labels(peer).set(round(theirs - (sent + time.time()) / 2, 1))
 
     async def _json(
-        self, method: str, address: str, path: str, *, expect: str | None, route: str,
-        params: dict[str, str] | None = None, data: bytes | None = None,
+        self,
+        method: str,
+        address: str,
+        path: str,
+        *,
+        expect: str | None,
+        route: str,
+        params: dict[str, str] | None = None,
+        data: bytes | None = None,
     ) -> tuple[dict[str, Any], str | None]:
         status, _, body, proven, _ = await self._request(
             method, address, path, expect=expect, route=route, params=params, data=data
@@ -214,16 +223,29 @@ class Client:
         route = path.strip("/").split("/")[0] or "root"
         if path == "/shards/digest":
             route = "digest"
-        return (await self._json("GET", address, path, expect=expect, route=route,
-                                 params=params))[0]
+        return (await self._json("GET", address, path, expect=expect, route=route, params=params))[
+            0
+        ]
 
     async def pull(
-        self, address: str, *, expect: str, shard: str, after: int, check: int | None,
-        limit: int, checks: Checks = (),
+        self,
+        address: str,
+        *,
+        expect: str,
+        shard: str,
+        after: int,
+        check: int | None,
+        limit: int,
+        checks: Checks = (),
     ) -> OpsPage:
         params = {"after": str(after), "limit": str(limit), **_check_params(check, checks)}
         status, headers, body, _, wire = await self._request(
-            "GET", address, f"/shards/{shard}/ops", expect=expect, route="ops", params=params,
+            "GET",
+            address,
+            f"/shards/{shard}/ops",
+            expect=expect,
+            route="ops",
+            params=params,
             limit=self.max_body,
         )
         if status != 200:
@@ -232,7 +254,8 @@ class Client:
             except orjson.JSONDecodeError:
                 obj = {}
             raise PeerError(
-                f"{address} ops of {shard}: {status} {obj.get('error', '')}", status=status,
+                f"{address} ops of {shard}: {status} {obj.get('error', '')}",
+                status=status,
                 code=str(obj.get("code", "http")),
             )
         try:
@@ -248,14 +271,28 @@ class Client:
             raise PeerError(f"{address} ops of {shard}: missing paging headers") from None
 
     async def push(
-        self, address: str, *, expect: str, shard: str, after: int, check: int | None,
-        body: bytes, checks: Checks = (),
+        self,
+        address: str,
+        *,
+        expect: str,
+        shard: str,
+        after: int,
+        check: int | None,
+        body: bytes,
+        checks: Checks = (),
     ) -> dict[str, Any]:
         params = {"after": str(after), **_check_params(check, checks)}
-        return (await self._json(
-            "POST", address, f"/shards/{shard}/ops", expect=expect, route="push",
-            params=params, data=body,
-        ))[0]
+        return (
+            await self._json(
+                "POST",
+                address,
+                f"/shards/{shard}/ops",
+                expect=expect,
+                route="push",
+                params=params,
+                data=body,
+            )
+        )[0]
 
 
 def _check_params(check: int | None, checks: Checks) -> dict[str, str]:

@@ -47,7 +47,8 @@ class Collector:
         members = [m for m in members if m.node not in excluded]
         fresh = {
             m.node: peerstate.Report(dict(m.heads), m.reported_at)
-            for m in members if m.reported_at is not None
+            for m in members
+            if m.reported_at is not None
         }
         retiring: set[str] = set()
 
@@ -65,13 +66,17 @@ class Collector:
 
         state = peerstate.update(self.state_path, change)
         for node in sorted(retiring):
-            log.warning("member %s silent for over %.0f days: retired into the retired frontier",
-                        node, self.forget_after / 86400)
+            log.warning(
+                "member %s silent for over %.0f days: retired into the retired frontier",
+                node,
+                self.forget_after / 86400,
+            )
         retiring = state.forgotten
         # Every node that ever proved its identity gates collection, also one this daemon has
         # not reached since it started: it may hold old versions it would show again.
         admitted = ({m.node for m in members} | set(state.members) | set(state.reports)) - (
-            retiring | excluded)
+            retiring | excluded
+        )
         alive = {m.node for m in members if m.state == "alive"}
         args = {
             "reports": {n: dict(r.frontier) for n, r in state.reports.items()},
@@ -103,9 +108,13 @@ class Collector:
         self.metrics.collected_ops.inc(report.removed_ops)
         self._gauges(report, members, now, state)
         if report.collected:
-            log.info("collected %d deleted elements (%d ops, %d -> %d bytes)",
-                     report.collected, report.removed_ops, report.bytes_before,
-                     report.bytes_after)
+            log.info(
+                "collected %d deleted elements (%d ops, %d -> %d bytes)",
+                report.collected,
+                report.removed_ops,
+                report.bytes_before,
+                report.bytes_after,
+            )
 
     def _gauges(
         self,
@@ -136,8 +145,12 @@ class Collector:
             "removed_ops": r.removed_ops,
             "frozen": len(r.kept),
             "kept": [
-                {"element": list(k), "member": b.member, "reason": b.reason,
-                 "since": self.kept_since.get(b.member)}
+                {
+                    "element": list(k),
+                    "member": b.member,
+                    "reason": b.reason,
+                    "since": self.kept_since.get(b.member),
+                }
                 for k, b in r.kept[:100]
             ],
         }

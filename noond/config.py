@@ -25,9 +25,7 @@ CAPABILITIES = ("digest", "gzip", "check", "checks", "membership", "graph")
 ADDRESS_RE = re.compile(r"^(?:[A-Za-z0-9._-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):(\d{1,5})$")
 
 
-def parse_address(raw: str, default_port: int = DEFAULT_PORT, *, any_port: bool = False) -> (
-    str
-):
+def parse_address(raw: str, default_port: int = DEFAULT_PORT, *, any_port: bool = False) -> str:
     """Normalise ``host``, ``host:port``, ``v6``, ``[v6]:port`` to ``host:port`` (v6 in
     brackets). Raises ValueError on anything else (paths, userinfo, bad ports). ``any_port``
     admits port 0 (listen on an ephemeral port)."""
@@ -194,14 +192,17 @@ FLAGS: dict[str, str] = {
 def add_flags(parser: argparse.ArgumentParser) -> None:
     for dest, env in FLAGS.items():
         parser.add_argument(
-            "--" + dest.replace("_", "-"), dest=dest, default=None, metavar="VALUE",
+            "--" + dest.replace("_", "-"),
+            dest=dest,
+            default=None,
+            metavar="VALUE",
             help=f"overrides {env}",
         )
 
 
-def from_env(env: Mapping[str, str] | None = None, args: argparse.Namespace | None = None) -> (
-    DaemonConfig
-):
+def from_env(
+    env: Mapping[str, str] | None = None, args: argparse.Namespace | None = None
+) -> DaemonConfig:
     env = dict(os.environ if env is None else env)
     if args is not None:
         for dest, name in FLAGS.items():
@@ -224,8 +225,7 @@ def from_env(env: Mapping[str, str] | None = None, args: argparse.Namespace | No
             raise ConfigError(f"NOOND_ADVERTISE: {exc}") from None
     else:
         shown = socket.gethostname() if host in ("0.0.0.0", "::", "") else host
-        advertise = parse_address(f"[{shown}]" if ":" in shown else shown, port,
-                                  any_port=True)
+        advertise = parse_address(f"[{shown}]" if ":" in shown else shown, port, any_port=True)
     source_ip = _get(env, "NOOND_SOURCE_IP")
     if source_ip:
         try:

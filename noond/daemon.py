@@ -85,7 +85,11 @@ class Daemon:
         self._cand_sem = asyncio.Semaphore(config.concurrency)
         """Candidates have their own slots: a flood of bogus addresses never delays members."""
         self.collector = Collector(
-            self.dir, self.node, config.state_path, config.forget_after, self.metrics,
+            self.dir,
+            self.node,
+            config.state_path,
+            config.forget_after,
+            self.metrics,
             collect_unseen=config.collect_unseen,
         )
         self._runner: web.AppRunner | None = None
@@ -100,7 +104,8 @@ class Daemon:
                 client_ssl = client_ssl_context(cert, key, ca)
                 for label, path in (("node", cert), ("ca", ca)):
                     self.metrics.cert_expiry.labels(label).set(
-                        cert_info(path).not_after.timestamp())
+                        cert_info(path).not_after.timestamp()
+                    )
             except CertError as exc:
                 raise ConfigError(
                     f"TLS files for node {self.node!r}: {exc}. Create them with `noon certs "
@@ -175,7 +180,9 @@ class Daemon:
             log.error(
                 "FORK DETECTED on shard %s (with peer %s): %s. This node refuses to merge that "
                 "shard with that peer until the operator resolves it; see `noon doctor`.",
-                shard, peer, message,
+                shard,
+                peer,
+                message,
             )
         self.forks[(peer, shard)] = message
         self.metrics.forked_shards.set(len({s for _, s in self.forks}))
@@ -191,12 +198,14 @@ class Daemon:
         elements = []
         for key in sorted(store.fold.elements):
             el = store.fold.elements[key]
-            elements.append({
-                "el": list(key),
-                "winner": [el.winner.node, el.winner.seq],
-                "val": el.winner.val,
-                "heads": sorted([list(h) for h in el.heads]) if el.heads else None,
-            })
+            elements.append(
+                {
+                    "el": list(key),
+                    "winner": [el.winner.node, el.winner.seq],
+                    "val": el.winner.val,
+                    "heads": sorted([list(h) for h in el.heads]) if el.heads else None,
+                }
+            )
         return {"node": self.node, "frontier": store.fold.frontier(), "elements": elements}
 
     def update_gauges(self) -> None:
@@ -281,8 +290,11 @@ class Daemon:
             member.error = str(exc)
             if exc.code == "identity":
                 self.membership.failed(member)  # someone else answers there: it moved
-            result = {"protocol": "incompatible", "forbidden": "refused",
-                      "identity": "refused"}.get(exc.code, "invalid")
+            result = {
+                "protocol": "incompatible",
+                "forbidden": "refused",
+                "identity": "refused",
+            }.get(exc.code, "invalid")
             self.metrics.exchanges.labels(result).inc()
             if exc.code == "protocol":
                 log.error("peer %s is incompatible: %s", member.node, exc)
@@ -337,14 +349,25 @@ class Daemon:
             # Wait for a member holding at least the floor (noon/store/forgotten.py).
             if (m.node, node) not in self.waiting_for_floor:
                 self.waiting_for_floor.add((m.node, node))
-                log.warning("shard %s here ends at seq %d, below seq %d held before a "
-                            "collection (damaged?); %s holds only seq %d: waiting for a member "
-                            "that holds more", node, mine.seq, floor, m.node, theirs.seq)
+                log.warning(
+                    "shard %s here ends at seq %d, below seq %d held before a "
+                    "collection (damaged?); %s holds only seq %d: waiting for a member "
+                    "that holds more",
+                    node,
+                    mine.seq,
+                    floor,
+                    m.node,
+                    theirs.seq,
+                )
             return
         if theirs.seq == mine.seq:
             if mine.seq and theirs.digest != mine.digest:
-                self.record_fork(m.node, node, f"op {node}:{mine.seq} differs: digest "
-                                 f"{mine.digest:016x} here, {theirs.digest:016x} there")
+                self.record_fork(
+                    m.node,
+                    node,
+                    f"op {node}:{mine.seq} differs: digest "
+                    f"{mine.digest:016x} here, {theirs.digest:016x} there",
+                )
         elif node == self.node:
             if theirs.seq < mine.seq:
                 await self._push(m, theirs)
@@ -383,8 +406,12 @@ class Daemon:
         if after:
             mine = await asyncio.to_thread(replica.digest_at, self.own, after)
             if mine is not None and mine != theirs.digest:
-                self.record_fork(m.node, self.node, f"peer holds a different op {self.node}:"
-                                 f"{after} ({theirs.digest:016x}, here {mine:016x})")
+                self.record_fork(
+                    m.node,
+                    self.node,
+                    f"peer holds a different op {self.node}:"
+                    f"{after} ({theirs.digest:016x}, here {mine:016x})",
+                )
                 return
         await self._push_from(m, after)
 
@@ -401,8 +428,13 @@ class Daemon:
                 return
             try:
                 result = await self.client.push(
-                    m.address, expect=m.node, shard=self.node, after=after, check=check,
-                    body=page.body, checks=checks,
+                    m.address,
+                    expect=m.node,
+                    shard=self.node,
+                    after=after,
+                    check=check,
+                    body=page.body,
+                    checks=checks,
                 )
             except PeerError as exc:
                 self.metrics.pushes.labels(exc.code).inc()
@@ -420,9 +452,9 @@ class Daemon:
             if not page.more:
                 return
 
-    async def _pull(self, m: Member, node: str, mine: replica.Summary, *, own: bool = False) -> (
-        None
-    ):
+    async def _pull(
+        self, m: Member, node: str, mine: replica.Summary, *, own: bool = False
+    ) -> None:
         """Fetch ``node``'s ops beyond ours from ``m``, page by page, and append them."""
         after = mine.seq
         check = mine.digest if mine.seq else None
@@ -431,7 +463,10 @@ class Daemon:
             self.behind = True
             log.warning(
                 "own shard %s is behind peer %s's copy (seq %d here): recovering it; local "
-                "writers wait until it has caught up", self.own.name, m.node, after,
+                "writers wait until it has caught up",
+                self.own.name,
+                m.node,
+                after,
             )
             held = await asyncio.to_thread(replica.HeldLock, self.own)
             # A writer may have appended between the summary and the lock: start from the
@@ -444,8 +479,13 @@ class Daemon:
             while True:
                 try:
                     page = await self.client.pull(
-                        m.address, expect=m.node, shard=node, after=after, check=check,
-                        limit=self.config.page_bytes, checks=checks,
+                        m.address,
+                        expect=m.node,
+                        shard=node,
+                        after=after,
+                        check=check,
+                        limit=self.config.page_bytes,
+                        checks=checks,
                     )
                 except PeerError as exc:
                     if exc.code == "fork":
@@ -460,8 +500,14 @@ class Daemon:
                         raise PeerError(f"{m.node} served {node} ops at or below seq {after}")
                     try:
                         done = await asyncio.to_thread(
-                            replica.append, self.dir, node, ops, fsync=self.config.store.fsync,
-                            held=held, allow_skip=own, consumed=after,
+                            replica.append,
+                            self.dir,
+                            node,
+                            ops,
+                            fsync=self.config.store.fsync,
+                            held=held,
+                            allow_skip=own,
+                            consumed=after,
                         )
                     except ForkDetected as exc:
                         self.record_fork(m.node, node, str(exc))
@@ -499,12 +545,20 @@ class Daemon:
             with open(fetched, "wb") as out:
                 while True:
                     page = await self.client.pull(
-                        m.address, expect=m.node, shard=node, after=after, check=None,
+                        m.address,
+                        expect=m.node,
+                        shard=node,
+                        after=after,
+                        check=None,
                         limit=self.config.page_bytes,
                     )
-                    ops = await asyncio.to_thread(
-                        replica.parse_ops, page.body, node, max_ops=MAX_OPS_PER_PAGE
-                    ) if page.body else []
+                    ops = (
+                        await asyncio.to_thread(
+                            replica.parse_ops, page.body, node, max_ops=MAX_OPS_PER_PAGE
+                        )
+                        if page.body
+                        else []
+                    )
                     if ops and ops[0][1].seq <= after:
                         raise PeerError(f"{m.node} served {node} ops at or below seq {after}")
                     out.write(page.body)
@@ -515,8 +569,12 @@ class Daemon:
             done = await asyncio.to_thread(
                 replica.replace, self.dir, node, fetched, fsync=self.config.store.fsync
             )
-            log.warning("re-fetched the whole shard %s from %s (ours lagged behind a "
-                        "compaction there)%s", node, m.node, "" if done else ": not needed")
+            log.warning(
+                "re-fetched the whole shard %s from %s (ours lagged behind a compaction there)%s",
+                node,
+                m.node,
+                "" if done else ": not needed",
+            )
         finally:
             fetched.unlink(missing_ok=True)
 
@@ -530,10 +588,10 @@ class Daemon:
                 self.metrics.exchanges.labels("incompatible").inc()
                 log.error("candidate %s (%s) not admitted: %s", cand.address, cand.source, exc)
             else:
-                self.metrics.exchanges.labels("refused" if exc.code == "identity"
-                                              else "invalid").inc()
-                log.warning("candidate %s (%s) not admitted: %s", cand.address, cand.source,
-                            exc)
+                self.metrics.exchanges.labels(
+                    "refused" if exc.code == "identity" else "invalid"
+                ).inc()
+                log.warning("candidate %s (%s) not admitted: %s", cand.address, cand.source, exc)
             return
         except Unreachable as exc:
             self.membership.candidate_failed(cand)
@@ -640,11 +698,13 @@ class Daemon:
             self.metrics.rounds.inc()
             self.reload_state()
             due = self.membership.due_candidates()
-            await self._settle([self._spawn(f"c:{c.address}", self.verify(c), self._cand_sem)
-                                for c in due])
+            await self._settle(
+                [self._spawn(f"c:{c.address}", self.verify(c), self._cand_sem) for c in due]
+            )
             members = self.membership.contactable()
-            await self._settle([self._spawn(f"m:{m.node}", self.exchange(m), self._sem)
-                                for m in members])
+            await self._settle(
+                [self._spawn(f"m:{m.node}", self.exchange(m), self._sem) for m in members]
+            )
             self.save_members()
             if self.config.collect:
                 await self._collect()
@@ -687,15 +747,19 @@ class Daemon:
                 "!!! TLS IS OFF: noond serves and pushes in PLAINTEXT on %s:%d. Anyone who can "
                 "reach this port can read every shard and push any non-revoked shard. Use this "
                 "only on loopback or a network you fully trust. !!!",
-                self.config.listen_host, self.config.listen_port,
+                self.config.listen_host,
+                self.config.listen_port,
             )
         self.dir.mkdir(parents=True, exist_ok=True)
         self.reload_state()
         self._runner = web.AppRunner(build_app(self), access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(
-            self._runner, self.config.listen_host, self.config.listen_port,
-            ssl_context=self.server_ssl, reuse_address=True,
+            self._runner,
+            self.config.listen_host,
+            self.config.listen_port,
+            ssl_context=self.server_ssl,
+            reuse_address=True,
         )
         await site.start()
         server = getattr(site, "_server", None)
@@ -707,17 +771,24 @@ class Daemon:
             self.membership.self_addresses.add(self.advertise)
         log.info(
             "noond %s listening on %s:%d (protocol %d, %s), advertising %s",
-            self.node, self.config.listen_host, self.port, PROTOCOL,
-            "mTLS" if self.config.tls else "plaintext", self.advertise,
+            self.node,
+            self.config.listen_host,
+            self.port,
+            PROTOCOL,
+            "mTLS" if self.config.tls else "plaintext",
+            self.advertise,
         )
         if self.config.metrics_listen:
             host, port = split_address(self.config.metrics_listen)
-            self._metrics_runner = web.AppRunner(build_metrics_app(self), access_log=None,
-                                                 handle_signals=False)
+            self._metrics_runner = web.AppRunner(
+                build_metrics_app(self), access_log=None, handle_signals=False
+            )
             await self._metrics_runner.setup()
             await web.TCPSite(self._metrics_runner, host, port, reuse_address=True).start()
-            log.info("metrics (plaintext, /metrics and /health only) on %s", host_port(
-                self._metrics_runner))
+            log.info(
+                "metrics (plaintext, /metrics and /health only) on %s",
+                host_port(self._metrics_runner),
+            )
         self._tasks.append(asyncio.create_task(self._discover()))
         self._tasks.append(asyncio.create_task(self._rounds()))
         self._tasks.append(asyncio.create_task(self._admit()))

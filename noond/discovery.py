@@ -67,7 +67,9 @@ async def tailscale(port: int) -> list[tuple[str, None]]:
     if exe is None:
         raise FileNotFoundError("the tailscale executable is not on PATH")
     proc = await asyncio.create_subprocess_exec(
-        exe, "status", "--json",
+        exe,
+        "status",
+        "--json",
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -101,13 +103,11 @@ async def tailscale(port: int) -> list[tuple[str, None]]:
     return found[:MAX_RESULTS]
 
 
-async def discover(config: DaemonConfig, on_error: object = None) -> list[
-    tuple[str, str | None, str]
-]:
+async def discover(
+    config: DaemonConfig, on_error: object = None
+) -> list[tuple[str, str | None, str]]:
     """Every configured source, as (address, node id or None, source name)."""
-    found: list[tuple[str, str | None, str]] = [
-        (s.address, s.node, "seed") for s in config.seeds
-    ]
+    found: list[tuple[str, str | None, str]] = [(s.address, s.node, "seed") for s in config.seeds]
     tasks: dict[str, asyncio.Future[list[tuple[str, None]]]] = {}
     for domain in config.dns_srv:
         tasks[f"dns:{domain}"] = asyncio.ensure_future(dns_srv(domain, config.dns_nameserver))

@@ -133,13 +133,15 @@ class Membership:
     def contactable(self, now: float | None = None) -> list[Member]:
         now = time.monotonic() if now is None else now
         return [
-            m for m in self.members.values()
+            m
+            for m in self.members.values()
             if m.node not in self.ignored and (m.state != "dead" or m.next_try <= now)
         ]
 
     def alive(self) -> list[Member]:
-        return [m for m in self.members.values() if m.state == "alive" and m.node not in
-                self.ignored]
+        return [
+            m for m in self.members.values() if m.state == "alive" and m.node not in self.ignored
+        ]
 
     def succeeded(self, member: Member) -> None:
         member.state = "alive"

@@ -31,8 +31,11 @@ OPEN_ROUTES = frozenset({"/info", "/health", "/metrics"})
 
 
 def _error(status: int, code: str, message: str, **extra: Any) -> web.Response:
-    return web.json_response({"error": message, "code": code, **extra}, status=status,
-                             dumps=lambda o: orjson.dumps(o).decode())
+    return web.json_response(
+        {"error": message, "code": code, **extra},
+        status=status,
+        dumps=lambda o: orjson.dumps(o).decode(),
+    )
 
 
 def _json(obj: Any) -> web.Response:
@@ -77,10 +80,17 @@ def _checks_param(request: web.Request) -> list[tuple[int, int]]:
     out = []
     for pair in pairs:
         seq, _, digest = pair.partition(":")
-        if (not seq.isdigit() or len(seq) > 16 or len(digest) != 16
-                or any(c not in "0123456789abcdefABCDEF" for c in digest)):
-            raise Refused(400, "bad_request",
-                          "'checks' must be seq:digest pairs (16 hex digits), comma-separated")
+        if (
+            not seq.isdigit()
+            or len(seq) > 16
+            or len(digest) != 16
+            or any(c not in "0123456789abcdefABCDEF" for c in digest)
+        ):
+            raise Refused(
+                400,
+                "bad_request",
+                "'checks' must be seq:digest pairs (16 hex digits), comma-separated",
+            )
         out.append((int(seq), int(digest, 16)))
     return out
 
@@ -98,9 +108,11 @@ def build_app(daemon: Daemon) -> web.Application:
 
     @web.middleware
     async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
-        route = request.match_info.route.resource.canonical if (
-            request.match_info.route.resource is not None
-        ) else "unmatched"
+        route = (
+            request.match_info.route.resource.canonical
+            if (request.match_info.route.resource is not None)
+            else "unmatched"
+        )
         try:
             response = await _guarded(request, handler)
         except Refused as refused:
@@ -108,7 +120,8 @@ def build_app(daemon: Daemon) -> web.Application:
             metrics.rejected.labels(refused.code).inc()
         except web.HTTPException as exc:
             code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(
-                exc.status, "http")
+                exc.status, "http"
+            )
             response = _error(exc.status, code, exc.reason)
         except Exception:
             log.exception("internal error on %s %s", request.method, request.path)
@@ -122,8 +135,9 @@ def build_app(daemon: Daemon) -> web.Application:
     async def _guarded(request: web.Request, handler: Any) -> web.StreamResponse:
         caller: str | None = None
         if config.tls:
-            caller = peer_node_id(request.transport.get_extra_info("ssl_object")
-                                  if request.transport else None)
+            caller = peer_node_id(
+                request.transport.get_extra_info("ssl_object") if request.transport else None
+            )
             if caller is None:
                 raise Refused(403, "forbidden", "no verified client certificate")
             if caller in daemon.ignored:
@@ -131,7 +145,8 @@ def build_app(daemon: Daemon) -> web.Application:
         proto = request.headers.get("X-Noon-Protocol")
         if proto is not None and proto != str(PROTOCOL) and request.path not in OPEN_ROUTES:
             raise Refused(
-                400, "protocol",
+                400,
+                "protocol",
                 f"this node speaks protocol revision {PROTOCOL}, the request says {proto!r}; "
                 "upgrade the older node",
                 protocol=PROTOCOL,
@@ -153,46 +168,58 @@ def build_app(daemon: Daemon) -> web.Application:
         return _json({"status": "ok"})
 
     async def info(request: web.Request) -> web.Response:
-        return _json({
-            "node": config.node,
-            "address": daemon.advertise,
-            "protocol": PROTOCOL,
-            "capabilities": list(CAPABILITIES),
-            "software": "noond",
-        })
+        return _json(
+            {
+                "node": config.node,
+                "address": daemon.advertise,
+                "protocol": PROTOCOL,
+                "capabilities": list(CAPABILITIES),
+                "software": "noond",
+            }
+        )
 
     async def status(request: web.Request) -> web.Response:
         summaries = await daemon.summaries()
         own = summaries.get(config.node)
-        return _json({
-            "node": config.node,
-            "protocol": PROTOCOL,
-            "uptime_seconds": round(time.monotonic() - daemon.started, 3),
-            "shards": len(summaries),
-            "own_seq": own.seq if own else 0,
-            "behind": daemon.behind,
-            "peers": daemon.membership.counts(),
-            "candidates": len(daemon.membership.candidates),
-            "forks": [
-                {"peer": peer, "shard": shard, "error": msg}
-                for (peer, shard), msg in sorted(daemon.forks.items())
-            ],
-            "rounds": daemon.rounds,
-            "collection": daemon.collector.status(),
-        })
+        return _json(
+            {
+                "node": config.node,
+                "protocol": PROTOCOL,
+                "uptime_seconds": round(time.monotonic() - daemon.started, 3),
+                "shards": len(summaries),
+                "own_seq": own.seq if own else 0,
+                "behind": daemon.behind,
+                "peers": daemon.membership.counts(),
+                "candidates": len(daemon.membership.candidates),
+                "forks": [
+                    {"peer": peer, "shard": shard, "error": msg}
+                    for (peer, shard), msg in sorted(daemon.forks.items())
+                ],
+                "rounds": daemon.rounds,
+                "collection": daemon.collector.status(),
+            }
+        )
 
     async def peers(request: web.Request) -> web.Response:
-        return _json({
-            "peers": [m.as_json() for m in sorted(daemon.membership.members.values(),
-                                                    key=lambda m: m.node)],
-            "candidates": [
-                {"address": c.address, "node": c.node, "source": c.source,
-                 "failures": c.failures}
-                for c in daemon.membership.candidates.values()
-            ],
-            "revoked": sorted(daemon.revoked),
-            "departed": sorted(daemon.departed),
-        })
+        return _json(
+            {
+                "peers": [
+                    m.as_json()
+                    for m in sorted(daemon.membership.members.values(), key=lambda m: m.node)
+                ],
+                "candidates": [
+                    {
+                        "address": c.address,
+                        "node": c.node,
+                        "source": c.source,
+                        "failures": c.failures,
+                    }
+                    for c in daemon.membership.candidates.values()
+                ],
+                "revoked": sorted(daemon.revoked),
+                "departed": sorted(daemon.departed),
+            }
+        )
 
     async def membership(request: web.Request) -> web.Response:
         return _json({"peers": daemon.membership_payload()})
@@ -203,11 +230,13 @@ def build_app(daemon: Daemon) -> web.Application:
 
     async def digest(request: web.Request) -> web.Response:
         summaries = await daemon.summaries()
-        return _json({
-            "root": daemon.root(summaries),
-            "shards": len(summaries),
-            "members": daemon.members_hash(),
-        })
+        return _json(
+            {
+                "root": daemon.root(summaries),
+                "shards": len(summaries),
+                "members": daemon.members_hash(),
+            }
+        )
 
     async def get_ops(request: web.Request) -> web.StreamResponse:
         node = _shard_param(request)
@@ -250,9 +279,9 @@ def build_app(daemon: Daemon) -> web.Application:
             raise Refused(403, "forbidden", "nobody pushes this node's own shard to it")
         if config.tls and caller != node:
             raise Refused(
-                403, "forbidden",
-                f"a peer may push only its own shard: certificate {caller!r} cannot push "
-                f"{node!r}",
+                403,
+                "forbidden",
+                f"a peer may push only its own shard: certificate {caller!r} cannot push {node!r}",
             )
         if not config.tls and request.headers.get("X-Noon-Node") != node:
             raise Refused(403, "forbidden", "a peer may push only its own shard")
@@ -271,8 +300,7 @@ def build_app(daemon: Daemon) -> web.Application:
                         break
                     body += chunk
                     if len(body) > config.max_body:
-                        raise Refused(413, "too_large",
-                                      f"body larger than {config.max_body} bytes")
+                        raise Refused(413, "too_large", f"body larger than {config.max_body} bytes")
         except TimeoutError:
             raise Refused(408, "timeout", "the body did not arrive in time") from None
         metrics.server_received.inc(len(body))
@@ -285,14 +313,17 @@ def build_app(daemon: Daemon) -> web.Application:
         held = (await daemon.summary(node)).seq
         if held < after:
             raise Refused(
-                409, "gap",
+                409,
+                "gap",
                 f"this node holds {node!r} up to seq {held}, the push starts after {after}",
                 head=held,
             )
         pairs = [(after, check)] if check is not None and after else []
         try:
             await asyncio.to_thread(
-                replica.compare, config.store.dir / shard_file(node), [*pairs, *checks],
+                replica.compare,
+                config.store.dir / shard_file(node),
+                [*pairs, *checks],
                 who="pusher",
             )
         except ForkDetected as exc:

@@ -19,8 +19,12 @@ class PipeError(Exception):
 class PipeClient:
     def __init__(self, argv: list[str], env: dict[str, str], cwd: str | None = None) -> None:
         self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=env, cwd=cwd,
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
         )
         assert self.proc.stdout is not None
         self._fd = self.proc.stdout.fileno()

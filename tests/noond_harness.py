@@ -40,8 +40,14 @@ def noon_command(command: str, *args: str, env: dict[str, str]) -> subprocess.Co
         "m.configure(p)\n"
         "sys.exit(m.run(p.parse_args(sys.argv[1:])))\n"
     )
-    return subprocess.run([sys.executable, "-c", runner, *args], env=env, capture_output=True,
-                          text=True, timeout=60, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-c", runner, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
 
 
 def wait_until(cond: Callable[[], Any], timeout: float = DEADLINE, what: str = "") -> Any:
@@ -89,15 +95,22 @@ class Pki:
         if not (other / "ca" / "ca.crt").exists():
             certs.init_ca(other / "ca", name="evil CA")
         certs.issue_node_cert(other / "ca", node, other / "out", force=True)
-        return other / "out" / f"{node}.crt", other / "out" / f"{node}.key", other / "out" / \
-            "ca.crt"
+        return (
+            other / "out" / f"{node}.crt",
+            other / "out" / f"{node}.key",
+            other / "out" / "ca.crt",
+        )
 
     def expired(self, node: str) -> tuple[Path, Path, Path]:
         out = self.root / "expired"
         now = dt.datetime.now(dt.UTC)
         certs.issue_node_cert(
-            self.root / "ca", node, out, not_before=now - dt.timedelta(days=10),
-            not_after=now - dt.timedelta(days=1), force=True,
+            self.root / "ca",
+            node,
+            out,
+            not_before=now - dt.timedelta(days=10),
+            not_after=now - dt.timedelta(days=1),
+            force=True,
         )
         return out / f"{node}.crt", out / f"{node}.key", out / "ca.crt"
 
@@ -132,36 +145,38 @@ class Node:
     def log(self) -> Path:
         return self.base / self.name / "noond.log"
 
-    def start(self, peers: Iterable[Node | str] = (), *, wait: bool = True, **extra: str
-              ) -> Node:
+    def start(self, peers: Iterable[Node | str] = (), *, wait: bool = True, **extra: str) -> Node:
         cert, key, ca = self.pki.node(self.name)
-        env = {
-            k: v for k, v in os.environ.items()
-            if not k.startswith(("NOON_", "NOOND_"))
-        }
-        env.update({
-            "PYTHONPATH": str(ROOT),
-            "NOON_DIR": str(self.dir),
-            "NOON_NODE_ID": self.name,
-            "NOON_FSYNC": "false",
-            "NOOND_LISTEN": self.address,
-            "NOOND_PEERS": ",".join(p if isinstance(p, str) else p.seed for p in peers),
-            "NOOND_INTERVAL": "0.5",
-            "NOOND_WATCH_INTERVAL": "0.05",
-            "NOOND_TIMEOUT": "3",
-            "NOOND_DEAD_RETRY": "1",
-            "NOOND_DISCOVER_INTERVAL": "0",
-            "NOOND_TLS_CERT": str(cert),
-            "NOOND_TLS_KEY": str(key),
-            "NOOND_TLS_CA": str(ca),
-        })
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("NOON_", "NOOND_"))}
+        env.update(
+            {
+                "PYTHONPATH": str(ROOT),
+                "NOON_DIR": str(self.dir),
+                "NOON_NODE_ID": self.name,
+                "NOON_FSYNC": "false",
+                "NOOND_LISTEN": self.address,
+                "NOOND_PEERS": ",".join(p if isinstance(p, str) else p.seed for p in peers),
+                "NOOND_INTERVAL": "0.5",
+                "NOOND_WATCH_INTERVAL": "0.05",
+                "NOOND_TIMEOUT": "3",
+                "NOOND_DEAD_RETRY": "1",
+                "NOOND_DISCOVER_INTERVAL": "0",
+                "NOOND_TLS_CERT": str(cert),
+                "NOOND_TLS_KEY": str(key),
+                "NOOND_TLS_CA": str(ca),
+            }
+        )
         env.update(self.env)
         env.update(extra)
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "noond", "--log-level", "DEBUG"],
-                cwd=ROOT, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
             )
         if wait:
             self.wait_healthy()
@@ -198,8 +213,9 @@ class Node:
 
     # -- talking to it ------------------------------------------------------------------
 
-    def context(self, as_node: str | None = None, files: tuple[Path, Path, Path] | None = None
-                ) -> ssl.SSLContext:
+    def context(
+        self, as_node: str | None = None, files: tuple[Path, Path, Path] | None = None
+    ) -> ssl.SSLContext:
         if files is None:
             return certs.client_ssl_context(*self.pki.node(as_node or self.name))
         # Raw context, without the file checks: lets tests present mismatched files.
@@ -211,8 +227,14 @@ class Node:
         return ctx
 
     def request(
-        self, method: str, path: str, body: bytes | None = None, *, as_node: str | None = None,
-        files: tuple[Path, Path, Path] | None = None, headers: dict[str, str] | None = None,
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        *,
+        as_node: str | None = None,
+        files: tuple[Path, Path, Path] | None = None,
+        headers: dict[str, str] | None = None,
         chunked: bool = False,
     ) -> tuple[int, dict[str, str], bytes]:
         conn: http.client.HTTPConnection
@@ -225,8 +247,7 @@ class Node:
         try:
             if chunked and body is not None:
                 parts = iter([body[i : i + 8192] for i in range(0, len(body), 8192)])
-                conn.request(method, path, body=parts, headers=headers or {},
-                             encode_chunked=True)
+                conn.request(method, path, body=parts, headers=headers or {}, encode_chunked=True)
             else:
                 conn.request(method, path, body=body, headers=headers or {})
             resp = conn.getresponse()
@@ -258,15 +279,15 @@ class Node:
     def write(self, *items: tuple[str, str]) -> None:
         """One batch: content elements (id, text)."""
         store = self.store()
-        store.write(lambda fold: [
-            Draft(("content", "default", ident), {"text": text}) for ident, text in items
-        ])
+        store.write(
+            lambda fold: [
+                Draft(("content", "default", ident), {"text": text}) for ident, text in items
+            ]
+        )
 
     def state(self) -> dict[tuple[str, ...], tuple[tuple[str, int], Any]]:
         store = self.store()
-        return {
-            key: (el.winner.id, el.winner.val) for key, el in store.fold.elements.items()
-        }
+        return {key: (el.winner.id, el.winner.val) for key, el in store.fold.elements.items()}
 
 
 def start_all(*starts: tuple[Node, Iterable[Node | str]], **extra: str) -> None:

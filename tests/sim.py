@@ -57,10 +57,7 @@ class SimNode:
 
 def summary(fold: Fold) -> dict[Key, tuple[object, object]]:
     """What a read can observe: per key the winner and the set of heads."""
-    return {
-        k: (e.winner.id, tuple(sorted(e.heads)))
-        for k, e in fold.elements.items()
-    }
+    return {k: (e.winner.id, tuple(sorted(e.heads))) for k, e in fold.elements.items()}
 
 
 def run(actions: list[tuple[int, ...]], skews: list[int]) -> list[SimNode]:

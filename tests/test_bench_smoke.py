@@ -17,29 +17,46 @@ def test_tiny_run_writes_results_and_the_performance_section(tmp_path: Path) -> 
     out = tmp_path / "results" / "latest.json"
     plots = importlib.util.find_spec("matplotlib") is not None
     cmd = [sys.executable, "-m", "bench.run", "--tiny", "--out", str(out)]
-    run = subprocess.run([*cmd, *([] if plots else ["--no-plots"])], cwd=ROOT,
-                         env=subprocess_env(), capture_output=True, text=True, timeout=240)
+    run = subprocess.run(
+        [*cmd, *([] if plots else ["--no-plots"])],
+        cwd=ROOT,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "write → visible on all 3 nodes" in run.stdout
 
     results = json.loads(out.read_text())
     assert set(results["machine"]) >= {"cpu", "cores", "ram_gib", "python", "kernel"}
     names = [r["name"] for r in results["rows"]]
-    for expected in ("append (one-op batch), fsync on", "read after 1 remote op, 12k ops",
-                     "read_graph at 50 entities, p50 / p99",
-                     "first answer at 1k ops, with the snapshot",
-                     "40 ops written through MCP on 1 of 3 nodes",
-                     "fresh node pulls 500 ops (incl. its startup)",
-                     "wire bytes of an idle round, 100 shards held"):
+    for expected in (
+        "append (one-op batch), fsync on",
+        "read after 1 remote op, 12k ops",
+        "read_graph at 50 entities, p50 / p99",
+        "first answer at 1k ops, with the snapshot",
+        "40 ops written through MCP on 1 of 3 nodes",
+        "fresh node pulls 500 ops (incl. its startup)",
+        "wire bytes of an idle round, 100 shards held",
+    ):
         assert expected in names, expected
     assert all(r["value"] > 0 for r in results["rows"])
     if plots:
         assert {p.name for p in out.parent.glob("*.png")} == {
-            "kg_latency.png", "propagation.png", "first_answer.png"}
+            "kg_latency.png",
+            "propagation.png",
+            "first_answer.png",
+        }
 
     doc = tmp_path / "docs" / "performance.md"
-    subprocess.run([sys.executable, "-m", "bench.readme_section", "--results", str(out),
-                    "--out", str(doc)], cwd=ROOT, env=subprocess_env(), check=True, timeout=60)
+    subprocess.run(
+        [sys.executable, "-m", "bench.readme_section", "--results", str(out), "--out", str(doc)],
+        cwd=ROOT,
+        env=subprocess_env(),
+        check=True,
+        timeout=60,
+    )
     text = doc.read_text()
     assert text.startswith("## Performance")
     assert "| read_graph at 50 entities, p50 / p99 |" in text

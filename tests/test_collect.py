@@ -57,7 +57,8 @@ def test_a_member_that_never_reported_or_saw_part_of_it_blocks(noon_dir):
     put(a, F, "last")
     report = collect_dir(noon_dir, self_id="a", reports={}, admitted=["b"])
     assert report.collected == 0 and [str(b) for _, b in report.kept] == [
-        "b: never reported what it holds"]
+        "b: never reported what it holds"
+    ]
     report = collect_dir(noon_dir, self_id="a", reports={"b": {"a": 1}}, admitted=["b"])
     assert report.collected == 0 and "saw this element" in str(report.kept[0][1])
     report = collect_dir(noon_dir, self_id="a", reports={"b": {"a": 3}}, admitted=["b"])
@@ -74,8 +75,7 @@ def test_an_element_born_and_deleted_while_a_member_was_away_goes_at_once(noon_d
     assert report.collected == 1
 
 
-def test_a_crash_between_renames_never_shows_the_deleted_element(noon_dir, monkeypatch,
-                                                                   tmp_path):
+def test_a_crash_between_renames_never_shows_the_deleted_element(noon_dir, monkeypatch, tmp_path):
     # E is created on b, edited on c, deleted on a: three shards, a chain across them.
     b, c, a = store(noon_dir, "b"), store(noon_dir, "c"), store(noon_dir, "a")
     put(b, E, "created on b")
@@ -116,8 +116,9 @@ def test_a_concurrent_edit_survives_a_delete_and_collection_of_what_the_delete_s
     a = store(noon_dir, "a")
     put(a, E, "base")
     (noon_dir / "b.jsonl").write_bytes(
-        encode(node="b", seq=1, hlc=1, el=E, val={"text": "edited on b, unaware"},
-               prev=(("a", 1),)) + b"\n")
+        encode(node="b", seq=1, hlc=1, el=E, val={"text": "edited on b, unaware"}, prev=(("a", 1),))
+        + b"\n"
+    )
     with open(noon_dir / "b.jsonl", "ab") as f:
         f.write(encode(node="b", seq=2, hlc=2, el=F, val={"text": "b's last"}) + b"\n")
     a.refresh()
@@ -160,8 +161,11 @@ def test_a_reader_never_sees_half_a_collection(noon_dir, monkeypatch):
                 journal_could_begin.append(False)
             finally:
                 os.close(fd)
-            t = threading.Thread(target=collect_dir, args=(noon_dir,),
-                                 kwargs={"self_id": "b", "reports": {"c": full}})
+            t = threading.Thread(
+                target=collect_dir,
+                args=(noon_dir,),
+                kwargs={"self_id": "b", "reports": {"c": full}},
+            )
             collector.append(t)
             t.start()
         return polled
@@ -176,8 +180,9 @@ def test_a_reader_never_sees_half_a_collection(noon_dir, monkeypatch):
     assert el is None or el.deleted, f"the reader shows {el.winner.val if el else None}"
 
 
-def test_a_damaged_replica_shard_pulled_again_never_brings_back_what_was_collected(noon_dir,
-                                                                                   tmp_path):
+def test_a_damaged_replica_shard_pulled_again_never_brings_back_what_was_collected(
+    noon_dir, tmp_path
+):
     """b collected E (created on a, deleted on b). Then b's disk loses its copy of a's shard
     and b pulls it again from a, which has not collected E: E's version comes back, and the
     delete that lived in b's own shard is gone for good here. The ledger of what b collected
@@ -193,8 +198,7 @@ def test_a_damaged_replica_shard_pulled_again_never_brings_back_what_was_collect
 
     def pull_a_into(d: Path) -> replica.Appended:
         page = replica.read_after(a_dir / "a.jsonl", 0, max_bytes=1 << 20)
-        return replica.append(d, "a", replica.parse_ops(page.body, "a", max_ops=100),
-                              fsync=False)
+        return replica.append(d, "a", replica.parse_ops(page.body, "a", max_ops=100), fsync=False)
 
     pull_a_into(noon_dir)
     b = store(noon_dir, "b")
@@ -235,9 +239,19 @@ def test_the_ledger_floor_never_counts_an_unfinished_batch(noon_dir):
     put(a, F, "last complete op")
     with open(noon_dir / "a.jsonl", "ab") as f:  # seqs 4 and 5 of a batch ending at 6
         for seq in (4, 5):
-            f.write(encode(node="a", seq=seq, hlc=(1_800_000_000_000 << 16) + seq,
-                           el=["content", "default", f"x{seq}"], val={"text": "torn"},
-                           prev=None, by="test", bat=6) + b"\n")
+            f.write(
+                encode(
+                    node="a",
+                    seq=seq,
+                    hlc=(1_800_000_000_000 << 16) + seq,
+                    el=["content", "default", f"x{seq}"],
+                    val={"text": "torn"},
+                    prev=None,
+                    by="test",
+                    bat=6,
+                )
+                + b"\n"
+            )
     assert collect_dir(noon_dir, self_id="a", reports={}).collected == 1
     assert forgotten.load(noon_dir).floor == {"a": 3}
     assert put(a, F, "after the crash")[0].seq == 4  # the unfinished batch was dropped

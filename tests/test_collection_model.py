@@ -73,8 +73,16 @@ class World:
         prev = tuple(sorted(el.heads)) if el is not None else None
         val = {"text": f"{n.name}{n.seq}"} if key[0] == "content" else {}
         n.seq += 1
-        op = decode(encode(node=n.name, seq=n.seq, hlc=n.clock.tick(self.wall + n.skew),
-                           el=key, val=None if delete else val, prev=prev))
+        op = decode(
+            encode(
+                node=n.name,
+                seq=n.seq,
+                hlc=n.clock.tick(self.wall + n.skew),
+                el=key,
+                val=None if delete else val,
+                prev=prev,
+            )
+        )
         n.receive(op, self.wall)
 
     def pull(self, a: Node, b: Node, only: str | None = None) -> None:
@@ -86,8 +94,7 @@ class World:
         for author in sorted(authors):
             if only is not None and author != only:
                 continue
-            theirs = sorted((o for o in b.ops.values() if o.node == author),
-                            key=lambda o: o.seq)
+            theirs = sorted((o for o in b.ops.values() if o.node == author), key=lambda o: o.seq)
             after = a.cursor.get(author, 0)
             fresh = [o for o in theirs if o.seq > after]
             if after and fresh and fresh[0].seq != after + 1:
@@ -169,10 +176,12 @@ def visible(n: Node) -> dict[Key, tuple[OpId, ...]]:
 
 
 action = st.one_of(
-    st.tuples(st.just("write"), st.integers(0, 3), st.integers(0, 3), st.booleans(),
-              st.integers(0, 30)),
-    st.tuples(st.just("write"), st.integers(0, 3), st.integers(0, 3), st.just(True),
-              st.integers(0, 30)),
+    st.tuples(
+        st.just("write"), st.integers(0, 3), st.integers(0, 3), st.booleans(), st.integers(0, 30)
+    ),
+    st.tuples(
+        st.just("write"), st.integers(0, 3), st.integers(0, 3), st.just(True), st.integers(0, 30)
+    ),
     st.tuples(st.just("pull"), st.integers(0, 3), st.integers(0, 3)),
     st.tuples(st.just("lost"), st.integers(0, 3), st.integers(0, 3)),
     st.tuples(st.just("partial"), st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)),
@@ -230,8 +239,9 @@ EXAMPLES = int(os.environ.get("NOON_MODEL_EXAMPLES", "150"))
 
 
 @settings(max_examples=EXAMPLES)
-@given(st.lists(action, max_size=80), st.lists(st.integers(-90_000, 90_000), min_size=3,
-                                                   max_size=4))
+@given(
+    st.lists(action, max_size=80), st.lists(st.integers(-90_000, 90_000), min_size=3, max_size=4)
+)
 def test_collection_never_resurrects_and_finally_collects_everything(actions, skews):
     world = play(actions, skews)
     heal(world)
@@ -277,7 +287,8 @@ def test_an_away_member_blocks_only_what_it_saw():
 def test_a_candidate_that_never_answered_blocks_nothing():
     # Members come from admitted peers and authors held; a gossiped name is neither.
     assert members(admitted=["b"], authors=["a", "b", "a-import"], excluded=[], self_id="a") == {
-        "b"}
+        "b"
+    }
     key = ("boot", "d", "x")
     put = decode(encode(node="a", seq=1, hlc=1, el=key, val={}))
     delete = decode(encode(node="a", seq=2, hlc=2, el=key, val=None, prev=(("a", 1),)))

@@ -19,8 +19,14 @@ F = ("content", "default", "F")
 def noon(d: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NOON")}
     env.update(NOON_DIR=str(d), NOON_NODE_ID="a", PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "noon", *args], env=env, capture_output=True,
-                          text=True, timeout=60, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "noon", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
 
 
 def prepare(d: Path) -> None:
@@ -58,10 +64,13 @@ def test_sole_writer_is_refused_when_the_directory_says_otherwise(noon_dir):
 
 def test_with_daemon_state_it_says_which_peer_keeps_what(noon_dir):
     prepare(noon_dir)
-    peerstate.update(noon_dir / ".noon" / "noond.json", lambda st: (
-        st.members.update({"b": "127.0.0.1:1"}),
-        st.reports.update({"b": peerstate.Report({"a": 4}, 1_700_000_000.0)}),
-    ))
+    peerstate.update(
+        noon_dir / ".noon" / "noond.json",
+        lambda st: (
+            st.members.update({"b": "127.0.0.1:1"}),
+            st.reports.update({"b": peerstate.Report({"a": 4}, 1_700_000_000.0)}),
+        ),
+    )
     out = noon(noon_dir, "compact")
     assert out.returncode == 0, out.stderr
     assert "kept 1 deleted element(s) for b: saw this element but not yet its latest" in out.stdout

@@ -43,10 +43,10 @@ def test_dropping_never_changes_the_fold(acts, sk, which, history):
     assert all(op.id in named for op in all_ops if op.id in drops)  # never a head
 
 
-
 @given(actions, skews, st.sampled_from((0, 0, 1)), st.data())
 def test_a_replica_that_lagged_behind_a_compaction_folds_like_the_peer_after_a_refetch(
-        acts, sk, history, data):
+    acts, sk, history, data
+):
     """The lagging replica holds every other shard and a prefix of the author's; the peer
     compacted the author's shard. Taking the peer's copy (keeping what the peer lost only when
     :func:`stale_after_refetch` says so) must fold exactly like the peer: no stale head kept,
@@ -56,10 +56,11 @@ def test_a_replica_that_lagged_behind_a_compaction_folds_like_the_peer_after_a_r
     author = max(nodes, key=lambda n: len(n.ops))  # the longest chains of its own versions
     last = len(author.ops)
     scope = {op.id for op in author.ops if op.seq != last}
-    drops = droppable(groups_of(all_ops), lambda op: op.id in scope, history,
-                      {n.name: len(n.ops) for n in nodes})
+    drops = droppable(
+        groups_of(all_ops), lambda op: op.id in scope, history, {n.name: len(n.ops) for n in nodes}
+    )
     peer = [op for op in author.ops if op.id not in drops]
-    held = author.ops[:data.draw(st.integers(0, last), label="lag")]
+    held = author.ops[: data.draw(st.integers(0, last), label="lag")]
     head = len(held)
     merged = [op for op in peer if op.seq > head or op in held]
     missing = [op for op in held if op.id in drops]
@@ -83,6 +84,7 @@ def test_dropping_after_a_refetch_never_makes_a_head(acts, sk, data):
     after = fold_summary([op for op in ops if op.id not in stale])
     for key, (_, heads) in after.items():
         assert set(heads) <= set(before[key][1]), key
+
 
 def test_superseded_versions_beyond_the_budget_go_and_the_budget_stays():
     nodes = run([(0, 0, 0, 0, i, 10) for i in range(8)], [0])

@@ -11,8 +11,15 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_demo_runs_to_completion_and_leaves_nothing_behind(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("NOON")}
     env["TMPDIR"] = str(tmp_path)
-    out = subprocess.run([sys.executable, "-m", "noon", "demo"], env=env, cwd=ROOT,
-                         capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+    out = subprocess.run(
+        [sys.executable, "-m", "noon", "demo"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        stdin=subprocess.DEVNULL,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     for scene in ("[1]", "[2]", "[3]", "[4]", "[5]", "[6]"):
         assert scene in out.stdout

@@ -25,7 +25,8 @@ PROMTOOL = shutil.which("promtool")
 PROMETHEUS = shutil.which("prometheus")
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 needs_promtool = pytest.mark.skipif(
-    PROMTOOL is None, reason="promtool missing (Debian: apt-get install prometheus)")
+    PROMTOOL is None, reason="promtool missing (Debian: apt-get install prometheus)"
+)
 
 
 @pytest.fixture
@@ -64,8 +65,9 @@ def test_systemd_units_verify(tmp_path: Path, unit: str):
     assert "EnvironmentFile=" in text and "Restart=on-failure" in text
     copy = tmp_path / unit
     copy.write_text(re.sub(r"(?m)^ExecStart=.*$", f"ExecStart={noond}", text))
-    out = subprocess.run([SYSTEMD_ANALYZE, "verify", str(copy)], capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        [SYSTEMD_ANALYZE, "verify", str(copy)], capture_output=True, text=True, timeout=60
+    )
     # verify exits 0 on many problems it only prints: any line about our file is a failure.
     about = [ln for ln in (out.stdout + out.stderr).splitlines() if str(copy) in ln]
     assert out.returncode == 0 and not about, out.stdout + out.stderr
@@ -73,8 +75,14 @@ def test_systemd_units_verify(tmp_path: Path, unit: str):
 
 def test_the_system_unit_is_sandboxed():
     text = (ROOT / "systemd" / "noond.service").read_text()
-    for option in ("NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes",
-                   "PrivateTmp=yes", "CapabilityBoundingSet=", "SystemCallFilter=@system-service"):
+    for option in (
+        "NoNewPrivileges=yes",
+        "ProtectSystem=strict",
+        "ProtectHome=yes",
+        "PrivateTmp=yes",
+        "CapabilityBoundingSet=",
+        "SystemCallFilter=@system-service",
+    ):
         assert option in text
 
 
@@ -83,10 +91,14 @@ def test_the_system_unit_is_sandboxed():
 
 @needs_promtool
 def test_promtool_accepts_the_scrape_config_and_rules():
-    for args in (["check", "config", "prometheus.yml"], ["check", "rules", "alerts.yml"],
-                 ["test", "rules", "alerts_test.yml"]):
-        out = subprocess.run([PROMTOOL, *args], cwd=DEPLOY / "prometheus", capture_output=True,
-                             text=True, timeout=60)
+    for args in (
+        ["check", "config", "prometheus.yml"],
+        ["check", "rules", "alerts.yml"],
+        ["test", "rules", "alerts_test.yml"],
+    ):
+        out = subprocess.run(
+            [PROMTOOL, *args], cwd=DEPLOY / "prometheus", capture_output=True, text=True, timeout=60
+        )
         assert out.returncode == 0, f"promtool {' '.join(args)}:\n{out.stdout}{out.stderr}"
 
 
@@ -94,16 +106,29 @@ def test_promtool_accepts_the_scrape_config_and_rules():
 def test_noond_metrics_pass_promtool_lint(mesh: list[tuple[Node, str]]):
     _, metrics = mesh[0]
     # Labelled series exist once there is a peer to label them with.
-    body = wait_until(lambda: (lambda b: b if b"noond_peer_missing_ops{" in b
-                               and b"noond_peer_clock_skew_seconds{" in b else None)(
-        fetch(f"http://{metrics}/metrics")), what="peer metrics")
-    for name in ("noond_certificate_expiry_timestamp_seconds", "noond_frozen_elements",
-                 "noond_forks_detected_total", "noond_own_shard_seq"):
+    body = wait_until(
+        lambda: (
+            lambda b: (
+                b
+                if b"noond_peer_missing_ops{" in b and b"noond_peer_clock_skew_seconds{" in b
+                else None
+            )
+        )(fetch(f"http://{metrics}/metrics")),
+        what="peer metrics",
+    )
+    for name in (
+        "noond_certificate_expiry_timestamp_seconds",
+        "noond_frozen_elements",
+        "noond_forks_detected_total",
+        "noond_own_shard_seq",
+    ):
         assert name.encode() in body
-    out = subprocess.run([PROMTOOL, "check", "metrics"], input=body, capture_output=True,
-                         timeout=60)
+    out = subprocess.run(
+        [PROMTOOL, "check", "metrics"], input=body, capture_output=True, timeout=60
+    )
     assert out.returncode == 0 and not out.stdout.strip() and not out.stderr.strip(), (
-        out.stdout + out.stderr)
+        out.stdout + out.stderr
+    )
 
 
 # -- a real Prometheus ----------------------------------------------------------------------
@@ -123,9 +148,15 @@ class Prometheus:
         self.log = root / "prometheus.log"
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                [str(PROMETHEUS), f"--config.file={config}",
-                 f"--storage.tsdb.path={root / 'data'}", f"--web.listen-address={self.address}"],
-                stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                [
+                    str(PROMETHEUS),
+                    f"--config.file={config}",
+                    f"--storage.tsdb.path={root / 'data'}",
+                    f"--web.listen-address={self.address}",
+                ],
+                stdout=log,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
             )
 
     def api(self, path: str, **params: str) -> Any:
@@ -148,42 +179,70 @@ class Prometheus:
             self.proc.wait(timeout=10)
 
 
-@pytest.mark.skipif(PROMETHEUS is None,
-                    reason="prometheus missing (Debian: apt-get install prometheus)")
+@pytest.mark.skipif(
+    PROMETHEUS is None, reason="prometheus missing (Debian: apt-get install prometheus)"
+)
 def test_a_real_prometheus_scrapes_noond(tmp_path: Path, mesh: list[tuple[Node, str]]):
     (laptop, laptop_metrics), (_, desktop_metrics) = mesh
     prom = Prometheus(tmp_path / "prom", [laptop_metrics, desktop_metrics])
     try:
-        wait_until(lambda: len(prom.query('up{job="noond"} == 1')) == 2,
-                   what="prometheus to scrape both noonds", timeout=30)
+        wait_until(
+            lambda: len(prom.query('up{job="noond"} == 1')) == 2,
+            what="prometheus to scrape both noonds",
+            timeout=30,
+        )
         info = {r["metric"]["node"]: r["metric"]["instance"] for r in prom.query("noond_info")}
         assert info == {"laptop": laptop_metrics, "desktop": desktop_metrics}
         seq = prom.query(f'noond_own_shard_seq{{instance="{laptop_metrics}"}}')
         assert float(seq[0]["value"][1]) == 2  # the two ops written before the start
         # Replication seen through Prometheus: each side's lag series appears and drains to 0.
-        wait_until(lambda: sorted(r["metric"]["peer"] for r in prom.query(
-            "max by (peer) (noond_peer_missing_ops) == 0")) == ["desktop", "laptop"],
-            what="both peers caught up, as Prometheus sees it", timeout=30)
+        wait_until(
+            lambda: (
+                sorted(
+                    r["metric"]["peer"]
+                    for r in prom.query("max by (peer) (noond_peer_missing_ops) == 0")
+                )
+                == ["desktop", "laptop"]
+            ),
+            what="both peers caught up, as Prometheus sees it",
+            timeout=30,
+        )
         skew = prom.query("abs(noond_peer_clock_skew_seconds) < 2")
         assert len(skew) == 2  # one clock, so no skew beyond the Date header's resolution
-        expiry = prom.query('noond_certificate_expiry_timestamp_seconds{certificate="node"} '
-                            "- time() > 86400")
+        expiry = prom.query(
+            'noond_certificate_expiry_timestamp_seconds{certificate="node"} - time() > 86400'
+        )
         assert len(expiry) == 2
         laptop.write(("m3", "three"))
-        wait_until(lambda: prom.query(
-            f'noond_own_shard_seq{{instance="{laptop_metrics}"}} == 3'),
-            what="a new write to show up in Prometheus", timeout=30)
+        wait_until(
+            lambda: prom.query(f'noond_own_shard_seq{{instance="{laptop_metrics}"}} == 3'),
+            what="a new write to show up in Prometheus",
+            timeout=30,
+        )
         names = set(prom.api("label/__name__/values"))
-        assert {"noond_rounds_total", "noond_frozen_elements", "noond_forks_detected_total",
-                "noond_peers"} <= names
+        assert {
+            "noond_rounds_total",
+            "noond_frozen_elements",
+            "noond_forks_detected_total",
+            "noond_peers",
+        } <= names
 
         rules = {r["name"] for g in prom.api("rules")["groups"] for r in g["rules"]}
-        assert {"NoondForkDetected", "NoondClockSkew", "NoondCertificateExpiring",
-                "NoondReplicationLag", "NoondPeerDown", "NoondFrozenTombstonesGrowing"} <= rules
+        assert {
+            "NoondForkDetected",
+            "NoondClockSkew",
+            "NoondCertificateExpiring",
+            "NoondReplicationLag",
+            "NoondPeerDown",
+            "NoondFrozenTombstonesGrowing",
+        } <= rules
 
         # Every family noond declares (also labelled ones with no series yet).
-        families = set(re.findall(r"(?m)^# TYPE (noond_\w+) ",
-                                  fetch(f"http://{laptop_metrics}/metrics").decode()))
+        families = set(
+            re.findall(
+                r"(?m)^# TYPE (noond_\w+) ", fetch(f"http://{laptop_metrics}/metrics").decode()
+            )
+        )
         dashboard = json.loads((DEPLOY / "grafana" / "noon.json").read_text())
         for panel in dashboard["panels"]:
             for target in panel["targets"]:
@@ -191,7 +250,8 @@ def test_a_real_prometheus_scrapes_noond(tmp_path: Path, mesh: list[tuple[Node, 
                 for metric in re.findall(r"\bnoond_\w+", expr):
                     family = re.sub(r"_bucket$", "", metric)
                     assert family in families, (
-                        f"panel {panel['title']!r} uses {metric}, which noond does not export")
+                        f"panel {panel['title']!r} uses {metric}, which noond does not export"
+                    )
                 prom.query(expr)  # Prometheus accepts the query
     finally:
         prom.stop()
@@ -213,12 +273,25 @@ def test_noond_logs_one_json_object_per_line_when_asked(tmp_path: Path, pki: Pki
 
 def test_a_bad_log_format_stops_noond_with_the_variable_name(tmp_path: Path, pki: Pki):
     cert, key, ca = pki.node("laptop")
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NOON_DIR": str(tmp_path),
-           "NOON_NODE_ID": "laptop", "NOON_LOG_FORMAT": "xml", "NOOND_TLS_CERT": str(cert),
-           "NOOND_TLS_KEY": str(key), "NOOND_TLS_CA": str(ca),
-           "NOOND_LISTEN": f"127.0.0.1:{free_port()}"}
-    out = subprocess.run([sys.executable, "-m", "noond"], env=env, cwd=ROOT,
-                         capture_output=True, text=True, timeout=60)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT),
+        "NOON_DIR": str(tmp_path),
+        "NOON_NODE_ID": "laptop",
+        "NOON_LOG_FORMAT": "xml",
+        "NOOND_TLS_CERT": str(cert),
+        "NOOND_TLS_KEY": str(key),
+        "NOOND_TLS_CA": str(ca),
+        "NOOND_LISTEN": f"127.0.0.1:{free_port()}",
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "noond"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2 and "NOON_LOG_FORMAT" in out.stderr
 
 

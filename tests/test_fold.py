@@ -62,8 +62,9 @@ def test_unknown_ops_are_counted_and_skipped():
 
 
 def _w(node, seq, hlc, text, prev=None, key=("content", "default", "m")):
-    return decode(encode(node=node, seq=seq, hlc=hlc, el=key, val=text and {"text": text},
-                         prev=prev))
+    return decode(
+        encode(node=node, seq=seq, hlc=hlc, el=key, val=text and {"text": text}, prev=prev)
+    )
 
 
 def test_concurrent_writes_make_heads_and_a_write_naming_them_resolves():
@@ -126,8 +127,10 @@ def test_same_identity_different_bytes_is_a_fork():
 
 def test_concurrent_writes_resolve_by_clock_and_node_in_any_order():
     key = ("keyword", "default", "k", "m")
-    ops = [decode(encode(node=n, seq=1, hlc=h, el=key, val=v)) for n, h, v in
-           [("a", 5, {}), ("b", 5, {"x": 1}), ("c", 4, {}), ("d", 9, None)]]
+    ops = [
+        decode(encode(node=n, seq=1, hlc=h, el=key, val=v))
+        for n, h, v in [("a", 5, {}), ("b", 5, {"x": 1}), ("c", 4, {}), ("d", 9, None)]
+    ]
     for _ in range(5):
         random.shuffle(ops)
         f = Fold()

@@ -56,8 +56,16 @@ class Replica:
             prev = d.prev
             if prev == AUTO:
                 prev = tuple(sorted(el.heads)) if el is not None and el.heads else None
-            line = encode(node=self.node, seq=self.seq, hlc=Replica.clock << 16, el=d.el,
-                          val=d.val, prev=prev, by="prop", bat=last if len(drafts) > 1 else None)
+            line = encode(
+                node=self.node,
+                seq=self.seq,
+                hlc=Replica.clock << 16,
+                el=d.el,
+                val=d.val,
+                prev=prev,
+                by="prop",
+                bat=last if len(drafts) > 1 else None,
+            )
             ops.append(decode(line))
         self.receive(ops)
         self.log += ops
@@ -71,8 +79,11 @@ class Replica:
 def canonical(g: Graph) -> dict[str, Any]:
     ns = g.ns(NS)
     return {
-        "children": {p: {n: (pl.child, pl.priority, pl.disclosure, pl.op.id)
-                         for n, pl in kids.items()} for p, kids in ns.children.items() if kids},
+        "children": {
+            p: {n: (pl.child, pl.priority, pl.disclosure, pl.op.id) for n, pl in kids.items()}
+            for p, kids in ns.children.items()
+            if kids
+        },
         "keywords": {k: sorted(v) for k, v in ns.keywords.items()},
         "boot": sorted(ns.boot),
         "uris": {n: [str(u) for u, _ in g.uris(NS, n)] for n in sorted(ns.nodes)},
@@ -82,50 +93,67 @@ def canonical(g: Graph) -> dict[str, Any]:
 
 
 NAMES = st.sampled_from(["a", "b", "c", "d"])
-STEP = st.tuples(st.sampled_from(["create", "create", "create", "alias", "move", "move",
-                                  "delete", "trigger", "boot", "edit"]),
-                 st.integers(0, 50), st.integers(0, 50), NAMES, st.integers(0, 1))
+STEP = st.tuples(
+    st.sampled_from(
+        ["create", "create", "create", "alias", "move", "move", "delete", "trigger", "boot", "edit"]
+    ),
+    st.integers(0, 50),
+    st.integers(0, 50),
+    NAMES,
+    st.integers(0, 1),
+)
 
 
 def apply_step(r: Replica, step: tuple[str, int, int, str, int]) -> None:
     kind, i, j, name, flag = step
     g = r.graph
-    targets = [Uri("core", ())] + [u for n in sorted(g.live_nodes(NS))
-                                   for u, _ in g.uris(NS, n)]
+    targets = [Uri("core", ())] + [u for n in sorted(g.live_nodes(NS)) for u, _ in g.uris(NS, n)]
     src, dst = targets[i % len(targets)], targets[j % len(targets)]
     try:
         if kind == "create":
             r.write(lambda g: plan.create(g, NS, src, name, f"text {name}", flag, "d")[0:2])
         elif kind == "edit" and not src.is_root:
+
             def edit(g: Graph) -> tuple[list[Draft], None]:
                 node, _ = plan.resolve_memory(g, NS, src)
                 return [plan.set_text(NS, node, f"edited by {r.node} {i}")], None
+
             r.write(edit)
         elif kind == "alias" and not src.is_root:
+
             def alias(g: Graph) -> tuple[list[Draft], None]:
                 node, _ = plan.resolve_memory(g, NS, src)
                 return [plan.alias(g, NS, dst.child(name), node, 1, "d")], None
+
             r.write(alias)
         elif kind == "move" and not src.is_root:
+
             def move(g: Graph) -> tuple[list[Draft], None]:
                 node, pl = plan.resolve_memory(g, NS, src)
                 return plan.move(g, NS, node, pl, dst.child(name), None, None), None
+
             r.write(move)
         elif kind == "delete" and not src.is_root:
+
             def delete(g: Graph) -> tuple[list[Draft], None]:
                 node, pl = plan.resolve_memory(g, NS, src)
                 return plan.delete(g, NS, node, str(src), pl, bool(flag))[0], None
+
             r.write(delete)
         elif kind == "trigger" and not src.is_root:
+
             def trig(g: Graph) -> tuple[list[Draft], None]:
                 node, _ = plan.resolve_memory(g, NS, src)
                 add, rem = ([name], []) if flag else ([], [name])
                 return plan.triggers(g, NS, node, add, rem)[0], None
+
             r.write(trig)
         elif kind == "boot" and not src.is_root:
+
             def boot(g: Graph) -> tuple[list[Draft], None]:
                 node, _ = plan.resolve_memory(g, NS, src)
                 return plan.boot(g, NS, [node] if flag else [], [] if flag else [node]), None
+
             r.write(boot)
     except GraphError:
         pass
@@ -149,10 +177,15 @@ def test_uris_resolve_and_incremental_equals_rebuild(steps: list[Any]) -> None:
     assert r.graph.orphans(NS) == []  # one writer never strands a memory
 
 
-@given(st.lists(STEP, max_size=25), st.lists(STEP, max_size=25), st.lists(STEP, max_size=25),
-       st.randoms(use_true_random=False))
+@given(
+    st.lists(STEP, max_size=25),
+    st.lists(STEP, max_size=25),
+    st.lists(STEP, max_size=25),
+    st.randoms(use_true_random=False),
+)
 def test_replicas_converge_in_any_delivery_order_and_lose_nothing(
-        shared: list[Any], left: list[Any], right: list[Any], rnd: random.Random) -> None:
+    shared: list[Any], left: list[Any], right: list[Any], rnd: random.Random
+) -> None:
     a, b = Replica("a"), Replica("b")
     for step in shared:
         apply_step(a, step)
@@ -176,9 +209,12 @@ def test_replicas_converge_in_any_delivery_order_and_lose_nothing(
     assert live == reachable | set(ca["orphans"])
     for i, orphan in enumerate(ca["orphans"]):
         if not a.graph.uris(NS, orphan, 1):
-            a.write(lambda g, o=orphan, i=i: (plan.move(g, NS, o, None,
-                                                         Uri("core", (f"rescued{i}",)), 1,
-                                                         "placed again"), None))
+            a.write(
+                lambda g, o=orphan, i=i: (
+                    plan.move(g, NS, o, None, Uri("core", (f"rescued{i}",)), 1, "placed again"),
+                    None,
+                )
+            )
     assert a.graph.orphans(NS) == []
     assert all(a.graph.uris(NS, n, 1) for n in a.graph.live_nodes(NS))
 
@@ -228,9 +264,12 @@ def test_alias_shares_the_node_and_its_subtree(steps: list[Any], pick: int, name
     assert node_view(node).endswith(node)
 
 
-@given(st.lists(STEP, max_size=25), st.lists(st.sampled_from(["tea", "d", "text", "a", "b",
-                                                             "edited", "core"]), min_size=1,
-                                            max_size=3))
+@given(
+    st.lists(STEP, max_size=25),
+    st.lists(
+        st.sampled_from(["tea", "d", "text", "a", "b", "edited", "core"]), min_size=1, max_size=3
+    ),
+)
 def test_incremental_search_equals_a_fresh_index(steps: list[Any], words: list[str]) -> None:
     from noon.graph.search import SearchIndex
 
@@ -247,8 +286,10 @@ def test_incremental_search_equals_a_fresh_index(steps: list[Any], words: list[s
 SEGMENTS = st.from_regex(r"\A[\w][\w.-]{0,20}\Z").filter(lambda s: ".." not in s)
 
 
-@given(st.from_regex(r"\A[a-z_][a-z0-9_]{0,10}\Z").filter(lambda d: d not in ("system", "kg")),
-       st.lists(SEGMENTS, max_size=6))
+@given(
+    st.from_regex(r"\A[a-z_][a-z0-9_]{0,10}\Z").filter(lambda d: d not in ("system", "kg")),
+    st.lists(SEGMENTS, max_size=6),
+)
 def test_uri_text_round_trips(domain: str, path: list[str]) -> None:
     uri = Uri(domain, tuple(path))
     assert parse(str(uri)) == uri

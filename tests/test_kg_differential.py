@@ -67,8 +67,18 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PipeClie
         env={**subprocess_env(), "MEMORY_FILE_PATH": str(d / "memory.jsonl")},
     )
     noon = PipeClient(
-        [sys.executable, "-m", "noon", "serve", "--tools",
-         "kg", "--dir", str(d / "noon"), "--node-id", "n1"],
+        [
+            sys.executable,
+            "-m",
+            "noon",
+            "serve",
+            "--tools",
+            "kg",
+            "--dir",
+            str(d / "noon"),
+            "--node-id",
+            "n1",
+        ],
         env=subprocess_env(NOON_FSYNC="false"),
         cwd=str(ROOT),
     )
@@ -114,8 +124,15 @@ def test_tools_list_is_identical_field_by_field(servers: tuple[PipeClient, PipeC
     b = noon.request("tools/list")["tools"]
     assert [t["name"] for t in b] == [t["name"] for t in a]
     for ta, tb in zip(a, b, strict=True):
-        for field in ("name", "title", "description", "inputSchema", "outputSchema",
-                      "annotations", "execution"):
+        for field in (
+            "name",
+            "title",
+            "description",
+            "inputSchema",
+            "outputSchema",
+            "annotations",
+            "execution",
+        ):
             assert tb.get(field) == ta.get(field), (ta["name"], field)
         assert set(tb) - {"_meta"} == set(ta) - {"_meta"}, ta["name"]
 
@@ -123,67 +140,119 @@ def test_tools_list_is_identical_field_by_field(servers: tuple[PipeClient, PipeC
 def test_capabilities_and_resource_match(servers: tuple[PipeClient, PipeClient]) -> None:
     official, noon = servers
     assert noon.initialize_result["capabilities"] == official.initialize_result["capabilities"]
-    assert noon.initialize_result["protocolVersion"] == official.initialize_result[
-        "protocolVersion"
-    ]
+    assert (
+        noon.initialize_result["protocolVersion"] == official.initialize_result["protocolVersion"]
+    )
     assert noon.request("resources/list") == official.request("resources/list")
-    _same(official, noon, "create_entities", {"entities": [
-        {"name": "R", "entityType": "t", "observations": ["o"]}]})
+    _same(
+        official,
+        noon,
+        "create_entities",
+        {"entities": [{"name": "R", "entityType": "t", "observations": ["o"]}]},
+    )
     uri = {"uri": "memory://knowledge-graph"}
     assert noon.request("resources/read", uri) == official.request("resources/read", uri)
     bad = {"uri": "memory://other"}
-    assert noon.request("resources/read", bad)["__error__"]["message"] == official.request(
-        "resources/read", bad
-    )["__error__"]["message"]
+    assert (
+        noon.request("resources/read", bad)["__error__"]["message"]
+        == official.request("resources/read", bad)["__error__"]["message"]
+    )
     _reset(official, noon)
 
 
 SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("read_graph", {}),
-    ("create_entities", {"entities": [
-        {"name": "Alice", "entityType": "person", "observations": ["likes tea", "likes tea"]},
-        {"name": "Bob", "entityType": "person", "observations": []},
-    ]}),
-    ("create_entities", {"entities": [
-        {"name": "Alice", "entityType": "robot", "observations": ["new"]},
-        {"name": "Ünïcode ✓", "entityType": "thing", "observations": ["\u2028 line sep", "é"]},
-    ]}),
-    ("create_relations", {"relations": [
-        {"from": "Alice", "to": "Bob", "relationType": "knows"},
-        {"from": "Alice", "to": "Bob", "relationType": "knows"},
-        {"from": "Alice", "to": "Ghost", "relationType": "haunts"},
-        {"from": "Bob", "to": "Bob", "relationType": "is"},
-    ]}),
+    (
+        "create_entities",
+        {
+            "entities": [
+                {
+                    "name": "Alice",
+                    "entityType": "person",
+                    "observations": ["likes tea", "likes tea"],
+                },
+                {"name": "Bob", "entityType": "person", "observations": []},
+            ]
+        },
+    ),
+    (
+        "create_entities",
+        {
+            "entities": [
+                {"name": "Alice", "entityType": "robot", "observations": ["new"]},
+                {
+                    "name": "Ünïcode ✓",
+                    "entityType": "thing",
+                    "observations": ["\u2028 line sep", "é"],
+                },
+            ]
+        },
+    ),
+    (
+        "create_relations",
+        {
+            "relations": [
+                {"from": "Alice", "to": "Bob", "relationType": "knows"},
+                {"from": "Alice", "to": "Bob", "relationType": "knows"},
+                {"from": "Alice", "to": "Ghost", "relationType": "haunts"},
+                {"from": "Bob", "to": "Bob", "relationType": "is"},
+            ]
+        },
+    ),
     ("create_relations", {"relations": [{"from": "Alice", "to": "Bob", "relationType": "knows"}]}),
-    ("add_observations", {"observations": [
-        {"entityName": "Alice", "contents": ["likes tea", "likes cats", "likes cats"]},
-        {"entityName": "Alice", "contents": ["likes cats", "likes dogs"]},
-    ]}),
-    ("add_observations", {"observations": [
-        {"entityName": "Bob", "contents": ["should not persist"]},
-        {"entityName": "Nobody", "contents": ["x"]},
-    ]}),
+    (
+        "add_observations",
+        {
+            "observations": [
+                {"entityName": "Alice", "contents": ["likes tea", "likes cats", "likes cats"]},
+                {"entityName": "Alice", "contents": ["likes cats", "likes dogs"]},
+            ]
+        },
+    ),
+    (
+        "add_observations",
+        {
+            "observations": [
+                {"entityName": "Bob", "contents": ["should not persist"]},
+                {"entityName": "Nobody", "contents": ["x"]},
+            ]
+        },
+    ),
     ("read_graph", {}),
     ("search_nodes", {"query": "LIKES"}),
     ("search_nodes", {"query": "person"}),
     ("search_nodes", {"query": ""}),
     ("search_nodes", {"query": "ghost"}),
     ("open_nodes", {"names": ["Bob", "Ghost", "Bob"]}),
-    ("delete_observations", {"deletions": [
-        {"entityName": "Alice", "observations": ["likes cats", "absent"]},
-        {"entityName": "Nobody", "observations": ["x"]},
-    ]}),
-    ("delete_relations", {"relations": [
-        {"from": "Alice", "to": "Bob", "relationType": "knows"},
-        {"from": "No", "to": "Such", "relationType": "thing"},
-    ]}),
+    (
+        "delete_observations",
+        {
+            "deletions": [
+                {"entityName": "Alice", "observations": ["likes cats", "absent"]},
+                {"entityName": "Nobody", "observations": ["x"]},
+            ]
+        },
+    ),
+    (
+        "delete_relations",
+        {
+            "relations": [
+                {"from": "Alice", "to": "Bob", "relationType": "knows"},
+                {"from": "No", "to": "Such", "relationType": "thing"},
+            ]
+        },
+    ),
     ("delete_entities", {"entityNames": ["Bob", "Ghost", "Nobody"]}),
     ("read_graph", {}),
-    ("create_entities", {"entities": [
-        {"name": "Bob", "entityType": "cat", "observations": ["back"]}]}),
+    (
+        "create_entities",
+        {"entities": [{"name": "Bob", "entityType": "cat", "observations": ["back"]}]},
+    ),
     ("add_observations", {"observations": [{"entityName": "Alice", "contents": ["likes tea"]}]}),
-    ("delete_observations", {"deletions": [
-        {"entityName": "Alice", "observations": ["likes tea"]}]}),
+    (
+        "delete_observations",
+        {"deletions": [{"entityName": "Alice", "observations": ["likes tea"]}]},
+    ),
     ("add_observations", {"observations": [{"entityName": "Alice", "contents": ["likes tea"]}]}),
     ("read_graph", {}),
     ("delete_entities", {"entityNames": []}),

@@ -58,10 +58,12 @@ async def test_every_tool_through_a_client(tmp_path: Path) -> None:
 
         r = await c.call_tool(
             "add_observations",
-            {"observations": [
-                {"entityName": "Bob", "contents": ["lost"]},
-                {"entityName": "Nobody", "contents": ["x"]},
-            ]},
+            {
+                "observations": [
+                    {"entityName": "Bob", "contents": ["lost"]},
+                    {"entityName": "Nobody", "contents": ["x"]},
+                ]
+            },
         )
         assert r.is_error and _text(r) == "Entity with name Nobody not found"
         assert r.structured_content is None
@@ -75,8 +77,12 @@ async def test_every_tool_through_a_client(tmp_path: Path) -> None:
 
         r = await c.call_tool(
             "delete_observations",
-            {"deletions": [{"entityName": "Alice", "observations": ["math"]},
-                           {"entityName": "Nobody", "observations": ["x"]}]},
+            {
+                "deletions": [
+                    {"entityName": "Alice", "observations": ["math"]},
+                    {"entityName": "Nobody", "observations": ["x"]},
+                ]
+            },
         )
         assert _text(r) == "Observations deleted successfully"
         assert r.structured_content == {"success": True, "message": _text(r)}
@@ -95,7 +101,8 @@ async def test_every_tool_through_a_client(tmp_path: Path) -> None:
 
         r = await c.call_tool("delete_entities", {"entityNames": ["Alice", "Bob"]})
         assert (await c.call_tool("read_graph", {})).structured_content == {
-            "entities": [], "relations": []
+            "entities": [],
+            "relations": [],
         }
 
 
@@ -117,10 +124,14 @@ def _graph(store: Store) -> dict[str, Any]:
 
 def test_entity_listed_twice_in_one_call_is_created_once(tmp_path: Path) -> None:
     store = _store(tmp_path, "a", [1000])
-    out = _do(store, plan.create_entities, [
-        {"name": "D", "entityType": "t", "observations": []},
-        {"name": "D", "entityType": "u", "observations": ["a"]},
-    ])
+    out = _do(
+        store,
+        plan.create_entities,
+        [
+            {"name": "D", "entityType": "t", "observations": []},
+            {"name": "D", "entityType": "u", "observations": ["a"]},
+        ],
+    )
     assert out == [{"name": "D", "entityType": "t", "observations": []}]
     assert _graph(store)["entities"] == out
 
@@ -128,8 +139,11 @@ def test_entity_listed_twice_in_one_call_is_created_once(tmp_path: Path) -> None
 def test_long_observations_and_non_ascii_round_trip(tmp_path: Path) -> None:
     store = _store(tmp_path, "a", [1000])
     long = "é" * 5000
-    _do(store, plan.create_entities, [
-        {"name": "L", "entityType": "t", "observations": [long, "sha256:looks-hashed", long]}])
+    _do(
+        store,
+        plan.create_entities,
+        [{"name": "L", "entityType": "t", "observations": [long, "sha256:looks-hashed", long]}],
+    )
     assert _graph(store)["entities"][0]["observations"] == [long, "sha256:looks-hashed", long]
     _do(store, plan.delete_observations, [{"entityName": "L", "observations": [long]}])
     assert _graph(store)["entities"][0]["observations"] == ["sha256:looks-hashed"]
@@ -139,9 +153,10 @@ def _merge(target: Path, *sources: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
     for src in sources:
         for shard in src.glob("*.jsonl"):
-            if not (target / shard.name).exists() or shard.stat().st_size > (
-                target / shard.name
-            ).stat().st_size:
+            if (
+                not (target / shard.name).exists()
+                or shard.stat().st_size > (target / shard.name).stat().st_size
+            ):
                 shutil.copy(shard, target / shard.name)
 
 
@@ -151,8 +166,11 @@ def test_same_entity_created_on_two_machines_merges_observations(tmp_path: Path)
     b = _store(tmp_path / "b", "b", clock)
     _do(a, plan.create_entities, [{"name": "E", "entityType": "x", "observations": ["from a"]}])
     clock[0] = 2000
-    _do(b, plan.create_entities, [
-        {"name": "E", "entityType": "y", "observations": ["from b", "from a"]}])
+    _do(
+        b,
+        plan.create_entities,
+        [{"name": "E", "entityType": "y", "observations": ["from b", "from a"]}],
+    )
     _merge(tmp_path / "m", tmp_path / "a", tmp_path / "b")
     merged = _store(tmp_path / "m", "m", clock)
     # one entity, type of the later creation, each observation once, ordered by the stamp of
@@ -201,18 +219,55 @@ def test_same_observation_added_on_two_machines_is_one(tmp_path: Path) -> None:
 
 
 _CALL = st.one_of(
-    st.tuples(st.just(plan.create_entities), st.lists(st.fixed_dictionaries({
-        "name": st.sampled_from("ABC"), "entityType": st.sampled_from("xy"),
-        "observations": st.lists(st.sampled_from(["o", "p"]), max_size=2)}), max_size=2)),
-    st.tuples(st.just(plan.create_relations), st.lists(st.fixed_dictionaries({
-        "from": st.sampled_from("ABC"), "to": st.sampled_from("ABC"),
-        "relationType": st.just("r")}), max_size=2)),
+    st.tuples(
+        st.just(plan.create_entities),
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "name": st.sampled_from("ABC"),
+                    "entityType": st.sampled_from("xy"),
+                    "observations": st.lists(st.sampled_from(["o", "p"]), max_size=2),
+                }
+            ),
+            max_size=2,
+        ),
+    ),
+    st.tuples(
+        st.just(plan.create_relations),
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "from": st.sampled_from("ABC"),
+                    "to": st.sampled_from("ABC"),
+                    "relationType": st.just("r"),
+                }
+            ),
+            max_size=2,
+        ),
+    ),
     st.tuples(st.just(plan.delete_entities), st.lists(st.sampled_from("ABC"), max_size=2)),
-    st.tuples(st.just(plan.delete_observations), st.lists(st.fixed_dictionaries({
-        "entityName": st.sampled_from("ABC"), "observations": st.just(["o"])}), max_size=1)),
-    st.tuples(st.just(plan.delete_relations), st.lists(st.fixed_dictionaries({
-        "from": st.sampled_from("ABC"), "to": st.sampled_from("ABC"),
-        "relationType": st.just("r")}), max_size=1)),
+    st.tuples(
+        st.just(plan.delete_observations),
+        st.lists(
+            st.fixed_dictionaries(
+                {"entityName": st.sampled_from("ABC"), "observations": st.just(["o"])}
+            ),
+            max_size=1,
+        ),
+    ),
+    st.tuples(
+        st.just(plan.delete_relations),
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "from": st.sampled_from("ABC"),
+                    "to": st.sampled_from("ABC"),
+                    "relationType": st.just("r"),
+                }
+            ),
+            max_size=1,
+        ),
+    ),
 )
 
 

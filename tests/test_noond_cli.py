@@ -18,9 +18,13 @@ def noon(command: str, *args: str, env: dict[str, str]) -> subprocess.CompletedP
 def test_certs_then_daemon_then_peers(tmp_path: Path):
     port = free_port()
     env = {
-        "PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT), "NOON_DIR": str(tmp_path / "data"),
-        "NOON_NODE_ID": "solo", "NOON_CA_DIR": str(tmp_path / "ca"),
-        "NOOND_LISTEN": f"127.0.0.1:{port}", "NOOND_INTERVAL": "0.2",
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": str(ROOT),
+        "NOON_DIR": str(tmp_path / "data"),
+        "NOON_NODE_ID": "solo",
+        "NOON_CA_DIR": str(tmp_path / "ca"),
+        "NOOND_LISTEN": f"127.0.0.1:{port}",
+        "NOOND_INTERVAL": "0.2",
     }
     out = noon("certs", "init", env=env)
     assert out.returncode == 0, out.stderr + out.stdout
@@ -31,9 +35,15 @@ def test_certs_then_daemon_then_peers(tmp_path: Path):
     out = noon("certs", "issue", "../evil", env=env)
     assert out.returncode != 0 and "invalid node id" in out.stdout + out.stderr
 
-    daemon = subprocess.Popen([sys.executable, "-m", "noond"], env=env, cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "noond"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
+
         def listed() -> dict[str, object] | None:
             got = noon("peers", "list", "--json", env=env)
             data = json.loads(got.stdout) if got.returncode == 0 else None

@@ -40,8 +40,11 @@ def reported(by: Node, member: str, author: str, seq: int) -> bool:
 
 @pytest.mark.parametrize("unseen", [True, False], ids=["collect-unseen", "default"])
 def test_collection_follows_what_each_member_saw(spawn, tmp_path: Path, pki: Pki, unseen):
-    env = {"NOOND_SUSPECT_AFTER": "1", "NOOND_DEAD_AFTER": "2",
-           "NOOND_COLLECT_UNSEEN": str(unseen).lower()}
+    env = {
+        "NOOND_SUSPECT_AFTER": "1",
+        "NOOND_DEAD_AFTER": "2",
+        "NOOND_COLLECT_UNSEEN": str(unseen).lower(),
+    }
     a, b, c = (Node(n, tmp_path, pki, env=dict(env)) for n in ("a", "b", "c"))
     spawn += [a, b, c]
     ghost = f"ghost@127.0.0.1:{free_port()}"  # gossip-like seed that never answers
@@ -51,8 +54,10 @@ def test_collection_follows_what_each_member_saw(spawn, tmp_path: Path, pki: Pki
     wait_until(lambda: all(ops_on(n, "known") == 1 for n in (a, b, c)), what="c to see it")
     # c's last report to a and b must say it holds "known" (reports are only as fresh as the
     # last exchange: PROTOCOL.md says why the unseen rule needs them fresh).
-    wait_until(lambda: reported(a, "c", "a", 1) and reported(b, "c", "a", 1),
-               what="a and b to hear that c holds 'known'")
+    wait_until(
+        lambda: reported(a, "c", "a", 1) and reported(b, "c", "a", 1),
+        what="a and b to hear that c holds 'known'",
+    )
     c.stop()
 
     delete(a, "known")
@@ -66,21 +71,28 @@ def test_collection_follows_what_each_member_saw(spawn, tmp_path: Path, pki: Pki
         return status.get("frozen", 0) >= n and any(k["member"] == "c" for k in status["kept"])
 
     if unseen:
-        wait_until(lambda: ops_on(a, "temp") == 0 and ops_on(b, "temp") == 0,
-                   what="the element c never saw to be collected while c is away")
+        wait_until(
+            lambda: ops_on(a, "temp") == 0 and ops_on(b, "temp") == 0,
+            what="the element c never saw to be collected while c is away",
+        )
         assert a.metric("noond_tombstones_collected_total") >= 1
         wait_until(lambda: frozen_on_c(a, 1) and frozen_on_c(b, 1))
     else:
-        wait_until(lambda: frozen_on_c(a, 2) and frozen_on_c(b, 2),
-                   what="both deleted elements to wait for c")
+        wait_until(
+            lambda: frozen_on_c(a, 2) and frozen_on_c(b, 2),
+            what="both deleted elements to wait for c",
+        )
         assert ops_on(a, "temp") == 2 and ops_on(b, "temp") == 2
     assert ops_on(a, "known") == 2 and ops_on(b, "known") == 2  # frozen: c saw it
     assert a.metric("noond_frozen_elements") >= 1
     assert a.metric("noond_absent_peers") == 1
 
     c.start([a, b])
-    wait_until(lambda: all(ops_on(n, x) == 0 for n in (a, b, c) for x in ("known", "temp")),
-               what="everything to be collected once c is back", timeout=60)
+    wait_until(
+        lambda: all(ops_on(n, x) == 0 for n in (a, b, c) for x in ("known", "temp")),
+        what="everything to be collected once c is back",
+        timeout=60,
+    )
     for n in (a, b, c):
         state = n.state()
         assert key("known") not in state and key("temp") not in state

@@ -52,8 +52,10 @@ def test_collection_reruns_only_when_files_or_gate_change(
     b.heads, b.reported_at = {"a": 3}, time.time()  # b now holds everything a wrote
     done = collector.run([b], set())
     assert len(calls) == 2 and done.collected == 1
-    assert not any(el == key for el in Store(Settings(dir=data, node_id="z", fsync=False,
-                                                      snapshot=False)).fold.elements)
+    assert not any(
+        el == key
+        for el in Store(Settings(dir=data, node_id="z", fsync=False, snapshot=False)).fold.elements
+    )
 
     collector.run([b], set())  # the rewrite changed the shard: one more scan, then quiet
     collector.run([b], set())

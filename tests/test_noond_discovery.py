@@ -18,8 +18,6 @@ from tests.noond_harness import Node, converged, free_port, wait_until
 DATA = Path(__file__).parent / "data"
 
 
-
-
 def members(node: Node) -> set[str]:
     return {p["node"] for p in node.get("/peers")[1]["peers"]}
 
@@ -66,8 +64,7 @@ def test_tailscale_status_peers_become_members_after_proving_identity(spawn, tmp
     assert "printer-server" not in members(laptop)
 
 
-def test_a_seed_whose_certificate_proves_another_identity_is_not_admitted(spawn, tmp_path,
-                                                                          pki):
+def test_a_seed_whose_certificate_proves_another_identity_is_not_admitted(spawn, tmp_path, pki):
     b = Node("b", tmp_path, pki)
     a = Node("a", tmp_path, pki)
     spawn += [a, b]
@@ -82,8 +79,9 @@ def test_a_seed_whose_certificate_proves_another_identity_is_not_admitted(spawn,
 @pytest.fixture
 def dns_server(tmp_path: Path) -> Iterator[Callable[[list[str]], int]]:
     """Starts dnsmasq on a free loopback port with the given records; returns the port."""
-    exe = shutil.which("dnsmasq") or ("/usr/sbin/dnsmasq" if Path("/usr/sbin/dnsmasq").exists()
-                                      else None)
+    exe = shutil.which("dnsmasq") or (
+        "/usr/sbin/dnsmasq" if Path("/usr/sbin/dnsmasq").exists() else None
+    )
     if exe is None:
         pytest.skip("dnsmasq is not installed (apt-get install -y dnsmasq-base)")
     procs: list[subprocess.Popen[bytes]] = []
@@ -94,13 +92,26 @@ def dns_server(tmp_path: Path) -> Iterator[Callable[[list[str]], int]]:
             port = free_port()
         log = tmp_path / "dnsmasq.log"
         with open(log, "wb") as out:
-            procs.append(subprocess.Popen(
-                [exe, "--keep-in-foreground", "--no-resolv", "--no-hosts",
-                 "--conf-file=/dev/null", "--pid-file", f"--port={port}",
-                 "--listen-address=127.0.0.1", "--bind-interfaces", "--log-facility=-",
-                 *records],
-                stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-            ))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        exe,
+                        "--keep-in-foreground",
+                        "--no-resolv",
+                        "--no-hosts",
+                        "--conf-file=/dev/null",
+                        "--pid-file",
+                        f"--port={port}",
+                        "--listen-address=127.0.0.1",
+                        "--bind-interfaces",
+                        "--log-facility=-",
+                        *records,
+                    ],
+                    stdout=out,
+                    stderr=out,
+                    stdin=subprocess.DEVNULL,
+                )
+            )
         return port
 
     yield serve
@@ -122,12 +133,14 @@ def test_dns_srv_records_from_a_real_dns_server(spawn, tmp_path, pki, dns_server
     b, c = Node("b", tmp_path, pki), Node("c", tmp_path, pki)
     a = Node("a", tmp_path, pki)
     spawn += [a, b, c]
-    port = dns_server([
-        f"--srv-host=_noond._tcp.noon.test,b.noon.test,{b.port},0,10",
-        f"--srv-host=_noond._tcp.noon.test,c.noon.test,{c.port},0,10",
-        "--host-record=b.noon.test,127.0.0.1",
-        "--host-record=c.noon.test,127.0.0.1",
-    ])
+    port = dns_server(
+        [
+            f"--srv-host=_noond._tcp.noon.test,b.noon.test,{b.port},0,10",
+            f"--srv-host=_noond._tcp.noon.test,c.noon.test,{c.port},0,10",
+            "--host-record=b.noon.test,127.0.0.1",
+            "--host-record=c.noon.test,127.0.0.1",
+        ]
+    )
     b.start()
     c.start()
     a.start(NOOND_DNS_SRV="noon.test", NOOND_DNS_NAMESERVER=f"127.0.0.1:{port}")

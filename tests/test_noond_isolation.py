@@ -47,9 +47,14 @@ class Rogue:
         self.loop.run_forever()
 
     async def info(self, request: web.Request) -> web.Response:
-        return web.json_response({"node": "rogue", "address": f"127.0.0.1:{self.port}",
-                                  "protocol": 2 if self.mode == "future" else 1,
-                                  "capabilities": ["digest"]})
+        return web.json_response(
+            {
+                "node": "rogue",
+                "address": f"127.0.0.1:{self.port}",
+                "protocol": 2 if self.mode == "future" else 1,
+                "capabilities": ["digest"],
+            }
+        )
 
     async def other(self, request: web.Request) -> web.StreamResponse:
         if self.mode == "stalled":
@@ -62,10 +67,14 @@ class Rogue:
             return web.json_response({"peers": peers})
         if request.path == "/shards":
             digest = "00000000000000ff"
-            return web.json_response({"shards": [
-                {"node": "rogue", "seq": 50, "digest": digest},
-                {"node": "a", "seq": 999, "digest": digest},  # claims more of a's own shard
-            ]})
+            return web.json_response(
+                {
+                    "shards": [
+                        {"node": "rogue", "seq": 50, "digest": digest},
+                        {"node": "a", "seq": 999, "digest": digest},  # claims more of a's own shard
+                    ]
+                }
+            )
         if request.path.endswith("/ops") and request.method == "GET":
             if self.mode == "flood":
                 resp = web.StreamResponse(headers={"X-Noon-Last": "1", "X-Noon-Head": "1"})
@@ -73,9 +82,10 @@ class Rogue:
                 for _ in range(64):
                     await resp.write(b"x" * (1 << 16))
                 return resp
-            return web.Response(body=b'{"v":1,"node":"rogue","seq":1}\nnot json at all\n',
-                                headers={"X-Noon-Last": "2", "X-Noon-More": "0",
-                                         "X-Noon-Head": "50"})
+            return web.Response(
+                body=b'{"v":1,"node":"rogue","seq":1}\nnot json at all\n',
+                headers={"X-Noon-Last": "2", "X-Noon-More": "0", "X-Noon-Head": "50"},
+            )
         return web.json_response({"error": "no", "code": "bad_request"}, status=400)
 
     def close(self) -> None:
@@ -96,8 +106,10 @@ def test_a_misbehaving_member_harms_no_one(spawn, tmp_path: Path, pki, mode):
         spawn += [a, b]
         a.start([b, rogue.seed], NOOND_MAX_BODY="1048576")
         b.start([a, rogue.seed], NOOND_MAX_BODY="1048576")
-        wait_until(lambda: "rogue" in {p["node"] for p in a.get("/peers")[1]["peers"]},
-                   what="rogue to be admitted (it has a valid certificate)")
+        wait_until(
+            lambda: "rogue" in {p["node"] for p in a.get("/peers")[1]["peers"]},
+            what="rogue to be admitted (it has a valid certificate)",
+        )
         for i in range(3):
             a.write((f"a{i}", "from a"))
             b.write((f"b{i}", "from b"))
@@ -110,8 +122,11 @@ def test_a_misbehaving_member_harms_no_one(spawn, tmp_path: Path, pki, mode):
             assert not (node.dir / "rogue.jsonl").exists()
             # The rogue claims more of our own shard than we have: each round a pull from it is
             # tried (setting "behind" while it runs) and refused; between them we are not behind.
-            wait_until(lambda n=node: n.get("/status")[1]["behind"] is False, timeout=10,
-                       what="the rogue's claim to be refused")
+            wait_until(
+                lambda n=node: n.get("/status")[1]["behind"] is False,
+                timeout=10,
+                what="the rogue's claim to be refused",
+            )
             assert node.get("/status")[1]["candidates"] <= 1024
         # a's own shard was never touched by the rogue's claim to hold more of it.
         assert sorted(a.state()) == sorted(b.state())
@@ -121,15 +136,16 @@ def test_a_misbehaving_member_harms_no_one(spawn, tmp_path: Path, pki, mode):
         rogue.close()
 
 
-def test_a_peer_on_another_protocol_revision_gets_a_clear_error_not_a_stall(spawn, tmp_path,
-                                                                           pki):
+def test_a_peer_on_another_protocol_revision_gets_a_clear_error_not_a_stall(spawn, tmp_path, pki):
     rogue = Rogue(pki, "future")
     try:
         a = Node("a", tmp_path, pki)
         spawn.append(a)
         a.start([rogue.seed])
-        wait_until(lambda: a.metric("noond_exchanges_total", 'result="incompatible"') >= 1,
-                   what="the revision mismatch to be reported")
+        wait_until(
+            lambda: a.metric("noond_exchanges_total", 'result="incompatible"') >= 1,
+            what="the revision mismatch to be reported",
+        )
         assert "speaks protocol revision 2; this node speaks 1" in a.log.read_text()
         assert "rogue" not in {p["node"] for p in a.get("/peers")[1]["peers"]}
     finally:

@@ -33,25 +33,33 @@ def test_three_nodes_converge_from_writes_everywhere(spawn, tmp_path, pki):
     start_all((a, [b]), (b, [c]), (c, [a]))
     for i in range(3):
         for node in (a, b, c):
-            node.write((f"{node.name}{i}", f"text {i} from {node.name}"),
-                       (f"shared{i}", f"{node.name} says {i}"))
+            node.write(
+                (f"{node.name}{i}", f"text {i} from {node.name}"),
+                (f"shared{i}", f"{node.name} says {i}"),
+            )
     wait_until(lambda: converged([a, b, c], expect=12), what="3 nodes to converge")
     # The folded graph route agrees with the files.
     graphs = [n.get("/graph")[1]["elements"] for n in (a, b, c)]
     assert graphs[0] == graphs[1] == graphs[2]
     assert len(graphs[0]) == 12
     # Everyone became a member of everyone through gossip, each proven by /info over mTLS.
-    wait_until(lambda: all(
-        {p["node"] for p in n.get("/peers")[1]["peers"]} == {"a", "b", "c"} - {n.name}
-        for n in (a, b, c)
-    ), what="full membership")
+    wait_until(
+        lambda: all(
+            {p["node"] for p in n.get("/peers")[1]["peers"]} == {"a", "b", "c"} - {n.name}
+            for n in (a, b, c)
+        ),
+        what="full membership",
+    )
     assert a.metric("noond_forks_detected_total") == 0
     assert a.metric("noond_ops_pulled_total") > 0 or a.metric("noond_ops_received_total") > 0
     # Every member reports its frontier (what tombstone collection needs from it).
     frontier = {"a": 6, "b": 6, "c": 6}
-    wait_until(lambda: all(
-        p["heads"] == frontier and p["reported_at"] for p in a.get("/peers")[1]["peers"]
-    ), what="a to hold every member's current frontier")
+    wait_until(
+        lambda: all(
+            p["heads"] == frontier and p["reported_at"] for p in a.get("/peers")[1]["peers"]
+        ),
+        what="a to hold every member's current frontier",
+    )
 
 
 def test_stopped_node_catches_up_after_restart(spawn, tmp_path, pki):
@@ -89,8 +97,10 @@ def test_own_shard_recovered_from_a_peer_after_disk_loss(spawn, tmp_path, pki):
     original = (a.dir / "a.jsonl").read_bytes()
     (a.dir / "a.jsonl").unlink()
     a.start([b])
-    wait_until(lambda: (a.dir / "a.jsonl").exists()
-               and (a.dir / "a.jsonl").read_bytes() == original, what="own shard recovery")
+    wait_until(
+        lambda: (a.dir / "a.jsonl").exists() and (a.dir / "a.jsonl").read_bytes() == original,
+        what="own shard recovery",
+    )
     assert a.metric("noond_ops_recovered_total") == 5
     a.write(("k5", "v5"))  # continues at seq 6, no reuse
     wait_until(lambda: converged([a, b], expect=6))
@@ -107,8 +117,9 @@ def test_compaction_on_the_writer_never_forces_a_full_download(spawn, tmp_path, 
     def moved() -> tuple[float, float]:
         """Ops that reached b (b's pulls + a's pushes in its rounds) and their wire bytes."""
         ops = b.metric("noond_ops_pulled_total") + b.metric("noond_ops_received_total")
-        wire = (b.metric("noond_client_received_bytes_total", 'route="ops"')
-                + a.metric("noond_client_sent_bytes_total", 'route="push"'))
+        wire = b.metric("noond_client_received_bytes_total", 'route="ops"') + a.metric(
+            "noond_client_sent_bytes_total", 'route="push"'
+        )
         return ops, wire
 
     wait_until(lambda: moved()[0] == 60, what="the metrics to account for all 60 ops")
@@ -144,8 +155,13 @@ def test_a_forked_shard_is_detected_and_never_merged(spawn, tmp_path, pki):
     a.write(("k", "diverged"))
     mine, theirs = shard.read_bytes(), (b.dir / "a.jsonl").read_bytes()
     start_all((a, [b]), (b, [a]))
-    wait_until(lambda: a.metric("noond_forks_detected_total") >= 1
-               and b.metric("noond_forks_detected_total") >= 1, what="both to see the fork")
+    wait_until(
+        lambda: (
+            a.metric("noond_forks_detected_total") >= 1
+            and b.metric("noond_forks_detected_total") >= 1
+        ),
+        what="both to see the fork",
+    )
     assert a.get("/status")[1]["forks"][0]["shard"] == "a"
     assert a.metric("noond_forked_shards") == 1
     a.write(("other", "still writable"))
@@ -180,8 +196,7 @@ def test_five_nodes_converge_through_restarts(spawn, tmp_path, pki):
         if round_ == 7:
             nodes[2].start([nodes[3]])
     # n2 keeps writing while its daemon is down (writes never need the daemon).
-    wait_until(lambda: converged(nodes, expect=1 + 5 * 10), timeout=60,
-               what="5 nodes to converge")
+    wait_until(lambda: converged(nodes, expect=1 + 5 * 10), timeout=60, what="5 nodes to converge")
 
 
 def test_a_write_is_pushed_at_once_not_at_the_next_round(spawn, tmp_path, pki):
@@ -205,12 +220,15 @@ def test_a_departed_node_is_refused_and_its_memories_stay(spawn, tmp_path, pki):
     c.write(("from-c", "bye"))
     a.write(("from-a", "hi"))
     wait_until(lambda: converged([a, b, c], expect=2))
-    env = {"NOON_DIR": str(a.dir), "NOON_NODE_ID": "a", "PATH": os.environ["PATH"],
-           "PYTHONPATH": str(ROOT)}
+    env = {
+        "NOON_DIR": str(a.dir),
+        "NOON_NODE_ID": "a",
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": str(ROOT),
+    }
     out = noon_command("peers", "depart", "c", env=env)
     assert out.returncode == 0, out.stderr
-    wait_until(lambda: a.request("GET", "/info", as_node="c")[0] == 403,
-               what="a to refuse c")
+    wait_until(lambda: a.request("GET", "/info", as_node="c")[0] == 403, what="a to refuse c")
     b.write(("from-b", "still replicating"))
     wait_until(lambda: ("content", "default", "from-b") in a.state())
     # c may no longer talk to a, but the memories c wrote before it left are still everyone's.
@@ -226,8 +244,10 @@ def test_a_member_that_restarts_on_another_address_is_found_again(spawn, tmp_pat
     b.stop()
     b.port = free_port()  # same node, new address; it remembers a from its state file
     b.start()
-    wait_until(lambda: {p["address"] for p in a.get("/peers")[1]["peers"]} == {b.address},
-               what="a to verify and adopt b's new address")
+    wait_until(
+        lambda: {p["address"] for p in a.get("/peers")[1]["peers"]} == {b.address},
+        what="a to verify and adopt b's new address",
+    )
     a.write(("two", "2"))
     b.write(("three", "3"))
     wait_until(lambda: converged([a, b], expect=3))
@@ -236,17 +256,27 @@ def test_a_member_that_restarts_on_another_address_is_found_again(spawn, tmp_pat
 SLOW = os.environ.get("NOON_SLOW") == "1"
 
 
-@pytest.mark.parametrize("size,steps", [
-    pytest.param(3, 12, id="sized-down"),
-    pytest.param(5, 60, id="full", marks=[
-        pytest.mark.slow, pytest.mark.skipif(not SLOW, reason="slow: run with NOON_SLOW=1")]),
-])
-def test_every_acknowledged_write_survives_daemons_killed_at_random(spawn, tmp_path, pki, size,
-                                                                   steps):
+@pytest.mark.parametrize(
+    "size,steps",
+    [
+        pytest.param(3, 12, id="sized-down"),
+        pytest.param(
+            5,
+            60,
+            id="full",
+            marks=[
+                pytest.mark.slow,
+                pytest.mark.skipif(not SLOW, reason="slow: run with NOON_SLOW=1"),
+            ],
+        ),
+    ],
+)
+def test_every_acknowledged_write_survives_daemons_killed_at_random(
+    spawn, tmp_path, pki, size, steps
+):
     rng = random.Random(int(os.environ.get("NOON_SEED", "7")))
     nodes = [make(spawn, tmp_path, pki, f"k{i}") for i in range(size)]
-    start_all(*((n, [m for m in nodes if m is not n]) for n in nodes),
-              NOOND_WATCH_INTERVAL="0.01")
+    start_all(*((n, [m for m in nodes if m is not n]) for n in nodes), NOOND_WATCH_INTERVAL="0.01")
     acked: dict[tuple[str, ...], str] = {}
     for step in range(steps):
         writer = rng.choice(nodes)
@@ -257,8 +287,11 @@ def test_every_acknowledged_write_survives_daemons_killed_at_random(spawn, tmp_p
             victim = rng.choice(nodes)
             victim.kill()  # mid-exchange, mid-append: whatever it was doing
             victim.start([m for m in nodes if m is not victim], NOOND_WATCH_INTERVAL="0.01")
-    wait_until(lambda: converged(nodes, expect=len(acked) + 1), timeout=90,
-               what="convergence after the kills")
+    wait_until(
+        lambda: converged(nodes, expect=len(acked) + 1),
+        timeout=90,
+        what="convergence after the kills",
+    )
     state = nodes[0].state()
     for key, text in acked.items():
         assert state[key][1] == {"text": text}

@@ -14,9 +14,16 @@ from noon.store.store import ForkDetected
 
 
 def line(node: str, seq: int, bat: int | None = None, text: str = "t") -> bytes:
-    return encode(node=node, seq=seq, hlc=(1_700_000_000_000 << 16) + seq,
-                  el=["content", "default", f"e{seq % 7}"], val={"text": text}, prev=None,
-                  by="test", bat=bat)
+    return encode(
+        node=node,
+        seq=seq,
+        hlc=(1_700_000_000_000 << 16) + seq,
+        el=["content", "default", f"e{seq % 7}"],
+        val={"text": text},
+        prev=None,
+        by="test",
+        bat=bat,
+    )
 
 
 def shard_bytes(batches: list[list[int]]) -> bytes:
@@ -57,8 +64,9 @@ def shards(draw: st.DrawFn) -> tuple[list[list[int]], bytes]:
 
 @settings(max_examples=150, deadline=None)
 @given(shards(), st.integers(0, 40), st.integers(1, 900))
-def test_pages_from_any_cursor_hold_exactly_the_complete_ops_after_it(tmp_path_factory, shard,
-                                                                     cursor, page_bytes):
+def test_pages_from_any_cursor_hold_exactly_the_complete_ops_after_it(
+    tmp_path_factory, shard, cursor, page_bytes
+):
     batches, data = shard
     path = tmp_path_factory.mktemp("s") / "n.jsonl"
     path.write_bytes(data)
@@ -81,7 +89,8 @@ def test_pages_from_any_cursor_hold_exactly_the_complete_ops_after_it(tmp_path_f
         after = page.last
     assert got == expected
     assert replica.summary_of(data, data.rfind(b"\n") + 1, path).seq == (
-        max([s for b in batches for s in b], default=0))
+        max([s for b in batches for s in b], default=0)
+    )
 
 
 def test_a_batch_is_never_split_across_pages(tmp_path: Path):
@@ -104,7 +113,6 @@ def test_check_digest_detects_a_fork_at_the_cursor(tmp_path: Path):
         replica.read_after(path, 1, max_bytes=100, check=other)
 
 
-
 def test_a_fork_shows_even_when_the_op_at_the_cursor_is_gone_here(tmp_path: Path):
     """A node restored from a backup wrote other ops under seqs 3 and 4. The peer collected
     its op 4 (a deleted memory), so ``check`` at the cursor compares nothing and the page used
@@ -113,8 +121,9 @@ def test_a_fork_shows_even_when_the_op_at_the_cursor_is_gone_here(tmp_path: Path
     peer = tmp_path / "n.jsonl"
     peer.write_bytes(b"".join(line("n", s) + b"\n" for s in (1, 2, 3, 5, 6)))
     restored = tmp_path / "restored.jsonl"
-    restored.write_bytes(b"".join(line("n", s, text="t" if s < 3 else "restored") + b"\n"
-                                  for s in (1, 2, 3, 4)))
+    restored.write_bytes(
+        b"".join(line("n", s, text="t" if s < 3 else "restored") + b"\n" for s in (1, 2, 3, 4))
+    )
     mine = replica.recent_digests(restored, 4)
     assert [s for s, _ in mine] == [4, 3, 2, 1]
     assert replica.recent_digests(restored, 3, count=2) == mine[1:3]
@@ -128,6 +137,7 @@ def test_a_fork_shows_even_when_the_op_at_the_cursor_is_gone_here(tmp_path: Path
     same = replica.recent_digests(peer, 3)
     assert replica.read_after(peer, 3, max_bytes=1 << 16, checks=same).checked
     assert replica.compare(peer, same, who="pusher") == 3
+
 
 def ops_of(*lines: bytes, node: str = "n") -> list:
     return replica.parse_ops(b"\n".join(lines) + b"\n", node, max_ops=100)
@@ -144,17 +154,21 @@ def test_append_skips_duplicates_refuses_forks_and_repairs_a_torn_tail(tmp_path:
     assert path.read_bytes() == b"".join(line("n", s) + b"\n" for s in (1, 2, 3))
     before = path.read_bytes()
     with pytest.raises(ForkDetected):
-        replica.append(tmp_path, "n", ops_of(line("n", 2, text="forked"), line("n", 4)),
-                       fsync=False)
+        replica.append(
+            tmp_path, "n", ops_of(line("n", 2, text="forked"), line("n", 4)), fsync=False
+        )
     assert path.read_bytes() == before
 
 
-@pytest.mark.parametrize("body,message", [
-    (b"nope\n", "line 1: not JSON"),
-    (line("m", 1) + b"\n", "op of node 'm'"),
-    (line("n", 2) + b"\n" + line("n", 1) + b"\n", "seq 1 does not follow seq 2"),
-    (line("n", 1, bat=2) + b"\n", "does not complete"),
-])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        (b"nope\n", "line 1: not JSON"),
+        (line("m", 1) + b"\n", "op of node 'm'"),
+        (line("n", 2) + b"\n" + line("n", 1) + b"\n", "seq 1 does not follow seq 2"),
+        (line("n", 1, bat=2) + b"\n", "does not complete"),
+    ],
+)
 def test_parse_ops_names_the_bad_line(body: bytes, message: str):
     with pytest.raises(replica.ReplicaError, match=message):
         replica.parse_ops(body, "n", max_ops=10)
@@ -210,7 +224,6 @@ def test_a_held_lock_keeps_local_writers_waiting_until_recovery_is_done(tmp_path
     other = replica.HeldLock(own)
     try:
         with pytest.raises(ValueError):
-            replica.append(tmp_path, "m", ops_of(line("m", 1), node="m"), fsync=False,
-                           held=other)
+            replica.append(tmp_path, "m", ops_of(line("m", 1), node="m"), fsync=False, held=other)
     finally:
         other.release()

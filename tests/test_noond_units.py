@@ -12,20 +12,34 @@ from noond.config import from_env, parse_address, parse_seeds
 from noond.membership import MAX_CANDIDATES, Membership
 
 
-@pytest.mark.parametrize("raw,want", [
-    ("host", "host:7707"),
-    ("host:1", "host:1"),
-    ("10.0.0.1", "10.0.0.1:7707"),
-    ("::1", "[::1]:7707"),
-    ("[fd7a::2]:9", "[fd7a::2]:9"),
-    ("desktop.tail1234.ts.net:7707", "desktop.tail1234.ts.net:7707"),
-])
+@pytest.mark.parametrize(
+    "raw,want",
+    [
+        ("host", "host:7707"),
+        ("host:1", "host:1"),
+        ("10.0.0.1", "10.0.0.1:7707"),
+        ("::1", "[::1]:7707"),
+        ("[fd7a::2]:9", "[fd7a::2]:9"),
+        ("desktop.tail1234.ts.net:7707", "desktop.tail1234.ts.net:7707"),
+    ],
+)
 def test_addresses_are_normalised(raw, want):
     assert parse_address(raw) == want
 
 
-@pytest.mark.parametrize("raw", ["", "host:0", "host:65536", "user@host:1", "host/path:1",
-                                 "http://host:1", "host:1:2", "[nope]:1"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "",
+        "host:0",
+        "host:65536",
+        "user@host:1",
+        "host/path:1",
+        "http://host:1",
+        "host:1:2",
+        "[nope]:1",
+    ],
+)
 def test_addresses_with_anything_else_are_refused(raw):
     with pytest.raises(ValueError):
         parse_address(raw)
@@ -42,8 +56,11 @@ def test_parse_address_never_returns_something_unsafe(raw):
 
 def test_seeds_accept_ids_and_bare_addresses():
     seeds = parse_seeds("a@h1:1, h2  b@[::1]:3", 7707)
-    assert [(s.node, s.address) for s in seeds] == [("a", "h1:1"), (None, "h2:7707"),
-                                                    ("b", "[::1]:3")]
+    assert [(s.node, s.address) for s in seeds] == [
+        ("a", "h1:1"),
+        (None, "h2:7707"),
+        ("b", "[::1]:3"),
+    ]
     with pytest.raises(ValueError):
         parse_seeds("../x@h:1", 7707)
 
@@ -52,12 +69,22 @@ def test_defaults_and_bad_values(tmp_path):
     env = {"NOON_DIR": str(tmp_path), "NOON_NODE_ID": "n"}
     c = from_env(env)
     assert (c.listen_host, c.listen_port, c.interval, c.suspect_after, c.dead_after) == (
-        "0.0.0.0", 7707, 30.0, 3, 6)
+        "0.0.0.0",
+        7707,
+        30.0,
+        3,
+        6,
+    )
     assert c.tls and c.push and c.digest and c.advertise.endswith(":7707")
     assert c.tls_files()[0] == tmp_path / "certs" / "n.crt"
-    for bad in ({"NOOND_INTERVAL": "soon"}, {"NOOND_SUSPECT_AFTER": "5", "NOOND_DEAD_AFTER": "2"},
-                {"NOOND_LISTEN": "nowhere:99999"}, {"NOOND_REVOKED": "ok,../bad"},
-                {"NOOND_TLS": "maybe"}, {"NOOND_TLS": "off"}):
+    for bad in (
+        {"NOOND_INTERVAL": "soon"},
+        {"NOOND_SUSPECT_AFTER": "5", "NOOND_DEAD_AFTER": "2"},
+        {"NOOND_LISTEN": "nowhere:99999"},
+        {"NOOND_REVOKED": "ok,../bad"},
+        {"NOOND_TLS": "maybe"},
+        {"NOOND_TLS": "off"},
+    ):
         with pytest.raises(ConfigError):
             from_env({**env, **bad})
     plain = from_env({**env, "NOOND_TLS": "off", "NOOND_LISTEN": "127.0.0.1:1"})

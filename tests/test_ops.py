@@ -5,8 +5,16 @@ from hypothesis import strategies as st
 
 from noon.core.ops import Draft, OpError, decode, encode
 
-GOOD = {"v": 1, "node": "laptop", "seq": 3, "hlc": 12345, "el": ["content", "default", "m"],
-        "val": {"text": "hello"}, "prev": [["laptop", 2]], "by": "claude-code"}
+GOOD = {
+    "v": 1,
+    "node": "laptop",
+    "seq": 3,
+    "hlc": 12345,
+    "el": ["content", "default", "m"],
+    "val": {"text": "hello"},
+    "prev": [["laptop", 2]],
+    "by": "claude-code",
+}
 
 
 def line(**changes):
@@ -68,8 +76,9 @@ def test_unknown_fields_are_ignored_on_read():
 
 @given(st.text(max_size=50), st.integers(1, 2**53 - 1), st.integers(0, 2**64 - 1))
 def test_encode_decode(text, seq, stamp):
-    op = decode(encode(node="n-1", seq=seq, hlc=stamp, el=("content", "ns", "x"),
-                       val={"text": text}))
+    op = decode(
+        encode(node="n-1", seq=seq, hlc=stamp, el=("content", "ns", "x"), val={"text": text})
+    )
     assert (op.seq, op.hlc, op.val) == (seq, stamp, {"text": text})
 
 

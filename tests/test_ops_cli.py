@@ -37,16 +37,21 @@ from tests.noond_harness import ROOT, Node, Pki, free_port, noon_command, start_
 X = ("content", "default", "x")
 
 
-
-
-def cli_env(d: Path, node: str, files: tuple[Path, Path, Path] | None = None,
-            listen: str | None = None) -> dict[str, str]:
+def cli_env(
+    d: Path, node: str, files: tuple[Path, Path, Path] | None = None, listen: str | None = None
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NOON_", "NOOND_"))}
-    env.update(PYTHONPATH=str(ROOT), NOON_DIR=str(d), NOON_NODE_ID=node, NOON_FSYNC="false",
-               NOOND_LISTEN=listen or f"127.0.0.1:{free_port()}")
+    env.update(
+        PYTHONPATH=str(ROOT),
+        NOON_DIR=str(d),
+        NOON_NODE_ID=node,
+        NOON_FSYNC="false",
+        NOOND_LISTEN=listen or f"127.0.0.1:{free_port()}",
+    )
     if files is not None:
-        env.update(NOOND_TLS_CERT=str(files[0]), NOOND_TLS_KEY=str(files[1]),
-                   NOOND_TLS_CA=str(files[2]))
+        env.update(
+            NOOND_TLS_CERT=str(files[0]), NOOND_TLS_KEY=str(files[1]), NOOND_TLS_CA=str(files[2])
+        )
     return env
 
 
@@ -66,8 +71,9 @@ def doctor(env: dict[str, str], *extra: str) -> tuple[int, list[dict[str, str]]]
     return out.returncode, report["findings"]
 
 
-def problems(findings: list[dict[str, str]], check: str, level: str = "error"
-             ) -> list[dict[str, str]]:
+def problems(
+    findings: list[dict[str, str]], check: str, level: str = "error"
+) -> list[dict[str, str]]:
     found = [f for f in findings if f["check"] == check and f["level"] == level]
     for f in found:
         assert f["fix"], f"finding without a fix: {f}"
@@ -81,18 +87,25 @@ def own_cert(pki: Pki, d: Path, node: str) -> None:
         shutil.copy(src, d / "certs" / src.name)
 
 
-def write(d: Path, node: str, key: tuple[str, ...], val: dict[str, Any] | None,
-          client: str = "cli") -> None:
+def write(
+    d: Path, node: str, key: tuple[str, ...], val: dict[str, Any] | None, client: str = "cli"
+) -> None:
     Store(Settings(dir=d, node_id=node, fsync=False, snapshot=False)).write(
-        lambda fold: [Draft(key, val)], client=client)
+        lambda fold: [Draft(key, val)], client=client
+    )
 
 
 # -- the CLI knows the commands -------------------------------------------------------------
 
 
 def test_help_lists_every_operator_command():
-    out = subprocess.run([sys.executable, "-m", "noon", "--help"], capture_output=True,
-                         text=True, timeout=60, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "noon", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr
     for name in ("status", "doctor", "log", "history", "query", "peers", "compact", "certs"):
         assert name in out.stdout
@@ -113,8 +126,10 @@ def test_status_and_doctor_follow_a_live_mesh_and_a_peer_going_down(spawn, tmp_p
     start_all((a, [b]), (b, [a]))
     a.write(("x", "shared"))
     b.write(("y", "from b"))
-    wait_until(lambda: reported(a, "b", "a", 1) and reported(a, "b", "b", 1),
-               what="b to report holding both shards")
+    wait_until(
+        lambda: reported(a, "b", "a", 1) and reported(a, "b", "b", 1),
+        what="b to report holding both shards",
+    )
     cli = cli_env(a.dir, "a", pki.node("a"), a.address)
 
     status = as_json(run("status", "--json", env=cli))
@@ -130,8 +145,9 @@ def test_status_and_doctor_follow_a_live_mesh_and_a_peer_going_down(spawn, tmp_p
 
     code, findings = doctor(cli)
     assert code == 0, findings
-    assert any(f["check"] == "peers" and "peer b" in f["what"] and f["level"] == "ok"
-               for f in findings)
+    assert any(
+        f["check"] == "peers" and "peer b" in f["what"] and f["level"] == "ok" for f in findings
+    )
 
     b.stop()
     a.store().write(lambda fold: [Draft(X, None)])  # b saw x: its tombstone must wait for b
@@ -162,10 +178,13 @@ def test_status_without_a_daemon_uses_the_files(tmp_path, pki):
     write(other, "b", X, {"text": "two"}, client="claude-code")  # concurrent with the next
     write(d, "a", X, {"text": "three"}, client="codex")
     shutil.copy(other / "b.jsonl", d / "b.jsonl")
-    peerstate.update(d / ".noon" / "noond.json", lambda s: (
-        s.members.update(b="127.0.0.1:1"),
-        s.reports.update(b=peerstate.Report({"a": 1, "b": 1}, time.time())),
-    ))
+    peerstate.update(
+        d / ".noon" / "noond.json",
+        lambda s: (
+            s.members.update(b="127.0.0.1:1"),
+            s.reports.update(b=peerstate.Report({"a": 1, "b": 1}, time.time())),
+        ),
+    )
     env = cli_env(d, "a", pki.node("a"))
     status = as_json(run("status", "--json", env=env))
     assert not status["daemon"]["reachable"] and "state file" in status["peers_source"]
@@ -173,8 +192,12 @@ def test_status_without_a_daemon_uses_the_files(tmp_path, pki):
     heads = status["conflicts"][0]["heads"]
     assert {(h["by"], h["node"]) for h in heads} == {("codex", "a"), ("claude-code", "b")}
     assert {s["shard"]: s["lag"]["b"] for s in status["shards"]} == {"a": 1, "b": 0}
-    assert status["frozen"] == {"known": False, "count": None, "kept": [],
-                                "note": "no daemon answered"}
+    assert status["frozen"] == {
+        "known": False,
+        "count": None,
+        "kept": [],
+        "note": "no daemon answered",
+    }
     assert "conflicts: 1" in run("status", env=env).stdout
 
 
@@ -235,8 +258,14 @@ def test_doctor_certificate_of_another_node_and_foreign_ca(tmp_path, pki):
 def test_doctor_certificate_expiring_soon_is_a_warning(tmp_path, pki):
     d = healthy_dir(tmp_path, pki)
     now = dt.datetime.now(dt.UTC)
-    certs.issue_node_cert(pki.root / "ca", "a", d / "certs", not_before=now,
-                          not_after=now + dt.timedelta(days=10), force=True)
+    certs.issue_node_cert(
+        pki.root / "ca",
+        "a",
+        d / "certs",
+        not_before=now,
+        not_after=now + dt.timedelta(days=10),
+        force=True,
+    )
     code, findings = doctor(cli_env(d, "a"), "--no-daemon")
     assert code == 0
     (soon,) = problems(findings, "certificates", "warning")
@@ -284,7 +313,8 @@ def test_doctor_op_stamped_by_a_clock_far_ahead(tmp_path, pki):
     ahead = pack(time.time_ns() // 1_000_000 + 3_600_000, 0)
     (d / "b.jsonl").write_bytes(
         encode(node="b", seq=1, hlc=ahead, el=("content", "default", "y"), val={"text": "t"})
-        + b"\n")
+        + b"\n"
+    )
     code, findings = doctor(cli_env(d, "a"), "--no-daemon")
     assert code == 1
     (skew,) = problems(findings, "clock")
@@ -324,14 +354,14 @@ class SkewedPeer:
         self.server.server_close()
 
 
-@pytest.mark.parametrize(("offset", "level"), [(600.0, "error"), (20.0, "warning"),
-                                               (0.0, "ok")])
+@pytest.mark.parametrize(("offset", "level"), [(600.0, "error"), (20.0, "warning"), (0.0, "ok")])
 def test_doctor_peer_clock_skew(tmp_path, pki, offset, level):
     d = healthy_dir(tmp_path, pki)
     peer = SkewedPeer(pki.node("skewed"), offset)
     try:
-        peerstate.update(d / ".noon" / "noond.json",
-                         lambda s: s.members.update(skewed=peer.address))
+        peerstate.update(
+            d / ".noon" / "noond.json", lambda s: s.members.update(skewed=peer.address)
+        )
         code, findings = doctor(cli_env(d, "a"))  # no daemon: members from the state file
     finally:
         peer.close()
@@ -355,21 +385,34 @@ def memories(d: Path) -> str:
 
     def create(parent: str, title: str, text: str, client: str) -> str:
         def p(g: Any) -> tuple[list[Draft], str]:
-            drafts, node, _ = plan.create(g, "default", parse(parent), title, text, 0,
-                                          "When drinks come up")
+            drafts, node, _ = plan.create(
+                g, "default", parse(parent), title, text, 0, "When drinks come up"
+            )
             return drafts, node
+
         return svc.write(p, client)[1]
 
     agent = create("core://", "agent", "The agent prefers tea over coffee.", "claude-code")
     create("core://agent", "style", "Write terse commit messages.", "codex")
     desktop = service(Store(Settings(dir=d, node_id="desktop", fsync=False, snapshot=False)))
-    desktop.write(lambda g: ([plan.set_text("default", agent, "The agent prefers green tea.")],
-                             None), "cursor")
-    live.mutate(laptop, "default", kg_plan.create_entities,
-                [{"name": "Alice", "entityType": "person",
-                  "observations": ["likes tea", "lives in Oslo"]}], "opencode")
-    live.mutate(laptop, "default", kg_plan.create_relations,
-                [{"from": "Alice", "to": "Bob", "relationType": "knows"}], "opencode")
+    desktop.write(
+        lambda g: ([plan.set_text("default", agent, "The agent prefers green tea.")], None),
+        "cursor",
+    )
+    live.mutate(
+        laptop,
+        "default",
+        kg_plan.create_entities,
+        [{"name": "Alice", "entityType": "person", "observations": ["likes tea", "lives in Oslo"]}],
+        "opencode",
+    )
+    live.mutate(
+        laptop,
+        "default",
+        kg_plan.create_relations,
+        [{"from": "Alice", "to": "Bob", "relationType": "knows"}],
+        "opencode",
+    )
     return agent
 
 
@@ -395,10 +438,14 @@ def test_log_history_and_query(tmp_path):
 
     hist = json_lines(run("history", "--json", "core://agent", env=env))
     assert [(e["by"], e["node"]) for e in hist] == [
-        ("cursor", "desktop"), ("claude-code", "laptop"), ("claude-code", "laptop")]
+        ("cursor", "desktop"),
+        ("claude-code", "laptop"),
+        ("claude-code", "laptop"),
+    ]
     assert {e["what"] for e in hist[1:]} == {
         "placed memory at core://agent",
-        "wrote memory core://agent: The agent prefers tea over coffee."}
+        "wrote memory core://agent: The agent prefers tea over coffee.",
+    }
     by_id = json_lines(run("history", "--json", f"system://node/{agent}", env=env))
     assert by_id == hist
     text = run("history", "core://agent", env=env).stdout
@@ -423,13 +470,19 @@ def test_doctor_and_status_report_a_fork_the_daemon_found(spawn, tmp_path, pki):
     spawn += [a, b]
     start_all((a, [b]), (b, [a]))
     a.write(("x", "original"))
-    wait_until(lambda: (b.dir / "a.jsonl").exists() and b.state().get(X),
-               what="b to hold a's op")
+    wait_until(lambda: (b.dir / "a.jsonl").exists() and b.state().get(X), what="b to hold a's op")
     a.stop()
     # A restored backup written to: a's shard now holds another op 1.
     (a.dir / "a.jsonl").write_bytes(
-        encode(node="a", seq=1, hlc=pack(time.time_ns() // 1_000_000, 0), el=X,
-               val={"text": "rewritten"}) + b"\n")
+        encode(
+            node="a",
+            seq=1,
+            hlc=pack(time.time_ns() // 1_000_000, 0),
+            el=X,
+            val={"text": "rewritten"},
+        )
+        + b"\n"
+    )
     a.start([b])
     wait_until(lambda: a.get("/status")[1]["forks"], what="a's daemon to find the fork")
     cli = cli_env(a.dir, "a", pki.node("a"), a.address)

@@ -37,8 +37,15 @@ def test_survey_counts_every_op_and_places_every_corrupt_line(plan: list[int | N
             seq += 1
             hlc = pack(ms, 0)
             newest = max(newest, hlc)
-            lines.append(encode(node="a", seq=seq, hlc=hlc, el=("content", "default", "x"),
-                                val={"text": str(ms)}))
+            lines.append(
+                encode(
+                    node="a",
+                    seq=seq,
+                    hlc=hlc,
+                    el=("content", "default", "x"),
+                    val={"text": str(ms)},
+                )
+            )
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "a.jsonl").write_bytes(b"".join(line + b"\n" for line in lines))
         s = survey(Path(d), "a.jsonl")

@@ -38,8 +38,15 @@ async def test_kg_family_lists_exactly_the_nine_official_tools(tmp_path: Path) -
     async with Client(server, mode="legacy") as client:
         tools = (await client.list_tools()).tools
         assert [t.name for t in tools] == [
-            "create_entities", "create_relations", "add_observations", "delete_entities",
-            "delete_observations", "delete_relations", "read_graph", "search_nodes", "open_nodes",
+            "create_entities",
+            "create_relations",
+            "add_observations",
+            "delete_entities",
+            "delete_observations",
+            "delete_relations",
+            "read_graph",
+            "search_nodes",
+            "open_nodes",
         ]
         assert all(t.execution and t.execution.task_support == "forbidden" for t in tools)
         caps = client.server_capabilities
@@ -154,12 +161,27 @@ async def test_modern_listen_notifies_tool_writes_and_external_writes(tmp_path: 
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(
-        st.sampled_from(["entities", "name", "entityType", "observations", "names", "query",
-                         "relations", "from", "to", "relationType", "x"]),
-        inner,
-        max_size=4,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "entities",
+                    "name",
+                    "entityType",
+                    "observations",
+                    "names",
+                    "query",
+                    "relations",
+                    "from",
+                    "to",
+                    "relationType",
+                    "x",
+                ]
+            ),
+            inner,
+            max_size=4,
+        )
     ),
     max_leaves=12,
 )

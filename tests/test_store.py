@@ -41,8 +41,10 @@ def test_write_then_read_from_another_process_view(noon_dir):
 def test_seqs_continue_after_restart_and_are_gapless(noon_dir):
     put(open_store(noon_dir), "1")
     put(open_store(noon_dir), "2")
-    seqs = [int(line.split(b'"seq":')[1].split(b",")[0])
-            for line in (noon_dir / "a.jsonl").read_bytes().splitlines()]
+    seqs = [
+        int(line.split(b'"seq":')[1].split(b",")[0])
+        for line in (noon_dir / "a.jsonl").read_bytes().splitlines()
+    ]
     assert seqs == [1, 2]
 
 
@@ -151,9 +153,19 @@ def test_bad_settings_name_the_variable():
 
 def writer(d: Path, node: str, tag: str, batches: int, compact_every: int = 0):
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.writer_proc", str(d), node, tag, str(batches),
-         str(compact_every)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tests.writer_proc",
+            str(d),
+            node,
+            tag,
+            str(batches),
+            str(compact_every),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         cwd=Path(__file__).resolve().parent.parent,
     )
 
@@ -190,9 +202,13 @@ def test_online_compaction_runs_when_the_seq_crosses_the_threshold(noon_dir):
 
 def test_compaction_due_fires_once_per_crossing(noon_dir):
     a = open_store(noon_dir, compact_after=4)
+
     class FakeOp:
         def __init__(self, seq):
             self.seq = seq
-    due = [a.compaction_due([FakeOp(s) for s in batch])
-           for batch in ([1, 2], [3], [4], [5, 6, 7], [8, 9], [10])]
+
+    due = [
+        a.compaction_due([FakeOp(s) for s in batch])
+        for batch in ([1, 2], [3], [4], [5, 6, 7], [8, 9], [10])
+    ]
     assert due == [False, False, True, False, True, False]

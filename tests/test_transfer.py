@@ -25,8 +25,12 @@ from noon.transfer.nocturne import ROOT_UUID, node_id
 from tests.mcp_helpers import Recorder, make_settings
 
 OFFICIAL_LINES = [
-    {"type": "entity", "name": "Alice", "entityType": "person",
-     "observations": ["likes tea", "likes tea", "é ✓ \u2028 \"quoted\" \\ back"]},
+    {
+        "type": "entity",
+        "name": "Alice",
+        "entityType": "person",
+        "observations": ["likes tea", "likes tea", 'é ✓ \u2028 "quoted" \\ back'],
+    },
     {"type": "entity", "name": "Bob", "entityType": "person", "observations": []},
     {"type": "entity", "name": "x/y: z", "entityType": "", "observations": [""]},
     {"type": "relation", "from": "Alice", "to": "Bob", "relationType": "knows"},
@@ -103,10 +107,14 @@ def test_malformed_input_names_lines_and_imports_nothing(
 def test_legacy_memory_json_both_shapes(tmp_path: Path) -> None:
     d = tmp_path / "noon"
     doc = tmp_path / "memory.json"
-    doc.write_text(json.dumps({
-        "entities": [{"name": "A", "entityType": "t", "observations": ["o"]}],
-        "relations": [{"from": "A", "to": "A", "relationType": "self"}],
-    }))
+    doc.write_text(
+        json.dumps(
+            {
+                "entities": [{"name": "A", "entityType": "t", "observations": ["o"]}],
+                "relations": [{"from": "A", "to": "A", "relationType": "self"}],
+            }
+        )
+    )
     assert _noon(d, "import", str(doc)) == 0
     lines = tmp_path / "old.json"
     lines.write_text(_official_text(OFFICIAL_LINES[1:2]) + "\n")
@@ -130,14 +138,16 @@ def test_import_into_a_namespace_and_existing_names_are_kept(tmp_path: Path) -> 
     assert work[0]["observations"] == OFFICIAL_LINES[0]["observations"]
 
 
-def test_large_import_shows_progress(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_large_import_shows_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "memory.jsonl"
-    src.write_text(_official_text([
-        {"type": "entity", "name": f"e{i}", "entityType": "t", "observations": [f"o{i}"]}
-        for i in range(6000)
-    ]))
+    src.write_text(
+        _official_text(
+            [
+                {"type": "entity", "name": f"e{i}", "entityType": "t", "observations": [f"o{i}"]}
+                for i in range(6000)
+            ]
+        )
+    )
     d = tmp_path / "noon"
     assert _noon(d, "import", str(src)) == 0
     captured = capsys.readouterr()
@@ -153,8 +163,13 @@ def test_noon_format_is_lossless_and_idempotent(
     src = tmp_path / "memory.jsonl"
     src.write_text(_official_text(OFFICIAL_LINES))
     _noon(a, "import", str(src))
-    mutate(_store(a), "default", plan.add_observations,
-           [{"entityName": "Bob", "contents": ["written by n1 itself"]}], "test")
+    mutate(
+        _store(a),
+        "default",
+        plan.add_observations,
+        [{"entityName": "Bob", "contents": ["written by n1 itself"]}],
+        "test",
+    )
     dump = tmp_path / "all.noon"
     assert _noon(a, "export", "--format", "noon", "-o", str(dump)) == 0
     b = tmp_path / "b"
@@ -197,8 +212,10 @@ def _nocturne_db(path: Path) -> dict[str, str]:
                               updated_at DATETIME);
         """
     )
-    u = {k: f"{i:08d}-0000-4000-8000-000000000000" for i, k in enumerate(
-        ["agent", "identity", "notes", "gone"], 1)}
+    u = {
+        k: f"{i:08d}-0000-4000-8000-000000000000"
+        for i, k in enumerate(["agent", "identity", "notes", "gone"], 1)
+    }
     db.execute("INSERT INTO nodes VALUES (?, '2026-01-01', NULL)", (ROOT_UUID,))
     for uuid in u.values():
         db.execute("INSERT INTO nodes VALUES (?, '2026-01-01', NULL)", (uuid,))
@@ -242,7 +259,8 @@ def _nocturne_db(path: Path) -> dict[str, str]:
 def _uri_of(store: Store, ns: str, node: str) -> set[str]:
     """Every URI reaching ``node`` by walking placements up to a domain root."""
     edges = {
-        k: el.winner.val for k, el in store.fold.elements.items()
+        k: el.winner.val
+        for k, el in store.fold.elements.items()
         if k[0] == "edge" and k[1] == ns and not el.deleted
     }
     found: set[str] = set()
@@ -275,7 +293,10 @@ def test_nocturne_database_imports_everything_and_reimport_changes_nothing(
     content = els[("content", "default", agent)]
     assert content.winner.val == {"text": "Agent v3 (current)"}
     assert [v.val["text"] for v in sorted(content.versions, key=lambda o: o.order)] == [
-        "Agent v1", "Agent v2", "Agent v3 (current)"]
+        "Agent v1",
+        "Agent v2",
+        "Agent v3 (current)",
+    ]
     assert not content.conflicted
     assert els[("content", "default", notes)].winner.val == {"text": "Notes ✓"}
     assert node_id(u["gone"]) not in {k[2] for k in els if k[0] == "content"}
@@ -283,9 +304,15 @@ def test_nocturne_database_imports_everything_and_reimport_changes_nothing(
     assert _uri_of(store, "default", identity) == {"core://agent/identity"}
     assert _uri_of(store, "default", notes) == {"writer://notes", "core://agent/my_notes"}
     assert els[("edge", "default", agent, "identity")].winner.val == {
-        "child": identity, "priority": 1, "disclosure": "when asked who you are"}
+        "child": identity,
+        "priority": 1,
+        "disclosure": "when asked who you are",
+    }
     assert els[("edge", "default", "@writer", "notes")].winner.val == {
-        "child": notes, "priority": 5, "disclosure": ""}
+        "child": notes,
+        "priority": 5,
+        "disclosure": "",
+    }
     # namespaces: the team namespace sees only what its paths place
     assert _uri_of(store, "team", agent) == {"core://agent"}
     assert ("content", "team", agent) in els and ("content", "team", notes) not in els
@@ -293,7 +320,9 @@ def test_nocturne_database_imports_everything_and_reimport_changes_nothing(
     assert ("keyword", "default", "Salem", identity) in els
     assert ("keyword", "default", "notes", notes) in els
     assert {k for k in els if k[0] == "boot"} == {
-        ("boot", "default", agent), ("boot", "default", identity)}
+        ("boot", "default", agent),
+        ("boot", "default", identity),
+    }
     before = _shards(d)
     assert list(before) == ["n1-import.jsonl"]
     assert _noon(d, "import", str(dbfile)) == 0
@@ -326,8 +355,10 @@ async def test_import_while_a_server_runs_reaches_its_clients(tmp_path: Path) ->
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             await client.subscribe_resource("memory://knowledge-graph")
-        await client.call_tool("create_entities", {"entities": [
-            {"name": "Live", "entityType": "t", "observations": []}]})
+        await client.call_tool(
+            "create_entities",
+            {"entities": [{"name": "Live", "entityType": "t", "observations": []}]},
+        )
         assert await anyio.to_thread.run_sync(lambda: _noon(d, "import", str(src))) == 0
         await rec.wait(lambda: len(rec.updated()) >= 2)
         graph = (await client.call_tool("read_graph", {})).structured_content

@@ -38,7 +38,7 @@ def exchange(a: Machine, b: Machine) -> None:
     """Gossip by hand: each machine gets a copy of the other's own shard."""
     for src, dst in ((a, b), (b, a)):
         if src.store.own.exists():
-                shutil.copyfile(src.store.own, dst.dir / src.store.own.name)
+            shutil.copyfile(src.store.own, dst.dir / src.store.own.name)
 
 
 def dump(m: Machine) -> dict[str, Any]:
@@ -57,14 +57,20 @@ def dump(m: Machine) -> dict[str, Any]:
                 "keywords": g.keywords_of(NS, n),
                 "children": [(p.name, p.child, p.priority) for p in g.children(NS, n)],
             }
-        return {"nodes": nodes, "boot": sorted(g.boot_nodes(NS)), "orphans": g.orphans(NS),
-                "conflicts": [k for k, _ in g.conflicts(NS)], "domains": g.domains(NS)}
+        return {
+            "nodes": nodes,
+            "boot": sorted(g.boot_nodes(NS)),
+            "orphans": g.orphans(NS),
+            "conflicts": [k for k, _ in g.conflicts(NS)],
+            "domains": g.domains(NS),
+        }
 
     return m.svc.read(fn)
 
 
-def two_machines(fn: Callable[[Machine, Machine], Awaitable[None]]
-                 ) -> Callable[[Path], Awaitable[None]]:
+def two_machines(
+    fn: Callable[[Machine, Machine], Awaitable[None]],
+) -> Callable[[Path], Awaitable[None]]:
     async def test(tmp_path: Path) -> None:
         async with AsyncExitStack() as stack:
             machines = []
@@ -105,7 +111,8 @@ async def test_concurrent_work_converges_to_identical_graphs(a: Machine, b: Mach
 
 @two_machines
 async def test_concurrent_edits_show_as_conflict_and_a_later_edit_settles(
-        a: Machine, b: Machine) -> None:
+    a: Machine, b: Machine
+) -> None:
     await a.create("core://", "plan", "Ship on Friday.")
     exchange(a, b)
     await a.call("update_memory", uri="core://plan", old_string="Friday", new_string="Monday")
@@ -120,8 +127,12 @@ async def test_concurrent_edits_show_as_conflict_and_a_later_edit_settles(
         assert data["conflicted"] is True and len(data["heads"]) == 2
         assert "core://plan (concurrent content versions)" in await m.read("system://conflicts")
     # B merges both versions by hand; the write names both heads and settles the conflict.
-    await b.call("update_memory", uri="core://plan", old_string="Ship on",
-                 new_string="Ship on Monday or Sunday, not")
+    await b.call(
+        "update_memory",
+        uri="core://plan",
+        old_string="Ship on",
+        new_string="Ship on Monday or Sunday, not",
+    )
     exchange(a, b)
     for m in (a, b):
         body = await m.read("core://plan")
@@ -154,7 +165,8 @@ async def test_concurrent_move_and_delete_lose_nothing(a: Machine, b: Machine) -
 
 @two_machines
 async def test_child_created_under_a_concurrently_deleted_parent_is_an_orphan(
-        a: Machine, b: Machine) -> None:
+    a: Machine, b: Machine
+) -> None:
     await a.create("core://", "p", "parent")
     exchange(a, b)
     await a.call("delete_memory", uri="core://p")
@@ -167,8 +179,12 @@ async def test_child_created_under_a_concurrently_deleted_parent_is_an_orphan(
         body = await m.read(f"system://node/{made['node_id']}")
         assert "written while p was being deleted" in body and "ORPHAN" in body
         assert "Orphans: 1 unreachable" in await m.read("system://diagnostic/core")
-    await a.call("move_memory", uri=f"system://node/{made['node_id']}",
-                 new_uri="core://rescued", disclosure="When looking for lost notes")
+    await a.call(
+        "move_memory",
+        uri=f"system://node/{made['node_id']}",
+        new_uri="core://rescued",
+        disclosure="When looking for lost notes",
+    )
     exchange(a, b)
     for m in (a, b):
         assert "written while p was being deleted" in await m.read("core://rescued")
@@ -177,7 +193,8 @@ async def test_child_created_under_a_concurrently_deleted_parent_is_an_orphan(
 
 @two_machines
 async def test_concurrent_moves_forming_a_cycle_leave_both_reachable_as_orphans(
-        a: Machine, b: Machine) -> None:
+    a: Machine, b: Machine
+) -> None:
     x = await a.create("core://", "x", "node x")
     y = await a.create("core://", "y", "node y")
     exchange(a, b)
@@ -188,8 +205,12 @@ async def test_concurrent_moves_forming_a_cycle_leave_both_reachable_as_orphans(
     for m in (a, b):
         orphans = await m.read("system://orphans")
         assert x["node_id"] in orphans and y["node_id"] in orphans
-    await b.call("move_memory", uri=f"system://node/{x['node_id']}", new_uri="core://x",
-                 disclosure="When testing")
+    await b.call(
+        "move_memory",
+        uri=f"system://node/{x['node_id']}",
+        new_uri="core://x",
+        disclosure="When testing",
+    )
     exchange(a, b)
     for m in (a, b):
         assert "node y" in await m.read("core://x/y")
@@ -206,8 +227,7 @@ async def test_one_name_created_on_two_machines_keeps_both(a: Machine, b: Machin
     idx = await a.read("system://index/core")
     assert na["node_id"] in idx and nb["node_id"] in idx
     for m in (a, b):
-        assert "placement core://dup (concurrent placements)" in await m.read(
-            "system://conflicts")
+        assert "placement core://dup (concurrent placements)" in await m.read("system://conflicts")
     _, data = await a.call("read_memory", uri="core://dup")
     other = nb if data["node_id"] == na["node_id"] else na
     loser_uri = next(u for u in idx.split() if u.startswith("core://dup~"))
@@ -216,8 +236,10 @@ async def test_one_name_created_on_two_machines_keeps_both(a: Machine, b: Machin
     exchange(a, b)
     for m in (a, b):
         assert "(None" in await m.read("system://conflicts")
-        assert {(await m.call("read_memory", uri=u))[1]["node_id"]
-                for u in ("core://dup", "core://dup2")} == {na["node_id"], nb["node_id"]}
+        assert {
+            (await m.call("read_memory", uri=u))[1]["node_id"]
+            for u in ("core://dup", "core://dup2")
+        } == {na["node_id"], nb["node_id"]}
 
 
 WRITER = textwrap.dedent("""
@@ -256,9 +278,13 @@ async def test_several_writer_processes_on_one_node_lose_nothing(tmp_path: Path)
         s = Session(client)
         await s.create("core://", "log", "log:")
         workers, count = 3, 10
-        procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), str(w),
-                                   str(count)], cwd=Path(__file__).parent.parent)
-                 for w in range(workers)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", WRITER, str(tmp_path), str(w), str(count)],
+                cwd=Path(__file__).parent.parent,
+            )
+            for w in range(workers)
+        ]
         for p in procs:
             assert p.wait(timeout=120) == 0
         body = await s.read("core://log")
@@ -272,7 +298,8 @@ async def test_several_writer_processes_on_one_node_lose_nothing(tmp_path: Path)
 
 @two_machines
 async def test_an_edit_that_lost_to_a_concurrent_delete_is_listed_and_restorable(
-        a: Machine, b: Machine) -> None:
+    a: Machine, b: Machine
+) -> None:
     made = await a.create("core://", "doomed", "old text")
     exchange(a, b)
     await a.call("update_memory", uri="core://doomed", old_string="old", new_string="newer")
@@ -306,7 +333,8 @@ async def test_namespaces_are_isolated(tmp_path: Path) -> None:
 
 @two_machines
 async def test_remote_ops_update_the_graph_incrementally_and_a_reset_rebuilds(
-        a: Machine, b: Machine) -> None:
+    a: Machine, b: Machine
+) -> None:
     await a.create("core://", "mine", "a's memory")
     await a.read("core://mine")
     rebuilds = a.svc.graph.rebuilds

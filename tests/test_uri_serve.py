@@ -32,8 +32,13 @@ async def workflow(s: Session) -> None:
     assert "system://boot" in (s.client.instructions or "")
     made = await s.create("core://", "agent", "I am the agent; I like tea.", priority=0)
     await s.create("core://agent", "style", "Terse.")
-    _, data = await s.call("update_memory", uri="core://agent", old_string="tea",
-                           new_string="green tea", expected_version=made["version"])
+    _, data = await s.call(
+        "update_memory",
+        uri="core://agent",
+        old_string="tea",
+        new_string="green tea",
+        expected_version=made["version"],
+    )
     await s.call("manage_boot", add=["core://agent"])
     await s.call("manage_triggers", uri="core://agent/style", add=["Terse"])
     await s.call("move_memory", uri="core://agent/style", new_uri="core://style")
@@ -41,9 +46,15 @@ async def workflow(s: Session) -> None:
     assert "I am the agent; I like green tea." in body and data["version"] in body
     _, found = await s.call("search_memory", query="green tea")
     assert found["results"][0]["uri"] == "core://agent"
-    for view in ("system://index/core", "system://recent", "system://glossary",
-                 "system://diagnostic/core", "system://conflicts", "system://orphans",
-                 "system://history/core://agent"):
+    for view in (
+        "system://index/core",
+        "system://recent",
+        "system://glossary",
+        "system://diagnostic/core",
+        "system://conflicts",
+        "system://orphans",
+        "system://history/core://agent",
+    ):
         await s.read(view)
     assert "Terse." in await s.read("core://style")
 

@@ -31,10 +31,20 @@ class Session:
     async def read(self, uri: str) -> str:
         return (await self.call("read_memory", uri=uri))[0]
 
-    async def create(self, parent: str, title: str | None, content: str, priority: int = 1,
-                     disclosure: str = "When testing") -> dict[str, Any]:
-        args: dict[str, Any] = {"parent_uri": parent, "content": content,
-                                "priority": priority, "disclosure": disclosure}
+    async def create(
+        self,
+        parent: str,
+        title: str | None,
+        content: str,
+        priority: int = 1,
+        disclosure: str = "When testing",
+    ) -> dict[str, Any]:
+        args: dict[str, Any] = {
+            "parent_uri": parent,
+            "content": content,
+            "priority": priority,
+            "disclosure": disclosure,
+        }
         if title is not None:
             args["title"] = title
         return (await self.call("create_memory", **args))[1]
@@ -57,9 +67,19 @@ def mcp_test(fn: Callable[[Session], Awaitable[None]]) -> Callable[[Path], Await
 @mcp_test
 async def test_tools_listed_with_strict_schemas_and_annotations(s: Session) -> None:
     tools = {t.name: t for t in (await s.client.list_tools()).tools}
-    assert set(tools) >= {"read_memory", "create_memory", "update_memory", "delete_memory",
-                          "add_alias", "move_memory", "manage_triggers", "search_memory",
-                          "memory_history", "rollback_memory", "manage_boot"}
+    assert set(tools) >= {
+        "read_memory",
+        "create_memory",
+        "update_memory",
+        "delete_memory",
+        "add_alias",
+        "move_memory",
+        "manage_triggers",
+        "search_memory",
+        "memory_history",
+        "rollback_memory",
+        "manage_boot",
+    }
     for t in tools.values():
         assert t.input_schema["additionalProperties"] is False
         assert t.annotations is not None
@@ -90,21 +110,30 @@ async def test_create_read_and_structured_output(s: Session) -> None:
 async def test_create_errors(s: Session) -> None:
     await s.create("core://", "a", "x")
     assert "disclosure is required" in await s.fail(
-        "create_memory", parent_uri="core://", content="x", priority=1, disclosure="  ")
+        "create_memory", parent_uri="core://", content="x", priority=1, disclosure="  "
+    )
     assert "Invalid title" in await s.fail(
-        "create_memory", parent_uri="core://", title="has space", content="x", priority=1,
-        disclosure="d")
+        "create_memory",
+        parent_uri="core://",
+        title="has space",
+        content="x",
+        priority=1,
+        disclosure="d",
+    )
     assert "Parent 'core://nope' does not exist" in await s.fail(
-        "create_memory", parent_uri="core://nope", content="x", priority=1, disclosure="d")
+        "create_memory", parent_uri="core://nope", content="x", priority=1, disclosure="d"
+    )
     assert "already exists" in await s.fail(
-        "create_memory", parent_uri="core://", title="a", content="x", priority=1,
-        disclosure="d")
+        "create_memory", parent_uri="core://", title="a", content="x", priority=1, disclosure="d"
+    )
     assert "reserved" in await s.fail(
-        "create_memory", parent_uri="system://", content="x", priority=1, disclosure="d")
+        "create_memory", parent_uri="system://", content="x", priority=1, disclosure="d"
+    )
     missing = await s.fail("create_memory", parent_uri="core://", content="x", priority=1)
     assert "disclosure" in missing and "create_memory" in missing
     assert "priority" in await s.fail(
-        "create_memory", parent_uri="core://", content="x", priority=-1, disclosure="d")
+        "create_memory", parent_uri="core://", content="x", priority=-1, disclosure="d"
+    )
 
 
 @mcp_test
@@ -120,17 +149,24 @@ async def test_misspelled_arguments_are_refused_with_a_hint(s: Session) -> None:
 @mcp_test
 async def test_update_patch_append_metadata_and_expected_version(s: Session) -> None:
     made = await s.create("core://", "note", 'She said "hi" \u2014 twice.\nSecond line.')
-    _, data = await s.call("update_memory", uri="core://note", old_string="Second line.",
-                           new_string="Line two.", expected_version=made["version"])
+    _, data = await s.call(
+        "update_memory",
+        uri="core://note",
+        old_string="Second line.",
+        new_string="Line two.",
+        expected_version=made["version"],
+    )
     v2 = data["version"]
     assert v2 != made["version"]
     assert "Line two." in await s.read("core://note")
-    stale = await s.fail("update_memory", uri="core://note", append="x",
-                         expected_version=made["version"])
+    stale = await s.fail(
+        "update_memory", uri="core://note", append="x", expected_version=made["version"]
+    )
     assert "changed since you read it" in stale and v2 in stale
     # Normalised match: straight quotes and a plain dash find the curly/em-dash original.
-    text, _ = await s.call("update_memory", uri="core://note", old_string='"hi" - twice',
-                           new_string="hello once")
+    text, _ = await s.call(
+        "update_memory", uri="core://note", old_string='"hi" - twice', new_string="hello once"
+    )
     assert "normalising" in text
     assert "She said hello once." in await s.read("core://note")
     await s.call("update_memory", uri="core://note", append="Appended.")
@@ -138,15 +174,18 @@ async def test_update_patch_append_metadata_and_expected_version(s: Session) -> 
     await s.call("update_memory", uri="core://note", priority=5, disclosure="When asked")
     body = await s.read("core://note")
     assert "Priority: 5" in body and "Disclosure: When asked" in body
-    assert "not found" in await s.fail("update_memory", uri="core://note",
-                                       old_string="no such text", new_string="x")
+    assert "not found" in await s.fail(
+        "update_memory", uri="core://note", old_string="no such text", new_string="x"
+    )
     await s.call("update_memory", uri="core://note", append=" x x")
     ambiguous = await s.fail("update_memory", uri="core://note", old_string="x", new_string="y")
     assert "x x" in await s.read("core://note") and "In 'core://note'" in ambiguous
-    assert "identical" in await s.fail("update_memory", uri="core://note", old_string="x",
-                                       new_string="x")
-    assert "Pick one" in await s.fail("update_memory", uri="core://note", old_string="a",
-                                      new_string="b", append="c")
+    assert "identical" in await s.fail(
+        "update_memory", uri="core://note", old_string="x", new_string="x"
+    )
+    assert "Pick one" in await s.fail(
+        "update_memory", uri="core://note", old_string="a", new_string="b", append="c"
+    )
     assert "not found" in await s.fail("update_memory", uri="core://missing", append="x")
 
 
@@ -155,13 +194,17 @@ async def test_alias_move_and_cycles(s: Session) -> None:
     a = await s.create("core://", "a", "node A")
     await s.create("core://a", "kid", "child of A")
     await s.create("core://", "b", "node B")
-    await s.call("add_alias", new_uri="core://b/a2", target_uri="core://a", priority=3,
-                 disclosure="When in B")
+    await s.call(
+        "add_alias",
+        new_uri="core://b/a2",
+        target_uri="core://a",
+        priority=3,
+        disclosure="When in B",
+    )
     body = await s.read("core://b/a2")
     assert f"Memory ID: {a['node_id']}" in body and "Other Aliases: 1" in body
     assert "child of A" in await s.read("core://b/a2/kid")
-    assert "cycle" in await s.fail("add_alias", new_uri="core://a/kid/loop",
-                                   target_uri="core://a")
+    assert "cycle" in await s.fail("add_alias", new_uri="core://a/kid/loop", target_uri="core://a")
     assert "cycle" in await s.fail("move_memory", uri="core://b", new_uri="core://b/a2/b")
     await s.call("manage_boot", add=["core://a"])
     _, data = await s.call("move_memory", uri="core://a", new_uri="core://b/moved")
@@ -169,16 +212,18 @@ async def test_alias_move_and_cycles(s: Session) -> None:
     assert "not found" in await s.fail("read_memory", uri="core://a")
     assert "child of A" in await s.read("core://b/moved/kid")
     assert "core://b/moved" in await s.read("system://boot")  # boot follows the node
-    assert "already exists" in await s.fail("move_memory", uri="core://b/moved",
-                                            new_uri="core://b/a2")
+    assert "already exists" in await s.fail(
+        "move_memory", uri="core://b/moved", new_uri="core://b/a2"
+    )
 
 
 @mcp_test
 async def test_delete_alias_last_path_children_and_recursive(s: Session) -> None:
     await s.create("core://", "p", "parent")
     await s.create("core://p", "c", "child")
-    await s.call("add_alias", new_uri="core://p2", target_uri="core://p", priority=1,
-                 disclosure="d")
+    await s.call(
+        "add_alias", new_uri="core://p2", target_uri="core://p", priority=1, disclosure="d"
+    )
     _, data = await s.call("delete_memory", uri="core://p")
     assert data["deleted"] == 0
     assert "child" in await s.read("core://p2/c")
@@ -196,13 +241,13 @@ async def test_triggers_glossary_links_and_word_boundaries(s: Session) -> None:
     await s.create("core://", "notes", "Talked with salem today. Salemander is unrelated.")
     text, data = await s.call("manage_triggers", uri="core://salem", add=["Salem", "user"])
     assert data["added"] == ["Salem", "user"] and "Current: [Salem, user]" in text
-    _, data = await s.call("manage_triggers", uri="core://salem", add=["Salem"],
-                           remove=["nope"])
+    _, data = await s.call("manage_triggers", uri="core://salem", add=["Salem"], remove=["nope"])
     assert data["existing"] == ["Salem"] and data["missing"] == ["nope"]
     body = await s.read("core://notes")
     assert "- @Salem -> core://salem" in body
-    assert "Cannot add and remove" in await s.fail("manage_triggers", uri="core://salem",
-                                                   add=["x"], remove=["x"])
+    assert "Cannot add and remove" in await s.fail(
+        "manage_triggers", uri="core://salem", add=["x"], remove=["x"]
+    )
     gl = await s.read("system://glossary")
     assert "- Salem\n  -> core://salem" in gl
     own = await s.read("core://salem")
@@ -211,8 +256,9 @@ async def test_triggers_glossary_links_and_word_boundaries(s: Session) -> None:
 
 @mcp_test
 async def test_search_ranks_filters_and_scores(s: Session) -> None:
-    await s.create("core://", "deploy", "How we deploy noon with systemd units.",
-                   disclosure="When deploying")
+    await s.create(
+        "core://", "deploy", "How we deploy noon with systemd units.", disclosure="When deploying"
+    )
     await s.create("core://", "tea", "The user likes green tea.")
     await s.create("project://", "noon", "noon deploys via systemd too; deploy notes.")
     text, data = await s.call("search_memory", query="deploy systemd")
@@ -294,14 +340,19 @@ async def test_knowledge_graph_entities_read_as_kg_uris(tmp_path: Path) -> None:
     store, settings = open_store(tmp_path, "laptop")
     async with Client(create_server(store, settings, {"uri", "kg"})) as client:
         s = Session(client)
-        await s.call("create_entities", entities=[
-            {"name": "Ada Lovelace", "entityType": "person", "observations": ["wrote notes"]}])
+        await s.call(
+            "create_entities",
+            entities=[
+                {"name": "Ada Lovelace", "entityType": "person", "observations": ["wrote notes"]}
+            ],
+        )
         body = await s.read("kg://Ada Lovelace")
         assert "type: person" in body and "- wrote notes" in body
         assert "kg://Ada Lovelace (person)" in await s.read("kg://")
         assert "No entity named" in await s.fail("read_memory", uri="kg://Nobody")
         assert "knowledge-graph" in await s.fail(
-            "create_memory", parent_uri="kg://", content="x", priority=1, disclosure="d")
+            "create_memory", parent_uri="kg://", content="x", priority=1, disclosure="d"
+        )
 
 
 async def test_an_imported_nocturne_database_reads_through_the_uri_tools(tmp_path: Path) -> None:
@@ -381,11 +432,21 @@ async def test_create_points_at_a_likely_duplicate(tmp_path: Path) -> None:
         s = Session(client)
         await s.create("core://", "tea", "The user drinks green tea every morning, never coffee.")
         await s.create("core://", "deploy", "Deploys go through systemd units on every machine.")
-        text, data = await s.call("create_memory", parent_uri="core://", title="drinks",
-                                  content="Every morning the user drinks green tea, not coffee.",
-                                  priority=1, disclosure="d")
+        text, data = await s.call(
+            "create_memory",
+            parent_uri="core://",
+            title="drinks",
+            content="Every morning the user drinks green tea, not coffee.",
+            priority=1,
+            disclosure="d",
+        )
         assert data["related"] == ["core://tea"] and "POSSIBLE DUPLICATE" in text
-        text, data = await s.call("create_memory", parent_uri="core://", title="music",
-                                  content="Plays the cello on weekends.", priority=1,
-                                  disclosure="d")
+        text, data = await s.call(
+            "create_memory",
+            parent_uri="core://",
+            title="music",
+            content="Plays the cello on weekends.",
+            priority=1,
+            disclosure="d",
+        )
         assert data["related"] == [] and "POSSIBLE DUPLICATE" not in text

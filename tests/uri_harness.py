@@ -10,8 +10,7 @@ from noon.store.store import Store
 
 
 def open_store(directory: Path, node: str, namespace: str = "default") -> tuple[Store, Settings]:
-    settings = Settings.from_env({}, dir=directory, node_id=node, fsync=False,
-                                 namespace=namespace)
+    settings = Settings.from_env({}, dir=directory, node_id=node, fsync=False, namespace=namespace)
     return Store(settings), settings
 
 

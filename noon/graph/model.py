@@ -215,8 +215,9 @@ class Graph:
     def domains(self, namespace: str) -> list[str]:
         """``core`` (always there, maybe empty) and every domain holding a memory."""
         g = self.spaces.get(namespace)
-        found = {root_domain(p) for p, kids in (g.children.items() if g else ()) if is_root(p)
-                 and kids}
+        found = {
+            root_domain(p) for p, kids in (g.children.items() if g else ()) if is_root(p) and kids
+        }
         return sorted(found | {DEFAULT_DOMAIN})
 
     def resolve(self, namespace: str, uri: Uri) -> tuple[str, Placement | None] | None:

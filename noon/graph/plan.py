@@ -30,8 +30,10 @@ def edge_val(child: str, priority: int, disclosure: str) -> dict[str, object]:
 def resolve(graph: Graph, namespace: str, uri: Uri) -> tuple[str, Placement | None]:
     found = graph.resolve(namespace, uri)
     if found is None:
-        raise GraphError(f"Memory '{uri}' not found. Search with search_memory, or read "
-                         f"system://index/{uri.domain} to see what exists.")
+        raise GraphError(
+            f"Memory '{uri}' not found. Search with search_memory, or read "
+            f"system://index/{uri.domain} to see what exists."
+        )
     return found
 
 
@@ -71,8 +73,9 @@ def check_disclosure(disclosure: str) -> str:
 
 def check_priority(priority: int) -> int:
     if not 0 <= priority <= 1000:
-        raise GraphError(f"priority must be between 0 and 1000 (lower = recalled first), "
-                         f"got {priority}.")
+        raise GraphError(
+            f"priority must be between 0 and 1000 (lower = recalled first), got {priority}."
+        )
     return priority
 
 
@@ -85,8 +88,9 @@ def _heads_of_child(graph: Graph, key: tuple[str, ...], child: str) -> tuple[OpI
     return tuple(sorted(i for i, h in el.heads.items() if h.val is None or h.val["child"] == child))
 
 
-def place(graph: Graph, namespace: str, parent: str, name: str, child: str, priority: int,
-          disclosure: str) -> Draft:
+def place(
+    graph: Graph, namespace: str, parent: str, name: str, child: str, priority: int, disclosure: str
+) -> Draft:
     key = _edge_key(namespace, parent, name)
     return Draft(key, edge_val(child, priority, disclosure), _heads_of_child(graph, key, child))
 
@@ -96,10 +100,15 @@ def unplace(graph: Graph, namespace: str, pl: Placement) -> Draft:
     that node takes the name over instead of disappearing with the tombstone."""
     key = _edge_key(namespace, pl.parent, pl.key_name)
     el = graph.fold.elements.get(key)
-    others = [
-        h for h in (el.heads or {}).values()
-        if el is not None and h.val is not None and h.val["child"] != pl.child
-    ] if el is not None else []
+    others = (
+        [
+            h
+            for h in (el.heads or {}).values()
+            if el is not None and h.val is not None and h.val["child"] != pl.child
+        ]
+        if el is not None
+        else []
+    )
     if others:
         best = max(others, key=lambda o: o.order)
         return Draft(key, dict(best.val or {}))
@@ -112,8 +121,15 @@ def auto_name(graph: Graph, namespace: str, parent: str) -> str:
     return str(max(numbers, default=0) + 1)
 
 
-def create(graph: Graph, namespace: str, parent: Uri, title: str | None, text: str,
-           priority: int, disclosure: str) -> tuple[list[Draft], str, Uri]:
+def create(
+    graph: Graph,
+    namespace: str,
+    parent: Uri,
+    title: str | None,
+    text: str,
+    priority: int,
+    disclosure: str,
+) -> tuple[list[Draft], str, Uri]:
     disclosure = check_disclosure(disclosure)
     check_priority(priority)
     parent_node = check_parent(graph, namespace, parent)
@@ -130,8 +146,7 @@ def create(graph: Graph, namespace: str, parent: Uri, title: str | None, text: s
     return drafts, node, uri
 
 
-def check_version(graph: Graph, namespace: str, node: str, uri: Uri,
-                  expected: str | None) -> None:
+def check_version(graph: Graph, namespace: str, node: str, uri: Uri, expected: str | None) -> None:
     if expected is None:
         return
     el = graph.content(namespace, node)
@@ -158,7 +173,7 @@ def set_text(namespace: str, node: str, text: str) -> Draft:
 def locate(graph: Graph, namespace: str, text: str) -> tuple[str, Uri | None, Placement | None]:
     """A memory by URI, or by ``system://node/<id>`` (how orphans are addressed)."""
     if text.strip().startswith(NODE_VIEW):
-        node = text.strip()[len(NODE_VIEW):].strip("/")
+        node = text.strip()[len(NODE_VIEW) :].strip("/")
         if graph.content(namespace, node) is None:
             raise GraphError(f"No memory with id '{node}'. See system://orphans for unplaced ones.")
         return node, None, None
@@ -167,8 +182,9 @@ def locate(graph: Graph, namespace: str, text: str) -> tuple[str, Uri | None, Pl
     return node, uri, pl
 
 
-def delete(graph: Graph, namespace: str, node: str, label: str, pl: Placement | None,
-           recursive: bool) -> tuple[list[Draft], int]:
+def delete(
+    graph: Graph, namespace: str, node: str, label: str, pl: Placement | None, recursive: bool
+) -> tuple[list[Draft], int]:
     """Remove the placement ``pl``. When it was the node's last one (or ``pl`` is None: an
     orphan addressed by id), the node is deleted too; with ``recursive`` so is every descendant
     no other path reaches. Returns the drafts and the number of memories deleted."""
@@ -182,8 +198,7 @@ def delete(graph: Graph, namespace: str, node: str, label: str, pl: Placement | 
     while changed:
         changed = False
         for n in below:
-            if n not in doomed and all(p.parent in doomed
-                                       for p in graph.placements(namespace, n)):
+            if n not in doomed and all(p.parent in doomed for p in graph.placements(namespace, n)):
                 doomed.add(n)
                 changed = True
     stranded = [n for n in doomed if n != node]
@@ -221,8 +236,9 @@ def check_no_cycle(graph: Graph, namespace: str, node: str, new_parent: str, wha
         )
 
 
-def alias(graph: Graph, namespace: str, new_uri: Uri, node: str, priority: int,
-          disclosure: str) -> Draft:
+def alias(
+    graph: Graph, namespace: str, new_uri: Uri, node: str, priority: int, disclosure: str
+) -> Draft:
     if new_uri.is_root:
         raise GraphError("Cannot create an alias at the root of a domain.")
     check_priority(priority)
@@ -233,8 +249,15 @@ def alias(graph: Graph, namespace: str, new_uri: Uri, node: str, priority: int,
     return place(graph, namespace, parent, new_uri.path[-1], node, priority, disclosure)
 
 
-def move(graph: Graph, namespace: str, node: str, old: Placement | None, new_uri: Uri,
-         priority: int | None, disclosure: str | None) -> list[Draft]:
+def move(
+    graph: Graph,
+    namespace: str,
+    node: str,
+    old: Placement | None,
+    new_uri: Uri,
+    priority: int | None,
+    disclosure: str | None,
+) -> list[Draft]:
     """Place ``node`` at ``new_uri`` and remove ``old`` in one batch. With ``old`` None (an
     orphan addressed by id) this only places it."""
     if new_uri.is_root:
@@ -267,8 +290,9 @@ def check_keyword(kw: str) -> str:
     return kw
 
 
-def triggers(graph: Graph, namespace: str, node: str, add: list[str], remove: list[str]
-             ) -> tuple[list[Draft], dict[str, list[str]]]:
+def triggers(
+    graph: Graph, namespace: str, node: str, add: list[str], remove: list[str]
+) -> tuple[list[Draft], dict[str, list[str]]]:
     adds = list(dict.fromkeys(check_keyword(k) for k in add))
     removes = list(dict.fromkeys(check_keyword(k) for k in remove))
     both = sorted(set(adds) & set(removes))
@@ -304,8 +328,10 @@ def rollback(graph: Graph, namespace: str, node: str, uri: Uri, version: str) ->
     for op in (el.versions or []) if el is not None else []:
         if version_id(op) == version:
             if op.val is None:
-                raise GraphError(f"Version {version} of '{uri}' is a deletion; pick a version "
-                                 "with text (see system://history).")
+                raise GraphError(
+                    f"Version {version} of '{uri}' is a deletion; pick a version "
+                    "with text (see system://history)."
+                )
             return set_text(namespace, node, op.val["text"])
     raise GraphError(
         f"Version {version} of '{uri}' not found. Read system://history/{uri!s} for the "

@@ -185,9 +185,9 @@ class SearchIndex:
         for bit, term in enumerate(terms):
             postings = [(term, 1.0)] if term in idx.postings else []
             if not postings and len(term) >= 2:
-                postings = [
-                    (tok, PREFIX_WEIGHT) for tok in idx.postings if tok.startswith(term)
-                ][:64]
+                postings = [(tok, PREFIX_WEIGHT) for tok in idx.postings if tok.startswith(term)][
+                    :64
+                ]
             flag = 1 << bit
             for tok, weight in postings:
                 p = idx.postings[tok]

@@ -96,8 +96,10 @@ def check_domain(domain: str) -> None:
     if domain == SYSTEM:
         raise UriError("'system://' is reserved for generated views and cannot hold memories.")
     if domain == KG:
-        raise UriError("'kg://' names knowledge-graph entities (read-only here); edit them with "
-                       "the knowledge-graph tools, or put memories in another domain.")
+        raise UriError(
+            "'kg://' names knowledge-graph entities (read-only here); edit them with "
+            "the knowledge-graph tools, or put memories in another domain."
+        )
     if not DOMAIN.match(domain):
         raise UriError(
             f"Invalid domain '{domain}': use lowercase letters, digits and '_' (at most 32), "

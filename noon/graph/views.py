@@ -43,8 +43,14 @@ class MemoryRead:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-def memory(graph: Graph, glossary: Glossary, namespace: str, node: str, uri: Uri | None,
-           placement: Placement | None) -> MemoryRead:
+def memory(
+    graph: Graph,
+    glossary: Glossary,
+    namespace: str,
+    node: str,
+    uri: Uri | None,
+    placement: Placement | None,
+) -> MemoryRead:
     """One memory with its metadata, glossary links and children."""
     el = graph.content(namespace, node)
     uris = [u for u, _ in graph.uris(namespace, node)]
@@ -78,11 +84,21 @@ def memory(graph: Graph, glossary: Glossary, namespace: str, node: str, uri: Uri
     kids = graph.children(namespace, node)
     base = uri if uri is not None else (uris[0] if uris else None)
     if kids:
-        lines += ["", RULE, "", "CHILD MEMORIES (Use 'read_memory' with URI to access)", "",
-                  RULE, ""]
+        lines += [
+            "",
+            RULE,
+            "",
+            "CHILD MEMORIES (Use 'read_memory' with URI to access)",
+            "",
+            RULE,
+            "",
+        ]
         for kid in kids:
-            kid_uri = str(base.child(kid.name)) if base is not None else \
-                show_uri(graph, namespace, kid.child)
+            kid_uri = (
+                str(base.child(kid.name))
+                if base is not None
+                else show_uri(graph, namespace, kid.child)
+            )
             lines.append(f"- URI: {kid_uri}  ")
             lines.append(f"  Priority: {kid.priority}  ")
             if kid.disclosure:
@@ -124,8 +140,12 @@ def _notes(graph: Graph, namespace: str, node: str, uris: list[Uri]) -> list[str
         )
         for h in sorted(others, key=lambda o: o.order, reverse=True):
             body = "(deleted)" if h.val is None else h.val["text"]
-            notes += ["", f"--- concurrent version {version_id(h)} ({_author(h)}, "
-                      f"{when(op_time_ms(h))}) ---", body, "--- end of concurrent version ---"]
+            notes += [
+                "",
+                f"--- concurrent version {version_id(h)} ({_author(h)}, {when(op_time_ms(h))}) ---",
+                body,
+                "--- end of concurrent version ---",
+            ]
         notes += ["", f"--- current version {version_id(el.winner)} ---"]
     if el is not None and el.deleted:
         notes.append(
@@ -133,13 +153,16 @@ def _notes(graph: Graph, namespace: str, node: str, uris: list[Uri]) -> list[str
             "machine kept it placed. Shown is its last text. Update it to keep it, or delete it."
         )
     if not uris:
-        notes.append("⚠ ORPHAN: no domain root reaches this memory (concurrent moves or deletes). "
-                     "Place it again with move_memory.")
+        notes.append(
+            "⚠ ORPHAN: no domain root reaches this memory (concurrent moves or deletes). "
+            "Place it again with move_memory."
+        )
     return notes
 
 
-def _glossary_links(graph: Graph, glossary: Glossary, namespace: str, node: str,
-                    text: str) -> list[tuple[str, list[str]]]:
+def _glossary_links(
+    graph: Graph, glossary: Glossary, namespace: str, node: str, text: str
+) -> list[tuple[str, list[str]]]:
     per_target: dict[str, set[str]] = {}
     for kw, nodes in glossary.find(namespace, text).items():
         for n in nodes:
@@ -161,8 +184,9 @@ def boot(graph: Graph, glossary: Glossary, namespace: str, now_ms: int) -> str:
             continue
         us = graph.uris(namespace, n)
         if not us:
-            loaded.append(((99, node_view(n)), memory(graph, glossary, namespace, n, None,
-                                                      None).text))
+            loaded.append(
+                ((99, node_view(n)), memory(graph, glossary, namespace, n, None, None).text)
+            )
             continue
         uri, prio = us[0]
         found = graph.resolve(namespace, uri)
@@ -172,14 +196,20 @@ def boot(graph: Graph, glossary: Glossary, namespace: str, now_ms: int) -> str:
     out = ["# Core Memories", f"# Loaded: {len(loaded)}/{len(nodes)} memories", ""]
     if failed:
         out += ["## Failed to load:", *sorted(failed), ""]
-    out += ["## Contents:", "",
-            "For a memory index, use: system://index/<domain> (e.g. system://index/core)",
-            "For recent memories, use: system://recent"]
+    out += [
+        "## Contents:",
+        "",
+        "For a memory index, use: system://index/<domain> (e.g. system://index/core)",
+        "For recent memories, use: system://recent",
+    ]
     if loaded:
         out += [body for _, body in loaded]
     else:
-        out += ["", "(No boot memories yet. Mark the memories every session needs with "
-                "manage_boot(add=[uri]).)"]
+        out += [
+            "",
+            "(No boot memories yet. Mark the memories every session needs with "
+            "manage_boot(add=[uri]).)",
+        ]
     out += ["", "---", "", recent(graph, namespace, 5, 5, now_ms)]
     return "\n".join(out)
 
@@ -195,14 +225,21 @@ def index(graph: Graph, namespace: str, domain: str, now_ms: int) -> str:
         uri, prio = best
         entries.setdefault(uri.path[0], []).append((uri, prio, n))
     out = [
-        "# Memory Index", f"# Generated: {when(now_ms)}", f"# Domain Filter: {domain}",
-        f"# Total: {count} unique nodes", "#", "# ⚠️ ATTENTION (LLM):",
+        "# Memory Index",
+        f"# Generated: {when(now_ms)}",
+        f"# Domain Filter: {domain}",
+        f"# Total: {count} unique nodes",
+        "#",
+        "# ⚠️ ATTENTION (LLM):",
         "# This index ONLY shows ONE primary path per memory node.",
         "# Other aliases, triggers, and child nodes located under those hidden aliases ARE NOT "
         "SHOWN HERE.",
         "# To see ALL paths, aliases, and triggers for a memory, use read_memory() on its URI.",
-        "#", "# Legend: [#ID] = Memory ID, [★N] = priority (lower = higher)", "",
-        "# ══════════════════════════════════════", f"# DOMAIN: {domain}://",
+        "#",
+        "# Legend: [#ID] = Memory ID, [★N] = priority (lower = higher)",
+        "",
+        "# ══════════════════════════════════════",
+        f"# DOMAIN: {domain}://",
         "# ══════════════════════════════════════",
     ]
     for head in sorted(entries):
@@ -225,8 +262,12 @@ def recent(graph: Graph, namespace: str, limit: int, requested: int, now_ms: int
         if len(top) >= limit or len(newest) < want:
             break
         want *= 4
-    out = ["# Recently Modified Memories", f"# Generated: {when(now_ms)}",
-           f"# Showing: {len(top)} most recent entries (requested: {requested})", ""]
+    out = [
+        "# Recently Modified Memories",
+        f"# Generated: {when(now_ms)}",
+        f"# Showing: {len(top)} most recent entries (requested: {requested})",
+        "",
+    ]
     if not top:
         out.append("(No memories found.)")
     for i, n in enumerate(top, 1):
@@ -236,8 +277,10 @@ def recent(graph: Graph, namespace: str, limit: int, requested: int, now_ms: int
         uri, prio = us[0]
         found = graph.resolve(namespace, uri)
         disc = found[1].disclosure if found and found[1] else ""
-        out.append(f"{i}. {uri}  [★{prio}]  modified: {when(op_time_ms(el.winner))}"
-                   f" by {_author(el.winner)}")
+        out.append(
+            f"{i}. {uri}  [★{prio}]  modified: {when(op_time_ms(el.winner))}"
+            f" by {_author(el.winner)}"
+        )
         out.append(f"   disclosure: {disc or '(NOT SET — consider adding one)'}")
     return "\n".join(out) + "\n"
 
@@ -246,15 +289,20 @@ def glossary_view(graph: Graph, namespace: str, now_ms: int) -> str:
     g = graph.ns(namespace)
     rows: list[tuple[str, list[str]]] = []
     for kw in sorted(g.keywords, key=str.casefold):
-        targets = sorted(str(u) for n in g.keywords[kw] if graph.is_live(namespace, n)
-                         for u, _ in graph.uris(namespace, n))
+        targets = sorted(
+            str(u)
+            for n in g.keywords[kw]
+            if graph.is_live(namespace, n)
+            for u, _ in graph.uris(namespace, n)
+        )
         if targets:
             rows.append((kw, targets))
     if not rows:
-        return ("(No glossary keywords defined yet.)\nUse manage_triggers(uri, add=[...]) to bind "
-                "trigger words to memory nodes.\n")
-    out = ["# Glossary Index", f"# Generated: {when(now_ms)}", f"# Total: {len(rows)} keywords",
-           ""]
+        return (
+            "(No glossary keywords defined yet.)\nUse manage_triggers(uri, add=[...]) to bind "
+            "trigger words to memory nodes.\n"
+        )
+    out = ["# Glossary Index", f"# Generated: {when(now_ms)}", f"# Total: {len(rows)} keywords", ""]
     for kw, targets in rows:
         out.append(f"- {kw}")
         out += [f"  -> {t}" for t in targets]
@@ -265,10 +313,14 @@ def orphans(graph: Graph, namespace: str) -> str:
     found = graph.orphans(namespace)
     if not found:
         return "# Orphaned Memories\n\n(None: every memory is reachable from a domain root.)\n"
-    out = ["# Orphaned Memories", f"# Total: {len(found)}",
-           "# No domain root reaches these (concurrent moves, a cycle, or a parent deleted on "
-           "another machine). Nothing is lost: read one by its system://node URI and place it "
-           "with move_memory(uri=<that URI>, new_uri=...), or delete it.", ""]
+    out = [
+        "# Orphaned Memories",
+        f"# Total: {len(found)}",
+        "# No domain root reaches these (concurrent moves, a cycle, or a parent deleted on "
+        "another machine). Nothing is lost: read one by its system://node URI and place it "
+        "with move_memory(uri=<that URI>, new_uri=...), or delete it.",
+        "",
+    ]
     for n in found:
         el = graph.content(namespace, n)
         snip = " ".join((live_text(el) if el else "").split())[:SNIPPET]
@@ -284,20 +336,30 @@ def conflicts(graph: Graph, namespace: str) -> str:
     items = graph.conflicts(namespace)
     if not items:
         return "# Conflicts\n\n(None: no memory has concurrent versions.)\n"
-    out = ["# Conflicts", f"# Total: {len(items)}",
-           "# Concurrent edits on different machines. The latest version is what reads show; "
-           "the others are kept. Any later edit of the memory (or placement) settles it.", ""]
+    out = [
+        "# Conflicts",
+        f"# Total: {len(items)}",
+        "# Concurrent edits on different machines. The latest version is what reads show; "
+        "the others are kept. Any later edit of the memory (or placement) settles it.",
+        "",
+    ]
     for key, el in items:
         heads = sorted((el.heads or {}).values(), key=lambda o: o.order, reverse=True)
         if key[0] == "content":
             node = key[2]
-            what = "deleted while placed elsewhere" if el.deleted and not el.conflicted \
+            what = (
+                "deleted while placed elsewhere"
+                if el.deleted and not el.conflicted
                 else "concurrent content versions"
+            )
             out.append(f"- {show_uri(graph, namespace, node)} ({what})")
         else:
             parent, name = key[2], key[3]
-            where = f"{root_domain(parent)}://{name}" if parent == root(root_domain(parent)) \
+            where = (
+                f"{root_domain(parent)}://{name}"
+                if parent == root(root_domain(parent))
                 else f"{show_uri(graph, namespace, parent)}/{name}"
+            )
             out.append(f"- placement {where} (concurrent placements)")
         for h in heads:
             mark = "winner" if h is el.winner else "other"
@@ -307,8 +369,7 @@ def conflicts(graph: Graph, namespace: str) -> str:
                 desc = " ".join(h.val["text"].split())[:60]
             else:
                 desc = f"-> {show_uri(graph, namespace, h.val['child'])}"
-            out.append(f"  {version_id(h)} [{mark}] {when(op_time_ms(h))} by {_author(h)}: "
-                       f"{desc}")
+            out.append(f"  {version_id(h)} [{mark}] {when(op_time_ms(h))} by {_author(h)}: {desc}")
     return "\n".join(out) + "\n"
 
 
@@ -317,8 +378,12 @@ def history(graph: Graph, namespace: str, node: str, uri: str, limit: int) -> tu
     versions = sorted(el.versions or [], key=lambda o: o.order, reverse=True) if el else []
     heads = set((el.heads or {}) if el else ())
     rows = []
-    out = [f"# History of {uri}", f"# Memory ID: {node}",
-           f"# Versions kept: {len(versions)} (newest first; roll back with rollback_memory)", ""]
+    out = [
+        f"# History of {uri}",
+        f"# Memory ID: {node}",
+        f"# Versions kept: {len(versions)} (newest first; roll back with rollback_memory)",
+        "",
+    ]
     for op in versions[:limit]:
         state = "deleted" if op.val is None else f"{len(op.val['text'])} chars"
         cur = " [current]" if op is el.winner else (" [concurrent head]" if op.id in heads else "")  # type: ignore[union-attr]
@@ -326,9 +391,16 @@ def history(graph: Graph, namespace: str, node: str, uri: str, limit: int) -> tu
         if op.val is not None:
             first = " ".join(op.val["text"].split())[:80]
             out.append(f"  {first}")
-        rows.append({"version": version_id(op), "time": when(op_time_ms(op)),
-                     "client": op.by, "machine": op.node, "deleted": op.val is None,
-                     "current": op is el.winner})  # type: ignore[union-attr]
+        rows.append(
+            {
+                "version": version_id(op),
+                "time": when(op_time_ms(op)),
+                "client": op.by,
+                "machine": op.node,
+                "deleted": op.val is None,
+                "current": op is el.winner,
+            }
+        )  # type: ignore[union-attr]
     return "\n".join(out) + "\n", rows
 
 
@@ -339,19 +411,25 @@ def diagnostic(graph: Graph, namespace: str, domain: str, now_ms: int) -> str:
         if us:
             nodes.append((n, us))
     sections: list[list[str]] = []
-    missing = [str(us[0]) for n, us in nodes
-               if any(not p.disclosure.strip() for p in graph.placements(namespace, n))]
+    missing = [
+        str(us[0])
+        for n, us in nodes
+        if any(not p.disclosure.strip() for p in graph.placements(namespace, n))
+    ]
     if missing:
-        sections.append(["## Missing disclosures (never recalled by trigger)",
-                         *[f"- {u}" for u in sorted(missing)]])
+        sections.append(
+            [
+                "## Missing disclosures (never recalled by trigger)",
+                *[f"- {u}" for u in sorted(missing)],
+            ]
+        )
     crowded = []
     for n, us in [(root(domain), [Uri(domain, ())]), *nodes]:
         kids = graph.children(namespace, n)
         if len(kids) > CROWDED:
             crowded.append(f"- {us[0]} ({len(kids)} children)")
     if crowded:
-        sections.append(["## Crowded parents (more than 10 children: consider grouping)",
-                         *crowded])
+        sections.append(["## Crowded parents (more than 10 children: consider grouping)", *crowded])
     dups = []
     for n, us in nodes:
         per_parent = Counter(p.parent for p in graph.placements(namespace, n))
@@ -360,10 +438,14 @@ def diagnostic(graph: Graph, namespace: str, domain: str, now_ms: int) -> str:
                 where = show_uri(graph, namespace, parent) if parent[0] != "@" else parent
                 dups.append(f"- {us[0]}: {c} names under the same parent ({where})")
     if dups:
-        sections.append(["## Duplicate aliases under the same parent (delete the redundant one)",
-                         *dups])
-    large = [f"- {us[0]} ({len(live_text(graph.content(namespace, n)))} chars)"  # type: ignore[arg-type]
-             for n, us in nodes if len(live_text(graph.content(namespace, n))) > LARGE_CHARS]  # type: ignore[arg-type]
+        sections.append(
+            ["## Duplicate aliases under the same parent (delete the redundant one)", *dups]
+        )
+    large = [
+        f"- {us[0]} ({len(live_text(graph.content(namespace, n)))} chars)"  # type: ignore[arg-type]
+        for n, us in nodes
+        if len(live_text(graph.content(namespace, n))) > LARGE_CHARS
+    ]  # type: ignore[arg-type]
     if large:
         sections.append(["## Large memories (consider splitting into children)", *large])
     conf = [k for k, _ in graph.conflicts(namespace)]
@@ -373,13 +455,19 @@ def diagnostic(graph: Graph, namespace: str, domain: str, now_ms: int) -> str:
     if orph:
         sections.append([f"## Orphans: {len(orph)} unreachable memories (read system://orphans)"])
     g = graph.ns(namespace)
-    dangling = sorted(kw for kw, ns_ in g.keywords.items()
-                      if not any(graph.is_live(namespace, n) for n in ns_))
+    dangling = sorted(
+        kw for kw, ns_ in g.keywords.items() if not any(graph.is_live(namespace, n) for n in ns_)
+    )
     if dangling:
-        sections.append(["## Keywords bound only to deleted memories",
-                         *[f"- {k}" for k in dangling]])
-    out = [f"# Diagnostic: {domain}://", f"# Generated: {when(now_ms)}",
-           f"# Memories in domain: {len(nodes)}", ""]
+        sections.append(
+            ["## Keywords bound only to deleted memories", *[f"- {k}" for k in dangling]]
+        )
+    out = [
+        f"# Diagnostic: {domain}://",
+        f"# Generated: {when(now_ms)}",
+        f"# Memories in domain: {len(nodes)}",
+        "",
+    ]
     if not sections:
         out.append("No issues found. Memory system is healthy.")
     for s in sections:

@@ -30,6 +30,4 @@ def compact(value: Any) -> str:
     try:
         return orjson.dumps(value).decode()
     except TypeError:
-        return _escape_lone_surrogates(
-            json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        )
+        return _escape_lone_surrogates(json.dumps(value, ensure_ascii=False, separators=(",", ":")))

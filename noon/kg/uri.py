@@ -16,7 +16,7 @@ SCHEME = "kg://"
 
 def entity_name(uri: str) -> str | None:
     """The entity name a ``kg://`` URI stands for (``""`` for the domain root), or None."""
-    return uri[len(SCHEME):] if uri.startswith(SCHEME) else None
+    return uri[len(SCHEME) :] if uri.startswith(SCHEME) else None
 
 
 def render_entity(fold: Fold, namespace: str, name: str, index: Index | None = None) -> str | None:

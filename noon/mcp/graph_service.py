@@ -60,8 +60,9 @@ class GraphService:
             self.graph.update(self.store.fold, ())
             return fn(self)
 
-    def write(self, plan: Callable[[Graph], tuple[list[Draft], T]], client: str
-              ) -> tuple[list[Op], T]:
+    def write(
+        self, plan: Callable[[Graph], tuple[list[Draft], T]], client: str
+    ) -> tuple[list[Op], T]:
         """Plan against the fresh graph and append the drafts as one durable batch."""
         out: list[T] = []
 

@@ -252,9 +252,7 @@ def create_server(
         if instructions is None and fam_instructions:
             instructions = fam_instructions
     notifier = Notifier(store)
-    family_uris = {
-        fam: {uri for uri, (_, f) in resources.items() if f == fam} for fam in FAMILIES
-    }
+    family_uris = {fam: {uri for uri, (_, f) in resources.items() if f == fam} for fam in FAMILIES}
 
     def tool_context(ctx: ServerRequestContext[Any, Any], family: str) -> ToolContext:
         namespace = _namespace(ctx, settings.namespace)
@@ -263,7 +261,10 @@ def create_server(
             await notifier.flush({(namespace, uri) for uri in family_uris[family]})
 
         return ToolContext(
-            store=store, settings=settings, namespace=namespace, client=_client(ctx),
+            store=store,
+            settings=settings,
+            namespace=namespace,
+            client=_client(ctx),
             changed=changed,
         )
 

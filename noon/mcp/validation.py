@@ -72,8 +72,17 @@ def _line(path: Path, text: str) -> str:
 
 
 _SIMPLE_KEYWORDS = frozenset(
-    ("$schema", "type", "properties", "required", "items", "additionalProperties", "description",
-     "title", "default")
+    (
+        "$schema",
+        "type",
+        "properties",
+        "required",
+        "items",
+        "additionalProperties",
+        "description",
+        "title",
+        "default",
+    )
 )
 _TYPES: dict[str, Any] = {
     "string": lambda v: isinstance(v, str),

@@ -26,15 +26,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
     init.add_argument("--ca-dir", type=Path, help="default: $NOON_CA_DIR or ~/.config/noon/ca")
     init.add_argument("--name", default="noon CA", help="the CA's common name")
     init.add_argument("--days", type=int, default=3650)
-    init.add_argument("--force", action="store_true",
-                      help="replace an existing CA (invalidates every node certificate)")
+    init.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing CA (invalidates every node certificate)",
+    )
     issue = sub.add_parser("issue", help="issue a key and certificate for a node id")
     issue.add_argument("node", help="the node id (its NOON_NODE_ID); becomes the CN")
     issue.add_argument("--ca-dir", type=Path, help="default: $NOON_CA_DIR or ~/.config/noon/ca")
-    issue.add_argument("--out", type=Path,
-                       help="output directory (default: $NOON_DIR/certs, where noond looks)")
-    issue.add_argument("--host", action="append", default=[],
-                       help="extra DNS name or IP for the certificate (repeatable)")
+    issue.add_argument(
+        "--out", type=Path, help="output directory (default: $NOON_DIR/certs, where noond looks)"
+    )
+    issue.add_argument(
+        "--host",
+        action="append",
+        default=[],
+        help="extra DNS name or IP for the certificate (repeatable)",
+    )
     issue.add_argument("--days", type=int, default=825)
     issue.add_argument("--force", action="store_true", help="re-issue over existing files")
 
@@ -48,8 +56,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         paths = certs.issue_node_cert(
-            ca_dir, args.node, args.out or default_cert_dir(), days=args.days,
-            hosts=args.host, force=args.force,
+            ca_dir,
+            args.node,
+            args.out or default_cert_dir(),
+            days=args.days,
+            hosts=args.host,
+            force=args.force,
         )
     except certs.CertFileMissingError as exc:
         print(f"noon: {exc}; create the CA first with `noon certs init`")

@@ -27,12 +27,19 @@ from noon.store.names import shard_node
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", type=Path, help="shard directory (default: $NOON_DIR)")
     parser.add_argument("--node-id", help="this node's id (default: $NOON_NODE_ID)")
-    parser.add_argument("--history", type=int,
-                        help="superseded versions to keep per memory (default: $NOON_HISTORY)")
-    parser.add_argument("--sole-writer", action="store_true", default=None,
-                        help="promise that no other machine writes this directory, allowing "
-                             "deleted memories to be removed without a daemon "
-                             "($NOON_SOLE_WRITER)")
+    parser.add_argument(
+        "--history",
+        type=int,
+        help="superseded versions to keep per memory (default: $NOON_HISTORY)",
+    )
+    parser.add_argument(
+        "--sole-writer",
+        action="store_true",
+        default=None,
+        help="promise that no other machine writes this directory, allowing "
+        "deleted memories to be removed without a daemon "
+        "($NOON_SOLE_WRITER)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -44,8 +51,11 @@ def run(args: argparse.Namespace) -> int:
         overrides["node_id"] = args.node_id
     settings = Settings.from_env(**overrides)  # type: ignore[arg-type]
     history = settings.history if args.history is None else args.history
-    sole = args.sole_writer if args.sole_writer is not None else env_bool(
-        os.environ, "NOON_SOLE_WRITER", False)
+    sole = (
+        args.sole_writer
+        if args.sole_writer is not None
+        else env_bool(os.environ, "NOON_SOLE_WRITER", False)
+    )
     d = settings.dir
     shards = sorted(n for n in os.listdir(d) if shard_node(n) is not None) if d.exists() else []
     compacted = compact_dir(d, shards, history=history)
@@ -69,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     elif state_path.exists():
         state = peerstate.load(state_path)
         collected = collect_dir(
-            d, self_id=settings.node_id,
+            d,
+            self_id=settings.node_id,
             reports={n: r.frontier for n, r in state.reports.items()},
             admitted=set(state.members) | set(state.reports),
             excluded=state.revoked | state.departed | state.forgotten,
@@ -77,8 +88,7 @@ def run(args: argparse.Namespace) -> int:
             away=set(),
         )
     else:
-        reason = ("deleted memories are kept: no daemon runs here and --sole-writer was not "
-                  "given")
+        reason = "deleted memories are kept: no daemon runs here and --sole-writer was not given"
     if args.json:
         print(json.dumps(_as_json(compacted, collected, reason, state_path), indent=2))
     else:
@@ -97,7 +107,9 @@ def _since(state_path: Path, member: str) -> str:
 
 
 def _as_json(
-    compacted: list[CompactReport], collected: CollectReport | None, reason: str,
+    compacted: list[CompactReport],
+    collected: CollectReport | None,
+    reason: str,
     state_path: Path,
 ) -> dict[str, object]:
     return {
@@ -105,14 +117,20 @@ def _as_json(
             {"shard": r.shard, "before": r.before, "after": r.after, "corrupt": r.corrupt_kept}
             for r in compacted
         ],
-        "collection": None if collected is None else {
+        "collection": None
+        if collected is None
+        else {
             "collected": collected.collected,
             "removed_ops": collected.removed_ops,
             "bytes_before": collected.bytes_before,
             "bytes_after": collected.bytes_after,
             "kept": [
-                {"element": list(k), "member": b.member, "reason": b.reason,
-                 "since": _since(state_path, b.member)}
+                {
+                    "element": list(k),
+                    "member": b.member,
+                    "reason": b.reason,
+                    "since": _since(state_path, b.member),
+                }
                 for k, b in collected.kept
             ],
         },
@@ -121,7 +139,9 @@ def _as_json(
 
 
 def _print(
-    compacted: list[CompactReport], collected: CollectReport | None, reason: str,
+    compacted: list[CompactReport],
+    collected: CollectReport | None,
+    reason: str,
     state_path: Path,
 ) -> None:
     for r in compacted:
@@ -130,12 +150,16 @@ def _print(
     if collected is None:
         print(reason)
         return
-    print(f"collected {collected.collected} deleted memories ({collected.removed_ops} "
-          f"operations, {collected.bytes_before} -> {collected.bytes_after} bytes)")
+    print(
+        f"collected {collected.collected} deleted memories ({collected.removed_ops} "
+        f"operations, {collected.bytes_before} -> {collected.bytes_after} bytes)"
+    )
     by_member: dict[str, list[str]] = {}
     for key, b in collected.kept:
         by_member.setdefault(f"{b.member}: {b.reason}", []).append("/".join(key))
     for why, keys in sorted(by_member.items()):
         member = why.split(":", 1)[0]
-        print(f"kept {len(keys)} deleted element(s) for {why} ({_since(state_path, member)}),"
-              f" e.g. {keys[0]}")
+        print(
+            f"kept {len(keys)} deleted element(s) for {why} ({_since(state_path, member)}),"
+            f" e.g. {keys[0]}"
+        )

@@ -75,8 +75,9 @@ def fetch(base_url: str, path: str, settings: Settings, timeout: float = 5.0) ->
     try:
         if scheme == "https":
             context = certs.client_ssl_context(*tls_files(settings))
-            conn = http.client.HTTPSConnection(host.strip("[]"), int(port), context=context,
-                                               timeout=timeout)
+            conn = http.client.HTTPSConnection(
+                host.strip("[]"), int(port), context=context, timeout=timeout
+            )
         else:
             conn = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=timeout)
     except (certs.CertError, OSError, ssl.SSLError, ValueError) as exc:
@@ -105,8 +106,7 @@ def fetch(base_url: str, path: str, settings: Settings, timeout: float = 5.0) ->
     return Answer(resp.status, body, date, peer)
 
 
-def get_json(base_url: str, path: str, settings: Settings, timeout: float = 5.0
-             ) -> dict[str, Any]:
+def get_json(base_url: str, path: str, settings: Settings, timeout: float = 5.0) -> dict[str, Any]:
     """A JSON object from a 200 answer; anything else raises :class:`Unreachable`."""
     answer = fetch(base_url, path, settings, timeout)
     if answer.status != 200 or not isinstance(answer.body, dict):

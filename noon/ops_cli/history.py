@@ -40,17 +40,20 @@ def memory_keys(fold: Fold, ns: str, node: str) -> list[Key]:
         if key[1] != ns:
             continue
         keyword = key[0] == "keyword" and key[3] == node
-        if keyword or (key[0] == "edge" and any(
-            v.val is not None and v.val.get("child") == node for v in el.versions
-        )):
+        if keyword or (
+            key[0] == "edge"
+            and any(v.val is not None and v.val.get("child") == node for v in el.versions)
+        ):
             keys.append(key)
     return keys
 
 
 def entity_keys(fold: Fold, ns: str, name: str) -> list[Key]:
     return [
-        key for key in fold.elements
-        if key[1] == ns and (
+        key
+        for key in fold.elements
+        if key[1] == ns
+        and (
             (key[0] in ("entity", "obs") and key[2] == name)
             or (key[0] == "rel" and name in (key[2], key[3]))
         )

@@ -53,14 +53,20 @@ def describe(graph: Graph, op: Op) -> str:
         return f"placed memory at {where}" if child == where else f"placed {child} at {where}"
     if kind == "keyword":
         uri = show_uri(graph, ns, key[3])
-        return f"unbound keyword '{key[2]}' from {uri}" if gone else \
-            f"bound keyword '{key[2]}' to {uri}"
+        return (
+            f"unbound keyword '{key[2]}' from {uri}"
+            if gone
+            else f"bound keyword '{key[2]}' to {uri}"
+        )
     if kind == "boot":
         uri = show_uri(graph, ns, key[2])
         return f"removed {uri} from boot" if gone else f"added {uri} to boot"
     if kind == "entity":
-        return f"deleted entity kg://{key[2]}" if gone else \
-            f"created entity kg://{key[2]} ({val.get('type')})"
+        return (
+            f"deleted entity kg://{key[2]}"
+            if gone
+            else f"created entity kg://{key[2]} ({val.get('type')})"
+        )
     if kind == "obs":
         el = graph.fold.elements.get(key)
         text = obs_text(key, el) if el is not None else key[3]
@@ -74,8 +80,13 @@ def describe(graph: Graph, op: Op) -> str:
 
 def entry(graph: Graph, op: Op) -> dict[str, Any]:
     return {
-        "time": when(op), "node": op.node, "seq": op.seq, "by": op.by,
-        "deleted": op.val is None, "element": list(op.el), "what": describe(graph, op),
+        "time": when(op),
+        "node": op.node,
+        "seq": op.seq,
+        "by": op.by,
+        "deleted": op.val is None,
+        "element": list(op.el),
+        "what": describe(graph, op),
     }
 
 
@@ -86,8 +97,7 @@ def ops_of(fold: Fold, keys: Iterable[Key]) -> Iterator[Op]:
             yield from el.versions
 
 
-def newest(ops: Iterable[Op], limit: int, accept: Callable[[Op], bool] | None = None
-           ) -> list[Op]:
+def newest(ops: Iterable[Op], limit: int, accept: Callable[[Op], bool] | None = None) -> list[Op]:
     """The ``limit`` newest ops by ``(hlc, node, seq)`` that ``accept`` lets through."""
     chosen = ops if accept is None else (o for o in ops if accept(o))
     return heapq.nlargest(limit, chosen, key=lambda o: o.order)

@@ -38,9 +38,11 @@ def run(args: argparse.Namespace) -> int:
         fold = store.fold
         keys = [k for k in fold.elements if k[1] == ns]
         ops = journal.newest(
-            journal.ops_of(fold, keys), max(1, args.limit),
-            lambda o: (args.node is None or o.node == args.node)
-            and (args.by is None or o.by == args.by),
+            journal.ops_of(fold, keys),
+            max(1, args.limit),
+            lambda o: (
+                (args.node is None or o.node == args.node) and (args.by is None or o.by == args.by)
+            ),
         )
         graph = Graph(fold)
         if args.json:

@@ -49,8 +49,10 @@ def run(args: argparse.Namespace) -> int:
         except daemon_api.Unreachable as exc:
             state = peerstate.load(path)
             data = {
-                "peers": [{"node": n, "address": a, "state": "unknown"}
-                          for n, a in sorted(state.members.items())],
+                "peers": [
+                    {"node": n, "address": a, "state": "unknown"}
+                    for n, a in sorted(state.members.items())
+                ],
                 "revoked": sorted(state.revoked),
                 "departed": sorted(state.departed),
             }

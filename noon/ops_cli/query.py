@@ -38,14 +38,22 @@ def search(store: Store, namespace: str, text: str, limit: int) -> dict[str, Any
     memories = []
     for hit in index.search(namespace, text, limit, placed):
         el = graph.content(namespace, hit.node)
-        memories.append({
-            "uri": str(graph.uris(namespace, hit.node)[0][0]), "node_id": hit.node,
-            "score": hit.score, "version": version_id(el.winner) if el else None,
-            "snippet": snippet(live_text(el) if el else "", text, hit.matched),
-        })
+        memories.append(
+            {
+                "uri": str(graph.uris(namespace, hit.node)[0][0]),
+                "node_id": hit.node,
+                "score": hit.score,
+                "version": version_id(el.winner) if el else None,
+                "snippet": snippet(live_text(el) if el else "", text, hit.matched),
+            }
+        )
     kg = View(store.fold, Index.build(store.fold), namespace).search(text)
-    return {"query": text, "memories": memories, "entities": kg["entities"],
-            "relations": kg["relations"]}
+    return {
+        "query": text,
+        "memories": memories,
+        "entities": kg["entities"],
+        "relations": kg["relations"],
+    }
 
 
 def render(result: dict[str, Any]) -> str:

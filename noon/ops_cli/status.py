@@ -38,8 +38,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", type=Path, help="shard directory (default: $NOON_DIR)")
     parser.add_argument("--node-id", help="this node's id (default: $NOON_NODE_ID)")
     parser.add_argument("--url", help="daemon base URL (default: from NOOND_LISTEN, on loopback)")
-    parser.add_argument("--limit", type=int, default=20,
-                        help="conflicts and frozen elements listed at most (default 20)")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=20,
+        help="conflicts and frozen elements listed at most (default 20)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -75,8 +79,13 @@ def conflicts(store: Store, limit: int) -> tuple[int, list[dict[str, Any]]]:
         if key[0] == "content" and graph is not None:
             item["uri"] = show_uri(graph, key[1], key[2])
         item["heads"] = [
-            {"version": f"{h.node}:{h.seq}", "by": h.by, "node": h.node,
-             "time": iso(physical(h.hlc) / 1000), "winner": h is el.winner}
+            {
+                "version": f"{h.node}:{h.seq}",
+                "by": h.by,
+                "node": h.node,
+                "time": iso(physical(h.hlc) / 1000),
+                "winner": h is el.winner,
+            }
             for h in sorted(live_heads(el), key=lambda o: o.order, reverse=True)
         ]
         out.append(item)
@@ -86,7 +95,9 @@ def conflicts(store: Store, limit: int) -> tuple[int, list[dict[str, Any]]]:
 def gather(settings: Settings, url: str, limit: int = 20) -> dict[str, Any]:
     """Everything ``noon status`` shows, as one JSON-ready dict."""
     report: dict[str, Any] = {
-        "node": settings.node_id, "dir": str(settings.dir), "namespace": settings.namespace,
+        "node": settings.node_id,
+        "dir": str(settings.dir),
+        "namespace": settings.namespace,
     }
     daemon: dict[str, Any] = {"url": url, "reachable": False}
     peers_doc: dict[str, Any] | None = None
@@ -97,13 +108,18 @@ def gather(settings: Settings, url: str, limit: int = 20) -> dict[str, Any]:
     except daemon_api.Unreachable as exc:
         daemon["error"] = str(exc)
     if status_doc is not None and status_doc.get("node") != settings.node_id:
-        daemon["error"] = (f"the daemon at {url} is node {status_doc.get('node')!r}, not "
-                           f"{settings.node_id!r}")
+        daemon["error"] = (
+            f"the daemon at {url} is node {status_doc.get('node')!r}, not {settings.node_id!r}"
+        )
         status_doc = peers_doc = None
     if status_doc is not None:
-        daemon.update(reachable=True, uptime_seconds=status_doc.get("uptime_seconds"),
-                      rounds=status_doc.get("rounds"), behind=status_doc.get("behind"),
-                      protocol=status_doc.get("protocol"))
+        daemon.update(
+            reachable=True,
+            uptime_seconds=status_doc.get("uptime_seconds"),
+            rounds=status_doc.get("rounds"),
+            behind=status_doc.get("behind"),
+            protocol=status_doc.get("protocol"),
+        )
     report["daemon"] = daemon
 
     peers: list[dict[str, Any]] = []
@@ -111,11 +127,16 @@ def gather(settings: Settings, url: str, limit: int = 20) -> dict[str, Any]:
     if peers_doc is not None:
         report["peers_source"] = "daemon"
         for p in peers_doc.get("peers", []):
-            peers.append({
-                "node": p.get("node"), "address": p.get("address"), "state": p.get("state"),
-                "last_ok": iso(p.get("last_ok")), "reported_at": iso(p.get("reported_at")),
-                "error": p.get("error"),
-            })
+            peers.append(
+                {
+                    "node": p.get("node"),
+                    "address": p.get("address"),
+                    "state": p.get("state"),
+                    "last_ok": iso(p.get("last_ok")),
+                    "reported_at": iso(p.get("reported_at")),
+                    "error": p.get("error"),
+                }
+            )
             heads[str(p.get("node"))] = dict(p.get("heads") or {})
         report["revoked"] = peers_doc.get("revoked", [])
         report["departed"] = peers_doc.get("departed", [])
@@ -129,9 +150,16 @@ def gather(settings: Settings, url: str, limit: int = 20) -> dict[str, Any]:
             report["peers_error"] = str(exc)
         for node in sorted(set(state.members) | set(state.reports)):
             rep = state.reports.get(node)
-            peers.append({"node": node, "address": state.members.get(node), "state": "unknown",
-                          "last_ok": None, "reported_at": iso(rep.at) if rep else None,
-                          "error": None})
+            peers.append(
+                {
+                    "node": node,
+                    "address": state.members.get(node),
+                    "state": "unknown",
+                    "last_ok": None,
+                    "reported_at": iso(rep.at) if rep else None,
+                    "error": None,
+                }
+            )
             heads[node] = dict(rep.frontier) if rep else {}
         report["revoked"] = sorted(state.revoked)
         report["departed"] = sorted(state.departed)
@@ -139,12 +167,19 @@ def gather(settings: Settings, url: str, limit: int = 20) -> dict[str, Any]:
 
     shards = []
     for s in survey_dir(settings.dir):
-        shards.append({
-            "shard": s.node, "file": s.file, "ops": s.ops, "seq": s.seq, "bytes": s.size,
-            "last_write": iso(s.newest_ms / 1000), "corrupt": len(s.corrupt),
-            # > 0: the peer lacks that many ops of this shard; < 0: it holds more than here.
-            "lag": {node: s.seq - h.get(s.node, 0) for node, h in sorted(heads.items())},
-        })
+        shards.append(
+            {
+                "shard": s.node,
+                "file": s.file,
+                "ops": s.ops,
+                "seq": s.seq,
+                "bytes": s.size,
+                "last_write": iso(s.newest_ms / 1000),
+                "corrupt": len(s.corrupt),
+                # > 0: the peer lacks that many ops of this shard; < 0: it holds more than here.
+                "lag": {node: s.seq - h.get(s.node, 0) for node, h in sorted(heads.items())},
+            }
+        )
     report["shards"] = shards
 
     forks = list(status_doc.get("forks", [])) if status_doc else []
@@ -162,8 +197,11 @@ def gather(settings: Settings, url: str, limit: int = 20) -> dict[str, Any]:
 
     collection = status_doc.get("collection") if status_doc else None
     if isinstance(collection, dict) and collection.get("ran"):
-        report["frozen"] = {"known": True, "count": collection.get("frozen", 0),
-                            "kept": list(collection.get("kept", []))[:limit]}
+        report["frozen"] = {
+            "known": True,
+            "count": collection.get("frozen", 0),
+            "kept": list(collection.get("kept", []))[:limit],
+        }
     else:
         why = "the daemon has not run a collection yet" if status_doc else "no daemon answered"
         report["frozen"] = {"known": False, "count": None, "kept": [], "note": why}
@@ -186,8 +224,10 @@ def render(r: dict[str, Any]) -> str:
     d = r["daemon"]
     if d["reachable"]:
         behind = "  OWN SHARD BEHIND A PEER" if d.get("behind") else ""
-        out.append(f"daemon {d['url']}: up {d.get('uptime_seconds', 0):.0f} s, "
-                   f"{d.get('rounds')} rounds{behind}")
+        out.append(
+            f"daemon {d['url']}: up {d.get('uptime_seconds', 0):.0f} s, "
+            f"{d.get('rounds')} rounds{behind}"
+        )
     else:
         out.append(f"daemon {d['url']}: not reachable ({d.get('error')})")
     out.append("")
@@ -195,9 +235,14 @@ def render(r: dict[str, Any]) -> str:
     if r["shards"]:
         head = ["SHARD", "OPS", "SEQ", "LAST WRITE", "CORRUPT", *peer_names]
         rows = [head] + [
-            [s["shard"], str(s["ops"]), str(s["seq"]), s["last_write"] or "-",
-             str(s["corrupt"]), *(_lag(s["lag"][n]) if n in s["lag"] else "?"
-                                  for n in peer_names)]
+            [
+                s["shard"],
+                str(s["ops"]),
+                str(s["seq"]),
+                s["last_write"] or "-",
+                str(s["corrupt"]),
+                *(_lag(s["lag"][n]) if n in s["lag"] else "?" for n in peer_names),
+            ]
             for s in r["shards"]
         ]
         out += _table(rows)
@@ -207,8 +252,14 @@ def render(r: dict[str, Any]) -> str:
     out.append(f"peers ({r['peers_source']}):")
     if r["peers"]:
         rows = [["NODE", "ADDRESS", "STATE", "LAST OK", "LAST REPORT", "ERROR"]] + [
-            [p["node"], p["address"] or "-", p["state"] or "-", p["last_ok"] or "-",
-             p["reported_at"] or "-", (p["error"] or "")[:60]]
+            [
+                p["node"],
+                p["address"] or "-",
+                p["state"] or "-",
+                p["last_ok"] or "-",
+                p["reported_at"] or "-",
+                (p["error"] or "")[:60],
+            ]
             for p in r["peers"]
         ]
         out += ["  " + line for line in _table(rows)]
@@ -226,8 +277,9 @@ def render(r: dict[str, Any]) -> str:
         out.append(f"  {c.get('uri') or '/'.join(c['element'])}")
         for h in c["heads"]:
             mark = " (shown)" if h["winner"] else ""
-            out.append(f"    {h['version']}{mark} by {h['by'] or 'unknown'} on {h['node']} "
-                       f"at {h['time']}")
+            out.append(
+                f"    {h['version']}{mark} by {h['by'] or 'unknown'} on {h['node']} at {h['time']}"
+            )
     f = r["frozen"]
     if f["known"]:
         out.append(f"frozen tombstones: {f['count']}")
@@ -244,8 +296,10 @@ def render(r: dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if not settings.dir.is_dir():
-        print(f"noon: {settings.dir} does not exist; set NOON_DIR or write a memory first "
-              "(`noon doctor` checks the setup)")
+        print(
+            f"noon: {settings.dir} does not exist; set NOON_DIR or write a memory first "
+            "(`noon doctor` checks the setup)"
+        )
         return 1
     report = gather(settings, args.url or daemon_api.local_url(), args.limit)
     if args.json:

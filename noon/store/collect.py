@@ -91,8 +91,11 @@ def _last_op(ops: Iterable[Op], pinned: set[OpId]) -> Blocker | None:
     could not be recorded as safely as a whole element (:mod:`noon.store.forgotten`)."""
     for op in ops:
         if op.id in pinned:
-            return Blocker(op.node, f"holds {op.node}'s last op here ({op.node}:{op.seq}); it "
-                           f"goes once {op.node} writes again")
+            return Blocker(
+                op.node,
+                f"holds {op.node}'s last op here ({op.node}:{op.seq}); it "
+                f"goes once {op.node} writes again",
+            )
     return None
 
 
@@ -122,8 +125,7 @@ def finish_pending(directory: Path) -> None:
         _remove(directory, scan_dir(directory).scans, going)
 
 
-def _remove(directory: Path, scans: Mapping[str, Scan], going: set[OpId] | frozenset[OpId]
-            ) -> None:
+def _remove(directory: Path, scans: Mapping[str, Scan], going: set[OpId] | frozenset[OpId]) -> None:
     """Journal ``going``, rewrite every shard holding some of it, close the journal. When a
     rewrite cannot be done the journal stays: readers keep leaving those ops out, and the next
     collection finishes."""

@@ -49,8 +49,11 @@ class Forgotten:
     def covers(self, op: Op) -> bool:
         """True when ``op`` belongs to what this node collected: never store it again."""
         frontier = self.frontiers.get(op.el)
-        return (frontier is not None and op.seq <= frontier.get(op.node, 0)
-                and op.seq < self.floor.get(op.node, 0))
+        return (
+            frontier is not None
+            and op.seq <= frontier.get(op.node, 0)
+            and op.seq < self.floor.get(op.node, 0)
+        )
 
     def add(self, keys: Iterable[Key], frontier: Mapping[str, int]) -> None:
         for node, seq in frontier.items():
@@ -71,8 +74,10 @@ def record(directory: Path, keys: Iterable[Key], frontier: Mapping[str, int]) ->
     path = ledger_path(directory)
     path.parent.mkdir(exist_ok=True)
     created = not path.exists()
-    line = orjson.dumps({"frontier": dict(sorted(frontier.items())),
-                         "keys": [list(k) for k in keys]}) + b"\n"
+    line = (
+        orjson.dumps({"frontier": dict(sorted(frontier.items())), "keys": [list(k) for k in keys]})
+        + b"\n"
+    )
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         size = os.fstat(fd).st_size

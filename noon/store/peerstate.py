@@ -103,9 +103,7 @@ def load(path: Path) -> PeerState:
             raise StateError(f"{path}: report of {node} has no time")
         reports[node] = Report(_frontier(rep.get("frontier"), f"{path}: {node}"), float(at))
     return PeerState(
-        members={
-            k: v for k, v in members.items() if valid_node_id(k) and isinstance(v, str)
-        },
+        members={k: v for k, v in members.items() if valid_node_id(k) and isinstance(v, str)},
         revoked=set(revoked),
         departed=set(departed),
         reports=reports,

@@ -187,9 +187,7 @@ CHECKS_SENT = 16
 """How many of its newest ops at or below the cursor a node asks a peer to compare."""
 
 
-def recent_digests(
-    path: Path, at_or_below: int, count: int = CHECKS_SENT
-) -> list[tuple[int, int]]:
+def recent_digests(path: Path, at_or_below: int, count: int = CHECKS_SENT) -> list[tuple[int, int]]:
     """(seq, digest) of a shard's newest ``count`` ops with ``seq <= at_or_below``, newest
     first. Sent with a pull or a push beside ``check``: when the peer no longer holds the op at
     the cursor itself (compacted, or collected with a deleted element), one of these still
@@ -239,8 +237,9 @@ def compare(path: Path, checks: Checks, *, who: str) -> int:
             buf.close()
 
 
-def read_after(path: Path, after: int, *, max_bytes: int, check: int | None = None,
-               checks: Checks = ()) -> Page:
+def read_after(
+    path: Path, after: int, *, max_bytes: int, check: int | None = None, checks: Checks = ()
+) -> Page:
     """The ops of a shard with ``seq > after``, complete batches only, about ``max_bytes`` at
     most (a page always holds at least one batch when one exists, so paging makes progress).
 
@@ -364,9 +363,7 @@ def parse_ops(body: bytes, node: str, *, max_ops: int) -> list[tuple[bytes, Op]]
         except OpError as exc:
             raise ReplicaError(f"line {no}: {exc}") from None
         if op.node != node:
-            raise ReplicaError(
-                f"line {no}: op of node {op.node!r} in the shard of {node!r}"
-            )
+            raise ReplicaError(f"line {no}: op of node {op.node!r} in the shard of {node!r}")
         if op.seq <= prev:
             raise ReplicaError(f"line {no}: seq {op.seq} does not follow seq {prev}")
         prev = op.seq
@@ -398,8 +395,14 @@ class HeldLock:
 
 
 def append(
-    directory: Path, node: str, ops: list[tuple[bytes, Op]], *, fsync: bool,
-    held: HeldLock | None = None, allow_skip: bool = False, consumed: int = 0,
+    directory: Path,
+    node: str,
+    ops: list[tuple[bytes, Op]],
+    *,
+    fsync: bool,
+    held: HeldLock | None = None,
+    allow_skip: bool = False,
+    consumed: int = 0,
 ) -> Appended:
     """Append validated ops (from :func:`parse_ops`) to ``node``'s shard under its lock (or
     under ``held``, the same lock taken earlier by the caller).
@@ -478,8 +481,11 @@ def _decoded(raw: bytes) -> list[tuple[bytes, Op]]:
 def _ops_on(directory: Path, keys: set[Key], *, besides: Path) -> list[Op]:
     """Every op held in ``directory`` on one of ``keys``, in any shard but ``besides``."""
     return [
-        op for shard in directory.glob("*.jsonl") if shard != besides
-        for _, op in _decoded(shard.read_bytes()) if op.el in keys
+        op
+        for shard in directory.glob("*.jsonl")
+        if shard != besides
+        for _, op in _decoded(shard.read_bytes())
+        if op.el in keys
     ]
 
 
@@ -522,8 +528,10 @@ def replace(directory: Path, node: str, fetched: Path, *, fsync: bool) -> bool:
                     kept.append(op)
             missing = [op for seq, (_, op) in ours.items() if seq not in merged and op.known]
             keys = {op.el for op in missing}
-            stale = stale_after_refetch(missing, [op for op in kept if op.el in keys]
-                                        + _ops_on(directory, keys, besides=path))
+            stale = stale_after_refetch(
+                missing,
+                [op for op in kept if op.el in keys] + _ops_on(directory, keys, besides=path),
+            )
             for seq, (line, op) in ours.items():
                 if seq not in merged and op.id not in stale:
                     merged[seq] = line

@@ -222,9 +222,7 @@ class Store:
 
     # -- writing -------------------------------------------------------------------------
 
-    def write(
-        self, plan: Callable[[Fold], Sequence[Draft]], *, client: str = "cli"
-    ) -> list[Op]:
+    def write(self, plan: Callable[[Fold], Sequence[Draft]], *, client: str = "cli") -> list[Op]:
         """Plan ops against the fresh state and append them as one batch, durably.
 
         ``plan`` runs under the own shard's lock with the state caught up with every shard; it
@@ -238,7 +236,10 @@ class Store:
                 if tail.torn_bytes or tail.dropped_batch:
                     log.warning(
                         "repaired %s: dropped a torn tail of %d bytes and %d ops of an "
-                        "unfinished batch", self.own.name, tail.torn_bytes, tail.dropped_batch,
+                        "unfinished batch",
+                        self.own.name,
+                        tail.torn_bytes,
+                        tail.dropped_batch,
                     )
                 self.refresh()
                 last_seq = tail.last.seq if tail.last else 0
@@ -351,4 +352,3 @@ class Store:
         if shard_node(name) is None:
             raise StoreError(f"not a valid shard name: {name!r}")
         return self.dir / name
-

@@ -43,8 +43,14 @@ def _chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
 
 
 def _bar(total: int, what: str) -> tqdm[Any]:
-    return tqdm(total=total, desc=what, unit=" items", file=sys.stderr,
-                disable=total < PROGRESS_FROM, leave=False)
+    return tqdm(
+        total=total,
+        desc=what,
+        unit=" items",
+        file=sys.stderr,
+        disable=total < PROGRESS_FROM,
+        leave=False,
+    )
 
 
 def import_official(store: Store, namespace: str, graph: OfficialGraph, source: str) -> str:
@@ -68,6 +74,7 @@ def import_official(store: Store, namespace: str, graph: OfficialGraph, source: 
 def _write_absent(store: Store, items: Sequence[tuple[Key, dict[str, Any]]], bar: Any) -> int:
     written = 0
     for chunk in _chunks(items):
+
         def absent(fold: Fold, chunk: Sequence[tuple[Key, dict[str, Any]]] = chunk) -> list[Draft]:
             return [Draft(k, v) for k, v in chunk if k not in fold.elements]
 
@@ -113,18 +120,19 @@ def import_nocturne(store: Store, data: NocturneData, source: str, default_ns: s
                 if node in homes.get(ns, ()) and len(versions) > level
             ]
             for chunk in _chunks(todo):
+
                 def next_version(fold: Fold, chunk: Sequence[Any] = chunk) -> list[Draft]:
                     return [
-                        Draft(key, val)
-                        for key, val, before in chunk
-                        if _texts(fold, key) == before
+                        Draft(key, val) for key, val, before in chunk if _texts(fold, key) == before
                     ]
 
                 versions_written += len(store.write(next_version, client=CLIENT))
                 bar.update(len(chunk))
         placements = [
-            (("edge", p.namespace, p.parent, p.name),
-             {"child": p.child, "priority": p.priority, "disclosure": p.disclosure})
+            (
+                ("edge", p.namespace, p.parent, p.name),
+                {"child": p.child, "priority": p.priority, "disclosure": p.disclosure},
+            )
             for p in data.placements
         ]
         placed = _write_absent(store, placements, bar)

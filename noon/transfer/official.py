@@ -62,8 +62,10 @@ def parse(text: str, source: str) -> OfficialGraph:
             whole = json.loads(stripped)
         except json.JSONDecodeError:
             whole = None
-        if isinstance(whole, dict) and "type" not in whole and (
-            "entities" in whole or "relations" in whole
+        if (
+            isinstance(whole, dict)
+            and "type" not in whole
+            and ("entities" in whole or "relations" in whole)
         ):
             return _parse_document(whole, source)
     graph = OfficialGraph()

@@ -117,7 +117,8 @@ def observable(state: State, tombstones: set[OpId]) -> dict[Key, tuple[object, .
     tombstone heads are left out."""
     return {
         k: (w, v, frozenset(h for h in heads if h not in tombstones))
-        for k, (w, v, heads) in state.items() if v is not None
+        for k, (w, v, heads) in state.items()
+        if v is not None
     }
 
 
@@ -130,17 +131,14 @@ class Report:
         self.anomalies.append(f"{kind}: {text}")
 
 
-def check(history: History, replicas: list[Replica],
-          reported_forks: Iterable[str] = ()) -> Report:
+def check(history: History, replicas: list[Replica], reported_forks: Iterable[str] = ()) -> Report:
     report = Report()
     first = replicas[0]
     seen = first.observable()
     for other in replicas[1:]:
         theirs = other.observable()
         if theirs != seen:
-            diff = sorted(
-                str(k) for k in set(seen) | set(theirs) if seen.get(k) != theirs.get(k)
-            )
+            diff = sorted(str(k) for k in set(seen) | set(theirs) if seen.get(k) != theirs.get(k))
             report.add("diverged", f"{first.name} and {other.name} differ on {diff[:5]}")
     # Forks: one identity, two contents, on two replicas.
     reported = set(reported_forks)
@@ -148,8 +146,11 @@ def check(history: History, replicas: list[Replica],
         for op_id, raw in other.ops.items():
             mine = first.ops.get(op_id)
             if mine is not None and mine != raw and op_id[0] not in reported:
-                report.add("fork", f"{op_id} differs between {first.name} and {other.name} "
-                           "and no daemon reported it")
+                report.add(
+                    "fork",
+                    f"{op_id} differs between {first.name} and {other.name} "
+                    "and no daemon reported it",
+                )
     # Causality: everything that any known op names is superseded.
     superseded: set[OpId] = set()
     for acked in history.acked.values():
@@ -163,8 +164,11 @@ def check(history: History, replicas: list[Replica],
     for replica in replicas:
         heads = {h: k for k, (_, _, hs) in replica.state.items() for h in hs}
         for op_id in sorted(superseded & heads.keys()):
-            report.add("resurrected", f"{op_id} on {heads[op_id]} is a head on "
-                       f"{replica.name} although a later op supersedes it")
+            report.add(
+                "resurrected",
+                f"{op_id} on {heads[op_id]} is a head on "
+                f"{replica.name} although a later op supersedes it",
+            )
         for acked in history.acked.values():
             if acked.id in superseded:
                 continue
@@ -172,7 +176,10 @@ def check(history: History, replicas: list[Replica],
                 continue
             if not acked.live and acked.id not in replica.ops:
                 continue  # a collected delete: the resurrection check covers what it named
-            report.add("lost", f"acknowledged {'write' if acked.live else 'delete'} "
-                       f"{acked.id} on {acked.key} is not a head on {replica.name}")
+            report.add(
+                "lost",
+                f"acknowledged {'write' if acked.live else 'delete'} "
+                f"{acked.id} on {acked.key} is not a head on {replica.name}",
+            )
     report.checked = len(history.acked)
     return report

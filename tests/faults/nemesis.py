@@ -134,11 +134,26 @@ class Cluster:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NOON_", "NOOND_"))}
         env.update(PYTHONPATH=str(ROOT), NOON_CLOCK_OFFSET_MS=str(offset_ms))
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.faults.writer", str(node.dir), node.name, tag,
-             str(self.seed), str(self.config.keys), str(self.config.writer_pause_ms),
-             str(self.config.compact_every)],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=open(  # noqa: SIM115
-                self.base / f"{tag}.log", "ab"), stdin=subprocess.DEVNULL, text=True,
+            [
+                sys.executable,
+                "-m",
+                "tests.faults.writer",
+                str(node.dir),
+                node.name,
+                tag,
+                str(self.seed),
+                str(self.config.keys),
+                str(self.config.writer_pause_ms),
+                str(self.config.compact_every),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=open(  # noqa: SIM115
+                self.base / f"{tag}.log", "ab"
+            ),
+            stdin=subprocess.DEVNULL,
+            text=True,
         )
         writer = Writer(node, tag, proc, offset_ms=offset_ms)
         writer.reader = threading.Thread(target=self._read_acks, args=(proc,), daemon=True)
@@ -224,8 +239,14 @@ class Cluster:
         for a in self.nodes:
             for b in self.nodes:
                 if a is not b and self.rng.random() < 0.5:
-                    self.proxy.set(a.name, b.name, Link(loss=self.rng.choice((0.3, 0.6)),
-                                                        delay=self.rng.choice((0.0, 0.05, 0.3))))
+                    self.proxy.set(
+                        a.name,
+                        b.name,
+                        Link(
+                            loss=self.rng.choice((0.3, 0.6)),
+                            delay=self.rng.choice((0.0, 0.05, 0.3)),
+                        ),
+                    )
         self.note("loss-delay", "random links")
         self.pending.append(self.proxy.heal)
 
@@ -235,9 +256,11 @@ class Cluster:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NOON_", "NOOND_"))}
         env.update(PYTHONPATH=str(ROOT), NOON_DIR=str(node.dir), NOON_NODE_ID=node.name)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "noon", "compact", "--history",
-             str(self.rng.choice((0, 1, 2)))],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [sys.executable, "-m", "noon", "compact", "--history", str(self.rng.choice((0, 1, 2)))],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         kill_after = self.rng.choice((None, 0.3, 0.6, 0.9))
         try:
@@ -256,8 +279,9 @@ class Cluster:
             return
         try:
             rounds = node.metric("noond_rounds_total")
-            wait_until(lambda: node.metric("noond_rounds_total") > rounds, timeout=5,
-                       what="a round to end")
+            wait_until(
+                lambda: node.metric("noond_rounds_total") > rounds, timeout=5, what="a round to end"
+            )
         except (AssertionError, OSError):
             pass  # partitioned or slow: kill it anyway
         node.kill()
@@ -303,9 +327,12 @@ class Cluster:
     def run_faults(self) -> None:
         """Inject ``steps`` faults; each is undone one to three steps later."""
         undo: list[tuple[int, Callable[[], None]]] = []
-        faults = [(n, w) for n, w in self.FAULTS
-                  if (self.config.relay_compaction or n != "fault_compact")
-                  and (self.config.disk_damage or n != "fault_replica_damage")]
+        faults = [
+            (n, w)
+            for n, w in self.FAULTS
+            if (self.config.relay_compaction or n != "fault_compact")
+            and (self.config.disk_damage or n != "fault_replica_damage")
+        ]
         names = [n for n, _ in faults]
         weights = [w for _, w in faults]
         for step in range(self.config.steps):
@@ -329,8 +356,11 @@ class Cluster:
             if node.proc is None or node.proc.poll() is not None:
                 self.start_daemon(node)
         start = time.monotonic()
-        wait_until(self._converged, timeout=self.config.converge_timeout,
-                   what=f"convergence after healing (seed {self.seed})")
+        wait_until(
+            self._converged,
+            timeout=self.config.converge_timeout,
+            what=f"convergence after healing (seed {self.seed})",
+        )
         return time.monotonic() - start
 
     def _converged(self) -> bool:
@@ -362,8 +392,10 @@ class Cluster:
             node.stop()
         replicas = [read_replica(n.name, n.dir) for n in self.nodes]
         again = check(self.acknowledged(), replicas, forks).anomalies
-        return [f"{len(again)} of {len(report.anomalies)} remain with every daemon stopped "
-                f"(directories as verified: {keep})"] + [f"stopped: {a}" for a in again[:20]]
+        return [
+            f"{len(again)} of {len(report.anomalies)} remain with every daemon stopped "
+            f"(directories as verified: {keep})"
+        ] + [f"stopped: {a}" for a in again[:20]]
 
     def acknowledged(self) -> History:
         """The history so far, copied under the lock: writers still running keep adding to
@@ -409,8 +441,17 @@ def run_once(base: Path, pki: Pki, seed: int, config: Config) -> Outcome:
         if report.anomalies:
             problems += cluster.settled(report)
         history = cluster.history
-        return Outcome(seed, cluster.faults, history.writes, history.deletes, report.checked,
-                       problems + report.anomalies, convergence,
-                       len(visible(replicas[0].state)), cluster.log, config.nodes)
+        return Outcome(
+            seed,
+            cluster.faults,
+            history.writes,
+            history.deletes,
+            report.checked,
+            problems + report.anomalies,
+            convergence,
+            len(visible(replicas[0].state)),
+            cluster.log,
+            config.nodes,
+        )
     finally:
         cluster.close()

@@ -57,8 +57,9 @@ class Proxy:
         self.stats = {"connections": 0, "refused": 0, "blackholed": 0, "cut": 0, "delayed": 0}
         self.loop = asyncio.new_event_loop()
         self._servers: list[asyncio.Server] = []
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True,
-                                        name="nemesis-proxy")
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, daemon=True, name="nemesis-proxy"
+        )
         self._thread.start()
 
     def _call(self, coro: Any) -> Any:
@@ -72,7 +73,8 @@ class Proxy:
 
         async def start() -> int:
             server = await asyncio.start_server(
-                lambda r, w: self._serve(name, r, w), "127.0.0.1", 0)
+                lambda r, w: self._serve(name, r, w), "127.0.0.1", 0
+            )
             self._servers.append(server)
             return int(server.sockets[0].getsockname()[1])
 
@@ -84,11 +86,13 @@ class Proxy:
 
     def set(self, src: str, dst: str, link: Link) -> None:
         """Change one directed link and cut its open connections."""
+
         def apply() -> None:
             self.links[(src, dst)] = link
             for conn in list(self.conns):
                 if (conn.src, conn.dst) == (src, dst):
                     conn.cut()
+
         self.loop.call_soon_threadsafe(apply)
 
     def heal(self) -> None:
@@ -104,6 +108,7 @@ class Proxy:
                 s.close()
             for conn in list(self.conns):
                 conn.cut()
+
         with contextlib.suppress(Exception):
             self._call(stop())
         self.loop.call_soon_threadsafe(self.loop.stop)
@@ -111,8 +116,9 @@ class Proxy:
 
     # -- one connection ---------------------------------------------------------------
 
-    async def _serve(self, dst: str, reader: asyncio.StreamReader,
-                     writer: asyncio.StreamWriter) -> None:
+    async def _serve(
+        self, dst: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         peer = writer.get_extra_info("peername")
         src = self.sources.get(peer[0] if peer else "", "?")
         link = self.links.get((src, dst), Link())
@@ -134,7 +140,8 @@ class Proxy:
                 # From another loopback IP than the daemons listen on, so a connection's
                 # ephemeral port never takes the port of a daemon that is restarting.
                 up_reader, up_writer = await asyncio.open_connection(
-                    host, port, local_addr=(UPSTREAM_IP, 0))
+                    host, port, local_addr=(UPSTREAM_IP, 0)
+                )
             except OSError:
                 conn.cut()
                 return
@@ -149,8 +156,14 @@ class Proxy:
             self.conns.discard(conn)
             conn.cut()
 
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                    link: Link, counter: list[int | None], conn: _Conn) -> None:
+    async def _pipe(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        link: Link,
+        counter: list[int | None],
+        conn: _Conn,
+    ) -> None:
         try:
             while True:
                 data = await reader.read(65536)

@@ -20,10 +20,22 @@ def store(d: Path, node: str) -> Store:
 
 
 def ack(history: History, ops: list) -> None:  # type: ignore[type-arg]
-    history.ack_line(json.dumps({"ops": [
-        [op.node, op.seq, list(op.el), op.val is not None, [list(p) for p in op.prev or ()]]
-        for op in ops
-    ]}))
+    history.ack_line(
+        json.dumps(
+            {
+                "ops": [
+                    [
+                        op.node,
+                        op.seq,
+                        list(op.el),
+                        op.val is not None,
+                        [list(p) for p in op.prev or ()],
+                    ]
+                    for op in ops
+                ]
+            }
+        )
+    )
 
 
 def replicate(src: Path, dst: Path) -> None:
@@ -82,8 +94,7 @@ def test_a_collected_delete_is_not_a_loss(tmp_path: Path) -> None:
     assert run(history, a, b) == []
 
 
-def test_an_unacknowledged_durable_op_supersedes_like_an_acknowledged_one(tmp_path: Path
-                                                                         ) -> None:
+def test_an_unacknowledged_durable_op_supersedes_like_an_acknowledged_one(tmp_path: Path) -> None:
     a, b, history = two_replicas(tmp_path)
     s = store(a, "a")
     s.write(lambda f: [Draft(KEY, {"text": "three, never acknowledged"})])  # writer died

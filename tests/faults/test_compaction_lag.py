@@ -51,7 +51,8 @@ def lagging_replica(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_appending_past_compacted_seqs_is_refused_and_the_whole_shard_replaces_it(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     a, b = lagging_replica(tmp_path)
     before = (b / "a.jsonl").read_bytes()
     with pytest.raises(replica.SkipsCompacted, match="compacted away"):
@@ -81,7 +82,8 @@ def test_an_older_copy_never_replaces_a_newer_one(tmp_path: Path) -> None:
 
 
 def test_a_deleted_memory_stays_deleted_on_a_daemon_that_lagged_behind_a_compaction(
-        spawn: list[Node], tmp_path: Path, pki: Pki) -> None:
+    spawn: list[Node], tmp_path: Path, pki: Pki
+) -> None:
     a, b = Node("a", tmp_path, pki), Node("b", tmp_path, pki)
     spawn += [a, b]
     start_all((a, [b]), (b, [a]))
@@ -93,13 +95,16 @@ def test_a_deleted_memory_stays_deleted_on_a_daemon_that_lagged_behind_a_compact
     compact_dir(a.dir, ["a.jsonl"], history=0)
     a.store().write(lambda f: [Draft(KEY, None)])
     b.start([a])
-    wait_until(lambda: b.state() == a.state() and b.store().fold.elements[KEY].deleted,
-               what="b to show the memory deleted")
+    wait_until(
+        lambda: b.state() == a.state() and b.store().fold.elements[KEY].deleted,
+        what="b to show the memory deleted",
+    )
     wait_until(lambda: "re-fetched the whole shard a" in b.log.read_text(), what="the log")
 
 
 def test_relay_compaction_never_shows_a_superseded_version_on_a_replica_that_lagged(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """``a`` writes version 1; ``r`` replicates it and sleeps. ``b`` overwrites it twice and
     compacts every shard it holds (``noon compact``): version 1 goes (superseded), and ``b``'s
     first overwrite used to go too (it named nothing held any more). ``r`` wakes and pulls
@@ -142,7 +147,8 @@ def test_a_refetch_never_brings_back_what_this_replica_removed(tmp_path: Path) -
 
 
 def test_a_refetch_drops_a_stale_version_even_when_its_memory_was_deleted_elsewhere(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """Found by the soak: ``b`` holds version 1 of a memory from ``a``, and a tombstone ``c``
     wrote on the same memory (for a version of its own, concurrently). ``a`` overwrites version
     1 four times and compacts; ``b`` lags, sees the gap and re-fetches. The merge used to keep

@@ -13,10 +13,14 @@ from noon.core.ops import Op, OpError, decode, encode
 from noon.store.shard import ShardReader
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
     | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                               max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 node_ids = st.sampled_from(["a", "node-1", "x.y_z", "", "..", "a/b", "é", "a" * 65, "A9"])
@@ -31,8 +35,10 @@ def op_objects(draw: st.DrawFn) -> dict[str, object]:
         "node": draw(node_ids),
         "seq": draw(st.sampled_from([1, 2, 7, 0, -3, 2**53, 2**53 - 1, 1.5, "2"])),
         "hlc": draw(st.sampled_from([0, 5, 2**64 - 1, 2**64, -1, 1.0, None])),
-        "el": draw(st.lists(st.text(max_size=6), max_size=5).map(
-            lambda parts: [draw(kinds), *parts]) | json_values),
+        "el": draw(
+            st.lists(st.text(max_size=6), max_size=5).map(lambda parts: [draw(kinds), *parts])
+            | json_values
+        ),
     }
     for name in ("val", "prev", "by", "bat"):
         if draw(st.booleans()):
@@ -64,32 +70,51 @@ def test_op_shaped_garbage_decodes_or_gives_an_op_error(obj: dict[str, object]) 
     if op is not None:  # anything accepted is a well-formed op that re-encodes to itself
         assert op.node == obj["node"] and op.seq == obj["seq"]
         if op.known:
-            again = encode(node=op.node, seq=op.seq, hlc=op.hlc, el=op.el, val=op.val,
-                           prev=op.prev, by=op.by, bat=op.bat)
+            again = encode(
+                node=op.node,
+                seq=op.seq,
+                hlc=op.hlc,
+                el=op.el,
+                val=op.val,
+                prev=op.prev,
+                by=op.by,
+                bat=op.bat,
+            )
             assert decode(again).id == op.id
 
 
 @given(st.binary(max_size=200), st.integers(1, 40), st.integers(0, 30))
-def test_deeply_nested_json_is_refused_not_a_crash(prefix: bytes, depth: int, extra: int
-                                                   ) -> None:
+def test_deeply_nested_json_is_refused_not_a_crash(prefix: bytes, depth: int, extra: int) -> None:
     nested = b'{"v":1,"val":' + b"[" * (depth * 100 + extra) + b"]" * (depth * 100 + extra) + b"}"
     decodes_or_refuses(nested)
     decodes_or_refuses(prefix + nested)
 
 
 def valid_line(i: int) -> bytes:
-    return encode(node="w", seq=i, hlc=(1_700_000_000_000 << 16) + i,
-                  el=("content", "default", f"k{i}"), val={"text": f"v{i}"})
+    return encode(
+        node="w",
+        seq=i,
+        hlc=(1_700_000_000_000 << 16) + i,
+        el=("content", "default", f"k{i}"),
+        val={"text": f"v{i}"},
+    )
 
 
-garbage_lines = st.binary(max_size=120).map(lambda b: b.replace(b"\n", b" ")).filter(
-    lambda b: decodes_or_refuses(b) is None)
+garbage_lines = (
+    st.binary(max_size=120)
+    .map(lambda b: b.replace(b"\n", b" "))
+    .filter(lambda b: decodes_or_refuses(b) is None)
+)
 
 
-@given(st.lists(garbage_lines, max_size=12), st.lists(st.integers(0, 10_000), max_size=6),
-       st.integers(1, 12))
-def test_the_reader_keeps_every_valid_line_among_garbage(tmp_path_factory, garbage, cuts,
-                                                         valid) -> None:
+@given(
+    st.lists(garbage_lines, max_size=12),
+    st.lists(st.integers(0, 10_000), max_size=6),
+    st.integers(1, 12),
+)
+def test_the_reader_keeps_every_valid_line_among_garbage(
+    tmp_path_factory, garbage, cuts, valid
+) -> None:
     lines: list[bytes] = []
     for i in range(1, valid + 1):
         lines.append(valid_line(i))

@@ -19,14 +19,19 @@ from noon.mcp.server import create_server
 from noon.store.store import Store
 from tests.mcp_helpers import make_settings, make_store
 
-json_leaf = (st.none() | st.booleans() | st.integers(-(2**70), 2**70)
-             | st.floats(allow_nan=False, allow_infinity=False)
-             | st.text(max_size=30) | st.sampled_from(["", "core://", "system://boot",
-                                                      "../../etc", "a" * 5000, "\x00"]))
+json_leaf = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30)
+    | st.sampled_from(["", "core://", "system://boot", "../../etc", "a" * 5000, "\x00"])
+)
 json_values = st.recursive(
     json_leaf,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
-                                                               max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
+    ),
     max_leaves=15,
 )
 
@@ -53,6 +58,7 @@ class Target:
         async def go() -> Any:
             async with Client(self.server, mode="legacy") as c:
                 return await c.call_tool(name, args)
+
         return anyio.run(go)
 
 
@@ -93,8 +99,10 @@ def is_clear_error(result: Any) -> str:
     return text
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                   HealthCheck.too_slow])
+@settings(
+    max_examples=150,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data())
 def test_random_arguments_never_crash_and_refusals_write_nothing(target: Target, data) -> None:
     name = data.draw(st.sampled_from(sorted(target.tools)))

@@ -25,23 +25,32 @@ NODES = int(os.environ.get("NOON_NEMESIS_NODES", "0"))
 
 
 def describe(outcome: Outcome) -> str:
-    return (f"seed {outcome.seed}: faults {dict(outcome.faults)}, writes {outcome.writes}, "
-            f"deletes {outcome.deletes}, converged in {outcome.convergence:.2f}s")
+    return (
+        f"seed {outcome.seed}: faults {dict(outcome.faults)}, writes {outcome.writes}, "
+        f"deletes {outcome.deletes}, converged in {outcome.convergence:.2f}s"
+    )
 
 
 def assert_clean(outcome: Outcome) -> None:
     assert not outcome.anomalies, (
-        f"NOON_SEED={outcome.seed} reproduces this run; anomalies:\n" +
-        "\n".join(outcome.anomalies[:50]) + "\nfaults:\n" + "\n".join(outcome.log)
+        f"NOON_SEED={outcome.seed} reproduces this run; anomalies:\n"
+        + "\n".join(outcome.anomalies[:50])
+        + "\nfaults:\n"
+        + "\n".join(outcome.log)
     )
 
 
 def test_nemesis_ci_sized(tmp_path: Path, pki: Pki) -> None:
     seed = seed_from_env()
     print(f"nemesis: NOON_SEED={seed}")
-    outcome = run_once(tmp_path, pki, seed,
-                       Config(nodes=NODES or 3, steps=16, relay_compaction=RELAY_COMPACTION,
-                              disk_damage=DISK_DAMAGE))
+    outcome = run_once(
+        tmp_path,
+        pki,
+        seed,
+        Config(
+            nodes=NODES or 3, steps=16, relay_compaction=RELAY_COMPACTION, disk_damage=DISK_DAMAGE
+        ),
+    )
     print(describe(outcome))
     assert_clean(outcome)
     assert outcome.writes > 20 and outcome.deletes > 0
@@ -63,11 +72,15 @@ def test_nemesis_soak(tmp_path: Path, pki: Pki) -> None:
     while time.monotonic() < end:
         seed = first + len(outcomes)
         nodes = NODES or 3 + len(outcomes) % 3
-        outcome = run_once(tmp_path / f"run{len(outcomes)}", pki, seed,
-                           Config(nodes=nodes, steps=40, relay_compaction=RELAY_COMPACTION,
-                                  disk_damage=DISK_DAMAGE))
-        print(f"{nodes} nodes, {describe(outcome)}, anomalies {len(outcome.anomalies)}",
-              flush=True)
+        outcome = run_once(
+            tmp_path / f"run{len(outcomes)}",
+            pki,
+            seed,
+            Config(
+                nodes=nodes, steps=40, relay_compaction=RELAY_COMPACTION, disk_damage=DISK_DAMAGE
+            ),
+        )
+        print(f"{nodes} nodes, {describe(outcome)}, anomalies {len(outcome.anomalies)}", flush=True)
         outcomes.append(outcome)
     faults: Counter[str] = Counter()
     for o in outcomes:
@@ -77,13 +90,19 @@ def test_nemesis_soak(tmp_path: Path, pki: Pki) -> None:
     print("\n=== nemesis soak summary ===")
     print(f"runs: {len(outcomes)} (seeds {first}..{first + len(outcomes) - 1})")
     print(f"faults injected: {sum(faults.values())} {dict(sorted(faults.items()))}")
-    print(f"writes checked: {sum(o.checked for o in outcomes)} "
-          f"({sum(o.writes for o in outcomes)} writes, {sum(o.deletes for o in outcomes)} "
-          "deletes)")
-    print(f"anomalies found: {sum(len(o.anomalies) for o in bad)} in runs (seed, nodes) "
-          f"{[(o.seed, o.nodes) for o in bad]}")
+    print(
+        f"writes checked: {sum(o.checked for o in outcomes)} "
+        f"({sum(o.writes for o in outcomes)} writes, {sum(o.deletes for o in outcomes)} "
+        "deletes)"
+    )
+    print(
+        f"anomalies found: {sum(len(o.anomalies) for o in bad)} in runs (seed, nodes) "
+        f"{[(o.seed, o.nodes) for o in bad]}"
+    )
     if times:
-        print(f"convergence after heal: p50 {statistics.median(times):.2f}s, "
-              f"p99 {percentile(times, 0.99):.2f}s, max {max(times):.2f}s")
+        print(
+            f"convergence after heal: p50 {statistics.median(times):.2f}s, "
+            f"p99 {percentile(times, 0.99):.2f}s, max {max(times):.2f}s"
+        )
     for o in bad:
         assert_clean(o)

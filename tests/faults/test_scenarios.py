@@ -20,7 +20,8 @@ def shard_ops(path: Path) -> dict[tuple[str, int], bytes]:
 
 
 def test_a_node_restored_from_an_old_backup_is_a_reported_fork_never_merged(
-        tmp_path: Path, pki: Pki) -> None:
+    tmp_path: Path, pki: Pki
+) -> None:
     seed = seed_from_env()
     print(f"NOON_SEED={seed}")
     cluster = Cluster(tmp_path, pki, seed, Config(nodes=3, compact_every=0))
@@ -32,10 +33,13 @@ def test_a_node_restored_from_an_old_backup_is_a_reported_fork_never_merged(
         backup = (n0.dir / "n0.jsonl").read_bytes()
         cluster.start_writer(n0)
         head = max(decode(r).seq for r in backup.splitlines())
-        wait_until(lambda: all(
-            (n.dir / "n0.jsonl").exists()
-            and max(shard_ops(n.dir / "n0.jsonl"))[1] >= head + 20 for n in (n1, n2)),
-            what="n0 to write past the backup and its peers to hold it")
+        wait_until(
+            lambda: all(
+                (n.dir / "n0.jsonl").exists() and max(shard_ops(n.dir / "n0.jsonl"))[1] >= head + 20
+                for n in (n1, n2)
+            ),
+            what="n0 to write past the backup and its peers to hold it",
+        )
         # The machine dies and comes back from the backup; an agent writes before noond runs.
         cluster.kill_writer(n0)
         n0.kill()
@@ -45,16 +49,21 @@ def test_a_node_restored_from_an_old_backup_is_a_reported_fork_never_merged(
                 assert original.setdefault(op_id, raw) == raw
         (n0.dir / "n0.jsonl").write_bytes(backup)
         cluster.start_writer(n0)
-        wait_until(lambda: max(shard_ops(n0.dir / "n0.jsonl"))[1] > head + 5,
-                   what="writes that reuse seqs")
+        wait_until(
+            lambda: max(shard_ops(n0.dir / "n0.jsonl"))[1] > head + 5, what="writes that reuse seqs"
+        )
         cluster.kill_writer(n0)
         forked = shard_ops(n0.dir / "n0.jsonl")
         assert any(original.get(i, raw) != raw for i, raw in forked.items())
         cluster.start_daemon(n0)
         wait_until(lambda: "n0" in cluster.reported_forks(), what="the fork to be reported")
-        wait_until(lambda: n0.metric("noond_forks_detected_total") >= 1
-                   and max(n.metric("noond_forks_detected_total") for n in (n1, n2)) >= 1,
-                   what="both sides to count it")
+        wait_until(
+            lambda: (
+                n0.metric("noond_forks_detected_total") >= 1
+                and max(n.metric("noond_forks_detected_total") for n in (n1, n2)) >= 1
+            ),
+            what="both sides to count it",
+        )
         assert "FORK DETECTED" in n0.log.read_text() + n1.log.read_text()
         rounds = n1.metric("noond_rounds_total")
         wait_until(lambda: n1.metric("noond_rounds_total") >= rounds + 3, what="more rounds")
@@ -68,8 +77,8 @@ def test_a_node_restored_from_an_old_backup_is_a_reported_fork_never_merged(
         report, _ = cluster.verify()
         assert not [a for a in report.anomalies if a.startswith("fork")]
         from tests.faults.checker import check, read_replica
-        unreported = check(cluster.acknowledged(),
-                           [read_replica(n.name, n.dir) for n in (n0, n1)])
+
+        unreported = check(cluster.acknowledged(), [read_replica(n.name, n.dir) for n in (n0, n1)])
         assert any(a.startswith("fork") for a in unreported.anomalies)
     finally:
         cluster.close()
@@ -77,8 +86,12 @@ def test_a_node_restored_from_an_old_backup_is_a_reported_fork_never_merged(
 
 def mount_tmpfs(path: Path, size: str) -> None:
     path.mkdir(parents=True, exist_ok=True)
-    out = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                         capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if out.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs for the full-disk test: {out.stderr.strip()}")
 
@@ -106,15 +119,21 @@ def test_a_full_disk_loses_no_acknowledged_write(tmp_path: Path, pki: Pki) -> No
         wait_until(lambda: cluster.history.writes >= 30, what="writes before the disk fills")
         filler = fill(victim.dir)
         writer_log = tmp_path / f"{cluster.writers[victim.name].tag}.log"
-        wait_until(lambda: writer_log.exists() and "No space left" in writer_log.read_text(),
-                   what="the writer on the full disk to be refused")
+        wait_until(
+            lambda: writer_log.exists() and "No space left" in writer_log.read_text(),
+            what="the writer on the full disk to be refused",
+        )
         acked = cluster.history.writes
         wait_until(lambda: cluster.history.writes > acked + 20, what="others to keep writing")
-        wait_until(lambda: "No space left" in victim.log.read_text(),
-                   what="the daemon to hit the full disk")
+        wait_until(
+            lambda: "No space left" in victim.log.read_text(),
+            what="the daemon to hit the full disk",
+        )
         assert victim.get("/health")[0] == 200  # still serving
-        wait_until(lambda: writer_log.read_text().count("No space left") >= 3,
-                   what="the writer to be refused again and again")
+        wait_until(
+            lambda: writer_log.read_text().count("No space left") >= 3,
+            what="the writer to be refused again and again",
+        )
         filler.unlink()
         took = cluster.heal()
         report, _ = cluster.verify()

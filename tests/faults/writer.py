@@ -43,8 +43,11 @@ def plan_for(rng: random.Random, tag: str, i: int, keys: int):
 def main() -> int:
     directory, node, tag, seed, keys, pause_ms, compact_every = sys.argv[1:8]
     rng = random.Random(f"{seed}/{tag}")
-    store = Store(Settings.from_env({}, dir=Path(directory), node_id=node, snapshot=False,
-                                    compact_after=0, fsync=False))
+    store = Store(
+        Settings.from_env(
+            {}, dir=Path(directory), node_id=node, snapshot=False, compact_after=0, fsync=False
+        )
+    )
     every = int(compact_every)
     i = 0
     while True:
@@ -61,10 +64,23 @@ def main() -> int:
             time.sleep(0.1)
             store = Store(store.settings)
             continue
-        print(json.dumps({"ops": [
-            [op.node, op.seq, list(op.el), op.val is not None, [list(p) for p in op.prev or ()]]
-            for op in ops
-        ]}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "ops": [
+                        [
+                            op.node,
+                            op.seq,
+                            list(op.el),
+                            op.val is not None,
+                            [list(p) for p in op.prev or ()],
+                        ]
+                        for op in ops
+                    ]
+                }
+            ),
+            flush=True,
+        )
         i += 1
         if every and i % every == 0:
             try:
