@@ -163,9 +163,10 @@ def check_fork(settings: Settings) -> list[Finding]:
                 "fork",
                 ERROR,
                 str(exc).split(". Two writers")[0],
-                f"two writers used one node id (a restored backup or a copied NOON_NODE_ID): stop "
-                f"them, keep the shard that is right, move the other out of {settings.dir} on every "
-                "node that holds it, and give every machine its own NOON_NODE_ID",
+                "two writers used one node id (a restored backup or a copied NOON_NODE_ID): stop "
+                "them, keep the shard that is right, move the other out of "
+                f"{settings.dir} on every node that holds it, and give every machine its own "
+                "NOON_NODE_ID",
             )
         ]
     store.close()
