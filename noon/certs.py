@@ -488,7 +488,7 @@ def _ca_ski(ca_cert: x509.Certificate) -> x509.SubjectKeyIdentifier:
     try:
         return ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
     except x509.ExtensionNotFound:
-        return x509.SubjectKeyIdentifier.from_public_key(ca_cert.public_key())  # type: ignore[arg-type]
+        return x509.SubjectKeyIdentifier.from_public_key(ca_cert.public_key())
 
 
 # --------------------------------------------------------------------------- checks / info
@@ -580,7 +580,7 @@ def client_ssl_context(cert: Path, key: Path, ca: Path) -> ssl.SSLContext:
 
 
 class _HasPeerCert(Protocol):
-    def getpeercert(self, binary_form: bool = ...) -> Any: ...
+    def getpeercert(self) -> Any: ...
 
 
 def peer_node_id(ssl_object: _HasPeerCert | None) -> str | None:

@@ -133,7 +133,8 @@ class Client:
             async with self.session.request(
                 method, url, params=params, data=data, headers=headers
             ) as resp:
-                proven = peer_node_id(resp.ssl_object) if self.ssl_context else None
+                ssl_object = resp.ssl_object if isinstance(resp, _Response) else None
+                proven = peer_node_id(ssl_object) if self.ssl_context else None
                 if self.ssl_context and (proven is None or (expect and proven != expect)):
                     raise PeerError(
                         f"{address} proved identity {proven!r}, expected {expect!r}",

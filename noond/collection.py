@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from noon.core.collection import retire
 from noon.store import peerstate
@@ -78,7 +79,7 @@ class Collector:
             retiring | excluded
         )
         alive = {m.node for m in members if m.state == "alive"}
-        args = {
+        args: dict[str, Any] = {
             "reports": {n: dict(r.frontier) for n, r in state.reports.items()},
             "admitted": admitted,
             "excluded": excluded | retiring,

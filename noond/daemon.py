@@ -820,7 +820,8 @@ def _parse_listing(obj: dict[str, Any]) -> dict[str, replica.Summary]:
             raise PeerError("a shard summary is not an object")
         node, seq, digest = e.get("node"), e.get("seq"), e.get("digest")
         if (
-            not valid_node_id(node)
+            not isinstance(node, str)
+            or not valid_node_id(node)
             or not isinstance(seq, int)
             or isinstance(seq, bool)
             or seq < 0

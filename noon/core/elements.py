@@ -55,6 +55,17 @@ def _anything(val: Mapping[str, Any]) -> None:
     return None
 
 
+CONTENT = "content"
+EDGE = "edge"
+KEYWORD = "keyword"
+BOOT = "boot"
+ENTITY = "entity"
+OBS = "obs"
+REL = "rel"
+KG_KINDS = frozenset((ENTITY, OBS, REL))
+"""The kinds of the knowledge graph (the drop-in for the official memory server)."""
+
+
 @dataclass(frozen=True)
 class Kind:
     name: str
@@ -69,16 +80,50 @@ KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
         # URI graph
-        Kind("content", 1, True, _content),  # (node_id) -> {"text"}
-        Kind("edge", 2, True, _edge),  # (parent, name) -> {"child", "priority", "disclosure"}
-        Kind("keyword", 2, False, _anything),  # (keyword, node_id) -> {}
-        Kind("boot", 1, False, _anything),  # (node_id) -> {}
+        Kind(CONTENT, 1, True, _content),  # (node_id) -> {"text"}
+        Kind(EDGE, 2, True, _edge),  # (parent, name) -> {"child", "priority", "disclosure"}
+        Kind(KEYWORD, 2, False, _anything),  # (keyword, node_id) -> {}
+        Kind(BOOT, 1, False, _anything),  # (node_id) -> {}
         # knowledge graph (drop-in for the official memory server)
-        Kind("entity", 1, False, _entity),  # (name) -> {"type"}
-        Kind("obs", 3, False, _anything),  # (entity, observation, slot) -> {} or {"text"}
-        Kind("rel", 4, False, _anything),  # (from, to, relation type, slot) -> {}
+        Kind(ENTITY, 1, False, _entity),  # (name) -> {"type"}
+        Kind(OBS, 3, False, _anything),  # (entity, observation, slot) -> {} or {"text"}
+        Kind(REL, 4, False, _anything),  # (from, to, relation type, slot) -> {}
     )
 }
+
+
+def content_key(ns: str, node: str) -> tuple[str, ...]:
+    """The text of memory ``node``."""
+    return (CONTENT, ns, node)
+
+
+def edge_key(ns: str, parent: str, name: str) -> tuple[str, ...]:
+    """The placement named ``name`` under ``parent`` (a node id or a domain root)."""
+    return (EDGE, ns, parent, name)
+
+
+def keyword_key(ns: str, keyword: str, node: str) -> tuple[str, ...]:
+    """A glossary binding of ``keyword`` to ``node``."""
+    return (KEYWORD, ns, keyword, node)
+
+
+def boot_key(ns: str, node: str) -> tuple[str, ...]:
+    """``node``'s membership in the boot list."""
+    return (BOOT, ns, node)
+
+
+def entity_key(ns: str, name: str) -> tuple[str, ...]:
+    return (ENTITY, ns, name)
+
+
+def obs_key(ns: str, entity: str, observation_id: str, slot: int) -> tuple[str, ...]:
+    """One occurrence (``slot``) of an observation, by the id :func:`noon.kg.graph.obs_id`
+    derives from its text."""
+    return (OBS, ns, entity, observation_id, str(slot))
+
+
+def rel_key(ns: str, src: str, dst: str, rtype: str, slot: int) -> tuple[str, ...]:
+    return (REL, ns, src, dst, rtype, str(slot))
 
 
 def kind_of(key: tuple[str, ...]) -> Kind | None:

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, content_key, edge_key
 from noon.core.fold import Element, Fold
 from noon.core.ops import Key, Op
 from noon.graph.uri import Uri, is_root, root, root_domain
@@ -107,7 +108,7 @@ class Graph:
         gc.disable()
         try:
             for key, el in list(fold.elements.items()):
-                if key[0] == "edge" and len(key) == 4:
+                if key[0] == EDGE and len(key) == 4:
                     self._add_edge(key, el)  # the bulk path: nothing to remove, no one to tell
                 else:
                     self._apply_key(key)
@@ -137,14 +138,14 @@ class Graph:
 
     def _apply_key(self, key: Key) -> None:
         kind = key[0]
-        if kind == "content" and len(key) == 3:
+        if kind == CONTENT and len(key) == 3:
             self.ns(key[1]).nodes.add(key[2])
             self._touch(key[1], key[2])
-        elif kind == "edge" and len(key) == 4:
+        elif kind == EDGE and len(key) == 4:
             self._apply_edge(key)
-        elif kind == "keyword" and len(key) == 4:
+        elif kind == KEYWORD and len(key) == 4:
             self._apply_keyword(key)
-        elif kind == "boot" and len(key) == 3:
+        elif kind == BOOT and len(key) == 3:
             g = self.ns(key[1])
             el = self.fold.elements.get(key)
             if el is not None and not el.deleted:
@@ -204,7 +205,7 @@ class Graph:
     # -- content ---------------------------------------------------------------------------
 
     def content(self, namespace: str, node: str) -> Element | None:
-        return self.fold.elements.get(("content", namespace, node))
+        return self.fold.elements.get(content_key(namespace, node))
 
     def is_live(self, namespace: str, node: str) -> bool:
         el = self.content(namespace, node)
@@ -336,9 +337,9 @@ class Graph:
             if el is None:
                 continue
             if el.conflicted or (el.deleted and n in g.parents):
-                out.append((("content", namespace, n), el))
+                out.append((content_key(namespace, n), el))
         for parent, name in sorted(g.edges):
-            key = ("edge", namespace, parent, name)
+            key = edge_key(namespace, parent, name)
             el = self.fold.elements.get(key)
             if el is not None and el.conflicted:
                 out.append((key, el))

@@ -8,6 +8,7 @@ processes on one node. Planners raise :class:`GraphError` to refuse; nothing is 
 
 from __future__ import annotations
 
+from noon.core.elements import boot_key, content_key, edge_key, keyword_key
 from noon.core.ops import Draft, OpId
 from noon.graph.model import Graph, Placement, live_text, version_id
 from noon.graph.uri import NODE_VIEW, Uri, check_name, is_root, new_node_id, parse
@@ -20,7 +21,7 @@ class GraphError(ValueError):
 
 
 def _edge_key(namespace: str, parent: str, name: str) -> tuple[str, ...]:
-    return ("edge", namespace, parent, name)
+    return edge_key(namespace, parent, name)
 
 
 def edge_val(child: str, priority: int, disclosure: str) -> dict[str, object]:
@@ -140,7 +141,7 @@ def create(
     check_free(graph, namespace, uri)
     node = new_node_id()
     drafts = [
-        Draft(("content", namespace, node), {"text": text}),
+        Draft(content_key(namespace, node), {"text": text}),
         place(graph, namespace, parent_node, name, node, priority, disclosure),
     ]
     return drafts, node, uri
@@ -167,7 +168,7 @@ def current_text(graph: Graph, namespace: str, node: str, uri: Uri) -> str:
 
 def set_text(namespace: str, node: str, text: str) -> Draft:
     """A new content version replacing every current head (settles concurrent versions)."""
-    return Draft(("content", namespace, node), {"text": text})
+    return Draft(content_key(namespace, node), {"text": text})
 
 
 def locate(graph: Graph, namespace: str, text: str) -> tuple[str, Uri | None, Placement | None]:
@@ -210,13 +211,13 @@ def delete(
             " Move or delete them first, or pass recursive=true to delete the whole subtree."
         )
     for n in sorted(doomed):
-        drafts.append(Draft(("content", namespace, n), None))
+        drafts.append(Draft(content_key(namespace, n), None))
         for kid in graph.children(namespace, n):
             drafts.append(Draft(_edge_key(namespace, n, kid.key_name), None))
         for kw in graph.keywords_of(namespace, n):
-            drafts.append(Draft(("keyword", namespace, kw, n), None))
+            drafts.append(Draft(keyword_key(namespace, kw, n), None))
         if n in graph.boot_nodes(namespace):
-            drafts.append(Draft(("boot", namespace, n), None))
+            drafts.append(Draft(boot_key(namespace, n), None))
     return _dedupe(drafts), len(doomed)
 
 
@@ -306,11 +307,11 @@ def triggers(
             report["existing"].append(kw)
         else:
             report["added"].append(kw)
-            drafts.append(Draft(("keyword", namespace, kw, node), {}))
+            drafts.append(Draft(keyword_key(namespace, kw, node), {}))
     for kw in removes:
         if kw in have:
             report["removed"].append(kw)
-            drafts.append(Draft(("keyword", namespace, kw, node), None))
+            drafts.append(Draft(keyword_key(namespace, kw, node), None))
         else:
             report["missing"].append(kw)
     return drafts, report
@@ -318,8 +319,8 @@ def triggers(
 
 def boot(graph: Graph, namespace: str, add: list[str], remove: list[str]) -> list[Draft]:
     have = graph.boot_nodes(namespace)
-    drafts = [Draft(("boot", namespace, n), {}) for n in dict.fromkeys(add) if n not in have]
-    drafts += [Draft(("boot", namespace, n), None) for n in dict.fromkeys(remove) if n in have]
+    drafts = [Draft(boot_key(namespace, n), {}) for n in dict.fromkeys(add) if n not in have]
+    drafts += [Draft(boot_key(namespace, n), None) for n in dict.fromkeys(remove) if n in have]
     return drafts
 
 

@@ -105,13 +105,13 @@ class SearchIndex:
         tf: Counter[str] = Counter(tokens(live_text(el)))  # content weighs 1
         for uri, _ in g.uris(namespace, node, limit=4):
             for tok in set(tokens(" ".join((uri.domain, *uri.path)))):
-                tf[tok] += WEIGHTS["uri"]
+                tf[tok] += WEIGHTS["uri"]  # type: ignore[assignment]
         for pl in g.placements(namespace, node):
             for tok in tokens(pl.disclosure):
-                tf[tok] += WEIGHTS["disclosure"]
+                tf[tok] += WEIGHTS["disclosure"]  # type: ignore[assignment]
         for kw in g.keywords_of(namespace, node):
             for tok in tokens(kw):
-                tf[tok] += WEIGHTS["keyword"]
+                tf[tok] += WEIGHTS["keyword"]  # type: ignore[assignment]
         return tf
 
     def _index(self, namespace: str, node: str) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from noon.core.elements import CONTENT
 from noon.core.ops import Op
 from noon.graph.glossary import Glossary
 from noon.graph.model import Graph, Placement, live_text, op_time_ms, version_id
@@ -345,7 +346,7 @@ def conflicts(graph: Graph, namespace: str) -> str:
     ]
     for key, el in items:
         heads = sorted((el.heads or {}).values(), key=lambda o: o.order, reverse=True)
-        if key[0] == "content":
+        if key[0] == CONTENT:
             node = key[2]
             what = (
                 "deleted while placed elsewhere"
@@ -365,7 +366,7 @@ def conflicts(graph: Graph, namespace: str) -> str:
             mark = "winner" if h is el.winner else "other"
             if h.val is None:
                 desc = "deleted"
-            elif key[0] == "content":
+            elif key[0] == CONTENT:
                 desc = " ".join(h.val["text"].split())[:60]
             else:
                 desc = f"-> {show_uri(graph, namespace, h.val['child'])}"
@@ -386,7 +387,8 @@ def history(graph: Graph, namespace: str, node: str, uri: str, limit: int) -> tu
     ]
     for op in versions[:limit]:
         state = "deleted" if op.val is None else f"{len(op.val['text'])} chars"
-        cur = " [current]" if op is el.winner else (" [concurrent head]" if op.id in heads else "")  # type: ignore[union-attr]
+        current = el is not None and op is el.winner
+        cur = " [current]" if current else (" [concurrent head]" if op.id in heads else "")
         out.append(f"- {version_id(op)}{cur} {when(op_time_ms(op))} by {_author(op)}: {state}")
         if op.val is not None:
             first = " ".join(op.val["text"].split())[:80]
@@ -398,10 +400,15 @@ def history(graph: Graph, namespace: str, node: str, uri: str, limit: int) -> tu
                 "client": op.by,
                 "machine": op.node,
                 "deleted": op.val is None,
-                "current": op is el.winner,
+                "current": el is not None and op is el.winner,
             }
-        )  # type: ignore[union-attr]
+        )
     return "\n".join(out) + "\n", rows
+
+
+def _text_of(graph: Graph, namespace: str, node: str) -> str:
+    el = graph.content(namespace, node)
+    return live_text(el) if el is not None else ""
 
 
 def diagnostic(graph: Graph, namespace: str, domain: str, now_ms: int) -> str:
@@ -441,11 +448,8 @@ def diagnostic(graph: Graph, namespace: str, domain: str, now_ms: int) -> str:
         sections.append(
             ["## Duplicate aliases under the same parent (delete the redundant one)", *dups]
         )
-    large = [
-        f"- {us[0]} ({len(live_text(graph.content(namespace, n)))} chars)"  # type: ignore[arg-type]
-        for n, us in nodes
-        if len(live_text(graph.content(namespace, n))) > LARGE_CHARS
-    ]  # type: ignore[arg-type]
+    sizes = [(us[0], len(_text_of(graph, namespace, n))) for n, us in nodes]
+    large = [f"- {uri} ({size} chars)" for uri, size in sizes if size > LARGE_CHARS]
     if large:
         sections.append(["## Large memories (consider splitting into children)", *large])
     conf = [k for k, _ in graph.conflicts(namespace)]

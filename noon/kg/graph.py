@@ -21,18 +21,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from noon.core import elements
+from noon.core.elements import ENTITY, KG_KINDS, OBS, entity_key
 from noon.core.fold import Element, Fold
 from noon.core.ops import Key
-
-ENTITY = "entity"
-OBS = "obs"
-REL = "rel"
-KG_KINDS = frozenset((ENTITY, OBS, REL))
-
-
-def entity_key(ns: str, name: str) -> Key:
-    return (ENTITY, ns, name)
-
 
 HASHED = "sha256:"
 """Prefix of an observation key part that stands for a long text kept in the value."""
@@ -48,7 +40,7 @@ def obs_id(text: str) -> str:
 
 
 def obs_key(ns: str, entity: str, text: str, slot: int) -> Key:
-    return (OBS, ns, entity, obs_id(text), str(slot))
+    return elements.obs_key(ns, entity, obs_id(text), slot)
 
 
 def obs_value(text: str) -> dict[str, Any]:
@@ -58,10 +50,6 @@ def obs_value(text: str) -> dict[str, Any]:
 def obs_text(key: Key, el: Element) -> str:
     val = el.winner.val
     return val["text"] if val and isinstance(val.get("text"), str) else key[3]
-
-
-def rel_key(ns: str, src: str, dst: str, rtype: str, slot: int) -> Key:
-    return (REL, ns, src, dst, rtype, str(slot))
 
 
 @dataclass

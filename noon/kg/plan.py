@@ -18,16 +18,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from noon.core.elements import MAX_KEY_PART
+from noon.core.elements import MAX_KEY_PART, entity_key, rel_key
 from noon.core.ops import Draft, Key
-from noon.kg.graph import (
-    View,
-    entity_key,
-    obs_key,
-    obs_text,
-    obs_value,
-    rel_key,
-)
+from noon.kg.graph import View, obs_key, obs_text, obs_value
 
 
 class KGError(Exception):

@@ -33,6 +33,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Res
 from mcp.shared.exceptions import MCPError
 
 from noon.config import Settings
+from noon.core.elements import KG_KINDS
 from noon.core.ops import Key
 from noon.mcp.spec import ResourceSpec, ToolContext, ToolResult, ToolSpec
 from noon.mcp.validation import ArgumentValidator
@@ -45,7 +46,6 @@ POLL_SECONDS = 0.2
 """How often changes from other writers are looked for while someone is subscribed."""
 NAMESPACE_HEADER = "x-noon-namespace"
 NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-KG_KINDS = frozenset(("entity", "obs", "rel"))
 KG_SCHEME = "memory://"
 
 
@@ -384,7 +384,9 @@ def create_server(
         lifespan=lifespan,
         get_tool_input_schema=lambda n: tools[n][0].input_schema if n in tools else None,
         on_list_tools=list_tools,
-        on_call_tool=call_tool,
+        # call_tool may answer with a result's wire form (a dict): the SDK passes it through
+        # unvalidated, which spares large results a model round trip (see kg_tools._text).
+        on_call_tool=call_tool,  # type: ignore[arg-type]
         on_list_resources=list_resources,
         on_read_resource=read_resource,
         on_subscribe_resource=subscribe,

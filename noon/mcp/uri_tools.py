@@ -18,6 +18,7 @@ import anyio
 import jsonschema
 import mcp.types as types
 
+from noon.core.elements import CONTENT
 from noon.core.ops import Draft, Op
 from noon.graph import plan, views
 from noon.graph.model import Graph, live_text, version_id
@@ -537,7 +538,7 @@ def _update_memory(svc: GraphService, args: dict[str, Any], ctx: ToolContext) ->
         return drafts, shown
 
     ops, shown = _write(svc, ctx, fn)
-    content_op = next((o for o in ops if o.el[0] == "content"), None)
+    content_op = next((o for o in ops if o.el[0] == CONTENT), None)
     version = version_id(content_op) if content_op else None
     if version is None:
         version = svc.read(lambda s: _current_version(s, ns, label))

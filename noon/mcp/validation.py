@@ -150,8 +150,11 @@ class ArgumentValidator:
 
     def _describe(self, error: ValidationError) -> list[tuple[Path, str]]:
         path: Path = tuple(error.absolute_path)
+        value: Any = error.validator_value
+        schema: Any = error.schema
+        instance: Any = error.instance
         if error.validator == "required":
-            missing = [p for p in error.validator_value if p not in error.instance]
+            missing = [p for p in value if p not in instance]
             out = []
             for name in missing:
                 expected = _schema_at(self.schema, (*path, name)).get("type", "value")
@@ -159,12 +162,12 @@ class ArgumentValidator:
                 out.append(((*path, name), text))
             return out
         if error.validator == "type":
-            expected = error.validator_value
-            got = js_type(error.instance)
+            expected = value
+            got = js_type(instance)
             return [(path, f"Invalid input: expected {expected}, received {got}")]
         if error.validator == "additionalProperties":
-            allowed = set(error.schema.get("properties", {}))
-            extra = sorted(k for k in error.instance if k not in allowed)
+            allowed = set(schema.get("properties", {}))
+            extra = sorted(k for k in instance if k not in allowed)
             text = ", ".join(f'"{k}"' for k in extra)
             plural = "s" if len(extra) > 1 else ""
             if self.hints:

@@ -50,8 +50,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     ca_dir = args.ca_dir or default_ca_dir()
     if args.certs_command == "init":
-        paths = certs.init_ca(ca_dir, name=args.name, days=args.days, force=args.force)
-        print(f"CA created: {paths.cert} (key {paths.key}, keep it private)")
+        ca = certs.init_ca(ca_dir, name=args.name, days=args.days, force=args.force)
+        print(f"CA created: {ca.cert} (key {ca.key}, keep it private)")
         print("next: `noon certs issue <node>` for every machine")
         return 0
     try:

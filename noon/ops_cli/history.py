@@ -8,6 +8,7 @@ import argparse
 import json
 from pathlib import Path
 
+from noon.core.elements import EDGE, ENTITY, KEYWORD, OBS, REL, boot_key, content_key
 from noon.core.fold import Fold
 from noon.core.ops import Key
 from noon.graph.model import Graph
@@ -35,13 +36,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def memory_keys(fold: Fold, ns: str, node: str) -> list[Key]:
     """Every element that is part of memory ``node``: its content, every placement that ever
     put it somewhere, its keywords and its boot membership."""
-    keys: list[Key] = [("content", ns, node), ("boot", ns, node)]
+    keys: list[Key] = [content_key(ns, node), boot_key(ns, node)]
     for key, el in fold.elements.items():
         if key[1] != ns:
             continue
-        keyword = key[0] == "keyword" and key[3] == node
+        keyword = key[0] == KEYWORD and key[3] == node
         if keyword or (
-            key[0] == "edge"
+            key[0] == EDGE
             and any(v.val is not None and v.val.get("child") == node for v in el.versions)
         ):
             keys.append(key)
@@ -54,8 +55,8 @@ def entity_keys(fold: Fold, ns: str, name: str) -> list[Key]:
         for key in fold.elements
         if key[1] == ns
         and (
-            (key[0] in ("entity", "obs") and key[2] == name)
-            or (key[0] == "rel" and name in (key[2], key[3]))
+            (key[0] in (ENTITY, OBS) and key[2] == name)
+            or (key[0] == REL and name in (key[2], key[3]))
         )
     ]
 

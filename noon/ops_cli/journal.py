@@ -35,9 +35,9 @@ def _place(graph: Graph, ns: str, parent: str) -> str:
 
 def describe(graph: Graph, op: Op) -> str:
     """One line saying what ``op`` did."""
-    key, val = op.el, op.val
+    key, val = op.el, op.val or {}
     kind, ns = key[0], key[1]
-    gone = val is None
+    gone = op.val is None
     if kind == "content":
         uri = show_uri(graph, ns, key[2])
         if gone:

@@ -61,12 +61,12 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(data, indent=1))
             return 0
         print(f"# from {origin}")
-        for p in data.get("peers", []):  # type: ignore[union-attr]
+        for p in data.get("peers", []):
             err = f"  error: {p['error']}" if p.get("error") else ""
             print(f"{p['node']:<24} {p['address']:<32} {p['state']}{err}")
         for label in ("revoked", "departed"):
             if data.get(label):
-                print(f"{label}: {', '.join(data[label])}")  # type: ignore[arg-type]
+                print(f"{label}: {', '.join(data[label])}")
         return 0
     if not valid_node_id(args.node):
         print(f"noon: invalid node id {args.node!r}")

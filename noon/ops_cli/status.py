@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from noon.config import Settings
+from noon.core.elements import CONTENT
 from noon.core.fold import Element
 from noon.core.hlc import physical
 from noon.core.ops import Key
@@ -76,7 +77,7 @@ def conflicts(store: Store, limit: int) -> tuple[int, list[dict[str, Any]]]:
     out = []
     for key, el in found[:limit]:
         item: dict[str, Any] = {"element": list(key)}
-        if key[0] == "content" and graph is not None:
+        if key[0] == CONTENT and graph is not None:
             item["uri"] = show_uri(graph, key[1], key[2])
         item["heads"] = [
             {

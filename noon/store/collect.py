@@ -16,7 +16,7 @@ Before anything goes, the keys of the elements removed whole and the frontier se
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -125,7 +125,7 @@ def finish_pending(directory: Path) -> None:
         _remove(directory, scan_dir(directory).scans, going)
 
 
-def _remove(directory: Path, scans: Mapping[str, Scan], going: set[OpId] | frozenset[OpId]) -> None:
+def _remove(directory: Path, scans: Mapping[str, Scan], going: Set[OpId]) -> None:
     """Journal ``going``, rewrite every shard holding some of it, close the journal. When a
     rewrite cannot be done the journal stays: readers keep leaving those ops out, and the next
     collection finishes."""

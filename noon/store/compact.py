@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,7 +122,7 @@ def in_scope(lines: list[tuple[bytes, Op | None]]) -> set[OpId]:
     return {op.id for _, op in lines if op is not None and last[op.node] != op.seq}
 
 
-def rewrite(path: Path, scan: Scan, drops: set[OpId]) -> CompactReport:
+def rewrite(path: Path, scan: Scan, drops: Set[OpId]) -> CompactReport:
     """Rewrite one shard without the ops in ``drops``; everything else stays verbatim."""
     lines, end, inode = scan
     ops = [op for _, op in lines if op is not None]

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from tqdm import tqdm
 
 from noon.config import Settings
+from noon.core.elements import boot_key, content_key, edge_key, keyword_key
 from noon.core.fold import Fold
 from noon.core.ops import Draft, Key
 from noon.kg import plan
@@ -114,7 +115,7 @@ def import_nocturne(store: Store, data: NocturneData, source: str, default_ns: s
         # one version level per batch, so each version's prev names the one before
         for level in range(depth):
             todo = [
-                (("content", ns, node), {"text": versions[level]}, versions[:level])
+                (content_key(ns, node), {"text": versions[level]}, versions[:level])
                 for ns in namespaces
                 for node, versions in data.versions.items()
                 if node in homes.get(ns, ()) and len(versions) > level
@@ -130,15 +131,19 @@ def import_nocturne(store: Store, data: NocturneData, source: str, default_ns: s
                 bar.update(len(chunk))
         placements = [
             (
-                ("edge", p.namespace, p.parent, p.name),
+                edge_key(p.namespace, p.parent, p.name),
                 {"child": p.child, "priority": p.priority, "disclosure": p.disclosure},
             )
             for p in data.placements
         ]
         placed = _write_absent(store, placements, bar)
-        keywords = [(("keyword", ns, kw, node), {}) for ns, kw, node in data.keywords]
+        keywords: list[tuple[Key, dict[str, Any]]] = [
+            (keyword_key(ns, kw, node), {}) for ns, kw, node in data.keywords
+        ]
         bound = _write_absent(store, keywords, bar)
-        boots = [(("boot", ns, node), {}) for ns, node in data.boot]
+        boots: list[tuple[Key, dict[str, Any]]] = [
+            (boot_key(ns, node), {}) for ns, node in data.boot
+        ]
         booted = _write_absent(store, boots, bar)
     return (
         f"Imported from {source}: {versions_written} content versions of "

@@ -84,7 +84,7 @@ def parse(text: str, source: str) -> OfficialGraph:
         elif rec[0] == "entity":
             graph.entities.append(rec[1])
         else:
-            graph.relations.append(rec[1])  # type: ignore[arg-type]
+            graph.relations.append(rec[1])
     if problems:
         raise TransferError.lines(source, problems)
     return graph
@@ -105,7 +105,7 @@ def _parse_document(doc: dict[str, Any], source: str) -> OfficialGraph:
             elif rec[0] == "entity":
                 graph.entities.append(rec[1])
             else:
-                graph.relations.append(rec[1])  # type: ignore[arg-type]
+                graph.relations.append(rec[1])
     if problems:
         raise TransferError.lines(source, problems)
     return graph
