@@ -28,10 +28,10 @@ from typing import Any
 
 from bench.core import generate
 from bench.kg_latency import noon_client
+from bench.mesh import Node, Pki, free_port, wait_until
 from bench.stats import cpu_seconds, percentiles, rss_mib
 from noon.core.ops import Draft, encode
 from noon.store.replica import Summaries
-from tests.noond_harness import Node, Pki, free_port, wait_until
 
 
 class Proxies:

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # Installs noon with its test and benchmark dependencies into .venv (the benchmark smoke test
-# draws the plots), installs the official MCP memory server
-# (the reference of the drop-in tests) and runs ruff and the test suite.
-# This is the README's test command; .ci/run calls it too. Extra arguments go to pytest.
+# draws the plots), installs the official MCP memory server (the reference of the drop-in
+# tests), checks lint, format and types, and runs the test suite.
+# This is the README's test command; .ci/run calls it too.
+#   --fast   the fast lane: only in-process tests (no real processes, daemons or browsers),
+#            a few seconds; what a developer runs after every change.
+# Other arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+lane=()
+if [ "${1:-}" = "--fast" ]; then
+    shift
+    lane=(-m "not integration and not slow")
+fi
 python3 -m venv .venv
 .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test,bench]'
-bash scripts/install-official-server.sh
+[ ${#lane[@]} -gt 0 ] || bash scripts/install-official-server.sh
 .venv/bin/ruff check noon noond tests bench
-.venv/bin/python -m pytest -q "$@"
+.venv/bin/ruff format --check noon noond tests bench
+.venv/bin/mypy
+.venv/bin/python -m pytest -q "${lane[@]}" "$@"

@@ -1,4 +1,5 @@
-"""Shared test settings: slow suites run only with NOON_SLOW=1; hypothesis profiles."""
+"""Shared test settings: slow suites run only with NOON_SLOW=1; hypothesis profiles; every test
+starts with no noon setting in its environment."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.noond_harness import Node, Pki
+from bench.mesh import Node, Pki
 
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=100
@@ -27,6 +28,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+TEST_CONTROLS = frozenset(
+    {
+        "NOON_SLOW",
+        "NOON_SEED",
+        "NOON_SOAK_SECONDS",
+        "NOON_MODEL_EXAMPLES",
+        "NOON_NEMESIS_NODES",
+        "NOON_NEMESIS_DISK_DAMAGE",
+        "NOON_NEMESIS_RELAY_COMPACTION",
+    }
+)
+"""Variables that steer the suite itself, not noon: kept."""
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's own NOON_* and NOOND_* settings (a real NOON_DIR, a node id, a token) must
+    never reach a test, nor a process a test starts."""
+    for name in list(os.environ):
+        if name.startswith(("NOON_", "NOOND_")) and name not in TEST_CONTROLS:
+            monkeypatch.delenv(name)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.mcp_helpers import ROOT, subprocess_env
+import pytest
+
+from bench.mesh import ROOT, subprocess_env
+
+pytestmark = pytest.mark.integration
 
 
 def test_tiny_run_writes_results_and_the_performance_section(tmp_path: Path) -> None:

@@ -6,10 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from noon.config import Settings
 from noon.core.ops import Draft
 from noon.store import peerstate
 from noon.store.store import Store
+
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parent.parent
 E = ("content", "default", "E")

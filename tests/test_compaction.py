@@ -10,8 +10,7 @@ from noon.core.fold import Fold
 from noon.core.ops import encode
 from noon.store.compact import compact_dir
 from noon.store.store import Store
-from tests.sim import run, summary
-from tests.test_fold import actions, skews
+from tests.harness.sim import actions, run, skews, summary
 
 
 def groups_of(ops):

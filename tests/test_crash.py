@@ -7,7 +7,9 @@ import signal
 
 import pytest
 
-from tests.test_store import open_store, writer
+from tests.harness.stores import open_store, writer
+
+pytestmark = pytest.mark.integration
 
 
 def kill_loop(noon_dir, rounds: int, seed: int) -> None:

@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
-from tests.noond_harness import ROOT, Node, Pki, free_port, wait_until
+from bench.mesh import ROOT, Node, Pki, free_port, wait_until
+
+pytestmark = pytest.mark.integration
 
 DEPLOY = ROOT / "deploy"
 PROMTOOL = shutil.which("promtool")

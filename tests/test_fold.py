@@ -6,19 +6,7 @@ from hypothesis import strategies as st
 
 from noon.core.fold import Fold, ForkError
 from noon.core.ops import decode, encode
-from tests.sim import KEYS, run, summary
-
-write = st.tuples(
-    st.just(0),
-    st.integers(0, 3),
-    st.integers(0, len(KEYS) - 1),
-    st.integers(0, 4).map(lambda x: int(x == 0)),
-    st.integers(0, 99),
-    st.integers(-5, 50),
-)
-sync = st.tuples(st.just(1), st.integers(0, 3), st.integers(0, 3))
-actions = st.lists(st.one_of(write, write, sync), max_size=60)
-skews = st.lists(st.integers(-120_000, 120_000), min_size=2, max_size=4)
+from tests.harness.sim import actions, run, skews, summary
 
 
 def fold_of(ops):

@@ -20,21 +20,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.mesh import ROOT, subprocess_env
+from bench.pipe import PipeClient
 from noon.cli import main
 from noon.config import Settings
 from noon.kg.graph import View
 from noon.kg.live import read
 from noon.store.store import Store
 from noon.transfer import official as official_format
-from tests.jsonrpc_pipe import PipeClient
-from tests.mcp_helpers import ROOT, subprocess_env
 
 OFFICIAL = ROOT / ".cache/official/node_modules/@modelcontextprotocol/server-memory/dist/index.js"
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("node") is None or shutil.which("npm") is None,
-    reason="node/npm not installed: the official memory server cannot run here",
-)
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        shutil.which("node") is None or shutil.which("npm") is None,
+        reason="node/npm not installed: the official memory server cannot run here",
+    ),
+]
 
 
 def _ensure_official() -> Path:

@@ -23,7 +23,7 @@ from noon.kg.live import mutate, read
 from noon.kg.uri import render_entity, render_index
 from noon.mcp.server import create_server
 from noon.store.store import Store
-from tests.mcp_helpers import make_settings, make_store
+from tests.harness.mcp import make_settings, make_store
 
 ALICE = {"name": "Alice", "entityType": "person", "observations": ["likes tea"]}
 BOB = {"name": "Bob", "entityType": "person", "observations": []}

@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.noond_harness import ROOT, free_port, noon_command, wait_until
+import pytest
+
+from bench.mesh import ROOT, free_port, noon_command, wait_until
+
+pytestmark = pytest.mark.integration
 
 
 def noon(command: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.mesh import Node, Pki, free_port, start_all, wait_until
 from noon.core.ops import Draft, OpError, decode
-from tests.noond_harness import Node, Pki, free_port, start_all, wait_until
+
+pytestmark = pytest.mark.integration
 
 
 def key(ident: str) -> tuple[str, ...]:

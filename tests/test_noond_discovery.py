@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.noond_harness import Node, converged, free_port, wait_until
+from bench.mesh import Node, converged, free_port, wait_until
+
+pytestmark = pytest.mark.integration
 
 DATA = Path(__file__).parent / "data"
 

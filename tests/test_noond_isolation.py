@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from bench.mesh import Node, Pki, converged, free_port, wait_until
 from noon import certs
-from tests.noond_harness import Node, Pki, converged, free_port, wait_until
+
+pytestmark = pytest.mark.integration
 
 
 class Rogue:

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from noon.store.compact import compact_dir
-from tests.noond_harness import (
+from bench.mesh import (
     ROOT,
     Node,
     Pki,
@@ -20,6 +19,9 @@ from tests.noond_harness import (
     start_all,
     wait_until,
 )
+from noon.store.compact import compact_dir
+
+pytestmark = pytest.mark.integration
 
 
 def make(spawn: list[Node], tmp_path: Path, pki: Pki, name: str, **kw: object) -> Node:

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.mesh import ROOT, Node, Pki, free_port, noon_command, wait_until
 from noon.core.ops import decode, encode
-from tests.noond_harness import ROOT, Node, Pki, free_port, noon_command, wait_until
+
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")

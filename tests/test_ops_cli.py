@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from bench.mesh import ROOT, Node, Pki, free_port, noon_command, start_all, wait_until
 from noon import certs
 from noon.config import Settings
 from noon.core.hlc import pack
@@ -32,7 +33,8 @@ from noon.kg import plan as kg_plan
 from noon.mcp.graph_service import service
 from noon.store import peerstate
 from noon.store.store import Store
-from tests.noond_harness import ROOT, Node, Pki, free_port, noon_command, start_all, wait_until
+
+pytestmark = pytest.mark.integration
 
 X = ("content", "default", "x")
 

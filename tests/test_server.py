@@ -19,7 +19,7 @@ from noon.core.ops import Draft
 from noon.mcp.kg_tools import KG_TOOLS
 from noon.mcp.server import create_server
 from noon.mcp.validation import ArgumentValidator
-from tests.mcp_helpers import Recorder, make_settings, make_store
+from tests.harness.mcp import Recorder, make_settings, make_store
 
 GRAPH = "memory://knowledge-graph"
 ALICE = {"name": "Alice", "entityType": "person", "observations": ["likes tea"]}

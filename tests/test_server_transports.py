@@ -14,8 +14,11 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from bench.mesh import ROOT, subprocess_env
 from noon.cli import main
-from tests.mcp_helpers import ROOT, Recorder, http_server, subprocess_env
+from tests.harness.mcp import Recorder, http_server
+
+pytestmark = pytest.mark.integration
 
 ALICE = {"name": "Alice", "entityType": "person", "observations": ["likes tea"]}
 

@@ -1,7 +1,4 @@
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -9,12 +6,9 @@ from noon.config import ConfigError, Settings
 from noon.core.ops import Draft, encode
 from noon.store.names import InvalidName, sanitize_node_id, shard_file, shard_node
 from noon.store.store import ForkDetected, ShardBehind, Store
+from tests.harness.stores import open_store, writer
 
 KEY = ("content", "default", "m")
-
-
-def open_store(d: Path, node: str = "a", **kw) -> Store:
-    return Store(Settings.from_env({}, dir=d, node_id=node, **kw))
 
 
 def put(store: Store, text: str, key=KEY):
@@ -149,25 +143,6 @@ def test_bad_settings_name_the_variable():
         Settings.from_env({"NOON_FSYNC": "maybe", "NOON_NODE_ID": "a"})
     with pytest.raises(ConfigError, match="NOON_HISTORY"):
         Settings.from_env({"NOON_HISTORY": "-1", "NOON_NODE_ID": "a"})
-
-
-def writer(d: Path, node: str, tag: str, batches: int, compact_every: int = 0):
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.writer_proc",
-            str(d),
-            node,
-            tag,
-            str(batches),
-            str(compact_every),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=Path(__file__).resolve().parent.parent,
-    )
 
 
 def test_processes_appending_to_one_shard_at_once_lose_nothing(noon_dir):

@@ -17,8 +17,7 @@ from mcp import Client
 
 from noon.mcp.graph_service import GraphService, service
 from noon.store.store import Store
-from tests.test_uri_tools import Session
-from tests.uri_harness import make_server, open_store
+from tests.harness.uri import Session, make_server, open_store
 
 NS = "default"
 

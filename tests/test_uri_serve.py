@@ -12,9 +12,11 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.mcp_helpers import ROOT, Recorder, http_server, subprocess_env
-from tests.test_uri_tools import Session
-from tests.uri_harness import make_server, open_store
+from bench.mesh import ROOT, subprocess_env
+from tests.harness.mcp import Recorder, http_server
+from tests.harness.uri import Session, make_server, open_store
+
+pytestmark = pytest.mark.integration
 
 
 def stdio(d: Path, node: str = "n1") -> StdioServerParameters:

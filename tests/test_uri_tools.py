@@ -2,66 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client
 
-from tests.uri_harness import make_server, open_store
-
-
-class Session:
-    def __init__(self, client: Client) -> None:
-        self.client = client
-
-    async def call(self, name: str, **args: Any) -> tuple[str, dict[str, Any]]:
-        r = await self.client.call_tool(name, args)
-        text = r.content[0].text  # type: ignore[union-attr]
-        assert not r.is_error, text
-        return text, r.structured_content or {}
-
-    async def fail(self, name: str, **args: Any) -> str:
-        r = await self.client.call_tool(name, args)
-        text = r.content[0].text  # type: ignore[union-attr]
-        assert r.is_error, text
-        return text
-
-    async def read(self, uri: str) -> str:
-        return (await self.call("read_memory", uri=uri))[0]
-
-    async def create(
-        self,
-        parent: str,
-        title: str | None,
-        content: str,
-        priority: int = 1,
-        disclosure: str = "When testing",
-    ) -> dict[str, Any]:
-        args: dict[str, Any] = {
-            "parent_uri": parent,
-            "content": content,
-            "priority": priority,
-            "disclosure": disclosure,
-        }
-        if title is not None:
-            args["title"] = title
-        return (await self.call("create_memory", **args))[1]
-
-
-def mcp_test(fn: Callable[[Session], Awaitable[None]]) -> Callable[[Path], Awaitable[None]]:
-    """Run ``fn`` with a fresh store and an MCP client session (opened and closed in the test's
-    own task, as the client's task group requires)."""
-
-    async def test(tmp_path: Path) -> None:
-        store, settings = open_store(tmp_path, "laptop")
-        async with Client(make_server(store, settings)) as client:
-            await fn(Session(client))
-
-    test.__name__ = fn.__name__
-    test.__doc__ = fn.__doc__
-    return test
+from tests.harness.uri import Session, make_server, mcp_test, open_store
 
 
 @mcp_test
@@ -359,9 +305,9 @@ async def test_an_imported_nocturne_database_reads_through_the_uri_tools(tmp_pat
     import argparse
 
     from noon.transfer import import_command
-    from tests.test_transfer import _nocturne_db
+    from tests.harness.nocturne import nocturne_db
 
-    _nocturne_db(tmp_path / "nocturne.db")
+    nocturne_db(tmp_path / "nocturne.db")
     d = tmp_path / "noon"
     parser = argparse.ArgumentParser()
     import_command.configure(parser)

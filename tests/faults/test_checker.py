@@ -10,7 +10,7 @@ from pathlib import Path
 from noon.config import Settings
 from noon.core.ops import Draft
 from noon.store.store import Store
-from tests.faults.checker import History, check, read_replica
+from tests.harness.checker import History, check, read_replica
 
 KEY = ("content", "default", "k")
 

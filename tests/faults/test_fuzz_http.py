@@ -19,8 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.mesh import Node, Pki, wait_until
 from noon.core.ops import encode
-from tests.noond_harness import Node, Pki, wait_until
+
+pytestmark = pytest.mark.integration
 
 MAX_BODY = 65536
 ROUTES = [

@@ -17,7 +17,7 @@ from mcp import Client
 
 from noon.mcp.server import create_server
 from noon.store.store import Store
-from tests.mcp_helpers import make_settings, make_store
+from tests.harness.mcp import make_settings, make_store
 
 json_leaf = (
     st.none()

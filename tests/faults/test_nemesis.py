@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.nemesis import Config, Outcome, run_once, seed_from_env
-from tests.noond_harness import Pki
+from bench.mesh import Pki
+from tests.harness.nemesis import Config, Outcome, run_once, seed_from_env
+
+pytestmark = pytest.mark.integration
 
 RELAY_COMPACTION = os.environ.get("NOON_NEMESIS_RELAY_COMPACTION", "1") == "1"
 DISK_DAMAGE = os.environ.get("NOON_NEMESIS_DISK_DAMAGE", "1") == "1"

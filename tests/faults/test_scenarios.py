@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.mesh import Pki, wait_until
 from noon.core.ops import decode
-from tests.faults.nemesis import Cluster, Config, seed_from_env
-from tests.noond_harness import Pki, wait_until
+from tests.harness.nemesis import Cluster, Config, seed_from_env
+
+pytestmark = pytest.mark.integration
 
 
 def shard_ops(path: Path) -> dict[tuple[str, int], bytes]:
@@ -76,7 +78,7 @@ def test_a_node_restored_from_an_old_backup_is_a_reported_fork_never_merged(
         # The checker agrees: the fork is there, but reported.
         report, _ = cluster.verify()
         assert not [a for a in report.anomalies if a.startswith("fork")]
-        from tests.faults.checker import check, read_replica
+        from tests.harness.checker import check, read_replica
 
         unreported = check(cluster.acknowledged(), [read_replica(n.name, n.dir) for n in (n0, n1)])
         assert any(a.startswith("fork") for a in unreported.anomalies)

@@ -3,7 +3,6 @@ and a ``noon serve`` subprocess speaking Streamable HTTP."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -16,10 +15,9 @@ from typing import Any
 import anyio
 import mcp.types as types
 
+from bench.mesh import ROOT, subprocess_env
 from noon.config import Settings
 from noon.store.store import Store
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def make_settings(d: Path, node: str = "n1", namespace: str = "default") -> Settings:
@@ -48,13 +46,6 @@ class Recorder:
         with anyio.fail_after(timeout):
             while not pred():
                 await anyio.sleep(0.02)
-
-
-def subprocess_env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.update(extra)
-    return env
 
 
 @contextmanager

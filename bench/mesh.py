@@ -1,4 +1,5 @@
-"""Real ``noond`` processes on loopback with real certificates, for the daemon's tests.
+"""Real ``noond`` processes on loopback with real certificates, for the benchmarks and the
+tests of the daemon.
 
 Nothing here sleeps to synchronise: :func:`wait_until` polls a condition with a deadline.
 """
@@ -27,6 +28,14 @@ from noon.store.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 DEADLINE = 30.0
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """This environment, with the checkout importable, plus ``extra``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
 
 
 def noon_command(command: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

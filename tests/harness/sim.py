@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hypothesis import strategies as st
+
 from noon.core.fold import Fold
 from noon.core.hlc import Clock
 from noon.core.ops import Key, Op, decode, encode
@@ -73,3 +75,16 @@ def run(actions: list[tuple[int, ...]], skews: list[int]) -> list[SimNode]:
             _, a, b = act
             nodes[a % len(nodes)].receive(nodes[b % len(nodes)].ops, wall)
     return nodes
+
+
+write = st.tuples(
+    st.just(0),
+    st.integers(0, 3),
+    st.integers(0, len(KEYS) - 1),
+    st.integers(0, 4).map(lambda x: int(x == 0)),
+    st.integers(0, 99),
+    st.integers(-5, 50),
+)
+sync = st.tuples(st.just(1), st.integers(0, 3), st.integers(0, 3))
+actions = st.lists(st.one_of(write, write, sync), max_size=60)
+skews = st.lists(st.integers(-120_000, 120_000), min_size=2, max_size=4)

@@ -3,9 +3,10 @@ faults it injects into them while they work.
 
 Every daemon listens on 127.0.0.1 and binds its outgoing connections to its own loopback IP
 (``NOOND_SOURCE_IP=127.0.0.<10+i>``); peers know it only by the address of its listener in the
-test's :class:`~tests.faults.proxy.Proxy` (seeds and ``NOOND_ADVERTISE``), so every exchange
+test's :class:`~tests.harness.proxy.Proxy` (seeds and ``NOOND_ADVERTISE``), so every exchange
 crosses the proxy and obeys partitions, loss and delay. Writers are separate processes
-(:mod:`tests.faults.writer`) whose acknowledgements feed the :class:`~tests.faults.checker.History`.
+(:mod:`tests.harness.fault_writer`) whose acknowledgements feed the
+:class:`~tests.harness.checker.History`.
 
 Everything random comes from one seed (``NOON_SEED``); a failing run prints it, and running
 again with it replays the same schedule of faults (the timing of processes still varies).
@@ -27,9 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.faults.checker import History, Replica, Report, check, read_replica, visible
-from tests.faults.proxy import Link, Proxy
-from tests.noond_harness import ROOT, Node, Pki, free_port, wait_until
+from bench.mesh import ROOT, Node, Pki, free_port, wait_until
+from tests.harness.checker import History, Replica, Report, check, read_replica, visible
+from tests.harness.proxy import Link, Proxy
 
 
 def seed_from_env(default: int | None = None) -> int:
@@ -137,7 +138,7 @@ class Cluster:
             [
                 sys.executable,
                 "-m",
-                "tests.faults.writer",
+                "tests.harness.fault_writer",
                 str(node.dir),
                 node.name,
                 tag,

@@ -2,7 +2,7 @@
 space through :meth:`Store.write` and prints one JSON line per acknowledged batch on stdout
 (flushed) *after* ``write`` returned. Only what is printed counts as acknowledged.
 
-``python -m tests.faults.writer DIR NODE TAG SEED KEYS PAUSE_MS COMPACT_EVERY``
+``python -m tests.harness.fault_writer DIR NODE TAG SEED KEYS PAUSE_MS COMPACT_EVERY``
 """
 
 from __future__ import annotations

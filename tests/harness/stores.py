@@ -1,0 +1,37 @@
+"""Stores in a test directory, and writer processes appending to one."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.mesh import ROOT
+from noon.config import Settings
+from noon.store.store import Store
+
+
+def open_store(d: Path, node: str = "a", **kw: Any) -> Store:
+    return Store(Settings.from_env({}, dir=d, node_id=node, **kw))
+
+
+def writer(
+    d: Path, node: str, tag: str, batches: int, compact_every: int = 0
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.harness.writer_proc",
+            str(d),
+            node,
+            tag,
+            str(batches),
+            str(compact_every),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
