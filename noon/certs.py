@@ -33,6 +33,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from noon.errors import NoonError
+
 __all__ = [
     "CA_CERT_NAME",
     "CA_KEY_NAME",
@@ -71,11 +73,10 @@ _HOST_RE = re.compile(r"^(\*\.)?[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_-
 _CLOCK_SKEW = dt.timedelta(minutes=5)
 _DEFAULT_HOSTS: tuple[str, ...] = ("localhost", "127.0.0.1", "::1")
 
-
 # --------------------------------------------------------------------------- errors
 
 
-class CertError(Exception):
+class CertError(NoonError):
     """Base class of every error raised by this module."""
 
 

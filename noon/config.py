@@ -12,12 +12,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from noon.store.names import default_node_id, shard_file
+from noon.errors import NoonError
+from noon.names import default_node_id, shard_file
 
 N = TypeVar("N", int, float)
 
 
-class ConfigError(ValueError):
+class ConfigError(NoonError, ValueError):
     """A setting with a value noon cannot use. The message names the variable."""
 
 

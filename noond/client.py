@@ -20,6 +20,7 @@ import aiohttp
 import orjson
 
 from noon.certs import peer_node_id
+from noon.errors import NoonError
 from noon.store.replica import Checks
 from noond.config import PROTOCOL
 from noond.metrics import Metrics
@@ -27,11 +28,11 @@ from noond.metrics import Metrics
 MAX_JSON = 8 << 20
 
 
-class Unreachable(Exception):
+class Unreachable(NoonError):
     """The peer did not answer (connection refused or reset, timeout, TLS handshake failed)."""
 
 
-class PeerError(Exception):
+class PeerError(NoonError):
     """The peer answered with something unusable. ``code`` is the protocol's error code."""
 
     def __init__(self, message: str, *, status: int = 0, code: str = "invalid") -> None:

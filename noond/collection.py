@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from noon.core.collection import retire
+from noon.names import shard_node
 from noon.store import peerstate
 from noon.store.collect import CollectReport, collect_dir
-from noon.store.names import shard_node
 from noond.membership import Member
 from noond.metrics import Metrics
 

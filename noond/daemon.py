@@ -24,8 +24,8 @@ from aiohttp import web
 from noon.certs import CertError, cert_info, client_ssl_context, server_ssl_context
 from noon.config import ConfigError
 from noon.core.ops import valid_node_id
+from noon.names import shard_file
 from noon.store import forgotten, peerstate, replica
-from noon.store.names import shard_file
 from noon.store.store import ForkDetected, Store
 from noond import discovery
 from noond.client import Client, PeerError, Unreachable

@@ -15,8 +15,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from noon.certs import peer_node_id
 from noon.core.ops import valid_node_id
+from noon.errors import NoonError
+from noon.names import shard_file
 from noon.store import replica
-from noon.store.names import shard_file
 from noon.store.store import ForkDetected
 from noond.config import CAPABILITIES, PROTOCOL, parse_address
 
@@ -42,7 +43,7 @@ def _json(obj: Any) -> web.Response:
     return web.Response(body=orjson.dumps(obj), content_type="application/json")
 
 
-class Refused(Exception):
+class Refused(NoonError):
     def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:
         super().__init__(message)
         self.code = code

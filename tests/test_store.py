@@ -4,7 +4,7 @@ import pytest
 
 from noon.config import ConfigError, Settings
 from noon.core.ops import Draft, encode
-from noon.store.names import InvalidName, sanitize_node_id, shard_file, shard_node
+from noon.names import InvalidName, sanitize_node_id, shard_file, shard_node
 from noon.store.store import ForkDetected, ShardBehind, Store
 from tests.harness.stores import open_store, writer
 

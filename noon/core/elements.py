@@ -15,11 +15,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from noon.errors import NoonError
+
 MAX_KEY_PART = 4096
 MAX_TEXT = 1 << 20
 
 
-class InvalidValue(ValueError):
+class InvalidValue(NoonError, ValueError):
     """A value that does not fit its element kind."""
 
 

@@ -29,11 +29,12 @@ from array import array
 from collections.abc import Iterable
 
 from noon.core.ops import Key, Op, OpId
+from noon.errors import NoonError
 
 _DENSE_GAP = 1 << 16
 
 
-class ForkError(Exception):
+class ForkError(NoonError):
     """Two different ops share one identity."""
 
     def __init__(self, node: str, seq: int) -> None:

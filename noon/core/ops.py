@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 
 from noon.core.elements import MAX_KEY_PART, InvalidValue, kind_of
+from noon.errors import NoonError
 
 FORMAT_VERSION = 1
 MAX_LINE = 4 << 20
@@ -48,7 +49,7 @@ OpId = tuple[str, int]
 Key = tuple[str, ...]
 
 
-class OpError(ValueError):
+class OpError(NoonError, ValueError):
     """A line that is not a valid operation. The message says what is wrong with it."""
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from noon.core.elements import boot_key, content_key, edge_key, keyword_key
 from noon.core.ops import Draft, OpId
+from noon.errors import NoonError
 from noon.graph.model import Graph, Placement, live_text, version_id
 from noon.graph.uri import NODE_VIEW, Uri, check_name, is_root, new_node_id, parse
 
 MAX_KEYWORD = 100
 
 
-class GraphError(ValueError):
+class GraphError(NoonError, ValueError):
     """An edit the graph refuses. The message tells the agent what to do instead."""
 
 

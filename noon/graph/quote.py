@@ -18,6 +18,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
+from noon.errors import NoonError
+
 __all__ = ["QuoteEdit", "QuoteError", "append_text", "normalise", "replace_quoted"]
 
 _DOUBLE_QUOTES = "\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb\u301d\u301e\uff02"
@@ -59,7 +61,7 @@ class QuoteEdit:
     normalised: bool
 
 
-class QuoteError(ValueError):
+class QuoteError(NoonError, ValueError):
     """The quote cannot be applied; the message is written for the agent to act on.
 
     ``kind`` is ``"empty"``, ``"ambiguous"`` or ``"not_found"``. ``lines`` holds the 1-based line

@@ -15,6 +15,8 @@ import re
 import secrets
 from dataclasses import dataclass
 
+from noon.errors import NoonError
+
 ROOT_PREFIX = "@"
 SYSTEM = "system"
 KG = "kg"
@@ -28,7 +30,7 @@ NAME = re.compile(r"^[\w][\w.-]{0,127}$")
 MAX_SEGMENTS = 64
 
 
-class UriError(ValueError):
+class UriError(NoonError, ValueError):
     """A URI, name or domain that cannot be used. The message says why and what to do."""
 
 

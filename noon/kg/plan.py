@@ -20,10 +20,11 @@ from typing import Any
 
 from noon.core.elements import MAX_KEY_PART, entity_key, rel_key
 from noon.core.ops import Draft, Key
+from noon.errors import NoonError
 from noon.kg.graph import View, obs_key, obs_text, obs_value
 
 
-class KGError(Exception):
+class KGError(NoonError):
     """A call the official server refuses; the message is the official error text."""
 
 

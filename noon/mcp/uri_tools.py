@@ -20,6 +20,7 @@ import mcp.types as types
 
 from noon.core.elements import CONTENT
 from noon.core.ops import Draft, Op
+from noon.errors import NoonError
 from noon.graph import plan, views
 from noon.graph.model import Graph, live_text, version_id
 from noon.graph.plan import GraphError
@@ -61,7 +62,7 @@ RECENT_DEFAULT = 10
 RECENT_MAX = 100
 
 
-class ToolInputError(ValueError):
+class ToolInputError(NoonError, ValueError):
     pass
 
 

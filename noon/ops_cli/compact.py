@@ -18,10 +18,10 @@ from pathlib import Path
 
 from noon.config import ConfigError, Settings, env_bool
 from noon.core.collection import member_of
+from noon.names import shard_node
 from noon.store import peerstate
 from noon.store.collect import CollectReport, collect_dir
 from noon.store.compact import CompactReport, compact_dir
-from noon.store.names import shard_node
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

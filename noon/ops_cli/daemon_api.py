@@ -18,12 +18,13 @@ from typing import Any
 
 from noon import certs
 from noon.config import Settings
+from noon.errors import NoonError
 
 MAX_ANSWER = 8 << 20
 """Largest answer read from a daemon (a /peers listing of a big mesh fits easily)."""
 
 
-class Unreachable(Exception):
+class Unreachable(NoonError):
     """No daemon answered (refused, timed out, TLS failed, missing certificate)."""
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from noon.core.compaction import droppable
 from noon.core.ops import Key, Op, OpError, OpId, decode
-from noon.store.names import shard_node
+from noon.names import shard_node
 from noon.store.shard import fsync_dir, locked
 
 Scan = tuple[list[tuple[bytes, Op | None]], int, int]

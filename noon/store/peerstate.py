@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from noon.core.ops import valid_node_id
+from noon.errors import NoonError
 from noon.store.shard import locked, write_file
 
 
-class StateError(ValueError):
+class StateError(NoonError, ValueError):
     pass
 
 

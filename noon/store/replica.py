@@ -25,9 +25,10 @@ import orjson
 
 from noon.core.compaction import stale_after_refetch
 from noon.core.ops import Key, Op, OpError, decode, line_digest
+from noon.errors import NoonError
+from noon.names import shard_file, shard_node
 from noon.store import forgotten
 from noon.store.compact import maintenance
-from noon.store.names import shard_file, shard_node
 from noon.store.shard import fsync_dir, lock_path, locked, repair_tail, write_all
 from noon.store.store import ForkDetected
 
@@ -35,7 +36,7 @@ Checks = Sequence[tuple[int, int]]
 """(seq, digest) pairs of one shard, compared by a peer to find a forked history."""
 
 
-class ReplicaError(ValueError):
+class ReplicaError(NoonError, ValueError):
     """Ops received from a peer that cannot be stored. The message says which line and why."""
 
 

@@ -26,10 +26,11 @@ from noon.config import Settings
 from noon.core.fold import Fold, ForkError
 from noon.core.hlc import Clock
 from noon.core.ops import AUTO, Draft, Key, Op, OpId, decode, encode
+from noon.errors import NoonError
+from noon.names import shard_file, shard_node
 from noon.store import snapshot
 from noon.store.compact import compact_dir
 from noon.store.cut import ReadCut
-from noon.store.names import shard_file, shard_node
 from noon.store.shard import Corrupt, ShardReader, fsync_dir, locked, repair_tail, write_all
 
 log = logging.getLogger("noon.store")
@@ -58,7 +59,7 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-class StoreError(Exception):
+class StoreError(NoonError):
     """A store problem a person must act on. The message says what to do."""
 
 

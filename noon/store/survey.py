@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from noon.core.hlc import physical
-from noon.store.names import shard_node
+from noon.names import shard_node
 from noon.store.shard import Corrupt, ShardReader
 
 

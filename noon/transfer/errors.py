@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from noon.errors import NoonError
+
 MAX_REPORTED = 20
 
 
-class TransferError(ValueError):
+class TransferError(NoonError, ValueError):
     """Input that cannot be imported (or output that cannot be written). The message names the
     file and, for malformed input, every bad line (up to :data:`MAX_REPORTED`)."""
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from noon.core.ops import Op, OpError, decode
-from noon.store.names import shard_file, shard_node
+from noon.names import shard_file, shard_node
 from noon.store.shard import fsync_dir, locked, repair_tail, write_all
 from noon.store.store import Store
 from noon.transfer.errors import TransferError

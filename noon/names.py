@@ -6,11 +6,12 @@ import re
 import socket
 
 from noon.core.ops import valid_node_id
+from noon.errors import NoonError
 
 SHARD_SUFFIX = ".jsonl"
 
 
-class InvalidName(ValueError):
+class InvalidName(NoonError, ValueError):
     """A node id or shard name that could escape the directory or break a peer."""
 
 
