@@ -24,7 +24,7 @@ NS = "default"
 
 def store(d: Path, node: str) -> Store:
     return Store(
-        Settings.from_env({}, dir=d, node_id=node, fsync=False, compact_after=0, snapshot=False)
+        Settings.from_env({}, dir=d, node_id=node, fsync=False, compact_after=0)
     )
 
 

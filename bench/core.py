@@ -33,7 +33,7 @@ def settings(d: Path, node: str, **kw: object) -> Settings:
 
 def bench_appends(n: int, fsync: bool) -> float:
     with tempfile.TemporaryDirectory() as tmp:
-        store = Store(settings(Path(tmp), "bench", fsync=fsync, snapshot=False))
+        store = Store(settings(Path(tmp), "bench", fsync=fsync))
         start = time.perf_counter()
         for i in range(n):
             store.write(lambda f, i=i: [Draft(("content", "default", f"m{i}"), {"text": "x" * 80})])

@@ -283,7 +283,7 @@ class Node:
     # -- the store --------------------------------------------------------------------
 
     def store(self) -> Store:
-        return Store(Settings(dir=self.dir, node_id=self.name, fsync=False, snapshot=False))
+        return Store(Settings(dir=self.dir, node_id=self.name, fsync=False))
 
     def write(self, *items: tuple[str, str]) -> None:
         """One batch: content elements (id, text)."""

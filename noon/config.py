@@ -69,7 +69,6 @@ class Settings:
     """Superseded versions of a register kept through compaction (``NOON_HISTORY``)."""
     compact_after: int = 1000
     """Compact the own shard each time its seq crosses a multiple of this; 0 disables."""
-    snapshot: bool = True
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -84,7 +83,6 @@ class Settings:
             max_skew_ms=env_int(env, "NOON_MAX_SKEW_MS", 60_000, 1),
             history=env_int(env, "NOON_HISTORY", 10),
             compact_after=env_int(env, "NOON_COMPACT_AFTER", 1000),
-            snapshot=env_bool(env, "NOON_SNAPSHOT", True),
         )
         settings = replace(settings, **overrides)
         try:

@@ -17,8 +17,8 @@ E = ("content", "default", "E")
 F = ("content", "default", "F")
 
 
-def store(d: Path, node: str) -> Store:
-    return Store(Settings.from_env({}, dir=d, node_id=node, snapshot=False, compact_after=0))
+def store(d: Path, node: str, *, shared: bool = True) -> Store:
+    return Store(Settings.from_env({}, dir=d, node_id=node, compact_after=0), shared=shared)
 
 
 def put(s: Store, key, text):
@@ -148,8 +148,8 @@ def test_a_reader_never_sees_half_a_collection(noon_dir, monkeypatch):
     collector: list[threading.Thread] = []
     journal_could_begin: list[bool] = []
 
-    def poll_then_collect(self):
-        polled = real_poll(self)
+    def poll_then_collect(self, max_bytes=None):
+        polled = real_poll(self, max_bytes)
         if self.path.name == "b.jsonl" and not collector:
             # Between two reads: a collection may not start its journal now (the probe takes
             # the lock as cut.begin does, without waiting), and one started here waits.
@@ -171,7 +171,7 @@ def test_a_reader_never_sees_half_a_collection(noon_dir, monkeypatch):
         return polled
 
     monkeypatch.setattr(shard_mod.ShardReader, "poll", poll_then_collect)
-    reader = store(noon_dir, "reader")
+    reader = store(noon_dir, "reader", shared=False)  # folds every shard afresh
     assert journal_could_begin == [False]
     collector[0].join(timeout=30)
     assert not collector[0].is_alive()

@@ -34,7 +34,7 @@ def noon(d: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def prepare(d: Path) -> None:
-    s = Store(Settings.from_env({}, dir=d, node_id="a", compact_after=0, snapshot=False))
+    s = Store(Settings.from_env({}, dir=d, node_id="a", compact_after=0))
     for text in ("v1", "v2", "v3"):
         s.write(lambda f, t=text: [Draft(F, {"text": t})])
     s.write(lambda f: [Draft(E, {"text": "doomed"})])
@@ -55,7 +55,7 @@ def test_sole_writer_removes_deleted_memories(noon_dir):
     out = noon(noon_dir, "compact", "--history", "0", "--sole-writer", "--json")
     report = json.loads(out.stdout)
     assert report["collection"]["collected"] == 1
-    s = Store(Settings.from_env({}, dir=noon_dir, node_id="r", snapshot=False))
+    s = Store(Settings.from_env({}, dir=noon_dir, node_id="r"))
     assert E not in s.fold.elements and s.fold.elements[F].winner.val == {"text": "v4"}
 
 

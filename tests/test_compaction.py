@@ -106,7 +106,7 @@ def test_compacting_every_shard_on_disk_keeps_the_store_fold(tmp_path_factory, a
     d = tmp_path_factory.mktemp("c")
     nodes = run(acts, sk)
     write_shards(d, nodes)
-    settings = Settings.from_env({}, dir=d, node_id="reader", snapshot=False)
+    settings = Settings.from_env({}, dir=d, node_id="reader")
     before = summary(Store(settings).fold)
     reports = compact_dir(d, sorted(p.name for p in d.glob("*.jsonl")), history=hist)
     assert all(r.after <= r.before for r in reports)

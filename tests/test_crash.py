@@ -25,7 +25,7 @@ def kill_loop(noon_dir, rounds: int, seed: int) -> None:
             acked.append(line.split()[3])
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-        store = open_store(noon_dir, "checker", snapshot=False)
+        store = open_store(noon_dir, "checker")
         assert not store.corrupt, store.corrupt
         for tag in acked:
             round_tag, i = tag.rsplit("-", 1)

@@ -18,12 +18,13 @@ from noon.config import Settings
 from noon.core.fold import Fold
 from noon.core.ops import decode
 from noon.kg import plan
-from noon.kg.graph import Index, View
+from noon.kg.graph import View
 from noon.kg.live import mutate, read
 from noon.kg.uri import render_entity, render_index
 from noon.mcp.server import create_server
 from noon.store.store import Store
 from tests.harness.mcp import make_settings, make_store
+from tests.harness.oracle import fold_of_dir
 
 ALICE = {"name": "Alice", "entityType": "person", "observations": ["likes tea"]}
 BOB = {"name": "Bob", "entityType": "person", "observations": []}
@@ -109,7 +110,7 @@ async def test_every_tool_through_a_client(tmp_path: Path) -> None:
 def _store(d: Path, node: str, clock: list[int]) -> Store:
     d.mkdir(parents=True, exist_ok=True)
     return Store(
-        Settings.from_env({}, dir=d, node_id=node, fsync=False, snapshot=False),
+        Settings.from_env({}, dir=d, node_id=node, fsync=False),
         clock_ms=lambda: clock[0],
     )
 
@@ -119,7 +120,7 @@ def _do(store: Store, planner: Any, arg: Any) -> Any:
 
 
 def _graph(store: Store) -> dict[str, Any]:
-    return read(store, "default", View.graph)
+    return read(store, "default", lambda view: view.graph())
 
 
 def test_entity_listed_twice_in_one_call_is_created_once(tmp_path: Path) -> None:
@@ -298,7 +299,7 @@ def test_replicas_converge_whatever_the_delivery_order(
         order.shuffle(ops)
         fold = Fold()
         fold.apply_all(ops)
-        graphs.append(View(fold, Index.build(fold), "default").graph())
+        graphs.append(View(fold, "default").graph())
     assert graphs[0] == graphs[1] == graphs[2]
 
 
@@ -306,19 +307,19 @@ def test_entities_render_as_uri_nodes(tmp_path: Path) -> None:
     store = _store(tmp_path, "a", [1000])
     _do(store, plan.create_entities, [ALICE, BOB])
     _do(store, plan.create_relations, [{"from": "Alice", "to": "Bob", "relationType": "knows"}])
-    text = render_entity(store.fold, "default", "Alice")
+    text = render_entity(store.kg("default"), "Alice")
     assert text == (
         "kg://Alice\ntype: person\n\nobservations:\n- likes tea\n\nrelations:\n"
         "- Alice --knows--> Bob"
     )
-    assert render_entity(store.fold, "default", "Nobody") is None
-    assert render_entity(store.fold, "other", "Alice") is None
-    assert render_index(store.fold, "default") == "kg://Alice (person)\nkg://Bob (person)"
+    assert render_entity(store.kg("default"), "Nobody") is None
+    assert render_entity(store.kg("other"), "Alice") is None
+    assert render_index(store.kg("default")) == "kg://Alice (person)\nkg://Bob (person)"
 
 
 @settings(max_examples=40, deadline=None)
 @given(calls=st.lists(_CALL, max_size=10), queries=st.lists(st.sampled_from(["", "o", "a", "x"])))
-def test_cached_reads_equal_reads_from_scratch(
+def test_the_read_model_answers_as_an_in_memory_fold(
     tmp_path_factory: pytest.TempPathFactory, calls: list[Any], queries: list[str]
 ) -> None:
     d = tmp_path_factory.mktemp("cache")
@@ -332,7 +333,7 @@ def test_cached_reads_equal_reads_from_scratch(
         else:
             _do(store, planner, arg)
         store.refresh()
-        fresh = View(store.fold, Index.build(store.fold), "default")
+        fresh = View(fold_of_dir(d / "a"), "default")
         assert _graph(store) == fresh.graph()
         for q in queries:
             assert read(store, "default", lambda v, q=q: v.search(q)) == fresh.search(q)

@@ -36,7 +36,7 @@ def test_collection_reruns_only_when_files_or_gate_change(
     tmp_path: Path, calls: list[dict[str, Any]]
 ) -> None:
     data = tmp_path / "data"
-    store = Store(Settings(dir=data, node_id="a", fsync=False, snapshot=False))
+    store = Store(Settings(dir=data, node_id="a", fsync=False))
     key = ("content", "default", "x")
     store.write(lambda fold: [Draft(key, {"text": "hello"})])
     store.write(lambda fold: [Draft(key, None)])  # deleted: collectable once b has seen it
@@ -53,8 +53,7 @@ def test_collection_reruns_only_when_files_or_gate_change(
     done = collector.run([b], set())
     assert len(calls) == 2 and done.collected == 1
     assert not any(
-        el == key
-        for el in Store(Settings(dir=data, node_id="z", fsync=False, snapshot=False)).fold.elements
+        el == key for el in Store(Settings(dir=data, node_id="z", fsync=False)).fold.elements
     )
 
     collector.run([b], set())  # the rewrite changed the shard: one more scan, then quiet

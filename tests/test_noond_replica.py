@@ -205,7 +205,7 @@ def test_a_held_lock_keeps_local_writers_waiting_until_recovery_is_done(tmp_path
 
     own = tmp_path / "n.jsonl"
     held = replica.HeldLock(own)
-    store = Store(Settings(dir=tmp_path, node_id="n", fsync=False, snapshot=False))
+    store = Store(Settings(dir=tmp_path, node_id="n", fsync=False))
     written: list[int] = []
 
     def writer() -> None:

@@ -92,7 +92,7 @@ def own_cert(pki: Pki, d: Path, node: str) -> None:
 def write(
     d: Path, node: str, key: tuple[str, ...], val: dict[str, Any] | None, client: str = "cli"
 ) -> None:
-    Store(Settings(dir=d, node_id=node, fsync=False, snapshot=False)).write(
+    Store(Settings(dir=d, node_id=node, fsync=False)).write(
         lambda fold: [Draft(key, val)], client=client
     )
 
@@ -382,7 +382,7 @@ def test_doctor_peer_clock_skew(tmp_path, pki, offset, level):
 def memories(d: Path) -> str:
     """Two machines' memories: URI memories written through the graph planner (as the MCP tools
     do) and a knowledge-graph entity. Returns the node id of core://agent."""
-    laptop = Store(Settings(dir=d, node_id="laptop", fsync=False, snapshot=False))
+    laptop = Store(Settings(dir=d, node_id="laptop", fsync=False))
     svc = service(laptop)
 
     def create(parent: str, title: str, text: str, client: str) -> str:
@@ -396,7 +396,7 @@ def memories(d: Path) -> str:
 
     agent = create("core://", "agent", "The agent prefers tea over coffee.", "claude-code")
     create("core://agent", "style", "Write terse commit messages.", "codex")
-    desktop = service(Store(Settings(dir=d, node_id="desktop", fsync=False, snapshot=False)))
+    desktop = service(Store(Settings(dir=d, node_id="desktop", fsync=False)))
     desktop.write(
         lambda g: ([plan.set_text("default", agent, "The agent prefers green tea.")], None),
         "cursor",

@@ -362,18 +362,7 @@ async def test_concurrent_tool_calls_in_one_server_are_consistent(s: Session) ->
 
 
 async def test_create_points_at_a_likely_duplicate(tmp_path: Path) -> None:
-    import anyio
-
-    from noon.mcp.graph_service import service
-
     store, settings = open_store(tmp_path, "laptop")
-    svc = service(store)
-    with anyio.fail_after(10):  # the background index build must finish for the hint
-        while True:
-            with svc.lock:
-                if not svc.search.pending and not svc.search.dirty.reset:
-                    break
-            await anyio.sleep(0.01)
     async with Client(make_server(store, settings)) as client:
         s = Session(client)
         await s.create("core://", "tea", "The user drinks green tea every morning, never coffee.")

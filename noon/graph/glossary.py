@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ahocorasick
 
-from noon.graph.model import Graph
+from noon.graph.reader import GraphReader
 
 
 def _fold(text: str) -> str:
@@ -24,34 +24,38 @@ def _wordish(ch: str) -> bool:
 
 
 class Glossary:
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: GraphReader) -> None:
         self.graph = graph
-        self._automata: dict[str, tuple[int, ahocorasick.Automaton | None]] = {}
+        self._automata: dict[
+            str, tuple[int, ahocorasick.Automaton | None, dict[str, set[str]]]
+        ] = {}
 
-    def _automaton(self, namespace: str) -> ahocorasick.Automaton | None:
-        g = self.graph.ns(namespace)
+    def _automaton(
+        self, namespace: str
+    ) -> tuple[ahocorasick.Automaton | None, dict[str, set[str]]]:
+        version = self.graph.glossary_version(namespace)
         cached = self._automata.get(namespace)
-        if cached is not None and cached[0] == g.glossary_version and g.glossary_version:
-            return cached[1]
+        if cached is not None and cached[0] == version and version:
+            return cached[1], cached[2]
+        keywords = self.graph.keywords(namespace)
         auto: ahocorasick.Automaton | None = None
-        if g.keywords:
+        if keywords:
             auto = ahocorasick.Automaton()
             by_folded: dict[str, list[str]] = {}
-            for kw in g.keywords:
+            for kw in keywords:
                 by_folded.setdefault(_fold(kw), []).append(kw)
             for folded, kws in by_folded.items():
                 auto.add_word(folded, (folded, tuple(sorted(kws))))
             auto.make_automaton()
-        self._automata[namespace] = (g.glossary_version, auto)
-        return auto
+        self._automata[namespace] = (version, auto, keywords)
+        return auto, keywords
 
     def find(self, namespace: str, text: str) -> dict[str, set[str]]:
         """Keywords present in ``text`` mapped to the nodes they are bound to."""
-        auto = self._automaton(namespace)
+        auto, keywords = self._automaton(namespace)
         if auto is None or not text:
             return {}
         folded = _fold(text)
-        g = self.graph.ns(namespace)
         found: dict[str, set[str]] = {}
         for end, (word, kws) in auto.iter(folded):
             start = end - len(word) + 1
@@ -60,7 +64,7 @@ class Glossary:
             if _wordish(word[-1]) and end + 1 < len(folded) and _wordish(folded[end + 1]):
                 continue
             for kw in kws:
-                nodes = g.keywords.get(kw)
+                nodes = keywords.get(kw)
                 if nodes:
                     found[kw] = set(nodes)
         return found

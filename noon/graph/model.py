@@ -1,62 +1,38 @@
-"""The URI graph derived from the fold: placements, parents, keywords and boot membership.
+"""The URI graph of an in-memory fold: the reference the machine's read model is held to.
 
 Pure: it reads a :class:`~noon.core.fold.Fold` and keeps derived indexes up to date from the
-keys a refresh reports (``update``), or rebuilds them from scratch (``rebuild``). Nothing here
-is stored; every answer is a function of the fold.
+keys a refresh reports (``update``), or rebuilds them from scratch (``rebuild``). Every answer
+is a function of the fold, by the rules in :mod:`noon.graph.reader`; the read model
+(:mod:`noon.store.readmodel.graph`) must answer every view and tool exactly as this does, which the
+model-based tests check on random multi-node histories.
 
-Placements. ``edge(ns, parent, name)`` is a register. Its winning version places ``child``
-under ``parent`` as ``name``. When concurrent writers put *different* nodes under one name, the
-other live heads are placed too, as ``name~xxxxxxxx`` (a hash of the child id), so no node
-disappears behind a name collision; the collision is listed as a conflict until a later write of
-the edge (naming every head) settles it. A tombstone that wins hides the edge entirely.
-
-URIs are derived by walking parents up to a domain root (``@domain``). A node that no root
-reaches while its content is live is an *orphan*: listed, readable as ``system://node/<id>``,
-and placeable again; never lost.
+Placements. ``edge(ns, parent, name)`` is a register; a collision of concurrent placements is
+listed as a conflict until a later write of the edge (naming every head) settles it. A
+tombstone that wins hides the edge entirely. A node that no root reaches while its content is
+live is an *orphan*: listed, readable as ``system://node/<id>``, and placeable again; never
+lost.
 """
 
 from __future__ import annotations
 
 import gc
-import hashlib
+import heapq
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, content_key, edge_key
 from noon.core.fold import Element, Fold
-from noon.core.ops import Key, Op
+from noon.core.ops import Key
+from noon.graph.reader import (
+    MAX_URIS,
+    Placement,
+    closure,
+    placements_of,
+    walk_uris,
+)
 from noon.graph.uri import Uri, is_root, root, root_domain
 
 DEFAULT_DOMAIN = "core"
-MAX_URIS = 32
-"""URIs derived per node at most (aliases of aliases multiply)."""
-
-
-def version_id(op: Op) -> str:
-    return f"{op.node}:{op.seq}"
-
-
-def op_time_ms(op: Op) -> int:
-    return op.hlc >> 16
-
-
-def collision_suffix(child: str) -> str:
-    return hashlib.blake2b(child.encode(), digest_size=4).hexdigest()
-
-
-class Placement(NamedTuple):
-    """One live placement of ``child`` under ``parent``, shown as ``name``."""
-
-    parent: str
-    name: str
-    """The segment as shown in URIs (``key_name`` or ``key_name~xxxxxxxx``)."""
-    key_name: str
-    """The name part of the edge key."""
-    child: str
-    priority: int
-    disclosure: str
-    op: Op
 
 
 @dataclass
@@ -74,32 +50,18 @@ class NsGraph:
     glossary_version: int = 0
 
 
-@dataclass
-class Dirty:
-    """What an update touched, for indexes built on top (search, glossary)."""
-
-    nodes: set[tuple[str, str]] = field(default_factory=set)
-    """(namespace, node) whose own document changed (content, keywords, placement data)."""
-    moved: set[tuple[str, str]] = field(default_factory=set)
-    """(namespace, node) whose placements changed: URIs of its whole subtree may differ."""
-    reset: bool = False
-
-
 class Graph:
-    """Derived URI-graph indexes over a fold, for every namespace."""
+    """Derived URI-graph indexes over a fold, for every namespace (a
+    :class:`~noon.graph.reader.GraphReader`)."""
 
     def __init__(self, fold: Fold) -> None:
         self.fold = fold
         self.spaces: dict[str, NsGraph] = {}
-        self.listeners: list[Dirty] = []
-        self.rebuilds = 0
-        """Full rebuilds so far (a new fold or a store reset); updates are incremental."""
         self.rebuild(fold)
 
     # -- maintenance -----------------------------------------------------------------------
 
     def rebuild(self, fold: Fold) -> None:
-        self.rebuilds += 1
         self.fold = fold
         self.spaces = {}
         # Allocating ~one object per placement would otherwise trigger full collections that
@@ -107,16 +69,11 @@ class Graph:
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            for key, el in list(fold.elements.items()):
-                if key[0] == EDGE and len(key) == 4:
-                    self._add_edge(key, el)  # the bulk path: nothing to remove, no one to tell
-                else:
-                    self._apply_key(key)
+            for key in list(fold.elements):
+                self._apply_key(key)
         finally:
             if was_enabled:
                 gc.enable()
-        for d in self.listeners:
-            d.reset = True
 
     def update(self, fold: Fold, keys: Iterable[Key], *, reset: bool = False) -> None:
         """Bring the indexes up to date after the fold gained ``keys``."""
@@ -132,15 +89,10 @@ class Graph:
             g = self.spaces[namespace] = NsGraph()
         return g
 
-    def _touch(self, namespace: str, node: str, *, moved: bool = False) -> None:
-        for d in self.listeners:
-            (d.moved if moved else d.nodes).add((namespace, node))
-
     def _apply_key(self, key: Key) -> None:
         kind = key[0]
         if kind == CONTENT and len(key) == 3:
             self.ns(key[1]).nodes.add(key[2])
-            self._touch(key[1], key[2])
         elif kind == EDGE and len(key) == 4:
             self._apply_edge(key)
         elif kind == KEYWORD and len(key) == 4:
@@ -163,23 +115,14 @@ class Graph:
                 ps.pop((parent, old.name), None)
                 if not ps:
                     del g.parents[old.child]
-            self._touch(namespace, old.child, moved=True)
         el = self.fold.elements.get(key)
-        if el is not None:
-            for pl in self._add_edge(key, el):
-                self._touch(namespace, pl.child, moved=True)
-
-    def _add_edge(self, key: Key, el: Element) -> list[Placement]:
-        _, namespace, parent, name = key
-        new = placements_of(el, parent, name)
+        new = placements_of(el.winner, el.heads, parent, name) if el is not None else []
         if new:
-            g = self.ns(namespace)
             g.edges[(parent, name)] = new
             kids = g.children.setdefault(parent, {})
             for pl in new:
                 kids[pl.name] = pl
                 g.parents.setdefault(pl.child, {})[(parent, pl.name)] = pl
-        return new
 
     def _apply_keyword(self, key: Key) -> None:
         _, namespace, keyword, node = key
@@ -200,9 +143,11 @@ class Graph:
                 kws.discard(keyword)
                 if not kws:
                     del g.node_keywords[node]
-        self._touch(namespace, node)
 
-    # -- content ---------------------------------------------------------------------------
+    # -- elements --------------------------------------------------------------------------
+
+    def element(self, key: Key) -> Element | None:
+        return self.fold.elements.get(key)
 
     def content(self, namespace: str, node: str) -> Element | None:
         return self.fold.elements.get(content_key(namespace, node))
@@ -247,30 +192,8 @@ class Graph:
         return sorted(ps.values(), key=lambda p: (p.parent, p.name))
 
     def uris(self, namespace: str, node: str, limit: int = MAX_URIS) -> list[tuple[Uri, int]]:
-        """URIs of ``node`` with the priority of their last placement, best first.
-
-        Walks up parents to domain roots; a path never visits a node twice, so cycles formed by
-        concurrent moves end the walk instead of looping."""
-        g = self.spaces.get(namespace)
-        if g is None:
-            return []
-        found: list[tuple[Uri, int]] = []
-
-        def walk(n: str, suffix: tuple[str, ...], seen: frozenset[str], prio: int) -> None:
-            for pl in g.parents.get(n, {}).values():
-                if len(found) >= limit:
-                    return
-                if pl.parent in seen:
-                    continue
-                p = pl.priority if not suffix else prio
-                if is_root(pl.parent):
-                    found.append((Uri(root_domain(pl.parent), (pl.name, *suffix)), p))
-                else:
-                    walk(pl.parent, (pl.name, *suffix), seen | {pl.parent}, p)
-
-        walk(node, (), frozenset((node,)), 0)
-        found.sort(key=lambda u: (len(u[0].path), u[1], len(str(u[0])), str(u[0])))
-        return found
+        """URIs of ``node`` with the priority of their last placement, best first."""
+        return walk_uris(lambda n: self.placements(namespace, n), node, limit)
 
     def primary_uri(self, namespace: str, node: str) -> Uri | None:
         us = self.uris(namespace, node)
@@ -278,38 +201,29 @@ class Graph:
 
     def subtree(self, namespace: str, node: str) -> list[str]:
         """``node`` and every node below it (each once)."""
-        g = self.spaces.get(namespace)
-        out, seen, stack = [], {node}, [node]
-        while stack:
-            n = stack.pop()
-            out.append(n)
-            for pl in (g.children.get(n, {}) if g else {}).values():
-                if pl.child not in seen:
-                    seen.add(pl.child)
-                    stack.append(pl.child)
-        return out
+        return closure(lambda n: (p.child for p in self.children(namespace, n)), node)
 
     def is_ancestor(self, namespace: str, maybe_ancestor: str, node: str) -> bool:
         """True when ``maybe_ancestor`` is ``node`` or above it through any placement."""
+        up = closure(lambda n: (p.parent for p in self.placements(namespace, n)), node)
+        return maybe_ancestor in up
+
+    def memory_nodes(self, namespace: str) -> Iterator[str]:
+        """Every node with a content element, live or deleted, sorted."""
         g = self.spaces.get(namespace)
-        if g is None:
-            return maybe_ancestor == node
-        seen, stack = {node}, [node]
-        while stack:
-            n = stack.pop()
-            if n == maybe_ancestor:
-                return True
-            for pl in g.parents.get(n, {}).values():
-                if pl.parent not in seen:
-                    seen.add(pl.parent)
-                    stack.append(pl.parent)
-        return False
+        yield from sorted(g.nodes) if g else ()
 
     def live_nodes(self, namespace: str) -> Iterator[str]:
         g = self.spaces.get(namespace)
-        for n in g.nodes if g else ():
+        for n in sorted(g.nodes) if g else ():
             if self.is_live(namespace, n):
                 yield n
+
+    def recent_nodes(self, namespace: str) -> Iterator[str]:
+        """Live nodes, the most recently written first."""
+        live = list(self.live_nodes(namespace))
+        order = {n: self.content(namespace, n).winner.order for n in live}  # type: ignore[union-attr]
+        yield from heapq.nlargest(len(live), live, key=order.__getitem__)
 
     def orphans(self, namespace: str) -> list[str]:
         """Live nodes no domain root reaches (after concurrent moves, deletes or cycles)."""
@@ -318,6 +232,16 @@ class Graph:
     def keywords_of(self, namespace: str, node: str) -> list[str]:
         g = self.spaces.get(namespace)
         return sorted(g.node_keywords.get(node, ())) if g else []
+
+    def keywords(self, namespace: str) -> dict[str, set[str]]:
+        """Every bound keyword of the namespace and the nodes it is bound to."""
+        g = self.spaces.get(namespace)
+        return {kw: set(nodes) for kw, nodes in g.keywords.items()} if g else {}
+
+    def glossary_version(self, namespace: str) -> int:
+        """Changes whenever the namespace's keywords change (a cache key)."""
+        g = self.spaces.get(namespace)
+        return g.glossary_version if g else 0
 
     def boot_nodes(self, namespace: str) -> set[str]:
         g = self.spaces.get(namespace)
@@ -344,45 +268,3 @@ class Graph:
             if el is not None and el.conflicted:
                 out.append((key, el))
         return out
-
-
-def placements_of(el: Element, parent: str, name: str) -> list[Placement]:
-    """The placements an edge element yields (see the module docstring)."""
-    w = el.winner
-    if w.val is None:
-        return []
-    out = [_placement(w, parent, name, name)]
-    if len(el.heads) == 1:
-        return out
-    seen = {out[0].child}
-    heads = sorted(el.heads.values(), key=lambda o: o.order, reverse=True)
-    for h in heads:
-        if h.val is None or h.val["child"] in seen:
-            continue
-        seen.add(h.val["child"])
-        out.append(_placement(h, parent, f"{name}~{collision_suffix(h.val['child'])}", name))
-    return out
-
-
-def _placement(op: Op, parent: str, shown: str, key_name: str) -> Placement:
-    assert op.val is not None
-    return Placement(
-        parent=parent,
-        name=shown,
-        key_name=key_name,
-        child=op.val["child"],
-        priority=op.val["priority"],
-        disclosure=op.val["disclosure"],
-        op=op,
-    )
-
-
-def live_text(el: Element) -> str:
-    """The text to show: the winner's, or for a deleted node kept reachable by a concurrent
-    placement, its last live version."""
-    if el.winner.val is not None:
-        return el.winner.val["text"]
-    lives = [v for v in (el.versions or []) if v.val is not None]
-    if not lives:
-        return ""
-    return max(lives, key=lambda o: o.order).val["text"]  # type: ignore[index]

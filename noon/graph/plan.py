@@ -11,7 +11,7 @@ from __future__ import annotations
 from noon.core.elements import boot_key, content_key, edge_key, keyword_key
 from noon.core.ops import Draft, OpId
 from noon.errors import NoonError
-from noon.graph.model import Graph, Placement, live_text, version_id
+from noon.graph.reader import GraphReader, Placement, live_text, version_id
 from noon.graph.uri import NODE_VIEW, Uri, check_name, is_root, new_node_id, parse
 
 MAX_KEYWORD = 100
@@ -29,7 +29,7 @@ def edge_val(child: str, priority: int, disclosure: str) -> dict[str, object]:
     return {"child": child, "priority": priority, "disclosure": disclosure}
 
 
-def resolve(graph: Graph, namespace: str, uri: Uri) -> tuple[str, Placement | None]:
+def resolve(graph: GraphReader, namespace: str, uri: Uri) -> tuple[str, Placement | None]:
     found = graph.resolve(namespace, uri)
     if found is None:
         raise GraphError(
@@ -39,14 +39,14 @@ def resolve(graph: Graph, namespace: str, uri: Uri) -> tuple[str, Placement | No
     return found
 
 
-def resolve_memory(graph: Graph, namespace: str, uri: Uri) -> tuple[str, Placement]:
+def resolve_memory(graph: GraphReader, namespace: str, uri: Uri) -> tuple[str, Placement]:
     node, placement = resolve(graph, namespace, uri)
     if placement is None:
         raise GraphError(f"'{uri}' is the root of a domain, not a memory.")
     return node, placement
 
 
-def check_parent(graph: Graph, namespace: str, parent: Uri) -> str:
+def check_parent(graph: GraphReader, namespace: str, parent: Uri) -> str:
     found = graph.resolve(namespace, parent)
     if found is None:
         raise GraphError(
@@ -56,7 +56,7 @@ def check_parent(graph: Graph, namespace: str, parent: Uri) -> str:
     return found[0]
 
 
-def check_free(graph: Graph, namespace: str, uri: Uri) -> None:
+def check_free(graph: GraphReader, namespace: str, uri: Uri) -> None:
     if graph.resolve(namespace, uri) is not None:
         raise GraphError(
             f"Path '{uri}' already exists. Read it and update it with update_memory, or choose "
@@ -81,27 +81,35 @@ def check_priority(priority: int) -> int:
     return priority
 
 
-def _heads_of_child(graph: Graph, key: tuple[str, ...], child: str) -> tuple[OpId, ...] | None:
+def _heads_of_child(
+    graph: GraphReader, key: tuple[str, ...], child: str
+) -> tuple[OpId, ...] | None:
     """The heads of an edge that are about ``child`` (or tombstones): what a write about that
     placement replaces, leaving a concurrently placed *other* child alone."""
-    el = graph.fold.elements.get(key)
+    el = graph.element(key)
     if el is None or not el.heads:
         return None
     return tuple(sorted(i for i, h in el.heads.items() if h.val is None or h.val["child"] == child))
 
 
 def place(
-    graph: Graph, namespace: str, parent: str, name: str, child: str, priority: int, disclosure: str
+    graph: GraphReader,
+    namespace: str,
+    parent: str,
+    name: str,
+    child: str,
+    priority: int,
+    disclosure: str,
 ) -> Draft:
     key = _edge_key(namespace, parent, name)
     return Draft(key, edge_val(child, priority, disclosure), _heads_of_child(graph, key, child))
 
 
-def unplace(graph: Graph, namespace: str, pl: Placement) -> Draft:
+def unplace(graph: GraphReader, namespace: str, pl: Placement) -> Draft:
     """Remove one placement. When a concurrent writer placed another node under the same name,
     that node takes the name over instead of disappearing with the tombstone."""
     key = _edge_key(namespace, pl.parent, pl.key_name)
-    el = graph.fold.elements.get(key)
+    el = graph.element(key)
     others = (
         [
             h
@@ -117,14 +125,14 @@ def unplace(graph: Graph, namespace: str, pl: Placement) -> Draft:
     return Draft(key, None)
 
 
-def auto_name(graph: Graph, namespace: str, parent: str) -> str:
+def auto_name(graph: GraphReader, namespace: str, parent: str) -> str:
     taken = [p.key_name for p in graph.children(namespace, parent)]
     numbers = [int(n) for n in taken if n.isdigit()]
     return str(max(numbers, default=0) + 1)
 
 
 def create(
-    graph: Graph,
+    graph: GraphReader,
     namespace: str,
     parent: Uri,
     title: str | None,
@@ -148,7 +156,9 @@ def create(
     return drafts, node, uri
 
 
-def check_version(graph: Graph, namespace: str, node: str, uri: Uri, expected: str | None) -> None:
+def check_version(
+    graph: GraphReader, namespace: str, node: str, uri: Uri, expected: str | None
+) -> None:
     if expected is None:
         return
     el = graph.content(namespace, node)
@@ -160,7 +170,7 @@ def check_version(graph: Graph, namespace: str, node: str, uri: Uri, expected: s
         )
 
 
-def current_text(graph: Graph, namespace: str, node: str, uri: Uri) -> str:
+def current_text(graph: GraphReader, namespace: str, node: str, uri: Uri) -> str:
     el = graph.content(namespace, node)
     if el is None:
         raise GraphError(f"Memory '{uri}' has no content.")
@@ -172,7 +182,9 @@ def set_text(namespace: str, node: str, text: str) -> Draft:
     return Draft(content_key(namespace, node), {"text": text})
 
 
-def locate(graph: Graph, namespace: str, text: str) -> tuple[str, Uri | None, Placement | None]:
+def locate(
+    graph: GraphReader, namespace: str, text: str
+) -> tuple[str, Uri | None, Placement | None]:
     """A memory by URI, or by ``system://node/<id>`` (how orphans are addressed)."""
     if text.strip().startswith(NODE_VIEW):
         node = text.strip()[len(NODE_VIEW) :].strip("/")
@@ -185,7 +197,7 @@ def locate(graph: Graph, namespace: str, text: str) -> tuple[str, Uri | None, Pl
 
 
 def delete(
-    graph: Graph, namespace: str, node: str, label: str, pl: Placement | None, recursive: bool
+    graph: GraphReader, namespace: str, node: str, label: str, pl: Placement | None, recursive: bool
 ) -> tuple[list[Draft], int]:
     """Remove the placement ``pl``. When it was the node's last one (or ``pl`` is None: an
     orphan addressed by id), the node is deleted too; with ``recursive`` so is every descendant
@@ -230,7 +242,9 @@ def _dedupe(drafts: list[Draft]) -> list[Draft]:
     return list(seen.values())
 
 
-def check_no_cycle(graph: Graph, namespace: str, node: str, new_parent: str, what: str) -> None:
+def check_no_cycle(
+    graph: GraphReader, namespace: str, node: str, new_parent: str, what: str
+) -> None:
     if not is_root(new_parent) and graph.is_ancestor(namespace, node, new_parent):
         raise GraphError(
             f"Cannot {what}: the memory would sit inside its own subtree (a cycle). Choose a "
@@ -239,7 +253,7 @@ def check_no_cycle(graph: Graph, namespace: str, node: str, new_parent: str, wha
 
 
 def alias(
-    graph: Graph, namespace: str, new_uri: Uri, node: str, priority: int, disclosure: str
+    graph: GraphReader, namespace: str, new_uri: Uri, node: str, priority: int, disclosure: str
 ) -> Draft:
     if new_uri.is_root:
         raise GraphError("Cannot create an alias at the root of a domain.")
@@ -252,7 +266,7 @@ def alias(
 
 
 def move(
-    graph: Graph,
+    graph: GraphReader,
     namespace: str,
     node: str,
     old: Placement | None,
@@ -293,7 +307,7 @@ def check_keyword(kw: str) -> str:
 
 
 def triggers(
-    graph: Graph, namespace: str, node: str, add: list[str], remove: list[str]
+    graph: GraphReader, namespace: str, node: str, add: list[str], remove: list[str]
 ) -> tuple[list[Draft], dict[str, list[str]]]:
     adds = list(dict.fromkeys(check_keyword(k) for k in add))
     removes = list(dict.fromkeys(check_keyword(k) for k in remove))
@@ -318,14 +332,14 @@ def triggers(
     return drafts, report
 
 
-def boot(graph: Graph, namespace: str, add: list[str], remove: list[str]) -> list[Draft]:
+def boot(graph: GraphReader, namespace: str, add: list[str], remove: list[str]) -> list[Draft]:
     have = graph.boot_nodes(namespace)
     drafts = [Draft(boot_key(namespace, n), {}) for n in dict.fromkeys(add) if n not in have]
     drafts += [Draft(boot_key(namespace, n), None) for n in dict.fromkeys(remove) if n in have]
     return drafts
 
 
-def rollback(graph: Graph, namespace: str, node: str, uri: Uri, version: str) -> Draft:
+def rollback(graph: GraphReader, namespace: str, node: str, uri: Uri, version: str) -> Draft:
     el = graph.content(namespace, node)
     for op in (el.versions or []) if el is not None else []:
         if version_id(op) == version:

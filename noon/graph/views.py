@@ -7,7 +7,6 @@ ids, and notes where replication can leave more than one version of something.
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,7 +15,7 @@ from typing import Any
 from noon.core.elements import CONTENT
 from noon.core.ops import Op
 from noon.graph.glossary import Glossary
-from noon.graph.model import Graph, Placement, live_text, op_time_ms, version_id
+from noon.graph.reader import GraphReader, Placement, live_text, op_time_ms, version_id
 from noon.graph.uri import Uri, node_view, root, root_domain
 
 RULE = "=" * 60
@@ -29,7 +28,7 @@ def when(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def show_uri(graph: Graph, namespace: str, node: str) -> str:
+def show_uri(graph: GraphReader, namespace: str, node: str) -> str:
     uri = graph.primary_uri(namespace, node)
     return str(uri) if uri is not None else node_view(node)
 
@@ -45,7 +44,7 @@ class MemoryRead:
 
 
 def memory(
-    graph: Graph,
+    graph: GraphReader,
     glossary: Glossary,
     namespace: str,
     node: str,
@@ -129,11 +128,11 @@ def memory(
     return MemoryRead("\n".join(lines).rstrip("\n") + "\n", data)
 
 
-def _notes(graph: Graph, namespace: str, node: str, uris: list[Uri]) -> list[str]:
+def _notes(graph: GraphReader, namespace: str, node: str, uris: list[Uri]) -> list[str]:
     el = graph.content(namespace, node)
     notes: list[str] = []
     if el is not None and el.conflicted and el.heads:
-        others = [h for h in el.heads.values() if h is not el.winner]
+        others = [h for h in el.heads.values() if h.id != el.winner.id]
         notes.append(
             f"⚠ CONCURRENT VERSIONS: this memory was edited on {len(el.heads)} machines at once. "
             "Shown is the latest; the other version(s) follow. Merge them with update_memory "
@@ -162,7 +161,7 @@ def _notes(graph: Graph, namespace: str, node: str, uris: list[Uri]) -> list[str
 
 
 def _glossary_links(
-    graph: Graph, glossary: Glossary, namespace: str, node: str, text: str
+    graph: GraphReader, glossary: Glossary, namespace: str, node: str, text: str
 ) -> list[tuple[str, list[str]]]:
     per_target: dict[str, set[str]] = {}
     for kw, nodes in glossary.find(namespace, text).items():
@@ -175,7 +174,7 @@ def _glossary_links(
     return sorted(((t, sorted(k)) for t, k in per_target.items()), key=lambda e: (-len(e[1]), e[0]))
 
 
-def boot(graph: Graph, glossary: Glossary, namespace: str, now_ms: int) -> str:
+def boot(graph: GraphReader, glossary: Glossary, namespace: str, now_ms: int) -> str:
     nodes = graph.boot_nodes(namespace)
     loaded: list[tuple[tuple[int, str], str]] = []
     failed: list[str] = []
@@ -215,7 +214,7 @@ def boot(graph: Graph, glossary: Glossary, namespace: str, now_ms: int) -> str:
     return "\n".join(out)
 
 
-def index(graph: Graph, namespace: str, domain: str, now_ms: int) -> str:
+def index(graph: GraphReader, namespace: str, domain: str, now_ms: int) -> str:
     entries: dict[str, list[tuple[Uri, int, str]]] = {}
     count = 0
     for n in graph.live_nodes(namespace):
@@ -250,19 +249,13 @@ def index(graph: Graph, namespace: str, domain: str, now_ms: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def recent(graph: Graph, namespace: str, limit: int, requested: int, now_ms: int) -> str:
-    def stamp(n: str) -> tuple[int, str, int]:
-        el = graph.content(namespace, n)
-        return el.winner.order if el is not None else (0, "", 0)
-
-    live = list(graph.live_nodes(namespace))
-    want = limit * 2 + 8
-    while True:  # reachability is checked only for the newest few, not every memory
-        newest = heapq.nlargest(want, live, key=stamp)
-        top = [n for n in newest if graph.uris(namespace, n, 1)][:limit]
-        if len(top) >= limit or len(newest) < want:
+def recent(graph: GraphReader, namespace: str, limit: int, requested: int, now_ms: int) -> str:
+    top: list[str] = []
+    for n in graph.recent_nodes(namespace):  # newest first: stop once enough are reachable
+        if len(top) >= limit:
             break
-        want *= 4
+        if graph.uris(namespace, n, 1):
+            top.append(n)
     out = [
         "# Recently Modified Memories",
         f"# Generated: {when(now_ms)}",
@@ -286,13 +279,13 @@ def recent(graph: Graph, namespace: str, limit: int, requested: int, now_ms: int
     return "\n".join(out) + "\n"
 
 
-def glossary_view(graph: Graph, namespace: str, now_ms: int) -> str:
-    g = graph.ns(namespace)
+def glossary_view(graph: GraphReader, namespace: str, now_ms: int) -> str:
+    keywords = graph.keywords(namespace)
     rows: list[tuple[str, list[str]]] = []
-    for kw in sorted(g.keywords, key=str.casefold):
+    for kw in sorted(keywords, key=str.casefold):
         targets = sorted(
             str(u)
-            for n in g.keywords[kw]
+            for n in keywords[kw]
             if graph.is_live(namespace, n)
             for u, _ in graph.uris(namespace, n)
         )
@@ -310,7 +303,7 @@ def glossary_view(graph: Graph, namespace: str, now_ms: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def orphans(graph: Graph, namespace: str) -> str:
+def orphans(graph: GraphReader, namespace: str) -> str:
     found = graph.orphans(namespace)
     if not found:
         return "# Orphaned Memories\n\n(None: every memory is reachable from a domain root.)\n"
@@ -333,7 +326,7 @@ def orphans(graph: Graph, namespace: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def conflicts(graph: Graph, namespace: str) -> str:
+def conflicts(graph: GraphReader, namespace: str) -> str:
     items = graph.conflicts(namespace)
     if not items:
         return "# Conflicts\n\n(None: no memory has concurrent versions.)\n"
@@ -363,7 +356,7 @@ def conflicts(graph: Graph, namespace: str) -> str:
             )
             out.append(f"- placement {where} (concurrent placements)")
         for h in heads:
-            mark = "winner" if h is el.winner else "other"
+            mark = "winner" if h.id == el.winner.id else "other"
             if h.val is None:
                 desc = "deleted"
             elif key[0] == CONTENT:
@@ -374,7 +367,9 @@ def conflicts(graph: Graph, namespace: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def history(graph: Graph, namespace: str, node: str, uri: str, limit: int) -> tuple[str, list]:
+def history(
+    graph: GraphReader, namespace: str, node: str, uri: str, limit: int
+) -> tuple[str, list]:
     el = graph.content(namespace, node)
     versions = sorted(el.versions or [], key=lambda o: o.order, reverse=True) if el else []
     heads = set((el.heads or {}) if el else ())
@@ -387,7 +382,7 @@ def history(graph: Graph, namespace: str, node: str, uri: str, limit: int) -> tu
     ]
     for op in versions[:limit]:
         state = "deleted" if op.val is None else f"{len(op.val['text'])} chars"
-        current = el is not None and op is el.winner
+        current = el is not None and op.id == el.winner.id
         cur = " [current]" if current else (" [concurrent head]" if op.id in heads else "")
         out.append(f"- {version_id(op)}{cur} {when(op_time_ms(op))} by {_author(op)}: {state}")
         if op.val is not None:
@@ -400,18 +395,18 @@ def history(graph: Graph, namespace: str, node: str, uri: str, limit: int) -> tu
                 "client": op.by,
                 "machine": op.node,
                 "deleted": op.val is None,
-                "current": el is not None and op is el.winner,
+                "current": el is not None and op.id == el.winner.id,
             }
         )
     return "\n".join(out) + "\n", rows
 
 
-def _text_of(graph: Graph, namespace: str, node: str) -> str:
+def _text_of(graph: GraphReader, namespace: str, node: str) -> str:
     el = graph.content(namespace, node)
     return live_text(el) if el is not None else ""
 
 
-def diagnostic(graph: Graph, namespace: str, domain: str, now_ms: int) -> str:
+def diagnostic(graph: GraphReader, namespace: str, domain: str, now_ms: int) -> str:
     nodes = []
     for n in graph.live_nodes(namespace):
         us = [u for u, _ in graph.uris(namespace, n) if u.domain == domain]
@@ -458,9 +453,10 @@ def diagnostic(graph: Graph, namespace: str, domain: str, now_ms: int) -> str:
     orph = graph.orphans(namespace)
     if orph:
         sections.append([f"## Orphans: {len(orph)} unreachable memories (read system://orphans)"])
-    g = graph.ns(namespace)
     dangling = sorted(
-        kw for kw, ns_ in g.keywords.items() if not any(graph.is_live(namespace, n) for n in ns_)
+        kw
+        for kw, bound in graph.keywords(namespace).items()
+        if not any(graph.is_live(namespace, n) for n in bound)
     )
     if dangling:
         sections.append(

@@ -21,7 +21,7 @@ from typing import Any
 from noon.core.elements import MAX_KEY_PART, entity_key, rel_key
 from noon.core.ops import Draft, Key
 from noon.errors import NoonError
-from noon.kg.graph import View, obs_key, obs_text, obs_value
+from noon.kg.graph import KgReader, obs_key, obs_value
 
 
 class KGError(NoonError):
@@ -57,7 +57,7 @@ class _Batch:
         return list(self.drafts.values())
 
 
-def create_entities(view: View, entities: Sequence[dict[str, Any]]) -> Planned:
+def create_entities(view: KgReader, entities: Sequence[dict[str, Any]]) -> Planned:
     batch = _Batch()
     created: list[dict[str, Any]] = []
     taken: set[str] = set()
@@ -69,7 +69,7 @@ def create_entities(view: View, entities: Sequence[dict[str, Any]]) -> Planned:
         _check_part("entity type", etype)
         taken.add(name)
         val: dict[str, Any] = {"type": etype}
-        old = view.fold.elements.get(entity_key(view.ns, name))
+        old = view.element(entity_key(view.ns, name))
         if old is not None:
             val["after"] = old.winner.hlc  # a tombstone: start a fresh incarnation
         batch.put(entity_key(view.ns, name), val)
@@ -81,21 +81,13 @@ def create_entities(view: View, entities: Sequence[dict[str, Any]]) -> Planned:
     return Planned(batch.list(), created)
 
 
-def _live_relation_keys(view: View, src: str, dst: str, rtype: str) -> list[Key]:
-    return [
-        k
-        for k in view.space.rels_by_end.get(src, ())
-        if k[2] == src and k[3] == dst and k[4] == rtype and view.live(k) is not None
-    ]
-
-
-def create_relations(view: View, relations: Sequence[dict[str, Any]]) -> Planned:
+def create_relations(view: KgReader, relations: Sequence[dict[str, Any]]) -> Planned:
     batch = _Batch()
     created: list[dict[str, str]] = []
     slots: dict[tuple[str, str, str], int] = {}
     for item in relations:
         triple = (item["from"], item["to"], item["relationType"])
-        if _live_relation_keys(view, *triple):
+        if view.live_relation_keys(*triple):
             continue
         for what, part in zip(("from", "to", "relationType"), triple, strict=True):
             _check_part(what, part)
@@ -105,7 +97,7 @@ def create_relations(view: View, relations: Sequence[dict[str, Any]]) -> Planned
     return Planned(batch.list(), created)
 
 
-def add_observations(view: View, items: Sequence[dict[str, Any]]) -> Planned:
+def add_observations(view: KgReader, items: Sequence[dict[str, Any]]) -> Planned:
     batch = _Batch()
     results: list[dict[str, Any]] = []
     current: dict[str, list[str]] = {}
@@ -127,38 +119,36 @@ def add_observations(view: View, items: Sequence[dict[str, Any]]) -> Planned:
     return Planned(batch.list(), results)
 
 
-def delete_entities(view: View, names: Iterable[str]) -> Planned:
+def delete_entities(view: KgReader, names: Iterable[str]) -> Planned:
     batch = _Batch()
     wanted = list(dict.fromkeys(names))
     for name in wanted:
-        key = entity_key(view.ns, name)
-        if view.live(key) is None:
+        if view.entity(name) is None:
             continue
-        batch.delete(key)
-        for k in view.space.obs.get(name, ()):
-            if view.live(k) is not None:
-                batch.delete(k)
-    for k, _ in view.relations_touching(wanted):
+        batch.delete(entity_key(view.ns, name))
+        for k in view.live_observation_keys(name):
+            batch.delete(k)
+    for k in view.relation_keys_touching(wanted):
         batch.delete(k)
     return Planned(batch.list(), "Entities deleted successfully")
 
 
-def delete_observations(view: View, deletions: Sequence[dict[str, Any]]) -> Planned:
+def delete_observations(view: KgReader, deletions: Sequence[dict[str, Any]]) -> Planned:
     batch = _Batch()
     for item in deletions:
         name = item["entityName"]
         if view.entity(name) is None:
             continue
         doomed = set(item["observations"])
-        for k, el in view.observation_elements(name):
-            if obs_text(k, el) in doomed:
+        for k, text in view.visible_observations(name):
+            if text in doomed:
                 batch.delete(k)
     return Planned(batch.list(), "Observations deleted successfully")
 
 
-def delete_relations(view: View, relations: Sequence[dict[str, Any]]) -> Planned:
+def delete_relations(view: KgReader, relations: Sequence[dict[str, Any]]) -> Planned:
     batch = _Batch()
     for item in relations:
-        for k in _live_relation_keys(view, item["from"], item["to"], item["relationType"]):
+        for k in view.live_relation_keys(item["from"], item["to"], item["relationType"]):
             batch.delete(k)
     return Planned(batch.list(), "Relations deleted successfully")

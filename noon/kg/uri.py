@@ -8,8 +8,7 @@ is edited through its nine tools.
 
 from __future__ import annotations
 
-from noon.core.fold import Fold
-from noon.kg.graph import Index, View
+from noon.kg.graph import KgReader
 
 SCHEME = "kg://"
 
@@ -19,24 +18,22 @@ def entity_name(uri: str) -> str | None:
     return uri[len(SCHEME) :] if uri.startswith(SCHEME) else None
 
 
-def render_entity(fold: Fold, namespace: str, name: str, index: Index | None = None) -> str | None:
+def render_entity(view: KgReader, name: str) -> str | None:
     """The entity as text (type, observations in order, relations either way), or None when no
-    such entity is live. Pass the store's index (``noon.kg.live.index_for``) to avoid a scan."""
-    view = View(fold, index or Index.build(fold), namespace)
+    such entity is live."""
     if view.entity(name) is None:
         return None
     ent = view.entity_dict(name)
     lines = [f"{SCHEME}{name}", f"type: {ent['entityType']}", "", "observations:"]
     lines += [f"- {o}" for o in ent["observations"]] or ["(none)"]
     lines += ["", "relations:"]
-    rels = view.relations_touching([name])
-    lines += [f"- {k[2]} --{k[4]}--> {k[3]}" for k, _ in rels] or ["(none)"]
+    rels = view.relation_keys_touching([name])
+    lines += [f"- {k[2]} --{k[4]}--> {k[3]}" for k in rels] or ["(none)"]
     return "\n".join(lines)
 
 
-def render_index(fold: Fold, namespace: str, index: Index | None = None) -> str:
+def render_index(view: KgReader) -> str:
     """``kg://``: every live entity, one per line, in creation order."""
-    view = View(fold, index or Index.build(fold), namespace)
     names = view.entity_names()
     if not names:
         return "(no entities)"

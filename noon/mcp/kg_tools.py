@@ -14,7 +14,7 @@ import anyio.to_thread
 import mcp.types as types
 
 from noon.kg import plan
-from noon.kg.graph import View
+from noon.kg.graph import KgReader
 from noon.kg.live import mutate, read
 from noon.kg.text import pretty
 from noon.mcp.spec import ResourceSpec, ToolContext, ToolResult, ToolSpec
@@ -107,7 +107,7 @@ def _error(text: str) -> ToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
-Planner = Callable[[View, Any], plan.Planned]
+Planner = Callable[[KgReader, Any], plan.Planned]
 
 
 async def _mutate(ctx: ToolContext, planner: Planner, arg: Any) -> Any:
@@ -119,7 +119,7 @@ async def _mutate(ctx: ToolContext, planner: Planner, arg: Any) -> Any:
     return result
 
 
-async def _read(ctx: ToolContext, fn: Callable[[View], Any]) -> Any:
+async def _read(ctx: ToolContext, fn: Callable[[KgReader], Any]) -> Any:
     return await anyio.to_thread.run_sync(lambda: read(ctx.store, ctx.namespace, fn))
 
 
@@ -150,7 +150,7 @@ def _status_tool(planner: Planner, field: str) -> Callable[..., Any]:
 
 
 async def read_graph(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    graph = await _read(ctx, View.graph)
+    graph = await _read(ctx, lambda view: view.graph())
     return _text(pretty(graph), graph)
 
 
@@ -372,7 +372,7 @@ KG_TOOLS: list[ToolSpec] = [
 
 
 def read_graph_resource(ctx: ToolContext) -> str:
-    return pretty(read(ctx.store, ctx.namespace, View.graph))
+    return pretty(read(ctx.store, ctx.namespace, lambda view: view.graph()))
 
 
 KG_RESOURCES: list[ResourceSpec] = [

@@ -22,12 +22,11 @@ from noon.core.elements import CONTENT
 from noon.core.ops import Draft, Op
 from noon.errors import NoonError
 from noon.graph import plan, views
-from noon.graph.model import Graph, live_text, version_id
 from noon.graph.plan import GraphError
 from noon.graph.quote import QuoteError, append_text, replace_quoted
+from noon.graph.reader import GraphReader, live_text, version_id
 from noon.graph.search import snippet, tokens
 from noon.graph.uri import SYSTEM, Uri, UriError, node_view, parse
-from noon.kg import live as kg_live
 from noon.kg import uri as kg_uri
 from noon.mcp.graph_service import GraphService, service
 from noon.mcp.spec import ResourceSpec, ToolContext, ToolSpec
@@ -199,7 +198,7 @@ def _tool(
 
 
 def _write(
-    svc: GraphService, ctx: ToolContext, fn: Callable[[Graph], tuple[list[Draft], Any]]
+    svc: GraphService, ctx: ToolContext, fn: Callable[[GraphReader], tuple[list[Draft], Any]]
 ) -> tuple[list[Op], Any]:
     return svc.write(fn, ctx.client)
 
@@ -299,11 +298,10 @@ def read(svc: GraphService, ns: str, uri_text: str) -> tuple[str, dict[str, Any]
 
 def _read_entity(svc: GraphService, ns: str, name: str) -> tuple[str, dict[str, Any]]:
     """``kg://<name>``: a knowledge-graph entity, read-only (edited with the kg tools)."""
-    index = kg_live.index_for(svc.store)
-    fold = svc.store.fold
+    view = svc.store.kg(ns)
     if not name:
-        return kg_uri.render_index(fold, ns, index), {"uri": kg_uri.SCHEME}
-    text = kg_uri.render_entity(fold, ns, name, index)
+        return kg_uri.render_index(view), {"uri": kg_uri.SCHEME}
+    text = kg_uri.render_entity(view, name)
     if text is None:
         raise GraphError(f"No entity named '{name}' in the knowledge graph.")
     return text, {"uri": kg_uri.SCHEME + name}
@@ -368,7 +366,7 @@ CREATE_SCHEMA = _schema(
 def _create_memory(svc: GraphService, args: dict[str, Any], ctx: ToolContext) -> tuple[str, dict]:
     parent = parse(args["parent_uri"])
 
-    def fn(g: Graph) -> tuple[list[Draft], tuple[str, Uri]]:
+    def fn(g: GraphReader) -> tuple[list[Draft], tuple[str, Uri]]:
         drafts, node, uri = plan.create(
             g,
             ctx.namespace,
@@ -410,10 +408,7 @@ SIMILAR_WORDS = 40
 
 
 def similar(svc: GraphService, ns: str, node: str, title: str, content: str) -> list[str]:
-    """Existing memories matching at least half the distinct words of a new one. Skipped while
-    the search index is still being built, so a create never waits for it."""
-    if svc.search.pending or svc.search.dirty.reset:
-        return []
+    """Existing memories matching at least half the distinct words of a new one."""
     words = list(dict.fromkeys(tokens(f"{title} {content}")))[:SIMILAR_WORDS]
     if len(words) < 2:
         return []
@@ -489,7 +484,7 @@ def _update_memory(svc: GraphService, args: dict[str, Any], ctx: ToolContext) ->
     ns = ctx.namespace
     notes: list[str] = []
 
-    def fn(g: Graph) -> tuple[list[Draft], str]:
+    def fn(g: GraphReader) -> tuple[list[Draft], str]:
         node, uri, pl = plan.locate(g, ns, label)
         shown = str(uri) if uri else label
         plan.check_version(g, ns, node, uri or Uri("system", ()), args.get("expected_version"))
@@ -574,7 +569,7 @@ DELETE_SCHEMA = _schema(
 def _delete_memory(svc: GraphService, args: dict[str, Any], ctx: ToolContext) -> tuple[str, dict]:
     label = args["uri"].strip()
 
-    def fn(g: Graph) -> tuple[list[Draft], tuple[int, str]]:
+    def fn(g: GraphReader) -> tuple[list[Draft], tuple[int, str]]:
         node, _, pl = plan.locate(g, ctx.namespace, label)
         drafts, deleted = plan.delete(
             g, ctx.namespace, node, label, pl, bool(args.get("recursive"))
@@ -612,7 +607,7 @@ ALIAS_SCHEMA = _schema(
 def _add_alias(svc: GraphService, args: dict[str, Any], ctx: ToolContext) -> tuple[str, dict]:
     new_uri = parse(args["new_uri"])
 
-    def fn(g: Graph) -> tuple[list[Draft], str]:
+    def fn(g: GraphReader) -> tuple[list[Draft], str]:
         node, _, pl = plan.locate(g, ctx.namespace, args["target_uri"])
         prio = args.get("priority", pl.priority if pl else 0)
         disc = args.get("disclosure", pl.disclosure if pl else "")
@@ -646,7 +641,7 @@ MOVE_SCHEMA = _schema(
 def _move_memory(svc: GraphService, args: dict[str, Any], ctx: ToolContext) -> tuple[str, dict]:
     new_uri = parse(args["new_uri"])
 
-    def fn(g: Graph) -> tuple[list[Draft], str]:
+    def fn(g: GraphReader) -> tuple[list[Draft], str]:
         node, _, pl = plan.locate(g, ctx.namespace, args["uri"])
         drafts = plan.move(
             g, ctx.namespace, node, pl, new_uri, args.get("priority"), args.get("disclosure")
@@ -681,7 +676,7 @@ TRIGGERS_SCHEMA = _schema(
 def _manage_triggers(svc: GraphService, args: dict[str, Any], ctx: ToolContext) -> tuple[str, dict]:
     label = args["uri"].strip()
 
-    def fn(g: Graph) -> tuple[list[Draft], tuple[str, dict[str, list[str]]]]:
+    def fn(g: GraphReader) -> tuple[list[Draft], tuple[str, dict[str, list[str]]]]:
         node, _, _ = plan.locate(g, ctx.namespace, label)
         drafts, report = plan.triggers(
             g, ctx.namespace, node, args.get("add", []), args.get("remove", [])
@@ -823,7 +818,7 @@ ROLLBACK_SCHEMA = _schema(
 def _rollback_memory(svc: GraphService, args: dict[str, Any], ctx: ToolContext) -> tuple[str, dict]:
     label = args["uri"].strip()
 
-    def fn(g: Graph) -> tuple[list[Draft], str]:
+    def fn(g: GraphReader) -> tuple[list[Draft], str]:
         node, uri, _ = plan.locate(g, ctx.namespace, label)
         u = uri or Uri("system", ())
         plan.check_version(g, ctx.namespace, node, u, args.get("expected_version"))
@@ -858,7 +853,7 @@ BOOT_SCHEMA = _schema(
 def _manage_boot(svc: GraphService, args: dict[str, Any], ctx: ToolContext) -> tuple[str, dict]:
     ns = ctx.namespace
 
-    def fn(g: Graph) -> tuple[list[Draft], None]:
+    def fn(g: GraphReader) -> tuple[list[Draft], None]:
         add = [plan.locate(g, ns, u)[0] for u in args.get("add", [])]
         remove = [plan.locate(g, ns, u)[0] for u in args.get("remove", [])]
         return plan.boot(g, ns, add, remove), None

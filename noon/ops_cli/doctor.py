@@ -156,7 +156,7 @@ def check_shards(settings: Settings, now_ms: int) -> list[Finding]:
 
 def check_fork(settings: Settings) -> list[Finding]:
     try:
-        store = Store(replace(settings, snapshot=False))
+        store = Store(settings)
     except ForkDetected as exc:
         return [
             Finding(

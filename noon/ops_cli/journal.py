@@ -1,20 +1,20 @@
 """Ops as a person reads them: when, which machine, which client, what changed (for ``noon log``
-and ``noon history``). Pure: reads a fold and the URI graph derived from it."""
+and ``noon history``)."""
 
 from __future__ import annotations
 
 import datetime as dt
-import heapq
-from collections.abc import Callable, Iterable, Iterator
+import sqlite3
 from typing import Any
 
-from noon.core.fold import Fold
 from noon.core.hlc import physical
-from noon.core.ops import Key, Op
-from noon.graph.model import Graph
-from noon.graph.uri import is_root, root_domain
+from noon.core.ops import Op
+from noon.graph.plan import GraphError, locate
+from noon.graph.reader import GraphReader, resolve_past
+from noon.graph.uri import is_root, parse, root_domain
 from noon.graph.views import show_uri
 from noon.kg.graph import obs_text
+from noon.store.readmodel import journal as oplog
 
 EXCERPT = 60
 
@@ -29,11 +29,11 @@ def _excerpt(text: str) -> str:
     return flat if len(flat) <= EXCERPT else flat[: EXCERPT - 3] + "..."
 
 
-def _place(graph: Graph, ns: str, parent: str) -> str:
+def _place(graph: GraphReader, ns: str, parent: str) -> str:
     return f"{root_domain(parent)}://" if is_root(parent) else show_uri(graph, ns, parent)
 
 
-def describe(graph: Graph, op: Op) -> str:
+def describe(graph: GraphReader, op: Op) -> str:
     """One line saying what ``op`` did."""
     key, val = op.el, op.val or {}
     kind, ns = key[0], key[1]
@@ -68,8 +68,8 @@ def describe(graph: Graph, op: Op) -> str:
             else f"created entity kg://{key[2]} ({val.get('type')})"
         )
     if kind == "obs":
-        el = graph.fold.elements.get(key)
-        text = obs_text(key, el) if el is not None else key[3]
+        el = graph.element(key)
+        text = obs_text(key, el.winner) if el is not None else key[3]
         verb = "deleted observation of" if gone else "observed on"
         return f"{verb} kg://{key[2]}: {_excerpt(text)}"
     if kind == "rel":
@@ -78,7 +78,7 @@ def describe(graph: Graph, op: Op) -> str:
     return f"{'deleted' if gone else 'wrote'} {'/'.join(key)}"
 
 
-def entry(graph: Graph, op: Op) -> dict[str, Any]:
+def entry(graph: GraphReader, op: Op) -> dict[str, Any]:
     return {
         "time": when(op),
         "node": op.node,
@@ -90,22 +90,20 @@ def entry(graph: Graph, op: Op) -> dict[str, Any]:
     }
 
 
-def ops_of(fold: Fold, keys: Iterable[Key]) -> Iterator[Op]:
-    for key in keys:
-        el = fold.elements.get(key)
-        if el is not None:
-            yield from el.versions
-
-
-def newest(ops: Iterable[Op], limit: int, accept: Callable[[Op], bool] | None = None) -> list[Op]:
-    """The ``limit`` newest ops by ``(hlc, node, seq)`` that ``accept`` lets through."""
-    chosen = ops if accept is None else (o for o in ops if accept(o))
-    return heapq.nlargest(limit, chosen, key=lambda o: o.order)
-
-
-def render(graph: Graph, ops: list[Op]) -> str:
+def render(graph: GraphReader, ops: list[Op]) -> str:
     if not ops:
         return "no changes"
     return "\n".join(
         f"{when(op)}  {op.node:<16} {op.by or 'unknown':<14} {describe(graph, op)}" for op in ops
     )
+
+
+def memory_node(graph: GraphReader, conn: sqlite3.Connection, ns: str, uri: str) -> str:
+    """The memory a URI names now, or, for a memory deleted since, the one it named last."""
+    try:
+        return locate(graph, ns, uri)[0]
+    except GraphError:
+        past = resolve_past(graph, ns, parse(uri))
+        if past is None or not oplog.was_memory(conn, ns, past):
+            raise
+        return past

@@ -8,9 +8,9 @@ import argparse
 import json
 from pathlib import Path
 
-from noon.graph.model import Graph
 from noon.ops_cli import journal
 from noon.ops_cli.status import settings_from
+from noon.store.readmodel import journal as oplog
 from noon.store.store import Store
 
 
@@ -34,22 +34,20 @@ def run(args: argparse.Namespace) -> int:
         return 1
     store = Store(settings)
     try:
-        ns = settings.namespace
-        fold = store.fold
-        keys = [k for k in fold.elements if k[1] == ns]
-        ops = journal.newest(
-            journal.ops_of(fold, keys),
-            max(1, args.limit),
-            lambda o: (
-                (args.node is None or o.node == args.node) and (args.by is None or o.by == args.by)
-            ),
-        )
-        graph = Graph(fold)
-        if args.json:
-            for op in ops:
-                print(json.dumps(journal.entry(graph, op)))
-        else:
-            print(journal.render(graph, ops))
+        graph = store.graph
+        with store.lock, graph.reading():
+            ops = oplog.newest(
+                store.model.conn,
+                settings.namespace,
+                max(1, args.limit),
+                node=args.node,
+                client=args.by,
+            )
+            if args.json:
+                out = "\n".join(json.dumps(journal.entry(graph, op)) for op in ops)
+            else:
+                out = journal.render(graph, ops)
+        print(out)
     finally:
         store.close()
     return 0

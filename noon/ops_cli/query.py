@@ -9,9 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from noon.graph.model import Graph, live_text, version_id
-from noon.graph.search import SearchIndex, snippet
-from noon.kg.graph import Index, View
+from noon.graph.reader import live_text, version_id
+from noon.graph.search import snippet
 from noon.ops_cli.status import settings_from
 from noon.store.store import Store
 
@@ -29,25 +28,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def search(store: Store, namespace: str, text: str, limit: int) -> dict[str, Any]:
-    graph = Graph(store.fold)
-    index = SearchIndex(graph)
+    graph = store.graph
 
     def placed(node: str) -> bool:
         return graph.is_live(namespace, node) and bool(graph.uris(namespace, node))
 
     memories = []
-    for hit in index.search(namespace, text, limit, placed):
-        el = graph.content(namespace, hit.node)
-        memories.append(
-            {
-                "uri": str(graph.uris(namespace, hit.node)[0][0]),
-                "node_id": hit.node,
-                "score": hit.score,
-                "version": version_id(el.winner) if el else None,
-                "snippet": snippet(live_text(el) if el else "", text, hit.matched),
-            }
-        )
-    kg = View(store.fold, Index.build(store.fold), namespace).search(text)
+    with store.lock, graph.reading():
+        for hit in store.search.search(namespace, text, limit, placed):
+            el = graph.content(namespace, hit.node)
+            memories.append(
+                {
+                    "uri": str(graph.uris(namespace, hit.node)[0][0]),
+                    "node_id": hit.node,
+                    "score": hit.score,
+                    "version": version_id(el.winner) if el else None,
+                    "snippet": snippet(live_text(el) if el else "", text, hit.matched),
+                }
+            )
+        kg = store.kg(namespace).search(text)
     return {
         "query": text,
         "memories": memories,

@@ -17,14 +17,14 @@ from typing import Any
 
 from noon.config import Settings
 from noon.core.elements import CONTENT
-from noon.core.fold import Element
 from noon.core.hlc import physical
 from noon.core.ops import Key
-from noon.graph.model import Graph
+from noon.graph.reader import ElementLike
 from noon.graph.views import show_uri
 from noon.ops_cli import daemon_api
 from noon.ops_cli.peers import state_path
 from noon.store import peerstate
+from noon.store.readmodel.rows import key_of
 from noon.store.store import ForkDetected, Store
 from noon.store.survey import survey_dir
 
@@ -63,21 +63,31 @@ def iso(seconds: float | None) -> str | None:
     return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def live_heads(el: Element) -> list[Any]:
-    return [h for h in (el.heads or {}).values() if h.val is not None]
+def live_heads(el: ElementLike) -> list[Any]:
+    return [h for h in el.heads.values() if h.val is not None]
 
 
 def conflicts(store: Store, limit: int) -> tuple[int, list[dict[str, Any]]]:
     """Elements with more than one live head (concurrent versions nobody resolved yet)."""
-    found: list[tuple[Key, Element]] = [
-        (key, el) for key, el in store.fold.elements.items() if len(live_heads(el)) > 1
-    ]
+    with store.lock, store.graph.reading():
+        return _conflicts(store, limit)
+
+
+def _conflicts(store: Store, limit: int) -> tuple[int, list[dict[str, Any]]]:
+    found: list[tuple[Key, ElementLike]] = []
+    for (kt,) in store.model.conn.execute(
+        "SELECT key FROM elements WHERE nheads > 1 ORDER BY key"
+    ).fetchall():
+        key = key_of(kt)
+        stored = store.graph.element(key)
+        if stored is not None and len(live_heads(stored)) > 1:
+            found.append((key, stored))
     found.sort(key=lambda kv: kv[0])
-    graph = Graph(store.fold) if found else None
+    graph = store.graph
     out = []
     for key, el in found[:limit]:
         item: dict[str, Any] = {"element": list(key)}
-        if key[0] == CONTENT and graph is not None:
+        if key[0] == CONTENT:
             item["uri"] = show_uri(graph, key[1], key[2])
         item["heads"] = [
             {
@@ -85,7 +95,7 @@ def conflicts(store: Store, limit: int) -> tuple[int, list[dict[str, Any]]]:
                 "by": h.by,
                 "node": h.node,
                 "time": iso(physical(h.hlc) / 1000),
-                "winner": h is el.winner,
+                "winner": h.id == el.winner.id,
             }
             for h in sorted(live_heads(el), key=lambda o: o.order, reverse=True)
         ]

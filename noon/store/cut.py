@@ -103,7 +103,8 @@ class ReadCut:
         """Ops to leave out of the fold: those of a collection under way."""
         self._fd: int | None = None
         self._depth = 0
-        self._ident: tuple[int, int, int] | None = None
+        self.ident: tuple[int, int, int] | None = None
+        """The journal file as last loaded (inode, size, mtime), or None when there is none."""
 
     @contextmanager
     def held(self) -> Iterator[None]:
@@ -125,8 +126,8 @@ class ReadCut:
         try:
             st = journal_path(self.directory).stat()
         except FileNotFoundError:
-            self.hidden, self._ident = frozenset(), None
+            self.hidden, self.ident = frozenset(), None
             return
         ident = (st.st_ino, st.st_size, st.st_mtime_ns)
-        if ident != self._ident:
-            self.hidden, self._ident = pending(self.directory), ident
+        if ident != self.ident:
+            self.hidden, self.ident = pending(self.directory), ident

@@ -169,6 +169,8 @@ class Poll:
     corrupt: list[Corrupt] = field(default_factory=list)
     rewritten: bool = False
     """The file was replaced (compaction) or shrank: it was read again from the start."""
+    size: int = 0
+    """The file's size when it was polled."""
 
 
 class ShardReader:
@@ -187,19 +189,23 @@ class ShardReader:
         self.offset = 0
         self.line = 0
         self.tail_mark = b""
-        """Up to 64 bytes before ``offset``: lets a snapshot check the file is still the same."""
+        """Up to 64 bytes before ``offset``: lets a saved cursor check the file is still the
+        same."""
 
-    def poll(self) -> Poll:
+    def poll(self, max_bytes: int | None = None) -> Poll:
+        """What the file gained since the last poll; with ``max_bytes``, only what lies in the
+        next ``max_bytes`` bytes (a batch that does not end there waits for a larger poll)."""
         result = Poll()
         fd = os.open(self.path, os.O_RDONLY)  # FileNotFoundError: the caller decides
         try:
             st = os.fstat(fd)
+            result.size = st.st_size
             if st.st_ino != self.inode or st.st_size < self.offset:
                 result.rewritten = self.inode != -1
                 self.inode, self.offset, self.line, self.tail_mark = st.st_ino, 0, 0, b""
-            if st.st_size == self.offset:
-                return result
-            self._read(fd, st.st_size, result)
+            end = st.st_size if max_bytes is None else min(st.st_size, self.offset + max_bytes)
+            if end > self.offset:
+                self._read(fd, end, result)
         finally:
             os.close(fd)
         return result

@@ -9,7 +9,6 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from noon.kg.graph import View
 from noon.kg.live import read
 from noon.mcp.command import settings_from
 from noon.store.store import Store
@@ -53,6 +52,6 @@ def run(args: argparse.Namespace) -> int:
         lines = list(noon_format.export_lines(store))
         _write((line + b"\n" for line in lines), args.output)
         return 0
-    graph = read(store, settings.namespace, View.graph)
+    graph = read(store, settings.namespace, lambda view: view.graph())
     _write([official.render(graph).encode("utf-8", "surrogatepass")], args.output)
     return 0

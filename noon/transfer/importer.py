@@ -15,8 +15,8 @@ from tqdm import tqdm
 
 from noon.config import Settings
 from noon.core.elements import boot_key, content_key, edge_key, keyword_key
-from noon.core.fold import Fold
 from noon.core.ops import Draft, Key
+from noon.graph.reader import GraphReader
 from noon.kg import plan
 from noon.kg.live import mutate
 from noon.store.store import Store
@@ -76,17 +76,19 @@ def _write_absent(store: Store, items: Sequence[tuple[Key, dict[str, Any]]], bar
     written = 0
     for chunk in _chunks(items):
 
-        def absent(fold: Fold, chunk: Sequence[tuple[Key, dict[str, Any]]] = chunk) -> list[Draft]:
-            return [Draft(k, v) for k, v in chunk if k not in fold.elements]
+        def absent(
+            graph: GraphReader, chunk: Sequence[tuple[Key, dict[str, Any]]] = chunk
+        ) -> list[Draft]:
+            return [Draft(k, v) for k, v in chunk if graph.element(k) is None]
 
         written += len(store.write(absent, client=CLIENT))
         bar.update(len(chunk))
     return written
 
 
-def _texts(fold: Fold, key: Key) -> list[str | None]:
-    el = fold.elements.get(key)
-    if el is None or el.versions is None:
+def _texts(graph: GraphReader, key: Key) -> list[str | None]:
+    el = graph.element(key)
+    if el is None:
         return []
     ordered = sorted(el.versions, key=lambda op: op.order)
     return [op.val.get("text") if op.val else None for op in ordered]
@@ -122,9 +124,11 @@ def import_nocturne(store: Store, data: NocturneData, source: str, default_ns: s
             ]
             for chunk in _chunks(todo):
 
-                def next_version(fold: Fold, chunk: Sequence[Any] = chunk) -> list[Draft]:
+                def next_version(graph: GraphReader, chunk: Sequence[Any] = chunk) -> list[Draft]:
                     return [
-                        Draft(key, val) for key, val, before in chunk if _texts(fold, key) == before
+                        Draft(key, val)
+                        for key, val, before in chunk
+                        if _texts(graph, key) == before
                     ]
 
                 versions_written += len(store.write(next_version, client=CLIENT))

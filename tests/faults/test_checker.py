@@ -16,7 +16,7 @@ KEY = ("content", "default", "k")
 
 
 def store(d: Path, node: str) -> Store:
-    return Store(Settings(dir=d, node_id=node, fsync=False, snapshot=False))
+    return Store(Settings(dir=d, node_id=node, fsync=False))
 
 
 def ack(history: History, ops: list) -> None:  # type: ignore[type-arg]

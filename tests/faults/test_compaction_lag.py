@@ -29,7 +29,7 @@ KEY = ("content", "default", "memory")
 
 
 def store(d: Path, node: str | None = None) -> Store:
-    return Store(Settings(dir=d, node_id=node or d.name, fsync=False, snapshot=False))
+    return Store(Settings(dir=d, node_id=node or d.name, fsync=False))
 
 
 def page_after(src: Path, author: str, after: int) -> list:  # type: ignore[type-arg]

@@ -86,7 +86,7 @@ class Replica:
 
 
 def read_replica(name: str, directory: Path) -> Replica:
-    store = Store(Settings(dir=directory, node_id=name, fsync=False, snapshot=False))
+    store = Store(Settings(dir=directory, node_id=name, fsync=False))
     state: State = {}
     for key, el in store.fold.elements.items():
         heads = frozenset(el.heads) if el.heads is not None else frozenset({el.winner.id})

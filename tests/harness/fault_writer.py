@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 from noon.config import Settings
-from noon.core.fold import Fold
 from noon.core.ops import Draft
 from noon.store.compact import compact_dir
+from noon.store.readmodel.graph import SqlGraph
 from noon.store.store import ForkDetected, ShardBehind, Store, StoreError
 
 
@@ -26,11 +26,11 @@ def plan_for(rng: random.Random, tag: str, i: int, keys: int):
     picked = sorted({f"k{rng.randrange(keys)}" for _ in range(rng.choice((1, 1, 1, 2, 3)))})
     delete = rng.random() < 0.25
 
-    def plan(fold: Fold) -> list[Draft]:
+    def plan(graph: SqlGraph) -> list[Draft]:
         drafts = []
         for name in picked:
             key = ("content", "default", name)
-            el = fold.elements.get(key)
+            el = graph.element(key)
             if delete and el is not None and not el.deleted:
                 drafts.append(Draft(key, None))
             else:
@@ -44,9 +44,7 @@ def main() -> int:
     directory, node, tag, seed, keys, pause_ms, compact_every = sys.argv[1:8]
     rng = random.Random(f"{seed}/{tag}")
     store = Store(
-        Settings.from_env(
-            {}, dir=Path(directory), node_id=node, snapshot=False, compact_after=0, fsync=False
-        )
+        Settings.from_env({}, dir=Path(directory), node_id=node, compact_after=0, fsync=False)
     )
     every = int(compact_every)
     i = 0

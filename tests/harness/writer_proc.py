@@ -14,9 +14,7 @@ from noon.store.store import Store
 
 def main() -> None:
     directory, node, tag, batches, compact_every = sys.argv[1:6]
-    store = Store(
-        Settings.from_env({}, dir=Path(directory), node_id=node, snapshot=False, compact_after=0)
-    )
+    store = Store(Settings.from_env({}, dir=Path(directory), node_id=node, compact_after=0))
     for i in range(int(batches)):
         size = 1 + i % 3
         drafts = [

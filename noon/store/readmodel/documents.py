@@ -1,0 +1,165 @@
+"""The search documents: one per live memory (``memory_fts``), one per live entity
+(``entity_fts``), rebuilt for exactly what a transaction changed.
+
+A memory's document has four columns that ``search_memory`` weighs differently: its text, the
+words of up to four of its URIs, the disclosures of its placements, and its keywords. Moving or
+placing a node changes the URIs of its whole subtree, so every node below it is rebuilt too.
+Scripts written without spaces are split into one token per character (``unicode61`` would
+keep a whole CJK run as one token); queries are split the same way and searched as phrases.
+
+An entity's document is the lower-cased name, type and visible observations joined by
+:data:`SEPARATOR`, under a trigram index: ``search_nodes``'s substring test on it is the
+official server's, exactly.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from noon.graph.reader import Placement, closure, walk_uris
+from noon.kg.graph import js_lower
+
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+SEPARATOR = "\x1f"
+URIS_INDEXED = 4
+PRELOAD = 500
+"""Above this many changed nodes of one namespace, its placements are read in one query
+instead of node by node (a rebuild or a large import)."""
+
+
+def segment(text: str) -> str:
+    """Text as the memory index tokenizes it: every CJK character a word of its own."""
+    return CJK.sub(r" \g<0> ", text) if CJK.search(text) else text
+
+
+@dataclass
+class Dirty:
+    memories: set[tuple[str, str]] = field(default_factory=set)
+    """(namespace, node) whose text, keywords or placements changed."""
+    moved: set[tuple[str, str]] = field(default_factory=set)
+    """(namespace, node) placed or unplaced: the URIs of its subtree may differ."""
+    entities: set[tuple[str, str]] = field(default_factory=set)
+
+
+class Placements:
+    """Placements of one namespace, from the table node by node, or all read at once."""
+
+    def __init__(self, conn: sqlite3.Connection, ns: str, *, preload: bool) -> None:
+        self.conn = conn
+        self.ns = ns
+        self.up: dict[str, list[Placement]] | None = None
+        self.down: dict[str, list[str]] | None = None
+        if preload:
+            self.up, self.down = {}, {}
+            for row in conn.execute(
+                "SELECT parent, name, key_name, child, priority, disclosure FROM placements "
+                "WHERE ns = ? ORDER BY parent, name",
+                (ns,),
+            ):
+                pl = Placement(*row)
+                self.up.setdefault(pl.child, []).append(pl)
+                self.down.setdefault(pl.parent, []).append(pl.child)
+
+    def parents(self, node: str) -> Sequence[Placement]:
+        if self.up is not None:
+            return self.up.get(node, ())
+        return [
+            Placement(*row)
+            for row in self.conn.execute(
+                "SELECT parent, name, key_name, child, priority, disclosure FROM placements "
+                "WHERE ns = ? AND child = ? ORDER BY parent, name",
+                (self.ns, node),
+            )
+        ]
+
+    def children(self, node: str) -> Iterable[str]:
+        if self.down is not None:
+            return self.down.get(node, ())
+        return [
+            c
+            for (c,) in self.conn.execute(
+                "SELECT child FROM placements WHERE ns = ? AND parent = ?", (self.ns, node)
+            )
+        ]
+
+
+def refresh(conn: sqlite3.Connection, dirty: Dirty) -> None:
+    spaces = {ns for ns, _ in dirty.memories} | {ns for ns, _ in dirty.moved}
+    for ns in sorted(spaces):
+        nodes = {n for s, n in dirty.memories if s == ns}
+        moved = {n for s, n in dirty.moved if s == ns}
+        _memories(conn, ns, nodes, moved)
+    for ns, name in sorted(dirty.entities):
+        entity_document(conn, ns, name)
+
+
+def _memories(conn: sqlite3.Connection, ns: str, nodes: set[str], moved: set[str]) -> None:
+    lookup = Placements(conn, ns, preload=len(nodes) + len(moved) > PRELOAD)
+    todo = set(nodes)
+    for n in moved:
+        if n not in todo:
+            todo.update(closure(lookup.children, n))
+    rows = []
+    for node in sorted(todo):
+        found = conn.execute(
+            "SELECT id, deleted, text FROM memories WHERE ns = ? AND node = ?", (ns, node)
+        ).fetchone()
+        if found is None:
+            continue
+        mid, deleted, text = found
+        conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (mid,))
+        if deleted:
+            continue
+        uris = walk_uris(lookup.parents, node, URIS_INDEXED)
+        kws = [
+            k
+            for (k,) in conn.execute(
+                "SELECT keyword FROM keywords WHERE ns = ? AND node = ?", (ns, node)
+            )
+        ]
+        rows.append(
+            (
+                mid,
+                segment(text),
+                segment(" ".join(" ".join((u.domain, *u.path)) for u, _ in uris)),
+                segment(" ".join(pl.disclosure for pl in lookup.parents(node))),
+                segment(" ".join(kws)),
+            )
+        )
+    conn.executemany(
+        "INSERT INTO memory_fts (rowid, text, uri, disclosure, keywords) VALUES (?,?,?,?,?)", rows
+    )
+
+
+def entity_texts(conn: sqlite3.Connection, ns: str, name: str) -> tuple[int, list[str]] | None:
+    """The entity's row id and its texts as shown: name, type, visible observations in order."""
+    row = conn.execute(
+        "SELECT id, type, after FROM entities WHERE ns = ? AND name = ?", (ns, name)
+    ).fetchone()
+    if row is None:
+        return None
+    eid, etype, after = row
+    observations = [
+        t
+        for (t,) in conn.execute(
+            "SELECT text FROM observations WHERE ns = ? AND entity = ? AND w_hlc > ? "
+            "ORDER BY w_hlc, w_node, w_seq",
+            (ns, name, after),
+        )
+    ]
+    return eid, [name, etype, *observations]
+
+
+def entity_document(conn: sqlite3.Connection, ns: str, name: str) -> None:
+    found = entity_texts(conn, ns, name)
+    if found is None:
+        return
+    eid, texts = found
+    conn.execute("DELETE FROM entity_fts WHERE rowid = ?", (eid,))
+    conn.execute(
+        "INSERT INTO entity_fts (rowid, doc) VALUES (?, ?)",
+        (eid, SEPARATOR.join(js_lower(t) for t in texts)),
+    )

@@ -1,0 +1,249 @@
+"""The URI graph read from the read model: a :class:`~noon.graph.reader.GraphReader` whose
+every answer is a query, so a process holds only what it reads.
+
+Within one read (:meth:`SqlGraph.reading`, which :class:`~noon.store.readmodel.service.GraphService`
+opens around every view and plan), the placements a view walks are cached; a view that scans a
+whole namespace (``live_nodes``: the index, the diagnostic, orphans) reads that namespace's
+placements in one query instead of node by node.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from noon.core.elements import CONTENT, EDGE, content_key, edge_key
+from noon.core.ops import Key
+from noon.graph.model import DEFAULT_DOMAIN
+from noon.graph.reader import MAX_URIS, Placement, closure, walk_uris
+from noon.graph.uri import Uri, is_root, root, root_domain
+from noon.store.readmodel.rows import key_of
+from noon.store.readmodel.state import Database, StoredElement, load_element
+
+_PLACEMENT = "parent, name, key_name, child, priority, disclosure"
+
+
+class SqlGraph:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._up: dict[tuple[str, str], list[Placement]] | None = None
+        self._whole: set[str] = set()
+        """Namespaces whose placements are all in the cache."""
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self._db.conn
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """One consistent read: a snapshot of the file, and a cache that lives as long."""
+        outer = self._up is not None
+        if not outer:
+            self._up = {}
+            self._whole = set()
+            if not self.conn.in_transaction:
+                self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if not outer:
+                self._up = None
+                self._whole = set()
+                if self.conn.in_transaction:
+                    self.conn.execute("COMMIT")
+
+    # -- elements --------------------------------------------------------------------------
+
+    def element(self, key: Key) -> StoredElement | None:
+        return load_element(self.conn, key)
+
+    def content(self, namespace: str, node: str) -> StoredElement | None:
+        return load_element(self.conn, content_key(namespace, node))
+
+    def is_live(self, namespace: str, node: str) -> bool:
+        row = self.conn.execute(
+            "SELECT deleted FROM memories WHERE ns = ? AND node = ?", (namespace, node)
+        ).fetchone()
+        return row is not None and not row[0]
+
+    # -- structure -------------------------------------------------------------------------
+
+    def domains(self, namespace: str) -> list[str]:
+        found = {
+            root_domain(p)
+            for (p,) in self.conn.execute(
+                "SELECT DISTINCT parent FROM placements WHERE ns = ? AND parent LIKE '@%'",
+                (namespace,),
+            )
+            if is_root(p)
+        }
+        return sorted(found | {DEFAULT_DOMAIN})
+
+    def resolve(self, namespace: str, uri: Uri) -> tuple[str, Placement | None] | None:
+        node = root(uri.domain)
+        placement: Placement | None = None
+        for seg in uri.path:
+            row = self.conn.execute(
+                f"SELECT {_PLACEMENT} FROM placements WHERE ns = ? AND parent = ? AND name = ?",
+                (namespace, node, seg),
+            ).fetchone()
+            if row is None:
+                return None
+            placement = Placement(*row)
+            node = placement.child
+        return node, placement
+
+    def children(self, namespace: str, node: str) -> list[Placement]:
+        return [
+            Placement(*row)
+            for row in self.conn.execute(
+                f"SELECT {_PLACEMENT} FROM placements WHERE ns = ? AND parent = ? "
+                "ORDER BY priority, name",
+                (namespace, node),
+            )
+        ]
+
+    def placements(self, namespace: str, node: str) -> list[Placement]:
+        cache = self._up
+        if cache is not None:
+            found = cache.get((namespace, node))
+            if found is not None:
+                return found
+            if namespace in self._whole:
+                return []
+        rows = [
+            Placement(*row)
+            for row in self.conn.execute(
+                f"SELECT {_PLACEMENT} FROM placements WHERE ns = ? AND child = ? "
+                "ORDER BY parent, name",
+                (namespace, node),
+            )
+        ]
+        if cache is not None:
+            cache[(namespace, node)] = rows
+        return rows
+
+    def _load_namespace(self, namespace: str) -> None:
+        """Read every placement of ``namespace`` into the read's cache at once."""
+        if self._up is None or namespace in self._whole:
+            return
+        up: dict[tuple[str, str], list[Placement]] = {}
+        for row in self.conn.execute(
+            f"SELECT {_PLACEMENT} FROM placements WHERE ns = ? ORDER BY parent, name",
+            (namespace,),
+        ):
+            pl = Placement(*row)
+            up.setdefault((namespace, pl.child), []).append(pl)
+        self._up.update(up)
+        self._whole.add(namespace)
+
+    def uris(self, namespace: str, node: str, limit: int = MAX_URIS) -> list[tuple[Uri, int]]:
+        return walk_uris(lambda n: self.placements(namespace, n), node, limit)
+
+    def primary_uri(self, namespace: str, node: str) -> Uri | None:
+        us = self.uris(namespace, node)
+        return us[0][0] if us else None
+
+    def subtree(self, namespace: str, node: str) -> list[str]:
+        return closure(lambda n: (p.child for p in self.children(namespace, n)), node)
+
+    def is_ancestor(self, namespace: str, maybe_ancestor: str, node: str) -> bool:
+        up = closure(lambda n: (p.parent for p in self.placements(namespace, n)), node)
+        return maybe_ancestor in up
+
+    def memory_nodes(self, namespace: str) -> Iterator[str]:
+        """Every node with a content element, live or deleted, sorted."""
+        rows = self.conn.execute(
+            "SELECT node FROM memories WHERE ns = ? ORDER BY node", (namespace,)
+        ).fetchall()
+        for (node,) in rows:
+            yield node
+
+    def live_nodes(self, namespace: str) -> Iterator[str]:
+        self._load_namespace(namespace)  # the caller is about to visit every memory
+        rows = self.conn.execute(
+            "SELECT node FROM memories WHERE ns = ? AND deleted = 0 ORDER BY node", (namespace,)
+        ).fetchall()
+        for (node,) in rows:
+            yield node
+
+    def recent_nodes(self, namespace: str) -> Iterator[str]:
+        cursor = self.conn.execute(
+            "SELECT node FROM memories WHERE ns = ? AND deleted = 0 "
+            "ORDER BY w_hlc DESC, w_node DESC, w_seq DESC",
+            (namespace,),
+        )
+        while rows := cursor.fetchmany(64):
+            for (node,) in rows:
+                yield node
+
+    def orphans(self, namespace: str) -> list[str]:
+        return sorted(n for n in self.live_nodes(namespace) if not self.uris(namespace, n, 1))
+
+    def keywords_of(self, namespace: str, node: str) -> list[str]:
+        return [
+            k
+            for (k,) in self.conn.execute(
+                "SELECT keyword FROM keywords WHERE ns = ? AND node = ? ORDER BY keyword",
+                (namespace, node),
+            )
+        ]
+
+    def keywords(self, namespace: str) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for kw, node in self.conn.execute(
+            "SELECT keyword, node FROM keywords WHERE ns = ?", (namespace,)
+        ):
+            out.setdefault(kw, set()).add(node)
+        return out
+
+    def glossary_version(self, namespace: str) -> int:
+        row = self.conn.execute(
+            "SELECT version FROM glossary WHERE ns = ?", (namespace,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def boot_nodes(self, namespace: str) -> set[str]:
+        return {n for (n,) in self.conn.execute("SELECT node FROM boot WHERE ns = ?", (namespace,))}
+
+    # -- conflicts -------------------------------------------------------------------------
+
+    def conflicts(self, namespace: str) -> list[tuple[Key, StoredElement]]:
+        contents = {
+            key_of(k)[2]
+            for (k,) in self.conn.execute(
+                "SELECT key FROM elements WHERE ns = ? AND kind = ? AND nheads > 1",
+                (namespace, CONTENT),
+            )
+        }
+        contents.update(
+            n
+            for (n,) in self.conn.execute(
+                "SELECT m.node FROM memories m WHERE m.ns = ? AND m.deleted = 1 AND EXISTS "
+                "(SELECT 1 FROM placements p WHERE p.ns = m.ns AND p.child = m.node)",
+                (namespace,),
+            )
+        )
+        edges = sorted(
+            (key[2], key[3])
+            for key in (
+                key_of(k)
+                for (k,) in self.conn.execute(
+                    "SELECT key FROM elements WHERE ns = ? AND kind = ? AND nheads > 1 "
+                    "AND deleted = 0",
+                    (namespace, EDGE),
+                )
+            )
+        )
+        out: list[tuple[Key, StoredElement]] = []
+        for node in sorted(contents):
+            el = self.content(namespace, node)
+            if el is not None:
+                out.append((content_key(namespace, node), el))
+        for parent, name in edges:
+            key = edge_key(namespace, parent, name)
+            el = self.element(key)
+            if el is not None:
+                out.append((key, el))
+        return out

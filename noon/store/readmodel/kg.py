@@ -1,0 +1,175 @@
+"""The knowledge graph of one namespace read from the read model: a
+:class:`~noon.kg.graph.KgReader` whose answers are queries.
+
+``read_graph`` reads the namespace's entities, observations and relations in three ordered
+queries (no per-entity round trips). ``search_nodes`` asks the trigram index for the entities
+whose document contains the query (a substring test, exactly the official one, since every
+document and query is lower-cased the same way) and checks each candidate; a query shorter than
+a trigram scans the documents instead.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from typing import Any
+
+from noon.core.elements import entity_key, obs_key, rel_key
+from noon.core.ops import Key
+from noon.kg.graph import js_lower, matches, relation_dict
+from noon.store.readmodel.documents import SEPARATOR, entity_texts
+from noon.store.readmodel.state import Database, StoredElement, load_element
+
+_ORDER = "w_hlc, w_node, w_seq"
+FEW = 200
+"""Up to this many entities, their relations are looked up by name; beyond, the namespace's
+relations are read in one pass and filtered."""
+
+
+class SqlKg:
+    def __init__(self, db: Database, ns: str) -> None:
+        self._db = db
+        self.ns = ns
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self._db.conn
+
+    def element(self, key: Key) -> StoredElement | None:
+        return load_element(self.conn, key)
+
+    def entity(self, name: str) -> StoredElement | None:
+        row = self.conn.execute(
+            "SELECT 1 FROM entities WHERE ns = ? AND name = ?", (self.ns, name)
+        ).fetchone()
+        return None if row is None else load_element(self.conn, entity_key(self.ns, name))
+
+    def entity_names(self) -> list[str]:
+        return [
+            n
+            for (n,) in self.conn.execute(
+                f"SELECT name FROM entities WHERE ns = ? ORDER BY {_ORDER}", (self.ns,)
+            )
+        ]
+
+    def visible_observations(self, name: str) -> list[tuple[Key, str]]:
+        row = self.conn.execute(
+            "SELECT after FROM entities WHERE ns = ? AND name = ?", (self.ns, name)
+        ).fetchone()
+        if row is None:
+            return []
+        return [
+            (obs_key(self.ns, name, obs, int(slot)), text)
+            for obs, slot, text in self.conn.execute(
+                "SELECT obs, slot, text FROM observations WHERE ns = ? AND entity = ? "
+                f"AND w_hlc > ? ORDER BY {_ORDER}",
+                (self.ns, name, row[0]),
+            )
+        ]
+
+    def observations(self, name: str) -> list[str]:
+        return [text for _, text in self.visible_observations(name)]
+
+    def live_observation_keys(self, name: str) -> list[Key]:
+        return [
+            obs_key(self.ns, name, obs, int(slot))
+            for obs, slot in self.conn.execute(
+                f"SELECT obs, slot FROM observations WHERE ns = ? AND entity = ? ORDER BY {_ORDER}",
+                (self.ns, name),
+            )
+        ]
+
+    def entity_dict(self, name: str) -> dict[str, Any]:
+        found = entity_texts(self.conn, self.ns, name)
+        assert found is not None, name
+        _, (name_, etype, *observations) = found
+        return {"name": name_, "entityType": etype, "observations": observations}
+
+    def live_relation_keys(self, src: str, dst: str, rtype: str) -> list[Key]:
+        return [
+            rel_key(self.ns, src, dst, rtype, int(slot))
+            for (slot,) in self.conn.execute(
+                "SELECT slot FROM relations WHERE ns = ? AND src = ? AND dst = ? AND rtype = ? "
+                f"ORDER BY {_ORDER}",
+                (self.ns, src, dst, rtype),
+            )
+        ]
+
+    def relation_keys_touching(self, names: Iterable[str]) -> list[Key]:
+        wanted = set(names)
+        rows: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        if len(wanted) > FEW:
+            for row in self.conn.execute(
+                f"SELECT src, dst, rtype, slot, {_ORDER} FROM relations WHERE ns = ?", (self.ns,)
+            ):
+                if row[0] in wanted or row[1] in wanted:
+                    rows[row[:4]] = row
+        for name in sorted(wanted) if len(wanted) <= FEW else ():
+            for row in self.conn.execute(
+                f"SELECT src, dst, rtype, slot, {_ORDER} FROM relations "
+                "WHERE ns = ? AND (src = ? OR dst = ?)",
+                (self.ns, name, name),
+            ):
+                rows[row[:4]] = row
+        ordered = sorted(rows.values(), key=lambda r: (r[4], r[5], r[6]))
+        return [rel_key(self.ns, r[0], r[1], r[2], int(r[3])) for r in ordered]
+
+    def graph(self) -> dict[str, Any]:
+        observed: dict[str, list[str]] = {}
+        for entity, text in self.conn.execute(
+            "SELECT o.entity, o.text FROM observations o JOIN entities e "
+            "ON e.ns = o.ns AND e.name = o.entity WHERE o.ns = ? AND o.w_hlc > e.after "
+            "ORDER BY o.entity, o.w_hlc, o.w_node, o.w_seq",
+            (self.ns,),
+        ):
+            observed.setdefault(entity, []).append(text)
+        entities = [
+            {"name": name, "entityType": etype, "observations": observed.get(name, [])}
+            for name, etype in self.conn.execute(
+                f"SELECT name, type FROM entities WHERE ns = ? ORDER BY {_ORDER}", (self.ns,)
+            )
+        ]
+        relations = [
+            {"from": src, "to": dst, "relationType": rtype}
+            for src, dst, rtype in self.conn.execute(
+                f"SELECT src, dst, rtype FROM relations WHERE ns = ? ORDER BY {_ORDER}", (self.ns,)
+            )
+        ]
+        return {"entities": entities, "relations": relations}
+
+    def search(self, query: str) -> dict[str, Any]:
+        q = js_lower(query)
+        if len(q) >= 3 and SEPARATOR not in q:
+            phrase = '"' + q.replace('"', '""') + '"'
+            rows = self.conn.execute(
+                "SELECT e.name FROM entity_fts f JOIN entities e ON e.id = f.rowid "
+                "WHERE f.doc MATCH ? AND e.ns = ? ORDER BY e.w_hlc, e.w_node, e.w_seq",
+                (phrase, self.ns),
+            ).fetchall()
+        else:  # shorter than a trigram (or holding the separator): scan the documents
+            rows = self.conn.execute(
+                "SELECT e.name FROM entity_fts f JOIN entities e ON e.id = f.rowid "
+                "WHERE e.ns = ? AND instr(f.doc, ?) > 0 ORDER BY e.w_hlc, e.w_node, e.w_seq",
+                (self.ns, q if SEPARATOR not in q else ""),
+            ).fetchall()
+        entities = []
+        for (name,) in rows:
+            e = self.entity_dict(name)
+            if matches((e["name"], e["entityType"], *e["observations"]), query):
+                entities.append(e)
+        return self._with_relations(entities)
+
+    def open(self, names: Iterable[str]) -> dict[str, Any]:
+        found: list[tuple[Any, ...]] = []
+        for name in set(names):
+            row = self.conn.execute(
+                f"SELECT {_ORDER}, name FROM entities WHERE ns = ? AND name = ?", (self.ns, name)
+            ).fetchone()
+            if row is not None:
+                found.append(row)
+        found.sort()
+        return self._with_relations([self.entity_dict(row[3]) for row in found])
+
+    def _with_relations(self, entities: list[dict[str, Any]]) -> dict[str, Any]:
+        rels = self.relation_keys_touching(e["name"] for e in entities)
+        return {"entities": entities, "relations": [relation_dict(k) for k in rels]}

@@ -1,0 +1,501 @@
+"""The machine's read model: every shard of ``NOON_DIR`` folded once into a SQLite file that
+every process of the machine shares.
+
+Whichever process reads first after a shard grew folds the new complete batches, in one write
+transaction (SQLite lets one writer in at a time; readers keep reading the last committed state
+meanwhile). A read after one remote op costs that op; an idle refresh costs a directory listing,
+one ``stat`` per shard and one small query. The shards stay the only truth, and the file always
+shows what they justify:
+- a shard that was rewritten (compaction, a collection, a replica re-fetched or truncated) is
+  read again, and the ops it no longer holds leave the model;
+- a shard that vanished takes its ops with it;
+- while a collection's journal exists (:mod:`noon.store.cut`), its ops are left out, whatever
+  mix of old and new shard files a reader meets;
+- two different ops with one identity are a fork: nothing of the transaction is kept, the fork
+  is reported (and again on every refresh until the shard files change), never merged.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import sqlite3
+import stat
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from noon.core.fold import ForkError
+from noon.core.hlc import Clock
+from noon.core.ops import Key, Op, decode
+from noon.names import shard_file, shard_node
+from noon.store.cut import ReadCut
+from noon.store.errors import ForkDetected
+from noon.store.readmodel import schema
+from noon.store.readmodel.apply import Transaction
+from noon.store.readmodel.rows import key_of
+from noon.store.shard import Corrupt, ShardReader
+
+log = logging.getLogger("noon.readmodel")
+
+CHUNK_OPS = 50_000
+"""Ops folded per transaction while catching up: others see progress, memory stays bounded."""
+POLL_BYTES = 16 << 20
+KEEP_GENERATIONS = 2000
+"""Generations of the change log kept; a process further behind treats everything as changed."""
+RESET_KEYS = 20_000
+"""A transaction touching more keys than this logs one reset instead of every key."""
+
+
+@dataclass
+class Changes:
+    keys: set[Key] = field(default_factory=set)
+    ops: int = 0
+    reset: bool = False
+    """Treat every key as changed (a rebuild, or this process fell too far behind)."""
+
+    def __bool__(self) -> bool:
+        return bool(self.keys or self.ops or self.reset)
+
+
+def shard_names(directory: Path) -> list[str]:
+    """Shard files of a directory: regular files (never followed through a link) with a valid
+    shard name. Anything else named like a shard is left alone."""
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return []
+    return sorted(
+        e.name
+        for e in entries
+        if shard_node(e.name) is not None and e.is_file(follow_symlinks=False)
+    )
+
+
+Cursor = tuple[str, int, int, int, bytes, bytes]
+"""(shard, inode, offset, line, tail mark, head mark) as saved in ``shards``."""
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int]:
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class ReadModel:
+    """One process's handle on the machine's read model. Not thread-safe: the store serialises
+    access with its lock."""
+
+    def __init__(
+        self,
+        directory: Path,
+        path: Path | None,
+        clock: Clock,
+        now_ms: Callable[[], int],
+    ) -> None:
+        self.dir = directory
+        self.path = path
+        self.clock = clock
+        self.now_ms = now_ms
+        self.conn, self.inode = schema.connect(path)
+        self.cut = ReadCut(directory)
+        self.seen = self.generation
+        self._progress = Progress(0, 0, None)
+        self.on_progress: Callable[[int, int], None] | None = None
+        """Called with (bytes folded, bytes to fold) while catching up (``noon reindex``)."""
+
+    # -- meta ------------------------------------------------------------------------------
+
+    def _meta(self, key: str, default: object = 0) -> object:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return default if row is None else row[0]
+
+    def _set_meta(self, key: str, value: object) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    @property
+    def generation(self) -> int:
+        return int(self._meta("generation"))  # type: ignore[call-overload]
+
+    # -- refresh ---------------------------------------------------------------------------
+
+    def refresh(self) -> Changes:
+        """Fold whatever the shards gained; report what changed since this process last
+        looked, whichever process folded it. A damaged file is thrown away and rebuilt."""
+        for attempt in range(2):
+            try:
+                with self.cut.held():
+                    self._fold()
+                    self.clock.last = max(self.clock.last, self._int("clock"))
+                    return self._since_seen()
+            except sqlite3.DatabaseError as exc:
+                if attempt or not damaged(exc):
+                    raise
+                log.warning("the read model is damaged (%s): rebuilding it from the shards", exc)
+                self._reopen()
+        raise AssertionError("unreachable")
+
+    def _int(self, key: str) -> int:
+        value = self._meta(key)
+        return value if isinstance(value, int) else 0
+
+    def _reopen(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+        self.conn.close()
+        if self.path is not None:
+            schema.remove(self.path, self.inode)
+        self.conn, self.inode = schema.connect(self.path)
+        self.seen = -1
+
+    def _fold(self) -> None:
+        if self._settled():
+            return
+        with self._folding():
+            self._fold_locked()
+
+    def _settled(self) -> bool:
+        """Nothing to fold: every shard is where its cursor says. Raises the fork found last
+        while the shard files are still the ones it was found in."""
+        names = shard_names(self.dir)
+        seen = self._stat(names)
+        forked = self._fork_record()
+        if forked is not None:
+            if forked[2] == seen:
+                raise ForkDetected(forked[1])
+            return False
+        return self._unchanged(seen, self._journal_mark())
+
+    @contextmanager
+    def _folding(self) -> Iterator[None]:
+        """One folding process at a time, queued by the kernel (``flock``) rather than by
+        SQLite's busy handler, which polls with sleeps of up to 100 ms."""
+        if self.path is None:
+            yield
+            return
+        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _fold_locked(self) -> None:
+        if self._settled():
+            return  # another process folded it while this one waited
+        names = shard_names(self.dir)
+        seen = self._stat(names)
+        journal = self._journal_mark()
+        forked = self._fork_record()
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            tx = Transaction(self.conn)
+            if forked is not None:
+                self._forget_node(tx, forked[0])
+            tx = self._catch_up(tx, names, journal)
+            self._commit(tx)
+        except ForkError as exc:
+            self.conn.execute("ROLLBACK")
+            message = describe_fork(self.dir, exc)
+            with self.conn:
+                self._set_meta("fork", orjson.dumps([exc.node, message, seen]).decode())
+            raise ForkDetected(message) from None
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+
+    def _fork_record(self) -> tuple[str, str, dict[str, tuple[int, int, int]]] | None:
+        """The fork found last: its node, the report, and the shard files as they were then
+        (it stands until one of them changes)."""
+        raw = self._meta("fork", None)
+        if raw is None:
+            return None
+        node, message, then = orjson.loads(str(raw))
+        return str(node), str(message), {k: (v[0], v[1], v[2]) for k, v in then.items()}
+
+    def _forget_node(self, tx: Transaction, node: str) -> None:
+        """The forked shard changed: read it again from scratch, trusting nothing held of it."""
+        tx.remove_ops(node, tx.held_seqs(node))
+        self.conn.execute("DELETE FROM shards WHERE name = ?", (shard_file(node),))
+        self.conn.execute("DELETE FROM corrupt WHERE shard = ?", (shard_file(node),))
+        self.conn.execute("DELETE FROM meta WHERE key = 'fork'")
+
+    def _stat(self, names: list[str]) -> dict[str, tuple[int, int, int]]:
+        seen = {}
+        for name in names:
+            try:
+                st = os.lstat(self.dir / name)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                seen[name] = _identity(st)
+        return seen
+
+    def _journal_mark(self) -> str:
+        ident = self.cut.ident
+        return "" if ident is None else ",".join(map(str, ident))
+
+    def _unchanged(self, seen: dict[str, tuple[int, int, int]], journal: str) -> bool:
+        if str(self._meta("journal", "")) != journal:
+            return False
+        rows = self.conn.execute("SELECT name, inode, seen_size, seen_mtime FROM shards").fetchall()
+        return {n: (i, s, m) for n, i, s, m in rows} == seen
+
+    # -- catching up -----------------------------------------------------------------------
+
+    def _catch_up(self, tx: Transaction, names: list[str], journal: str) -> Transaction:
+        if str(self._meta("journal", "")) != journal:
+            self._leave_out_journal(tx)
+            self._set_meta("journal", journal)
+        cursors: dict[str, Cursor] = {
+            row[0]: (row[0], row[1], row[2], row[3], bytes(row[4]), bytes(row[5]))
+            for row in self.conn.execute(
+                "SELECT name, inode, offset, line, tail_mark, head_mark FROM shards"
+            ).fetchall()
+        }
+        for gone in sorted(set(cursors) - set(names)):
+            node = shard_node(gone)
+            if node is not None:
+                tx.remove_ops(node, tx.held_seqs(node))
+            self.conn.execute("DELETE FROM shards WHERE name = ?", (gone,))
+            self.conn.execute("DELETE FROM corrupt WHERE shard = ?", (gone,))
+        self._progress = Progress(
+            sum(self._size(n) for n in names),
+            sum(int(c[2]) for c in cursors.values() if c[0] in names),
+            self.on_progress,
+        )
+        for name in names:
+            tx = self._shard(tx, name, cursors.get(name))
+        return tx
+
+    def _size(self, name: str) -> int:
+        try:
+            return os.lstat(self.dir / name).st_size
+        except FileNotFoundError:
+            return 0
+
+    def _leave_out_journal(self, tx: Transaction) -> None:
+        by_node: dict[str, list[int]] = {}
+        for node, seq in self.cut.hidden:
+            by_node.setdefault(node, []).append(seq)
+        for node, seqs in sorted(by_node.items()):
+            tx.remove_ops(node, seqs)
+
+    def _reader(self, name: str, cursor: Cursor | None) -> ShardReader:
+        """A reader positioned at the cursor, if the file still holds the bytes the cursor
+        saw there; otherwise one that will read it again from the start as rewritten."""
+        reader = ShardReader(self.dir / name)
+        if cursor is None:
+            return reader
+        _, inode, offset, line, tail_mark, head_mark = cursor
+        reader.inode, reader.offset, reader.line, reader.tail_mark = inode, offset, line, tail_mark
+        if not _holds(self.dir / name, inode, offset, tail_mark, head_mark):
+            reader.inode, reader.offset, reader.line, reader.tail_mark = -2, 0, 0, b""
+        return reader
+
+    def _shard(self, tx: Transaction, name: str, cursor: Cursor | None) -> Transaction:
+        node = shard_node(name)
+        assert node is not None
+        reader = self._reader(name, cursor)
+        kept: set[int] | None = None
+        cap = POLL_BYTES
+        size = 0
+        while True:
+            before = reader.offset
+            try:
+                polled = reader.poll(cap)
+            except FileNotFoundError:
+                return tx  # removed meanwhile: the next refresh finds it gone
+            size = polled.size
+            start = 0 if polled.rewritten else before
+            if polled.rewritten:
+                kept = set()
+                self.conn.execute("DELETE FROM corrupt WHERE shard = ?", (name,))
+            self._corrupt(polled.corrupt)
+            if kept is not None:
+                kept.update(op.seq for op in polled.ops if op.node == node)
+            tx.add(self._own(tx, name, node, polled.ops))
+            self._progress.advance(reader.offset - start)
+            if start + cap >= size:
+                break
+            if reader.offset == start:
+                cap *= 2  # one batch is larger than a poll: read further at once
+                continue
+            if kept is None and tx.added >= CHUNK_OPS:
+                self._save_cursor(name, reader, size)
+                self._commit(tx)
+                self.conn.execute("BEGIN IMMEDIATE")
+                tx = Transaction(self.conn)
+        if kept is not None:
+            tx.remove_ops(node, [s for s in tx.held_seqs(node) if s not in kept])
+        self._save_cursor(name, reader, size)
+        return tx
+
+    def _own(self, tx: Transaction, name: str, node: str, ops: list[Op]) -> list[Op]:
+        """The shard's own ops, minus those a collection under way removes. Ops of another
+        author in a shard (a backup copied in under another name, a hand edit) are not folded,
+        but one that differs from the op held under its identity is a fork, reported."""
+        hidden = self.cut.hidden
+        own, foreign = [], []
+        for op in ops:
+            if op.node != node:
+                foreign.append(op)
+            elif not hidden or op.id not in hidden:
+                own.append(op)
+        if foreign:
+            log.warning("%s holds %d op(s) of other nodes: not folded", name, len(foreign))
+            tx.check(foreign)
+        return own
+
+    def _corrupt(self, found: list[Corrupt]) -> None:
+        for bad in found:
+            new = self.conn.execute(
+                "INSERT OR IGNORE INTO corrupt VALUES (?,?,?,?)",
+                (bad.shard, bad.line, bad.reason, bad.excerpt),
+            ).rowcount
+            if new:
+                log.warning("corrupt line skipped: %s", bad)
+
+    def _save_cursor(self, name: str, reader: ShardReader, size: int) -> None:
+        path = self.dir / name
+        try:
+            st = os.lstat(path)
+            mtime = st.st_mtime_ns if st.st_ino == reader.inode and st.st_size == size else -1
+            head = _head(path, reader.offset)
+        except FileNotFoundError:
+            mtime, head = -1, b""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO shards VALUES (?,?,?,?,?,?,?,?)",
+            (name, reader.inode, reader.offset, reader.line, reader.tail_mark, head, size, mtime),
+        )
+
+    def _commit(self, tx: Transaction) -> None:
+        keys = tx.finish()
+        if tx.newest:
+            self.clock.observe(tx.newest, self.now_ms())
+        self._set_meta("clock", max(self._int("clock"), self.clock.last))
+        if keys or tx.removed:
+            gen = self.generation + 1
+            self._set_meta("generation", gen)
+            if len(keys) > RESET_KEYS:
+                self._set_meta("reset", gen)
+            else:
+                self.conn.executemany(
+                    "INSERT INTO changes (gen, key) VALUES (?, ?)", ((gen, k) for k in keys)
+                )
+            self.conn.execute("DELETE FROM changes WHERE gen < ?", (gen - KEEP_GENERATIONS,))
+        self.conn.execute("COMMIT")
+
+    def _since_seen(self) -> Changes:
+        gen = self.generation
+        if gen == self.seen:
+            return Changes()
+        behind = self.seen < 0 or gen - self.seen > KEEP_GENERATIONS
+        changes = Changes(reset=behind or self._int("reset") > self.seen)
+        if not changes.reset:
+            changes.keys = {
+                key_of(k)
+                for (k,) in self.conn.execute(
+                    "SELECT DISTINCT key FROM changes WHERE gen > ?", (self.seen,)
+                )
+            }
+            changes.ops = len(changes.keys)
+        self.seen = gen
+        return changes
+
+    # -- rebuild ---------------------------------------------------------------------------
+
+    def rebuild(self) -> None:
+        """Throw the file away and fold every shard again (``noon reindex``)."""
+        self._reopen_empty()
+        self.refresh()
+
+    def _reopen_empty(self) -> None:
+        self.conn.close()
+        if self.path is not None:
+            schema.remove(self.path)
+        self.conn, self.inode = schema.connect(self.path)
+        self.seen = -1
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class Progress:
+    """Bytes of shard files folded so far, told to a progress callback."""
+
+    def __init__(self, total: int, done: int, tell: Callable[[int, int], None] | None) -> None:
+        self.total, self.done, self.tell = total, done, tell
+
+    def advance(self, consumed: int) -> None:
+        self.done += max(consumed, 0)
+        if self.tell is not None:
+            self.tell(min(self.done, self.total), self.total)
+
+
+HEAD = 4096
+
+
+def _head(path: Path, offset: int) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(min(HEAD, offset))
+
+
+def _holds(path: Path, inode: int, offset: int, tail: bytes, head: bytes) -> bool:
+    """Whether the file is still the one a cursor was saved on: same inode, at least as long,
+    and the same bytes at its start and just before the cursor (a file copied over in place
+    keeps its inode, not its bytes)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if st.st_ino != inode or st.st_size < offset:
+            return True  # the reader sees the rename or the shrink itself
+        return (
+            os.pread(fd, len(tail), offset - len(tail)) == tail
+            and os.pread(fd, len(head), 0) == head
+        )
+    finally:
+        os.close(fd)
+
+
+def damaged(exc: sqlite3.DatabaseError) -> bool:
+    """SQLite says the file is not a database or is corrupt (not: busy, full, read-only)."""
+    return type(exc) is sqlite3.DatabaseError or isinstance(exc, sqlite3.IntegrityError)
+
+
+def describe_fork(directory: Path, exc: ForkError) -> str:
+    places = []
+    for name in shard_names(directory):
+        try:
+            text = (directory / name).read_bytes()
+        except OSError:
+            continue
+        for no, raw in enumerate(text.split(b"\n"), 1):
+            if f'"seq":{exc.seq}'.encode() not in raw:
+                continue
+            try:
+                op = decode(raw)
+            except ValueError:
+                continue
+            if op.id == (exc.node, exc.seq):
+                places.append(f"{name}:{no} (digest {op.digest:016x})")
+    if len(places) < 2:
+        places.append("what this machine read of it before (`noon reindex` forgets that)")
+    return (
+        f"forked shard: operation {exc.node}:{exc.seq} exists in two different versions, "
+        f"at {' and '.join(places)}. Two "
+        f"writers used node id {exc.node!r} (a restored backup or a copied NOON_NODE_ID). Stop "
+        "them, keep the shard that is right, move the other out of NOON_DIR, and give every "
+        "machine its own NOON_NODE_ID. noon refuses to merge until then."
+    )
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,253 @@
+"""What the read model derives from each element's folded state: the rows views and tools query.
+
+One call per element a transaction settled (:meth:`Projection.element`, or :meth:`Projection.gone`
+when no version of it is left). Rows are buffered and written in bulk at :meth:`finish`, which
+also refreshes the search documents of every memory and entity whose text, placement, URIs
+(a move changes the URIs of a whole subtree) or keywords changed.
+
+- ``content(ns, node)`` -> ``memories``: the text shown (the winner's, or for a deleted node its
+  last live version's) and the winner's identity and stamp.
+- ``edge(ns, parent, name)`` -> ``placements``: what :func:`noon.graph.reader.placements_of`
+  yields (collisions of concurrent placements included).
+- ``keyword(ns, keyword, node)`` -> ``keywords`` while live, and the namespace's glossary version.
+- ``boot(ns, node)`` -> ``boot`` while live.
+- ``entity`` / ``obs`` / ``rel`` -> ``entities``, ``observations``, ``relations`` while live.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from typing import Any
+
+from noon.core.elements import BOOT, CONTENT, EDGE, ENTITY, KEYWORD, OBS, REL
+from noon.core.ops import Key, Op, OpId
+from noon.graph.reader import placements_of
+from noon.store.readmodel import documents
+from noon.store.readmodel.rows import ROW, op_of
+
+_UPSERT_MEMORY = (
+    "INSERT INTO memories (ns, node, deleted, text, w_node, w_seq, w_hlc) VALUES (?,?,?,?,?,?,?) "
+    "ON CONFLICT (ns, node) DO UPDATE SET deleted = excluded.deleted, text = excluded.text, "
+    "w_node = excluded.w_node, w_seq = excluded.w_seq, w_hlc = excluded.w_hlc"
+)
+_UPSERT_ENTITY = (
+    "INSERT INTO entities (ns, name, type, after, w_hlc, w_node, w_seq) VALUES (?,?,?,?,?,?,?) "
+    "ON CONFLICT (ns, name) DO UPDATE SET type = excluded.type, after = excluded.after, "
+    "w_hlc = excluded.w_hlc, w_node = excluded.w_node, w_seq = excluded.w_seq"
+)
+
+
+class Projection:
+    """Derived rows of one transaction, written at :meth:`finish`."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.elements: list[tuple[Any, ...]] = []
+        self.heads: list[tuple[str, str, int]] = []
+        self.memories: list[tuple[Any, ...]] = []
+        self.placements: list[tuple[Any, ...]] = []
+        self.keywords: list[tuple[str, str, str]] = []
+        self.boot: list[tuple[str, str]] = []
+        self.entities: list[tuple[Any, ...]] = []
+        self.observations: list[tuple[Any, ...]] = []
+        self.relations: list[tuple[Any, ...]] = []
+        self.docs = documents.Dirty()
+        self.glossaries: set[str] = set()
+
+    # -- one element -----------------------------------------------------------------------
+
+    def element(
+        self, kt: str, key: Key, winner: Op, heads: Mapping[OpId, Op], *, fresh: bool
+    ) -> None:
+        """Store the element's state and what derives from it. ``fresh``: it had no row yet."""
+        kind, ns = key[0], key[1]
+        deleted = winner.val is None
+        self.elements.append(
+            (kt, kind, ns, winner.node, winner.seq, winner.hlc, int(deleted), len(heads))
+        )
+        if not fresh:
+            self.conn.execute("DELETE FROM heads WHERE key = ?", (kt,))
+        if len(heads) > 1:
+            self.heads.extend((kt, n, s) for n, s in heads)
+        if kind == CONTENT:
+            self._content(kt, key, winner)
+        elif kind == EDGE:
+            self._edge(key, winner, heads, fresh=fresh)
+        elif kind == KEYWORD:
+            self._keyword(key, deleted)
+        elif kind == BOOT:
+            self._boot(key, deleted)
+        elif kind == ENTITY:
+            self._entity(key, winner)
+        elif kind == OBS:
+            self._obs(key, winner)
+        elif kind == REL:
+            self._rel(key, winner)
+
+    def gone(self, kt: str, key: Key) -> None:
+        """No version of the element is left (collected, or its shard is gone)."""
+        self.conn.execute("DELETE FROM elements WHERE key = ?", (kt,))
+        self.conn.execute("DELETE FROM heads WHERE key = ?", (kt,))
+        kind, ns = key[0], key[1]
+        if kind == CONTENT:
+            row = self.conn.execute(
+                "SELECT id FROM memories WHERE ns = ? AND node = ?", (ns, key[2])
+            ).fetchone()
+            if row is not None:
+                self.conn.execute("DELETE FROM memories WHERE id = ?", row)
+                self.conn.execute("DELETE FROM memory_fts WHERE rowid = ?", row)
+        elif kind == EDGE:
+            self._unplace(key)
+        elif kind == KEYWORD:
+            self._keyword(key, True)
+        elif kind == BOOT:
+            self._boot(key, True)
+        elif kind == ENTITY:
+            self._entity(key, None)
+        elif kind == OBS:
+            self._obs(key, None)
+        elif kind == REL:
+            self._rel(key, None)
+
+    # -- the URI graph ---------------------------------------------------------------------
+
+    def _content(self, kt: str, key: Key, winner: Op) -> None:
+        ns, node = key[1], key[2]
+        if winner.val is not None:
+            text = str(winner.val["text"])
+        else:
+            row = self.conn.execute(
+                f"SELECT {ROW} FROM ops WHERE key = ? AND tomb = 0 "
+                "ORDER BY hlc DESC, node DESC, seq DESC LIMIT 1",
+                (kt,),
+            ).fetchone()
+            text = str(op_of(row).val["text"]) if row is not None else ""  # type: ignore[index]
+        self.memories.append(
+            (ns, node, int(winner.val is None), text, winner.node, winner.seq, winner.hlc)
+        )
+        self.docs.memories.add((ns, node))
+
+    def _unplace(self, key: Key) -> None:
+        _, ns, parent, name = key
+        for (child,) in self.conn.execute(
+            "SELECT child FROM placements WHERE ns = ? AND parent = ? AND key_name = ?",
+            (ns, parent, name),
+        ).fetchall():
+            self.docs.moved.add((ns, child))
+        self.conn.execute(
+            "DELETE FROM placements WHERE ns = ? AND parent = ? AND key_name = ?",
+            (ns, parent, name),
+        )
+
+    def _edge(self, key: Key, winner: Op, heads: Mapping[OpId, Op], *, fresh: bool) -> None:
+        _, ns, parent, name = key
+        if not fresh:
+            self._unplace(key)
+        for pl in placements_of(winner, heads, parent, name):
+            self.placements.append(
+                (ns, parent, pl.name, name, pl.child, pl.priority, pl.disclosure)
+            )
+            self.docs.moved.add((ns, pl.child))
+
+    def _keyword(self, key: Key, deleted: bool) -> None:
+        _, ns, keyword, node = key
+        if deleted:
+            self.conn.execute(
+                "DELETE FROM keywords WHERE ns = ? AND keyword = ? AND node = ?",
+                (ns, keyword, node),
+            )
+        else:
+            self.keywords.append((ns, keyword, node))
+        self.glossaries.add(ns)
+        self.docs.memories.add((ns, node))
+
+    def _boot(self, key: Key, deleted: bool) -> None:
+        _, ns, node = key
+        if deleted:
+            self.conn.execute("DELETE FROM boot WHERE ns = ? AND node = ?", (ns, node))
+        else:
+            self.boot.append((ns, node))
+
+    # -- the knowledge graph ---------------------------------------------------------------
+
+    def _entity(self, key: Key, winner: Op | None) -> None:
+        _, ns, name = key
+        self.docs.entities.add((ns, name))
+        if winner is None or winner.val is None:
+            row = self.conn.execute(
+                "SELECT id FROM entities WHERE ns = ? AND name = ?", (ns, name)
+            ).fetchone()
+            if row is not None:
+                self.conn.execute("DELETE FROM entities WHERE id = ?", row)
+                self.conn.execute("DELETE FROM entity_fts WHERE rowid = ?", row)
+            return
+        after = winner.val.get("after", 0)
+        self.entities.append(
+            (
+                ns,
+                name,
+                winner.val["type"],
+                after if isinstance(after, int) else 0,
+                winner.hlc,
+                winner.node,
+                winner.seq,
+            )
+        )
+
+    def _obs(self, key: Key, winner: Op | None) -> None:
+        _, ns, entity, obs, slot = key
+        self.docs.entities.add((ns, entity))
+        if winner is None or winner.val is None:
+            self.conn.execute(
+                "DELETE FROM observations WHERE ns = ? AND entity = ? AND obs = ? AND slot = ?",
+                (ns, entity, obs, slot),
+            )
+            return
+        text = winner.val.get("text")
+        self.observations.append(
+            (
+                ns,
+                entity,
+                obs,
+                slot,
+                text if isinstance(text, str) else obs,
+                winner.hlc,
+                winner.node,
+                winner.seq,
+            )
+        )
+
+    def _rel(self, key: Key, winner: Op | None) -> None:
+        _, ns, src, dst, rtype, slot = key
+        if winner is None or winner.val is None:
+            self.conn.execute(
+                "DELETE FROM relations WHERE ns = ? AND src = ? AND dst = ? AND rtype = ? "
+                "AND slot = ?",
+                (ns, src, dst, rtype, slot),
+            )
+            return
+        self.relations.append((ns, src, dst, rtype, slot, winner.hlc, winner.node, winner.seq))
+
+    # -- write -----------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        c = self.conn
+        c.executemany("INSERT OR REPLACE INTO elements VALUES (?,?,?,?,?,?,?,?)", self.elements)
+        c.executemany("INSERT OR IGNORE INTO heads VALUES (?,?,?)", self.heads)
+        c.executemany(_UPSERT_MEMORY, self.memories)
+        c.executemany("INSERT OR REPLACE INTO placements VALUES (?,?,?,?,?,?,?)", self.placements)
+        c.executemany("INSERT OR IGNORE INTO keywords VALUES (?,?,?)", self.keywords)
+        c.executemany("INSERT OR IGNORE INTO boot VALUES (?,?)", self.boot)
+        c.executemany(_UPSERT_ENTITY, self.entities)
+        c.executemany(
+            "INSERT OR REPLACE INTO observations VALUES (?,?,?,?,?,?,?,?)", self.observations
+        )
+        c.executemany("INSERT OR REPLACE INTO relations VALUES (?,?,?,?,?,?,?,?)", self.relations)
+        for ns in self.glossaries:
+            c.execute(
+                "INSERT INTO glossary (ns, version) VALUES (?, 1) "
+                "ON CONFLICT (ns) DO UPDATE SET version = version + 1",
+                (ns,),
+            )
+        documents.refresh(c, self.docs)

@@ -1,0 +1,89 @@
+"""How ops and element keys are written to and read back from the read model's rows.
+
+An element key is stored as its canonical JSON text (a list of strings): unique per key, the
+same in every process. An op is stored by identity with the columns the fold and the op log
+use without decoding anything (``hlc``, ``tomb`` for a tombstone, ``prev``, ``client``, ``bat``)
+and its value as JSON. The digest is the author's line digest: a duplicate and a fork tell
+themselves apart by it, as in :mod:`noon.core.fold`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from noon.core.ops import Key, Op, OpId
+
+ROW = "node, seq, digest, hlc, ns, key, tomb, val, prev, client, bat"
+"""The columns of ``ops``, in the order :func:`op_row` gives and :func:`op_of` reads."""
+
+_SIGN = 1 << 63
+_LIVE: dict[str, Any] = {}
+
+
+def key_text(key: Key) -> str:
+    return orjson.dumps(list(key)).decode()
+
+
+def key_of(text: str) -> Key:
+    return tuple(orjson.loads(text))
+
+
+def signed(digest: int) -> int:
+    """SQLite integers are signed 64-bit; digests are unsigned."""
+    return digest - (1 << 64) if digest >= _SIGN else digest
+
+
+def unsigned(value: int) -> int:
+    return value + (1 << 64) if value < 0 else value
+
+
+def _prev_text(prev: tuple[OpId, ...] | None) -> str | None:
+    return orjson.dumps(prev).decode() if prev else None
+
+
+def _prev_of(text: str | None) -> tuple[OpId, ...] | None:
+    if not text:
+        return None
+    return tuple((str(n), int(s)) for n, s in orjson.loads(text))
+
+
+def op_row(op: Op) -> tuple[Any, ...]:
+    known = op.known
+    return (
+        op.node,
+        op.seq,
+        signed(op.digest),
+        op.hlc,
+        op.el[1] if known else None,
+        key_text(op.el) if known else None,
+        int(op.val is None),
+        orjson.dumps(op.val).decode() if known and op.val is not None else None,
+        _prev_text(op.prev),
+        op.by,
+        op.bat,
+    )
+
+
+def op_of(row: tuple[Any, ...]) -> Op:
+    """The op of a full ``ops`` row (columns :data:`ROW`)."""
+    node, seq, digest, hlc, _, key, tomb, val, prev, client, bat = row
+    return Op(
+        node,
+        seq,
+        hlc,
+        key_of(key),
+        None if tomb else orjson.loads(val),
+        _prev_of(prev),
+        client,
+        bat,
+        True,
+        unsigned(digest),
+    )
+
+
+def skeleton(node: str, seq: int, hlc: int, key: Key, tomb: int, prev: str | None) -> Op:
+    """An op with all the fold decides on (identity, stamp, liveness, prev) and a placeholder
+    value: enough to recompute an element's heads and winner without loading every value."""
+    return Op(node, seq, hlc, key, None if tomb else _LIVE, _prev_of(prev), None, None, True, 0)

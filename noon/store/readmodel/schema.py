@@ -1,0 +1,236 @@
+"""The read model's SQLite file: its tables, how it is opened, and when it is thrown away.
+
+The file is derived from the shards and nothing else, so it is never trusted over them: a file
+from another schema version, one whose schema differs in any way from the one written here (an
+extra trigger or view planted in it), one that is not a regular file, or one SQLite reports as
+damaged is deleted and rebuilt from the shards. It is never replicated.
+
+Tables, by job:
+- ``meta``: schema version, the change generation, the clock high-water mark, a fork report.
+- ``shards``: per shard file, the cursor (inode, byte offset, line, marks) up to which it has
+  been folded, and the size and mtime seen last (an unchanged file costs one ``stat``).
+- ``highwater``: per author, the highest seq ever folded: never lowered by a shard that shrank,
+  so a node whose own shard was restored from an old backup cannot reuse seqs.
+- ``ops``: every op folded, by identity, with its digest (a duplicate and a fork tell themselves
+  apart by it), its namespace and element key, and its value: the op log, history and rollback.
+- ``elements`` / ``heads``: per element key, the winner and the heads that :mod:`noon.core.fold`
+  decided (``heads`` rows only when there are several: a conflict).
+- ``changes``: the element keys each generation touched, so every process can tell what
+  changed since it last looked, whoever folded it.
+- the URI graph: ``memories``, ``placements``, ``keywords``, ``boot``, ``memory_fts``.
+- the knowledge graph: ``entities``, ``observations``, ``relations``, ``entity_fts``.
+- ``corrupt``: complete lines of a shard that are not valid ops (reported, skipped).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+log = logging.getLogger("noon.readmodel")
+
+SCHEMA_VERSION = 1
+FILE_NAME = "readmodel.sqlite3"
+
+TABLES = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE shards (
+    name TEXT PRIMARY KEY, inode INTEGER, offset INTEGER, line INTEGER,
+    tail_mark BLOB, head_mark BLOB, seen_size INTEGER, seen_mtime INTEGER
+) WITHOUT ROWID;
+CREATE TABLE corrupt (
+    shard TEXT, line INTEGER, reason TEXT, excerpt TEXT, PRIMARY KEY (shard, line)
+) WITHOUT ROWID;
+CREATE TABLE highwater (node TEXT PRIMARY KEY, seq INTEGER) WITHOUT ROWID;
+CREATE TABLE ops (
+    node TEXT, seq INTEGER, digest INTEGER, hlc INTEGER, ns TEXT, key TEXT, tomb INTEGER,
+    val TEXT, prev TEXT, client TEXT, bat INTEGER, PRIMARY KEY (node, seq)
+) WITHOUT ROWID;
+CREATE INDEX ops_by_key ON ops (key) WHERE key IS NOT NULL;
+CREATE INDEX ops_by_time ON ops (ns, hlc);
+CREATE TABLE elements (
+    key TEXT PRIMARY KEY, kind TEXT, ns TEXT, w_node TEXT, w_seq INTEGER, w_hlc INTEGER,
+    deleted INTEGER, nheads INTEGER
+) WITHOUT ROWID;
+CREATE INDEX elements_conflicted ON elements (ns, kind) WHERE nheads > 1;
+CREATE TABLE heads (key TEXT, node TEXT, seq INTEGER, PRIMARY KEY (key, node, seq)) WITHOUT ROWID;
+CREATE TABLE changes (gen INTEGER, key TEXT);
+CREATE INDEX changes_by_gen ON changes (gen);
+CREATE TABLE memories (
+    id INTEGER PRIMARY KEY, ns TEXT, node TEXT, deleted INTEGER, text TEXT,
+    w_node TEXT, w_seq INTEGER, w_hlc INTEGER, UNIQUE (ns, node)
+);
+CREATE INDEX memories_recent ON memories (ns, deleted, w_hlc);
+CREATE TABLE placements (
+    ns TEXT, parent TEXT, name TEXT, key_name TEXT, child TEXT, priority INTEGER,
+    disclosure TEXT, PRIMARY KEY (ns, parent, name)
+) WITHOUT ROWID;
+CREATE INDEX placements_by_child ON placements (ns, child);
+CREATE INDEX placements_by_key ON placements (ns, parent, key_name);
+CREATE TABLE keywords (ns TEXT, keyword TEXT, node TEXT, PRIMARY KEY (ns, keyword, node))
+    WITHOUT ROWID;
+CREATE INDEX keywords_by_node ON keywords (ns, node);
+CREATE TABLE glossary (ns TEXT PRIMARY KEY, version INTEGER) WITHOUT ROWID;
+CREATE TABLE boot (ns TEXT, node TEXT, PRIMARY KEY (ns, node)) WITHOUT ROWID;
+CREATE VIRTUAL TABLE memory_fts USING fts5 (
+    text, uri, disclosure, keywords, tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TABLE entities (
+    id INTEGER PRIMARY KEY, ns TEXT, name TEXT, type TEXT, after INTEGER,
+    w_hlc INTEGER, w_node TEXT, w_seq INTEGER, UNIQUE (ns, name)
+);
+CREATE INDEX entities_in_order ON entities (ns, w_hlc, w_node, w_seq);
+CREATE TABLE observations (
+    ns TEXT, entity TEXT, obs TEXT, slot TEXT, text TEXT,
+    w_hlc INTEGER, w_node TEXT, w_seq INTEGER, PRIMARY KEY (ns, entity, obs, slot)
+) WITHOUT ROWID;
+CREATE INDEX observations_in_order ON observations (ns, entity, w_hlc, w_node, w_seq);
+CREATE TABLE relations (
+    ns TEXT, src TEXT, dst TEXT, rtype TEXT, slot TEXT,
+    w_hlc INTEGER, w_node TEXT, w_seq INTEGER, PRIMARY KEY (ns, src, dst, rtype, slot)
+) WITHOUT ROWID;
+CREATE INDEX relations_by_dst ON relations (ns, dst);
+CREATE INDEX relations_in_order ON relations (ns, w_hlc, w_node, w_seq);
+CREATE VIRTUAL TABLE entity_fts USING fts5 (doc, tokenize = 'trigram case_sensitive 1');
+"""
+
+
+class Damaged(Exception):
+    """The file cannot be trusted: it is rebuilt from the shards."""
+
+
+def _statements() -> list[str]:
+    return [s.strip() for s in TABLES.split(";") if s.strip()]
+
+
+def _normalise(sql: str) -> str:
+    return " ".join(sql.split())
+
+
+def _expected_schema() -> set[str]:
+    """What ``sqlite_master`` must hold, read back from a scratch database (FTS5 adds shadow
+    tables of its own; they are part of what is expected)."""
+    scratch = sqlite3.connect(":memory:")
+    try:
+        scratch.executescript(TABLES)
+        rows = scratch.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+    finally:
+        scratch.close()
+    return {f"{t}|{n}|{_normalise(s or '')}" for t, n, s in rows}
+
+
+_EXPECTED: set[str] | None = None
+
+
+def _check(conn: sqlite3.Connection) -> None:
+    global _EXPECTED
+    if _EXPECTED is None:
+        _EXPECTED = _expected_schema()
+    rows = conn.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+    found = {f"{t}|{n}|{_normalise(s or '')}" for t, n, s in rows}
+    if found != _EXPECTED:
+        raise Damaged("its schema is not the one this version of noon writes")
+    version = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+    if version is None or version[0] != SCHEMA_VERSION:
+        raise Damaged(f"schema version {version[0] if version else None}, not {SCHEMA_VERSION}")
+
+
+def _configure(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA trusted_schema = OFF")
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute("PRAGMA busy_timeout = 600000")
+    conn.execute("PRAGMA cache_size = -16000")
+
+
+def _create_if_missing(conn: sqlite3.Connection) -> None:
+    """Create the tables unless another process did first (under SQLite's write lock)."""
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "memory":
+        conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
+            for statement in _statements():
+                conn.execute(statement)
+            conn.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                [("schema", SCHEMA_VERSION), ("generation", 0), ("clock", 0)],
+            )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def remove(path: Path, inode: int | None = None) -> None:
+    """Delete the read model's files; with ``inode``, only if ``path`` is still that file (a
+    process that found its copy damaged must not delete the copy another one just rebuilt)."""
+    if inode is not None:
+        try:
+            if os.lstat(path).st_ino != inode:
+                return
+        except FileNotFoundError:
+            return
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        name = f"{path}{suffix}"
+        try:
+            if os.path.isdir(name) and not os.path.islink(name):
+                os.rmdir(name)
+            else:
+                os.unlink(name)
+        except FileNotFoundError:
+            pass
+
+
+def _regular_or_absent(path: Path) -> bool:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return True
+    return stat.S_ISREG(st.st_mode)
+
+
+def _writable(directory: Path) -> bool:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            return False
+        raise
+    return os.access(directory, os.W_OK)
+
+
+def connect(path: Path | None) -> tuple[sqlite3.Connection, int | None]:
+    """A connection to the read model at ``path`` (created or rebuilt as needed) and the inode
+    it opened. ``None``, or a directory noon cannot write, gives a private in-memory model that
+    this process alone fills from the shards: slower to start, the same answers."""
+    if path is None or not _writable(path.parent):
+        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        _configure(conn)
+        _create_if_missing(conn)
+        return conn, None
+    for attempt in range(3):
+        for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            if not _regular_or_absent(name):
+                log.warning("%s is not a regular file: the read model is rebuilt", name)
+                remove(path)
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=600)
+        try:
+            inode = os.lstat(path).st_ino
+            _configure(conn)
+            _create_if_missing(conn)
+            _check(conn)
+            return conn, inode
+        except (Damaged, sqlite3.DatabaseError) as exc:
+            conn.close()
+            if attempt == 2 or (isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)):
+                raise
+            log.warning("the read model %s is rebuilt from the shards: %s", path, exc)
+            remove(path, inode)
+        except FileNotFoundError:
+            conn.close()
+    raise Damaged(f"cannot open {path}")

@@ -1,0 +1,90 @@
+"""Ranked search over the memories of a namespace: SQLite FTS5 with BM25 over four weighted
+columns (text 1, URI words 2, disclosures 1.5, keywords 2).
+
+A query is cut into words as :func:`noon.graph.search.tokens` cuts it (CJK runs into bigrams,
+searched as phrases of characters, which is how the documents were split). Memories holding every
+word rank first; if that leaves room, memories holding any word, or a word starting with one,
+follow. ``accept`` filters hits (reachable, in a domain) as they stream in, best first.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from noon.graph.search import tokens
+from noon.store.readmodel.documents import CJK, segment
+from noon.store.readmodel.state import Database
+
+WEIGHTS = "1.0, 2.0, 1.5, 2.0"
+MAX_TERMS = 64
+
+
+@dataclass(frozen=True)
+class Hit:
+    node: str
+    score: float
+    matched: tuple[str, ...]
+    """The query words the memory holds (whole or as the start of one of its words)."""
+
+
+def _quoted(term: str) -> str:
+    return '"' + segment(term).strip().replace('"', '""') + '"'
+
+
+def _holds(words: set[str], flat: str, term: str) -> bool:
+    if CJK.search(term):
+        return term in flat or term in flat.replace(" ", "")
+    return term in words or any(w.startswith(term) for w in words)
+
+
+class Search:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self._db.conn
+
+    def search(
+        self,
+        namespace: str,
+        query: str,
+        limit: int = 10,
+        accept: Callable[[str], bool] | None = None,
+    ) -> list[Hit]:
+        """The best ``limit`` memories for ``query`` among those ``accept`` lets through."""
+        terms = list(dict.fromkeys(tokens(query)))[:MAX_TERMS]
+        if not terms or limit <= 0:
+            return []
+        every = " AND ".join(_quoted(t) for t in terms)
+        some = " OR ".join(f"{_quoted(t)}*" for t in terms)
+        hits: list[Hit] = []
+        seen: set[str] = set()
+        for expression in (every, some) if len(terms) > 1 else (some,):
+            for node, score, doc in self._ranked(namespace, expression):
+                if node in seen:
+                    continue
+                seen.add(node)
+                if accept is not None and not accept(node):
+                    continue
+                flat = doc.casefold()
+                words = set(tokens(doc))
+                found = tuple(t for t in terms if _holds(words, flat, t))
+                hits.append(Hit(node, float(f"{score:.4g}"), found))
+                if len(hits) >= limit:
+                    return hits
+        return hits
+
+    def _ranked(self, namespace: str, expression: str) -> Iterator[tuple[str, float, str]]:
+        cursor = self.conn.execute(
+            f"SELECT m.node, -bm25(memory_fts, {WEIGHTS}), "
+            "m.text || ' ' || f.uri || ' ' || f.disclosure || ' ' || f.keywords "
+            "FROM memory_fts f JOIN memories m ON m.id = f.rowid "
+            "WHERE memory_fts MATCH ? AND m.ns = ? "
+            f"ORDER BY bm25(memory_fts, {WEIGHTS}), m.node",
+            (expression, namespace),
+        )
+        while rows := cursor.fetchmany(32):
+            yield from rows

@@ -1,0 +1,155 @@
+"""Reading folded elements back: the read model seen through the surface of an in-memory fold.
+
+:class:`StoredElement` answers like :class:`noon.core.fold.Element` (``winner``, ``heads``,
+``versions``, ``deleted``, ``conflicted``), loading only what is asked: the winner and heads
+at once, the versions (history) when first read. :class:`FoldView` answers like
+:class:`noon.core.fold.Fold` for what callers outside the fold use: ``elements`` as a mapping,
+``holds``, ``max_seq``, ``frontier``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Mapping
+from typing import Protocol
+
+from noon.core.ops import Key, Op, OpId
+from noon.store.readmodel.rows import ROW, key_of, key_text, op_of
+
+
+class Database(Protocol):
+    """Whatever holds the read model's connection (:class:`~noon.store.readmodel.model.
+    ReadModel`): readers ask it each time, since a damaged file is replaced by a new one."""
+
+    @property
+    def conn(self) -> sqlite3.Connection: ...
+
+
+class StoredElement:
+    __slots__ = ("_conn", "_versions", "heads", "key", "winner")
+
+    def __init__(self, conn: sqlite3.Connection, key: Key, winner: Op, heads: dict[OpId, Op]):
+        self._conn = conn
+        self.key = key
+        self.winner = winner
+        self.heads = heads
+        self._versions: list[Op] | None = None
+
+    @property
+    def deleted(self) -> bool:
+        return self.winner.val is None
+
+    @property
+    def conflicted(self) -> bool:
+        return len(self.heads) > 1
+
+    @property
+    def versions(self) -> list[Op]:
+        """Every version held, oldest first."""
+        if self._versions is None:
+            self._versions = [
+                op_of(row)
+                for row in self._conn.execute(
+                    f"SELECT {ROW} FROM ops WHERE key = ? ORDER BY hlc, node, seq",
+                    (key_text(self.key),),
+                )
+            ]
+        return self._versions
+
+
+def load_op(conn: sqlite3.Connection, op_id: OpId) -> Op | None:
+    row = conn.execute(f"SELECT {ROW} FROM ops WHERE node = ? AND seq = ?", op_id).fetchone()
+    return None if row is None else op_of(row)
+
+
+def load_element(conn: sqlite3.Connection, key: Key) -> StoredElement | None:
+    kt = key_text(key)
+    row = conn.execute("SELECT w_node, w_seq, nheads FROM elements WHERE key = ?", (kt,)).fetchone()
+    if row is None:
+        return None
+    winner = load_op(conn, (row[0], row[1]))
+    if winner is None:
+        return None
+    heads = {winner.id: winner}
+    if row[2] > 1:
+        for node, seq in conn.execute("SELECT node, seq FROM heads WHERE key = ?", (kt,)):
+            head = load_op(conn, (node, seq))
+            if head is not None:
+                heads[head.id] = head
+    return StoredElement(conn, key, winner, heads)
+
+
+class Elements(Mapping[Key, StoredElement]):
+    """Every element, by key, loaded on access."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        return self._db.conn
+
+    def __getitem__(self, key: Key) -> StoredElement:
+        el = load_element(self._conn, key)
+        if el is None:
+            raise KeyError(key)
+        return el
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, tuple):
+            return False
+        row = self._conn.execute(
+            "SELECT 1 FROM elements WHERE key = ?", (key_text(key),)
+        ).fetchone()
+        return row is not None
+
+    def __iter__(self) -> Iterator[Key]:
+        for (kt,) in self._conn.execute("SELECT key FROM elements ORDER BY key").fetchall():
+            yield key_of(kt)
+
+    def __len__(self) -> int:
+        return int(self._conn.execute("SELECT count(*) FROM elements").fetchone()[0])
+
+
+class FoldView:
+    """The folded state of the directory, read from the read model."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self.elements = Elements(db)
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        return self._db.conn
+
+    def holds(self, node: str, seq: int) -> bool:
+        row = self._conn.execute(
+            "SELECT 1 FROM ops WHERE node = ? AND seq = ?", (node, seq)
+        ).fetchone()
+        return row is not None
+
+    def max_seq(self, node: str) -> int:
+        """The highest seq of ``node`` held now."""
+        row = self._conn.execute("SELECT max(seq) FROM ops WHERE node = ?", (node,)).fetchone()
+        return int(row[0] or 0)
+
+    def highwater(self, node: str) -> int:
+        """The highest seq of ``node`` ever folded here (a shard that shrank does not lower
+        it)."""
+        row = self._conn.execute("SELECT seq FROM highwater WHERE node = ?", (node,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def frontier(self) -> dict[str, int]:
+        """Highest seq held per author."""
+        nodes = [n for (n,) in self._conn.execute("SELECT node FROM highwater ORDER BY node")]
+        out = {}
+        for node in nodes:
+            seq = self.max_seq(node)
+            if seq:
+                out[node] = seq
+        return out
+
+    @property
+    def applied(self) -> int:
+        """Ops held (known or not)."""
+        return int(self._conn.execute("SELECT count(*) FROM ops").fetchone()[0])
