@@ -23,9 +23,7 @@ NS = "default"
 
 
 def store(d: Path, node: str) -> Store:
-    return Store(
-        Settings.from_env({}, dir=d, node_id=node, fsync=False, compact_after=0)
-    )
+    return Store(Settings.from_env({}, dir=d, node_id=node, fsync=False, compact_after=0))
 
 
 def create(s: Store, names: list[str]) -> None:

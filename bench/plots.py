@@ -65,15 +65,15 @@ def plot_mesh(raw: dict[str, Any], floor_ms: float, out: Path) -> Path:
 
 
 def plot_first_answer(raw: dict[str, Any], out: Path) -> Path:
-    """A new session's first answer by store size, with and without the snapshot."""
+    """A new session's first answer by store size, with and without the machine's read model."""
     sizes = list(raw["first_answer"])
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    for label, style in (("cold", "o-"), ("snapshot", "s-")):
+    for label, style in (("cold", "o-"), ("shared", "s-")):
         ax.plot(
             [raw["first_answer"][s]["ops"] for s in sizes],
             [raw["first_answer"][s][label]["s"] for s in sizes],
             style,
-            label="without snapshot" if label == "cold" else "with snapshot",
+            label="first session (folds every shard)" if label == "cold" else "read model shared",
         )
     ax.set_xscale("log")
     ax.set_xlabel("ops in the store")

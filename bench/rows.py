@@ -108,7 +108,7 @@ def build_rows(raw: dict[str, Any]) -> list[Row]:
             ),
             Row(
                 "store",
-                f"snapshot load, {_k(size)} ops",
+                f"open the read model, {_k(size)} ops",
                 "s",
                 r["warm"]["open_s"],
                 anchor="JSON decode of the same bytes",
@@ -181,8 +181,12 @@ def build_rows(raw: dict[str, Any]) -> list[Row]:
             )
         )
     for size, entry in uri["first_answer"].items():
-        for label in ("cold", "snapshot"):
-            how = "with the snapshot" if label == "snapshot" else "without snapshot (cold fold)"
+        for label in ("cold", "shared"):
+            how = (
+                "on the machine's read model"
+                if label == "shared"
+                else "first session (folds every shard)"
+            )
             rows.append(
                 Row(
                     "uri",
@@ -198,7 +202,7 @@ def build_rows(raw: dict[str, Any]) -> list[Row]:
                 "uri",
                 f"noon serve RSS at {_k(size)} ops",
                 "MiB",
-                entry["snapshot"]["rss_mib"]["rss"],
+                entry["shared"]["rss_mib"]["rss"],
             )
         )
     push_floor = fl["fsync_us"] / 1000 + rtt["p50"] / 1000

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "history": ("noon.ops_cli.history", "every version of one memory (URI) and who wrote it"),
     "query": ("noon.ops_cli.query", "search URI memories and the knowledge graph"),
     "doctor": ("noon.ops_cli.doctor", "check this node's setup and say how to fix problems"),
+    "reindex": ("noon.ops_cli.reindex", "rebuild this machine's read model from the shards"),
     "demo": ("noon.demo", "start three local nodes and watch memories replicate"),
 }
 

@@ -39,7 +39,7 @@ def test_tiny_run_writes_results_and_the_performance_section(tmp_path: Path) -> 
         "append (one-op batch), fsync on",
         "read after 1 remote op, 12k ops",
         "read_graph at 50 entities, p50 / p99",
-        "first answer at 1k ops, with the snapshot",
+        "first answer at 1k ops, on the machine's read model",
         "40 ops written through MCP on 1 of 3 nodes",
         "fresh node pulls 500 ops (incl. its startup)",
         "wire bytes of an idle round, 100 shards held",

@@ -101,6 +101,19 @@ def test_writing_on_a_shard_behind_a_copy_of_itself_is_refused(noon_dir):
         put(open_store(noon_dir), "3")
 
 
+def test_a_shard_restored_alone_from_a_backup_cannot_reuse_seqs(noon_dir):
+    """The machine's read model remembers the highest seq it ever saw of each author, so the
+    own shard put back from an old backup is refused for writing even by a new process (before
+    the read model, only a process that had read the newer ops knew)."""
+    put(open_store(noon_dir), "1")
+    put(open_store(noon_dir), "2")
+    first = (noon_dir / "a.jsonl").read_bytes().splitlines(keepends=True)[0]
+    (noon_dir / "a.jsonl").write_bytes(first)
+    with pytest.raises(ShardBehind, match="seq 2 of node 'a' was seen here before"):
+        put(open_store(noon_dir), "3")
+    assert (noon_dir / "a.jsonl").read_bytes() == first
+
+
 def test_a_vanished_shard_rebuilds_the_state(noon_dir):
     put(open_store(noon_dir, "x"), "from x")
     reader = open_store(noon_dir, "r")

@@ -61,9 +61,11 @@ class Store:
         *,
         clock_ms: Callable[[], int] = wall_ms,
         shared: bool = True,
+        fold_now: bool = True,
     ) -> None:
         """``shared=False`` keeps the read model in this process's memory instead of the
-        machine's file (a directory noon must not write to, or a check that trusts nothing)."""
+        machine's file (a check that trusts nothing); ``fold_now=False`` leaves the first fold
+        to the first read (``noon reindex`` rebuilds instead)."""
         self.settings = settings
         self.dir = settings.dir
         self.node = settings.node_id
@@ -81,7 +83,8 @@ class Store:
         self.search = Search(self.model)
         self.listeners: list[Callable[[Changes], None]] = []
         self._compacting: threading.Thread | None = None
-        self.refresh()
+        if fold_now:
+            self.refresh()
 
     def kg(self, namespace: str) -> SqlKg:
         return SqlKg(self.model, namespace)
@@ -97,6 +100,11 @@ class Store:
                 for listener in list(self.listeners):
                     listener(changes)
             return changes
+
+    def rebuild(self) -> None:
+        """Throw the read model away and fold every shard again."""
+        with self.lock:
+            self.model.rebuild()
 
     @property
     def corrupt(self) -> list[Corrupt]:

@@ -22,8 +22,18 @@ from typing import Any
 from noon.core.fold import Element, ForkError
 from noon.core.ops import Op, OpId
 from noon.store.readmodel import project
-from noon.store.readmodel.rows import ROW, key_of, op_of, op_row, signed, skeleton
+from noon.store.readmodel.rows import (
+    COLUMNS,
+    ROW,
+    key_of,
+    key_text,
+    op_of,
+    op_row,
+    signed,
+    skeleton,
+)
 
+_MARKS = ",".join("?" * len(COLUMNS.split(",")))
 IN_CHUNK = 500
 """Parameters per ``IN (...)`` list (SQLite allows 32766; smaller lists plan faster)."""
 
@@ -36,10 +46,18 @@ def chunks(items: Iterable[Any], size: int = IN_CHUNK) -> Iterator[list[Any]]:
 
 class Transaction:
     """What one write transaction folds in (:meth:`add`) and takes out (:meth:`remove_ops`),
-    settled by :meth:`finish`. The caller holds the write transaction open around it."""
+    settled by :meth:`finish`. The caller holds the write transaction open around it.
+
+    Elements are numbered: ops and heads refer to their element by id (an index on a growing
+    integer costs far less to fill than one on key texts)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self.ids: dict[str, int] = {}
+        """Key text -> element id, for every key this transaction met."""
+        self.new: set[str] = set()
+        """Keys that had no element before this transaction (ids allocated here)."""
+        self.next_id = 0
         self.fresh: dict[str, list[Op]] = {}
         """Key text -> ops added by this transaction (all the versions, if the key is new)."""
         self.touched: set[str] = set()
@@ -57,8 +75,13 @@ class Transaction:
         new = self._unseen(ops)
         if not new:
             return
-        rows = [op_row(op) for op in new]
-        self.conn.executemany(f"INSERT INTO ops ({ROW}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
+        texts = [key_text(op.el) if op.known else None for op in new]
+        self._number({kt for kt in texts if kt is not None})
+        rows = [
+            op_row(op, kt, self.ids[kt] if kt is not None else None)
+            for op, kt in zip(new, texts, strict=True)
+        ]
+        self.conn.executemany(f"INSERT INTO ops ({COLUMNS}) VALUES ({_MARKS})", rows)
         self.added += len(new)
         self.newest = max(self.newest, max(op.hlc for op in new))
         highest: dict[str, int] = {}
@@ -70,9 +93,25 @@ class Transaction:
             "ON CONFLICT (node) DO UPDATE SET seq = max(seq, excluded.seq)",
             highest.items(),
         )
-        for op, row in zip(new, rows, strict=True):
-            if row[5] is not None:
-                self.fresh.setdefault(row[5], []).append(op)
+        for op, kt in zip(new, texts, strict=True):
+            if kt is not None:
+                self.fresh.setdefault(kt, []).append(op)
+
+    def _number(self, keys: set[str]) -> None:
+        """Give every key an element id: the one it has, or a new one."""
+        unknown = [k for k in keys if k not in self.ids]
+        for part in chunks(sorted(unknown)):
+            marks = ",".join("?" * len(part))
+            self.ids.update(
+                self.conn.execute(f"SELECT key, id FROM elements WHERE key IN ({marks})", part)
+            )
+        missing = [k for k in unknown if k not in self.ids]
+        if missing and not self.next_id:
+            self.next_id = int(self.conn.execute("SELECT max(id) FROM elements").fetchone()[0] or 0)
+        for k in sorted(missing):
+            self.next_id += 1
+            self.ids[k] = self.next_id
+            self.new.add(k)
 
     def check(self, ops: Sequence[Op]) -> None:
         """Raise ForkError if one of ``ops`` differs from the op held under its identity,
@@ -116,11 +155,12 @@ class Transaction:
         for part in chunks(seqs):
             marks = ",".join("?" * len(part))
             args = (node, *part)
-            for (key,) in self.conn.execute(
-                f"SELECT key FROM ops WHERE node = ? AND seq IN ({marks}) AND key IS NOT NULL",
+            for key, eid in self.conn.execute(
+                f"SELECT key, eid FROM ops WHERE node = ? AND seq IN ({marks}) AND eid IS NOT NULL",
                 args,
             ):
                 self.touched.add(key)
+                self.ids[key] = eid
             gone = self.conn.execute(
                 f"DELETE FROM ops WHERE node = ? AND seq IN ({marks})", args
             ).rowcount
@@ -137,48 +177,35 @@ class Transaction:
         keys = set(self.fresh) | self.touched
         if not keys:
             return keys
-        stored = self._stored(self.fresh.keys() - self.touched)
         derived = project.Projection(self.conn)
         for kt in sorted(keys):
-            if kt in self.touched or kt in stored:
-                self._settle_stored(kt, derived)
-            else:
+            if kt in self.new and kt not in self.touched:
                 self._settle_new(kt, self.fresh[kt], derived)
+            else:
+                self._settle_stored(kt, derived)
         derived.finish()
         return keys
-
-    def _stored(self, keys: Iterable[str]) -> set[str]:
-        found: set[str] = set()
-        for part in chunks(keys):
-            marks = ",".join("?" * len(part))
-            found.update(
-                k
-                for (k,) in self.conn.execute(
-                    f"SELECT key FROM elements WHERE key IN ({marks})", part
-                )
-            )
-        return found
 
     def _settle_new(self, kt: str, versions: list[Op], derived: project.Projection) -> None:
         el = Element(versions[0])
         for op in versions[1:]:
             el.add(op)
-        derived.element(kt, el.winner.el, el.winner, el.heads, fresh=True)
+        derived.element(self.ids[kt], kt, el.winner.el, el.winner, el.heads, fresh=True)
 
     def _settle_stored(self, kt: str, derived: project.Projection) -> None:
-        key = key_of(kt)
+        key, eid = key_of(kt), self.ids[kt]
         rows = self.conn.execute(
-            "SELECT node, seq, hlc, tomb, prev FROM ops WHERE key = ?", (kt,)
+            "SELECT node, seq, hlc, tomb, prev FROM ops WHERE eid = ?", (eid,)
         ).fetchall()
         if not rows:
-            derived.gone(kt, key)
+            derived.gone(eid, key)
             return
         versions = [skeleton(n, s, h, key, t, p) for n, s, h, t, p in rows]
         el = Element(versions[0])
         for op in versions[1:]:
             el.add(op)
         heads = {i: self.full(i) for i in el.heads}
-        derived.element(kt, key, heads[el.winner.id], heads, fresh=False)
+        derived.element(eid, kt, key, heads[el.winner.id], heads, fresh=kt in self.new)
 
     def full(self, op_id: OpId) -> Op:
         row = self.conn.execute(

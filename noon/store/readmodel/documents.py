@@ -25,6 +25,8 @@ from noon.kg.graph import js_lower
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 SEPARATOR = "\x1f"
 URIS_INDEXED = 4
+BULK = 500
+"""Memories whose documents are rebuilt with one query each for their rows and keywords."""
 PRELOAD = 500
 """Above this many changed nodes of one namespace, its placements are read in one query
 instead of node by node (a rebuild or a large import)."""
@@ -102,35 +104,43 @@ def _memories(conn: sqlite3.Connection, ns: str, nodes: set[str], moved: set[str
     for n in moved:
         if n not in todo:
             todo.update(closure(lookup.children, n))
-    rows = []
-    for node in sorted(todo):
-        found = conn.execute(
-            "SELECT id, deleted, text FROM memories WHERE ns = ? AND node = ?", (ns, node)
-        ).fetchone()
-        if found is None:
-            continue
-        mid, deleted, text = found
-        conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (mid,))
+    ordered = sorted(todo)
+    for start in range(0, len(ordered), BULK):
+        _documents(conn, ns, ordered[start : start + BULK], lookup)
+
+
+def _documents(conn: sqlite3.Connection, ns: str, nodes: list[str], lookup: Placements) -> None:
+    marks = ",".join("?" * len(nodes))
+    found = conn.execute(
+        f"SELECT node, id, deleted, text FROM memories WHERE ns = ? AND node IN ({marks})",
+        (ns, *nodes),
+    ).fetchall()
+    kws: dict[str, list[str]] = {}
+    for node, kw in conn.execute(
+        f"SELECT node, keyword FROM keywords WHERE ns = ? AND node IN ({marks}) ORDER BY keyword",
+        (ns, *nodes),
+    ):
+        kws.setdefault(node, []).append(kw)
+    gone, rows = [], []
+    for node, mid, deleted, text in sorted(found):
         if deleted:
+            gone.append((mid,))
             continue
         uris = walk_uris(lookup.parents, node, URIS_INDEXED)
-        kws = [
-            k
-            for (k,) in conn.execute(
-                "SELECT keyword FROM keywords WHERE ns = ? AND node = ?", (ns, node)
-            )
-        ]
         rows.append(
             (
                 mid,
                 segment(text),
                 segment(" ".join(" ".join((u.domain, *u.path)) for u, _ in uris)),
                 segment(" ".join(pl.disclosure for pl in lookup.parents(node))),
-                segment(" ".join(kws)),
+                segment(" ".join(kws.get(node, ()))),
             )
         )
+    conn.executemany("DELETE FROM memory_fts WHERE rowid = ?", gone)
     conn.executemany(
-        "INSERT INTO memory_fts (rowid, text, uri, disclosure, keywords) VALUES (?,?,?,?,?)", rows
+        "INSERT OR REPLACE INTO memory_fts (rowid, text, uri, disclosure, keywords) "
+        "VALUES (?,?,?,?,?)",
+        rows,
     )
 
 

@@ -17,6 +17,7 @@ shows what they justify:
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import logging
 import os
@@ -132,6 +133,10 @@ class ReadModel:
                     self.clock.last = max(self.clock.last, self._int("clock"))
                     return self._since_seen()
             except sqlite3.DatabaseError as exc:
+                if full(exc):
+                    raise OSError(
+                        errno.ENOSPC, f"No space left on device for the read model {self.path}"
+                    ) from exc
                 if attempt or not damaged(exc):
                     raise
                 log.warning("the read model is damaged (%s): rebuilding it from the shards", exc)
@@ -463,6 +468,11 @@ def _holds(path: Path, inode: int, offset: int, tail: bytes, head: bytes) -> boo
         )
     finally:
         os.close(fd)
+
+
+def full(exc: sqlite3.DatabaseError) -> bool:
+    """SQLite could not write: the disk (or the file system's quota) is full."""
+    return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "full" in str(exc)
 
 
 def damaged(exc: sqlite3.DatabaseError) -> bool:

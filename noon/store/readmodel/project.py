@@ -38,13 +38,19 @@ _UPSERT_ENTITY = (
 )
 
 
+def _primary(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The leading key columns of a ``memories``/``entities`` (ns, name) or ``observations``/
+    ``relations`` (ns, entity, obs|dst, slot|rtype...) row: enough to order the inserts."""
+    return row[:4]
+
+
 class Projection:
     """Derived rows of one transaction, written at :meth:`finish`."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.elements: list[tuple[Any, ...]] = []
-        self.heads: list[tuple[str, str, int]] = []
+        self.heads: list[tuple[int, str, int]] = []
         self.memories: list[tuple[Any, ...]] = []
         self.placements: list[tuple[Any, ...]] = []
         self.keywords: list[tuple[str, str, str]] = []
@@ -58,20 +64,27 @@ class Projection:
     # -- one element -----------------------------------------------------------------------
 
     def element(
-        self, kt: str, key: Key, winner: Op, heads: Mapping[OpId, Op], *, fresh: bool
+        self,
+        eid: int,
+        kt: str,
+        key: Key,
+        winner: Op,
+        heads: Mapping[OpId, Op],
+        *,
+        fresh: bool,
     ) -> None:
         """Store the element's state and what derives from it. ``fresh``: it had no row yet."""
         kind, ns = key[0], key[1]
         deleted = winner.val is None
         self.elements.append(
-            (kt, kind, ns, winner.node, winner.seq, winner.hlc, int(deleted), len(heads))
+            (eid, kt, kind, ns, winner.node, winner.seq, winner.hlc, int(deleted), len(heads))
         )
         if not fresh:
-            self.conn.execute("DELETE FROM heads WHERE key = ?", (kt,))
+            self.conn.execute("DELETE FROM heads WHERE eid = ?", (eid,))
         if len(heads) > 1:
-            self.heads.extend((kt, n, s) for n, s in heads)
+            self.heads.extend((eid, n, s) for n, s in heads)
         if kind == CONTENT:
-            self._content(kt, key, winner)
+            self._content(eid, key, winner)
         elif kind == EDGE:
             self._edge(key, winner, heads, fresh=fresh)
         elif kind == KEYWORD:
@@ -85,10 +98,10 @@ class Projection:
         elif kind == REL:
             self._rel(key, winner)
 
-    def gone(self, kt: str, key: Key) -> None:
+    def gone(self, eid: int, key: Key) -> None:
         """No version of the element is left (collected, or its shard is gone)."""
-        self.conn.execute("DELETE FROM elements WHERE key = ?", (kt,))
-        self.conn.execute("DELETE FROM heads WHERE key = ?", (kt,))
+        self.conn.execute("DELETE FROM elements WHERE id = ?", (eid,))
+        self.conn.execute("DELETE FROM heads WHERE eid = ?", (eid,))
         kind, ns = key[0], key[1]
         if kind == CONTENT:
             row = self.conn.execute(
@@ -112,15 +125,15 @@ class Projection:
 
     # -- the URI graph ---------------------------------------------------------------------
 
-    def _content(self, kt: str, key: Key, winner: Op) -> None:
+    def _content(self, eid: int, key: Key, winner: Op) -> None:
         ns, node = key[1], key[2]
         if winner.val is not None:
             text = str(winner.val["text"])
         else:
             row = self.conn.execute(
-                f"SELECT {ROW} FROM ops WHERE key = ? AND tomb = 0 "
+                f"SELECT {ROW} FROM ops WHERE eid = ? AND tomb = 0 "
                 "ORDER BY hlc DESC, node DESC, seq DESC LIMIT 1",
-                (kt,),
+                (eid,),
             ).fetchone()
             text = str(op_of(row).val["text"]) if row is not None else ""  # type: ignore[index]
         self.memories.append(
@@ -233,7 +246,13 @@ class Projection:
 
     def finish(self) -> None:
         c = self.conn
-        c.executemany("INSERT OR REPLACE INTO elements VALUES (?,?,?,?,?,?,?,?)", self.elements)
+        # Rows in key order: a B-tree filled in order touches each page once.
+        self.elements.sort(key=lambda row: row[1])  # by key: the id of a new one only grows
+        for rows in (self.heads, self.placements, self.keywords, self.boot):
+            rows.sort()
+        for rows in (self.memories, self.entities, self.observations, self.relations):
+            rows.sort(key=_primary)
+        c.executemany("INSERT OR REPLACE INTO elements VALUES (?,?,?,?,?,?,?,?,?)", self.elements)
         c.executemany("INSERT OR IGNORE INTO heads VALUES (?,?,?)", self.heads)
         c.executemany(_UPSERT_MEMORY, self.memories)
         c.executemany("INSERT OR REPLACE INTO placements VALUES (?,?,?,?,?,?,?)", self.placements)

@@ -16,6 +16,8 @@ import orjson
 from noon.core.ops import Key, Op, OpId
 
 ROW = "node, seq, digest, hlc, ns, key, tomb, val, prev, client, bat"
+COLUMNS = ROW + ", eid"
+"""What :func:`op_row` writes: :data:`ROW` and the id of the op's element."""
 """The columns of ``ops``, in the order :func:`op_row` gives and :func:`op_of` reads."""
 
 _SIGN = 1 << 63
@@ -49,7 +51,9 @@ def _prev_of(text: str | None) -> tuple[OpId, ...] | None:
     return tuple((str(n), int(s)) for n, s in orjson.loads(text))
 
 
-def op_row(op: Op) -> tuple[Any, ...]:
+def op_row(op: Op, kt: str | None, eid: int | None) -> tuple[Any, ...]:
+    """The row of ``op``, whose element key text is ``kt`` (None for an op of a kind this
+    version does not know) with id ``eid``."""
     known = op.known
     return (
         op.node,
@@ -57,12 +61,13 @@ def op_row(op: Op) -> tuple[Any, ...]:
         signed(op.digest),
         op.hlc,
         op.el[1] if known else None,
-        key_text(op.el) if known else None,
+        kt,
         int(op.val is None),
         orjson.dumps(op.val).decode() if known and op.val is not None else None,
         _prev_text(op.prev),
         op.by,
         op.bat,
+        eid,
     )
 
 

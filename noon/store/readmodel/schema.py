@@ -48,16 +48,17 @@ CREATE TABLE corrupt (
 CREATE TABLE highwater (node TEXT PRIMARY KEY, seq INTEGER) WITHOUT ROWID;
 CREATE TABLE ops (
     node TEXT, seq INTEGER, digest INTEGER, hlc INTEGER, ns TEXT, key TEXT, tomb INTEGER,
-    val TEXT, prev TEXT, client TEXT, bat INTEGER, PRIMARY KEY (node, seq)
+    val TEXT, prev TEXT, client TEXT, bat INTEGER, eid INTEGER, PRIMARY KEY (node, seq)
 ) WITHOUT ROWID;
-CREATE INDEX ops_by_key ON ops (key) WHERE key IS NOT NULL;
+CREATE INDEX ops_by_element ON ops (eid) WHERE eid IS NOT NULL;
 CREATE INDEX ops_by_time ON ops (ns, hlc);
 CREATE TABLE elements (
-    key TEXT PRIMARY KEY, kind TEXT, ns TEXT, w_node TEXT, w_seq INTEGER, w_hlc INTEGER,
-    deleted INTEGER, nheads INTEGER
-) WITHOUT ROWID;
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, kind TEXT, ns TEXT, w_node TEXT,
+    w_seq INTEGER, w_hlc INTEGER, deleted INTEGER, nheads INTEGER
+);
 CREATE INDEX elements_conflicted ON elements (ns, kind) WHERE nheads > 1;
-CREATE TABLE heads (key TEXT, node TEXT, seq INTEGER, PRIMARY KEY (key, node, seq)) WITHOUT ROWID;
+CREATE TABLE heads (eid INTEGER, node TEXT, seq INTEGER, PRIMARY KEY (eid, node, seq))
+    WITHOUT ROWID;
 CREATE TABLE changes (gen INTEGER, key TEXT);
 CREATE INDEX changes_by_gen ON changes (gen);
 CREATE TABLE memories (

@@ -26,10 +26,13 @@ class Database(Protocol):
 
 
 class StoredElement:
-    __slots__ = ("_conn", "_versions", "heads", "key", "winner")
+    __slots__ = ("_conn", "_versions", "eid", "heads", "key", "winner")
 
-    def __init__(self, conn: sqlite3.Connection, key: Key, winner: Op, heads: dict[OpId, Op]):
+    def __init__(
+        self, conn: sqlite3.Connection, eid: int, key: Key, winner: Op, heads: dict[OpId, Op]
+    ):
         self._conn = conn
+        self.eid = eid
         self.key = key
         self.winner = winner
         self.heads = heads
@@ -50,8 +53,8 @@ class StoredElement:
             self._versions = [
                 op_of(row)
                 for row in self._conn.execute(
-                    f"SELECT {ROW} FROM ops WHERE key = ? ORDER BY hlc, node, seq",
-                    (key_text(self.key),),
+                    f"SELECT {ROW} FROM ops WHERE eid = ? ORDER BY hlc, node, seq",
+                    (self.eid,),
                 )
             ]
         return self._versions
@@ -64,19 +67,22 @@ def load_op(conn: sqlite3.Connection, op_id: OpId) -> Op | None:
 
 def load_element(conn: sqlite3.Connection, key: Key) -> StoredElement | None:
     kt = key_text(key)
-    row = conn.execute("SELECT w_node, w_seq, nheads FROM elements WHERE key = ?", (kt,)).fetchone()
+    row = conn.execute(
+        "SELECT id, w_node, w_seq, nheads FROM elements WHERE key = ?", (kt,)
+    ).fetchone()
     if row is None:
         return None
-    winner = load_op(conn, (row[0], row[1]))
+    eid, w_node, w_seq, nheads = row
+    winner = load_op(conn, (w_node, w_seq))
     if winner is None:
         return None
     heads = {winner.id: winner}
-    if row[2] > 1:
-        for node, seq in conn.execute("SELECT node, seq FROM heads WHERE key = ?", (kt,)):
+    if nheads > 1:
+        for node, seq in conn.execute("SELECT node, seq FROM heads WHERE eid = ?", (eid,)):
             head = load_op(conn, (node, seq))
             if head is not None:
                 heads[head.id] = head
-    return StoredElement(conn, key, winner, heads)
+    return StoredElement(conn, eid, key, winner, heads)
 
 
 class Elements(Mapping[Key, StoredElement]):
