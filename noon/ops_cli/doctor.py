@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from noon import certs
-from noon.config import Settings
+from noon.config import Settings, add_store_flags, settings_from
 from noon.ops_cli import daemon_api
 from noon.ops_cli.peers import state_path
-from noon.ops_cli.status import settings_from
 from noon.store import peerstate
 from noon.store.store import ForkDetected, Store
 from noon.store.survey import survey_dir
@@ -55,8 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "their expiry, the local daemon, every peer's reachability and clock skew. Every "
         "problem comes with how to fix it. Exit code 0 when healthy, 1 otherwise."
     )
-    parser.add_argument("--dir", type=Path, help="shard directory (default: $NOON_DIR)")
-    parser.add_argument("--node-id", help="this node's id (default: $NOON_NODE_ID)")
+    add_store_flags(parser, namespace=False)
     parser.add_argument("--url", help="daemon base URL (default: from NOOND_LISTEN, on loopback)")
     parser.add_argument(
         "--no-daemon",

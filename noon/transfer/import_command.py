@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from noon.mcp.command import settings_from
+from noon.config import add_store_flags, settings_from
 from noon.store.store import Store
 from noon.transfer import nocturne, noon_format, official
 from noon.transfer.errors import TransferError
@@ -18,9 +18,7 @@ FORMATS = ("auto", "official", "nocturne", "noon")
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="memory.jsonl, memory.json, a Nocturne .db, or a noon export")
     parser.add_argument("--format", choices=FORMATS, default="auto", help="default: detect")
-    parser.add_argument("--namespace", help="target namespace (default NOON_NAMESPACE)")
-    parser.add_argument("--dir", help="memory directory (default NOON_DIR or ~/.noon)")
-    parser.add_argument("--node-id", help="this machine's node id (default NOON_NODE_ID)")
+    add_store_flags(parser)
 
 
 def detect(path: Path) -> str:
@@ -35,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise TransferError(f"{path}: no such file")
-    settings = settings_from(args)
+    settings = settings_from(args, migrating=True)
     kind = detect(path) if args.format == "auto" else args.format
     # Parse and validate everything before the first write: bad input imports nothing.
     if kind == "noon":
