@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, content_key, edge_key
+from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, content_key, edge_key, written_at
 from noon.core.fold import Element, Fold
 from noon.core.ops import Key, Op
 from noon.graph.uri import Uri, is_root, root, root_domain
@@ -39,6 +39,12 @@ def version_id(op: Op) -> str:
 
 def op_time_ms(op: Op) -> int:
     return op.hlc >> 16
+
+
+def written_ms(op: Op) -> int:
+    """When this version was written: the time an import carried over, else the op's."""
+    carried = written_at(op.val)
+    return carried if carried is not None else op_time_ms(op)
 
 
 def collision_suffix(child: str) -> str:
