@@ -280,3 +280,36 @@ _FIELDS = {
     "relation.add": ("from", "to", "relationType"),
     "relation.delete": ("from", "to", "relationType"),
 }
+
+
+@pytest.mark.parametrize(
+    ("name", "body"),
+    [
+        ("deep.jsonl", "[" * 200_000),  # exhausts the decoder's recursion
+        ("long.jsonl", '{"type":"entity","name":"x","entityType":' + "9" * 50_000 + "}"),
+        ("deep.json", '{"entities": ' + "[" * 200_000),
+        ("shards/n9.jsonl", '{"v":1,"type":"entity.create","x":' + "[" * 200_000 + "\n"
+         + op("n9", 0, T0, 0, "entity.create", name="A", entityType="t") + "\n"),
+    ],
+)  # fmt: skip
+def test_hostile_files_are_refused_quickly_and_leave_the_memory_usable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, body: str
+) -> None:
+    d = tmp_path / "noon"
+    good = tmp_path / "good.json"
+    good.write_text(export_text({"entities": [], "relations": []} | _ONE))
+    src = tmp_path / name
+    src.parent.mkdir(exist_ok=True)
+    src.write_text(body)
+    started = time.monotonic()
+    # a shard inside a directory is read as server-noonien's, whatever its first bytes say
+    assert _noon(d, "import", str(src if "/" not in name else src.parent)) == 1
+    assert time.monotonic() - started < 5
+    err = capsys.readouterr().err
+    assert "nothing was imported" in err and "Traceback" not in err
+    assert _files(d) == {}
+    assert _noon(d, "import", str(good)) == 0  # and the next, honest import goes through
+    assert _graph(d)["entities"] == _ONE["entities"]
+
+
+_ONE = {"entities": [{"name": "A", "entityType": "t", "observations": ["kept"]}]}

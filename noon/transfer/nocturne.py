@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from noon.transfer import jsontext
 from noon.transfer.errors import TransferError
 
 ROOT_UUID = "00000000-0000-0000-0000-000000000000"
@@ -245,7 +246,7 @@ def parse_boot_map(raw: object, where: str) -> dict[str, list[str]]:
     """A boot map ``{namespace: [uri, ...]}`` (JSON text or already decoded)."""
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            raw = jsontext.loads(raw)
         except json.JSONDecodeError:
             raise TransferError(f"{where} is not JSON") from None
     if not isinstance(raw, dict) or not all(

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from noon.transfer import jsontext
 from noon.transfer.errors import TransferError
 from noon.transfer.nocturne import NAMESPACE, BootEntry, NocturneData, parse_boot_map
 
@@ -91,7 +92,7 @@ def read_config(path: Path) -> dict[str, list[str]] | None:
     text = _read_text(path)
     if text.lstrip().startswith("{"):
         try:
-            config = json.loads(text)
+            config = jsontext.loads(text)
         except json.JSONDecodeError as exc:
             raise TransferError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
         if not isinstance(config, dict):

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from noon.transfer import jsontext
 from noon.transfer.errors import TransferError
 from noon.transfer.official import OfficialGraph
 
@@ -68,7 +69,7 @@ def looks_like_shard(head: bytes) -> bool:
     for raw in head.split(b"\n"):
         if raw.strip():
             try:
-                obj = json.loads(raw)
+                obj = jsontext.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError):
                 return False
             return isinstance(obj, dict) and obj.get("type") in PAYLOADS and "v" in obj
@@ -149,7 +150,7 @@ def read(path: Path) -> NoonienData:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = jsontext.loads(line)
             except json.JSONDecodeError as exc:
                 if i == last:
                     warnings.append(f"{f.name}:{i + 1}: torn last line (a crash mid-write) skipped")

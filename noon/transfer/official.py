@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from noon.kg.text import compact
+from noon.transfer import jsontext
 from noon.transfer.errors import TransferError
 
 
@@ -68,7 +69,7 @@ def parse(text: str, source: str) -> OfficialGraph:
     ``read_graph`` returns), is read as a whole; anything else as JSON lines."""
     if text.lstrip().startswith("{"):
         try:
-            whole = json.loads(text)
+            whole = jsontext.loads(text)
         except json.JSONDecodeError:
             whole = None  # JSON lines (or broken): read line by line below
         if (
@@ -83,7 +84,7 @@ def parse(text: str, source: str) -> OfficialGraph:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = jsontext.loads(line)
         except json.JSONDecodeError as exc:
             problems.append((no, f"not JSON ({exc.msg} at column {exc.colno})"))
             continue
