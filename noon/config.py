@@ -5,6 +5,10 @@ of :data:`FLAGS` are written over a copy of the environment before it is read, s
 its variable go through the same parsing and the same checks (:func:`settings_from`). Bad
 values fail loudly with the variable's name, never silently fall back to a default.
 
+The settings are a frozen dataclass, not a pydantic model: they are a dozen scalars whose parse
+errors must name the variable, which three small parsers do; pydantic (which the MCP SDK needs
+anyway) would add a model layer and ``pydantic-settings`` a dependency for no gain here.
+
 Settings of server-noonien (``NOONIEN_*``, ``NOONIEND_*``, ``~/.noonien``) are not read; a
 machine that still has them, and no ``NOON_DIR``, is refused with what to rename, so a migrating
 user never starts an empty memory by accident (:func:`legacy_settings`).
