@@ -92,6 +92,17 @@ async def test_a_dotenv_boot_list_boots_under_the_uris_it_listed(
     # notes is also writer://notes, a shorter URI: it boots under the one the list named
     assert "MEMORY: core://agent/my_notes" in boot and "MEMORY: writer://notes" not in boot
     assert "Disclosure: alias of notes" in boot  # the placement of that URI
+    # once that URI names something else, the memory boots under its best remaining URI
+    store, settings = open_store(d, "n1")
+    try:
+        async with Client(make_server(store, settings)) as client:
+            s = Session(client)
+            await s.call("move_memory", uri="core://agent/my_notes", new_uri="core://agent/kept")
+            await s.create("core://agent", "my_notes", "another memory now")
+            boot = await s.read("system://boot")
+    finally:
+        store.close()
+    assert "MEMORY: writer://notes" in boot and "MEMORY: core://agent/my_notes" not in boot
 
 
 async def test_config_json_wins_over_dotenv_and_namespaces_fall_back_to_the_default_list(
