@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import logging
 import sys
 from collections.abc import Sequence
 
 from noon import logs
-from noon.config import ConfigError
-from noon.store.store import StoreError
+from noon.errors import NoonError
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, one-line help)
@@ -31,6 +31,31 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def version() -> str:
+    try:
+        return importlib.metadata.version("noon")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed: pip install -e . in the checkout)"
+
+
+def _help(parser: argparse.ArgumentParser, words: list[str]) -> int:
+    """``noon help [COMMAND [ACTION]]``: the same text as ``noon COMMAND [ACTION] --help``."""
+    if words and words[0] not in COMMANDS:
+        print(
+            f"noon: no command {words[0]!r}; the commands are: {', '.join(COMMANDS)}",
+            file=sys.stderr,
+        )
+        return 2
+    if not words:
+        parser.print_help()
+        return 0
+    try:
+        parser.parse_args([*words, "--help"])
+    except SystemExit as exc:  # argparse exits after printing the help (or a usage error)
+        return int(exc.code or 0)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="noon",
@@ -40,14 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
         "replication. docs/operating.md describes every command.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    parser.add_argument("--version", action="version", version=f"noon {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    helper = sub.add_parser(
+        "help", help="show the help of a command (noon help import)", add_help=False
+    )
+    helper.add_argument("words", nargs="*", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name and module_name.startswith(exc.name):
-                continue  # not built yet in this version
-            raise
+        module = importlib.import_module(module_name)
         cmd = sub.add_parser(name, help=help_text, description=help_text)
         module.configure(cmd)
         cmd.set_defaults(run=module.run)
@@ -57,13 +82,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "help":
+        return _help(parser, args.words)
     if not getattr(args, "run", None):
         parser.print_help()
         return 2
     try:
         logs.setup(logging.DEBUG if args.verbose else logging.INFO)
         return int(args.run(args) or 0)
-    except (ConfigError, StoreError, ValueError, OSError) as exc:
+    except (NoonError, ValueError, OSError) as exc:
         print(f"noon: {exc}", file=sys.stderr)
         return 1
 

@@ -1,11 +1,13 @@
 """``noon demo``: three machines on this computer, replicating live.
 
 Each "machine" is a directory with its own node id, certificates from a throwaway CA, its own
-``noond`` on a loopback port (mutual TLS) and its own ``noon serve`` MCP server driven by a real
-MCP client, exactly as an agent would use them. The demo writes on one machine and shows when
-each machine sees the write, takes one machine offline while two edit the same memory, shows the
-conflict and its resolution, and deletes. Everything lives in a temporary directory that is
-removed at the end, with every process it started.
+``noond`` on a loopback port (mutual TLS, with shortened timings it prints) and its own ``noon
+serve`` MCP server driven by a real MCP client, exactly as an agent would use them. The demo
+writes on one machine and shows the text and when each other machine reads it, takes one machine
+offline while two edit the same memory, shows the conflict and its resolution, deletes, and ends
+with the next steps. Daemon and server logs go to files in the machines' directories, never
+between the demo's lines. Everything lives in a temporary directory that is removed at the end,
+with every process it started.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -27,11 +30,31 @@ from pathlib import Path
 
 import aiohttp
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from noon.certs import client_ssl_context, init_ca, issue_node_cert
 
 NAMES = ("laptop", "desktop", "server")
 DEADLINE = 30.0
+WIDTH = 96
+TUNED = {
+    # variable: (demo value, default, what it is)
+    "NOOND_INTERVAL": ("1", "30", "anti-entropy round, s"),
+    "NOOND_WATCH_INTERVAL": ("0.02", "0.2", "own-shard change polling, s"),
+    "NOOND_TIMEOUT": ("2", "10", "request timeout, s"),
+    "NOOND_SUSPECT_AFTER": ("1", "3", "missed exchanges before suspect"),
+    "NOOND_DEAD_AFTER": ("2", "6", "missed exchanges before dead"),
+    "NOOND_DEAD_RETRY": ("1", "300", "retry of a dead peer, s"),
+}
+"""Daemon timings shortened so the demo takes seconds; printed at the start."""
+NEXT_STEPS = (
+    "Next:",
+    "  pipx install .          (or: uv tool install .) puts noon and noond on your PATH",
+    "  claude mcp add --scope user noon -- noon serve     (Codex: codex mcp add noon -- noon "
+    "serve)",
+    "  noon doctor             checks this machine; docs/noond.md connects your machines",
+    "  noon demo --linger 300  keeps these three machines up to try them with your own client",
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -96,6 +119,9 @@ async def _demo(linger: float, keep: bool) -> int:
             await _scenes(machines)
             if linger > 0:
                 await _linger(machines, linger)
+        say()
+        for line in NEXT_STEPS:
+            say(line)
         return 0
     finally:
         for m in machines:
@@ -112,6 +138,11 @@ async def _running(machines: list[Machine], base: Path) -> AsyncIterator[None]:
     init_ca(ca, name="noon demo CA")
     say("noon demo: three machines on this computer, each with its own shard directory,")
     say("its own noond (mutual TLS on loopback) and its own MCP server, used by a real client.")
+    say("The daemons run with shorter timings than the defaults, so this takes seconds:")
+    for name, (value, default, what) in TUNED.items():
+        say(f"  {name + '=' + value:<26} (default {default}: {what})")
+    say("A write is pushed to the peers within milliseconds either way; the round only")
+    say("matters for a machine coming back from offline.")
     say()
     for m in machines:
         issue_node_cert(ca, m.name, m.dir / "certs")
@@ -120,12 +151,7 @@ async def _running(machines: list[Machine], base: Path) -> AsyncIterator[None]:
         env = m.env() | {
             "NOOND_LISTEN": f"127.0.0.1:{m.port}",
             "NOOND_PEERS": peers,
-            "NOOND_INTERVAL": "1",
-            "NOOND_WATCH_INTERVAL": "0.02",
-            "NOOND_TIMEOUT": "2",
-            "NOOND_SUSPECT_AFTER": "1",
-            "NOOND_DEAD_AFTER": "2",
-            "NOOND_DEAD_RETRY": "1",
+            **{name: value for name, (value, _, _) in TUNED.items()},
             "NOOND_DISCOVER_INTERVAL": "0",
             "NOOND_TLS_CERT": str(cert),
             "NOOND_TLS_KEY": str(key),
@@ -146,7 +172,11 @@ async def _running(machines: list[Machine], base: Path) -> AsyncIterator[None]:
             params = StdioServerParameters(
                 command=sys.executable, args=["-m", "noon", "serve"], env=m.env(), cwd=str(m.dir)
             )
-            m.client = await stack.enter_async_context(Client(params, mode="legacy"))
+            # the server logs to stderr: into a file, not between the demo's lines
+            serve_log = m.dir / "serve.log"
+            errlog = stack.enter_context(open(serve_log, "a", encoding="utf-8"))  # noqa: SIM115
+            transport = stdio_client(params, errlog=errlog)
+            m.client = await stack.enter_async_context(Client(transport, mode="legacy"))
         say()
         yield
 
@@ -194,12 +224,34 @@ async def _read(m: Machine, uri: str) -> str | None:
     return None if r.is_error else "".join(getattr(c, "text", "") for c in r.content)
 
 
-async def _until_everyone(
-    machines: list[Machine], what: str, seen: Callable[[Machine], Awaitable[bool]]
+def _text(body: str) -> str:
+    """The memory's own text in a ``read_memory`` answer (between its second and third rule;
+    after the notes of a conflict, the current version)."""
+    parts = body.split("=" * 60)
+    section = parts[2] if len(parts) > 2 else body
+    marker = section.rfind("--- current version")
+    if marker >= 0:
+        section = section[section.index("\n", marker) + 1 :]
+    return section.strip("\n")
+
+
+def quote(text: str, indent: str = "      | ") -> None:
+    """Print ``text`` whole, wrapped (never cut), each line marked as quoted."""
+    for line in text.splitlines() or [""]:
+        for piece in textwrap.wrap(line, WIDTH - len(indent)) or [""]:
+            say(indent + piece)
+
+
+async def _until_others(
+    machines: list[Machine],
+    writer: Machine | None,
+    what: str,
+    seen: Callable[[Machine], Awaitable[bool]],
 ) -> None:
-    """Poll every machine until it sees the change; print when each did."""
+    """Poll every machine but the writer (if one machine wrote the change) until it sees the
+    change; print when each did."""
     start = time.monotonic()
-    pending = list(machines)
+    pending = [m for m in machines if m is not writer]
     while pending:
         for m in list(pending):
             if await seen(m):
@@ -213,8 +265,10 @@ async def _until_everyone(
 async def _scenes(machines: list[Machine]) -> None:
     laptop, desktop, server = machines
     uri = "core://agent"
+    first = "I am the agent of this person. They prefer short answers."
 
-    say(f"[1] on laptop, an agent creates {uri}")
+    say(f"[1] on laptop, an agent creates {uri}:")
+    quote(first)
     await _call(
         laptop,
         "create_memory",
@@ -223,7 +277,7 @@ async def _scenes(machines: list[Machine]) -> None:
             "title": "agent",
             "priority": 1,
             "disclosure": "at the start of every session",
-            "content": "I am the agent of this person. They prefer short answers.",
+            "content": first,
         },
     )
 
@@ -234,11 +288,13 @@ async def _scenes(machines: list[Machine]) -> None:
 
         return check
 
-    await _until_everyone(machines, "sees it", has("prefer short answers"))
+    await _until_others(machines, laptop, "reads it", has("prefer short answers"))
 
     say("[2] on desktop, another agent appends to it")
     await _call(desktop, "update_memory", {"uri": uri, "append": "They work on noon."})
-    await _until_everyone(machines, "sees the edit", has("They work on noon."))
+    await _until_others(machines, desktop, "reads the edit", has("They work on noon."))
+    say(f"    {uri} on server now reads:")
+    quote(_text(await _read(server, uri) or ""))
 
     say("[3] on server, a client of the official memory server's tools adds an entity;")
     say("    laptop reads it as kg://Ada")
@@ -256,7 +312,8 @@ async def _scenes(machines: list[Machine]) -> None:
         body = await _read(m, "kg://Ada")
         return body is not None and "first program" in body
 
-    await _until_everyone(machines, "has Ada", sees_ada)
+    await _until_others(machines, server, "has Ada", sees_ada)
+    quote((await _read(laptop, "kg://Ada") or "").strip())
 
     say("[4] desktop goes offline (its daemon is paused); laptop and desktop both edit")
     assert desktop.daemon is not None
@@ -278,20 +335,27 @@ async def _scenes(machines: list[Machine]) -> None:
         body = await _read(m, uri)
         return body is not None and "CONCURRENT" in body
 
-    await _until_everyone(machines, "shows both versions as a conflict", conflicted)
+    # each machine wrote or received one version: all three must end up holding both
+    await _until_others(machines, None, "shows both versions as a conflict", conflicted)
     body = await _read(server, uri) or ""
-    note = next((line for line in body.splitlines() if "CONCURRENT" in line), "")
-    say(f"      server's read says: {note.strip()[:110]}")
+    say(f"    server reads {uri}:")
+    quote(body.split("=" * 60)[2].strip("\n") if body.count("=" * 60) >= 2 else body)
 
     say("[5] on server, an agent settles it with one more edit (an edit names every version")
     say("    it saw, so it replaces both)")
-    await _call(server, "update_memory", {"uri": uri, "append": "Settled: short, in English."})
+    await _call(
+        server,
+        "update_memory",
+        {"uri": uri, "old_string": "detailed answers", "new_string": "short answers in English"},
+    )
 
     async def settled(m: Machine) -> bool:
         body = await _read(m, uri)
-        return body is not None and "Settled" in body and "CONCURRENT" not in body
+        return body is not None and "in English" in body and "CONCURRENT" not in body
 
-    await _until_everyone(machines, "has one version again", settled)
+    await _until_others(machines, server, "has one version again", settled)
+    say(f"    {uri} on laptop now reads:")
+    quote(_text(await _read(laptop, uri) or ""))
 
     say("[6] on laptop, the memory is deleted")
     await _call(laptop, "delete_memory", {"uri": uri})
@@ -299,7 +363,7 @@ async def _scenes(machines: list[Machine]) -> None:
     async def gone(m: Machine) -> bool:
         return await _read(m, uri) is None
 
-    await _until_everyone(machines, "no longer has it", gone)
+    await _until_others(machines, laptop, "no longer has it", gone)
     say()
     for m in machines:
         shards = sorted(p.name for p in m.dir.glob("*.jsonl"))

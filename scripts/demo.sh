@@ -5,6 +5,6 @@
 # Extra arguments go to `noon demo` (e.g. --linger 60 to keep the mesh up and play with it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m venv .venv
-.venv/bin/pip install --quiet --disable-pip-version-check -e .
+. scripts/lib.sh
+install_venv
 exec .venv/bin/noon demo "$@"

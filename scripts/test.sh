@@ -13,8 +13,8 @@ if [ "${1:-}" = "--fast" ]; then
     shift
     lane=(-m "not integration and not slow")
 fi
-python3 -m venv .venv
-.venv/bin/pip install --quiet --disable-pip-version-check -e '.[test,bench]'
+. scripts/lib.sh
+install_venv '[test,bench]'
 [ ${#lane[@]} -gt 0 ] || bash scripts/install-official-server.sh
 .venv/bin/ruff check noon noond tests bench
 .venv/bin/ruff format --check noon noond tests bench

@@ -42,14 +42,16 @@ TEST_CONTROLS = frozenset(
     }
 )
 """Variables that steer the suite itself, not noon: kept."""
+LEGACY_AND_OWN = ("NOON_", "NOOND_", "NOONIEN_", "NOONIEND_")
+"""noon's settings, and server-noonien's, which noon refuses to start beside."""
 
 
 @pytest.fixture(autouse=True)
 def isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A developer's own NOON_* and NOOND_* settings (a real NOON_DIR, a node id, a token) must
-    never reach a test, nor a process a test starts."""
+    """A developer's own NOON_* and NOOND_* settings (a real NOON_DIR, a node id, a token), or
+    server-noonien's, must never reach a test, nor a process a test starts."""
     for name in list(os.environ):
-        if name.startswith(("NOON_", "NOOND_")) and name not in TEST_CONTROLS:
+        if name.startswith(LEGACY_AND_OWN) and name not in TEST_CONTROLS:
             monkeypatch.delenv(name)
 
 

@@ -226,6 +226,21 @@ def test_doctor_healthy_without_a_daemon_when_told_so(tmp_path, pki):
     assert run("doctor", "--no-daemon", env=cli_env(d, "a")).stdout.rstrip().endswith("healthy")
 
 
+def test_doctor_on_a_lone_machine_without_replication_is_healthy_with_a_note(tmp_path):
+    d = tmp_path / "data"
+    write(d, "a", X, {"text": "kept on this machine only"})
+    code, findings = doctor(cli_env(d, "a"))
+    assert code == 0, findings
+    (note,) = [f for f in findings if f["level"] != "ok"]
+    assert note["level"] == "note" and note["check"] == "replication"
+    assert "noon certs init" in note["fix"]
+    text = run("doctor", env=cli_env(d, "a")).stdout
+    assert "NOTE" in text and "next: " in text and text.rstrip().endswith("healthy")
+    # something that says it replicates (a peer source) brings the checks back
+    code, findings = doctor(cli_env(d, "a") | {"NOOND_PEERS": "b@127.0.0.1:9"})
+    assert code == 1 and problems(findings, "certificates")
+
+
 def test_doctor_missing_directory(tmp_path):
     code, findings = doctor(cli_env(tmp_path / "gone", "a"), "--no-daemon")
     assert code == 1

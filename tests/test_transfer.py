@@ -223,14 +223,14 @@ def test_nocturne_database_imports_everything_and_reimport_changes_nothing(
     agent, identity, notes = node_id(u["agent"]), node_id(u["identity"]), node_id(u["notes"])
     # latest version shown, with its history in order, as one chain (no conflict)
     content = els[("content", "default", agent)]
-    assert content.winner.val == {"text": "Agent v3 (current)"}
+    assert content.winner.val["text"] == "Agent v3 (current)"
     assert [v.val["text"] for v in sorted(content.versions, key=lambda o: o.order)] == [
         "Agent v1",
         "Agent v2",
         "Agent v3 (current)",
     ]
     assert not content.conflicted
-    assert els[("content", "default", notes)].winner.val == {"text": "Notes ✓"}
+    assert els[("content", "default", notes)].winner.val["text"] == "Notes ✓"
     assert node_id(u["gone"]) not in {k[2] for k in els if k[0] == "content"}
     # URIs, aliases, priorities and disclosures
     assert _uri_of(store, "default", identity) == {"core://agent/identity"}
@@ -254,6 +254,7 @@ def test_nocturne_database_imports_everything_and_reimport_changes_nothing(
     assert {k for k in els if k[0] == "boot"} == {
         ("boot", "default", agent),
         ("boot", "default", identity),
+        ("boot", "team", agent),  # "team" has no list of its own: the default one applies
     }
     before = _shards(d)
     assert list(before) == ["n1-import.jsonl"]

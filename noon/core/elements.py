@@ -43,6 +43,20 @@ def _content(val: Mapping[str, Any]) -> None:
     _str_field(val, "text")
 
 
+WRITTEN = "written"
+"""Optional field of a content value: when its text was first written, in ms since the epoch
+(UTC), where that was before the op (an import from another system stamps its ops now, since a
+node's clock only moves forward). Shown in history and reads; never used for ordering. A value
+that is not such an integer is ignored, not refused: see :func:`written_at`."""
+
+
+def written_at(val: Mapping[str, Any] | None) -> int | None:
+    w = val.get(WRITTEN) if val else None
+    if isinstance(w, int) and not isinstance(w, bool) and 0 <= w < 1 << 48:
+        return w
+    return None
+
+
 def _edge(val: Mapping[str, Any]) -> None:
     _str_field(val, "child", limit=MAX_KEY_PART)
     _int_field(val, "priority")
@@ -82,10 +96,10 @@ KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
         # URI graph
-        Kind(CONTENT, 1, True, _content),  # (node_id) -> {"text"}
+        Kind(CONTENT, 1, True, _content),  # (node_id) -> {"text", "written"?}
         Kind(EDGE, 2, True, _edge),  # (parent, name) -> {"child", "priority", "disclosure"}
         Kind(KEYWORD, 2, False, _anything),  # (keyword, node_id) -> {}
-        Kind(BOOT, 1, False, _anything),  # (node_id) -> {}
+        Kind(BOOT, 1, False, _anything),  # (node_id) -> {"uri"?}: the URI it was listed by
         # knowledge graph (drop-in for the official memory server)
         Kind(ENTITY, 1, False, _entity),  # (name) -> {"type"}
         Kind(OBS, 3, False, _anything),  # (entity, observation, slot) -> {} or {"text"}

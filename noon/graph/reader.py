@@ -20,7 +20,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
-from noon.core.elements import edge_key
+from noon.core.elements import edge_key, written_at
 from noon.core.ops import Key, Op, OpId
 from noon.graph.uri import Uri, is_root, root, root_domain
 
@@ -89,6 +89,12 @@ def version_id(op: Op) -> str:
 
 def op_time_ms(op: Op) -> int:
     return op.hlc >> 16
+
+
+def written_ms(op: Op) -> int:
+    """When this version was written: the time an import carried over, else the op's."""
+    carried = written_at(op.val)
+    return carried if carried is not None else op_time_ms(op)
 
 
 def collision_suffix(child: str) -> str:

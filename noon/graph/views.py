@@ -12,11 +12,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from noon.core.elements import CONTENT
+from noon.core.elements import CONTENT, boot_key
 from noon.core.ops import Op
 from noon.graph.glossary import Glossary
-from noon.graph.reader import GraphReader, Placement, live_text, op_time_ms, version_id
-from noon.graph.uri import Uri, node_view, root, root_domain
+from noon.graph.reader import (
+    GraphReader,
+    Placement,
+    live_text,
+    op_time_ms,
+    version_id,
+    written_ms,
+)
+from noon.graph.uri import Uri, UriError, node_view, parse, root, root_domain
 
 RULE = "=" * 60
 CROWDED = 10
@@ -68,7 +75,7 @@ def memory(
     if placement is not None:
         lines.append(f"Priority: {placement.priority}")
     if el is not None:
-        lines.append(f"Last Modified: {when(op_time_ms(el.winner))} by {_author(el.winner)}")
+        lines.append(f"Last Modified: {when(written_ms(el.winner))} by {_author(el.winner)}")
     if placement is not None:
         lines.append(f"Disclosure: {placement.disclosure or '(not set)'}")
     lines.append(f"Keywords: [{', '.join(keywords)}]" if keywords else "Keywords: (none)")
@@ -142,7 +149,7 @@ def _notes(graph: GraphReader, namespace: str, node: str, uris: list[Uri]) -> li
             body = "(deleted)" if h.val is None else h.val["text"]
             notes += [
                 "",
-                f"--- concurrent version {version_id(h)} ({_author(h)}, {when(op_time_ms(h))}) ---",
+                f"--- concurrent version {version_id(h)} ({_author(h)}, {when(written_ms(h))}) ---",
                 body,
                 "--- end of concurrent version ---",
             ]
@@ -174,6 +181,26 @@ def _glossary_links(
     return sorted(((t, sorted(k)) for t, k in per_target.items()), key=lambda e: (-len(e[1]), e[0]))
 
 
+def _boot_uri(graph: GraphReader, namespace: str, node: str) -> tuple[Uri, Placement | None] | None:
+    """The URI a boot entry loads under: the one it was listed by (its value's ``uri``, kept by
+    imports) while that still names the node, else the node's best URI."""
+    el = graph.element(boot_key(namespace, node))
+    listed = el.winner.val.get("uri") if el is not None and el.winner.val else None
+    if isinstance(listed, str):
+        try:
+            uri: Uri | None = parse(listed)
+        except UriError:
+            uri = None
+        found = graph.resolve(namespace, uri) if uri is not None else None
+        if uri is not None and found is not None and found[0] == node:
+            return uri, found[1]
+    us = graph.uris(namespace, node)
+    if not us:
+        return None
+    found = graph.resolve(namespace, us[0][0])
+    return us[0][0], found[1] if found else None
+
+
 def boot(graph: GraphReader, glossary: Glossary, namespace: str, now_ms: int) -> str:
     nodes = graph.boot_nodes(namespace)
     loaded: list[tuple[tuple[int, str], str]] = []
@@ -182,15 +209,14 @@ def boot(graph: GraphReader, glossary: Glossary, namespace: str, now_ms: int) ->
         if not graph.is_live(namespace, n):
             failed.append(f"- {n}: deleted")
             continue
-        us = graph.uris(namespace, n)
-        if not us:
+        booted = _boot_uri(graph, namespace, n)
+        if booted is None:
             loaded.append(
                 ((99, node_view(n)), memory(graph, glossary, namespace, n, None, None).text)
             )
             continue
-        uri, prio = us[0]
-        found = graph.resolve(namespace, uri)
-        pl = found[1] if found else None
+        uri, pl = booted
+        prio = pl.priority if pl is not None else 0
         loaded.append(((prio, str(uri)), memory(graph, glossary, namespace, n, uri, pl).text))
     loaded.sort()
     out = ["# Core Memories", f"# Loaded: {len(loaded)}/{len(nodes)} memories", ""]
@@ -272,7 +298,7 @@ def recent(graph: GraphReader, namespace: str, limit: int, requested: int, now_m
         found = graph.resolve(namespace, uri)
         disc = found[1].disclosure if found and found[1] else ""
         out.append(
-            f"{i}. {uri}  [★{prio}]  modified: {when(op_time_ms(el.winner))}"
+            f"{i}. {uri}  [★{prio}]  modified: {when(written_ms(el.winner))}"
             f" by {_author(el.winner)}"
         )
         out.append(f"   disclosure: {disc or '(NOT SET — consider adding one)'}")
@@ -363,7 +389,7 @@ def conflicts(graph: GraphReader, namespace: str) -> str:
                 desc = " ".join(h.val["text"].split())[:60]
             else:
                 desc = f"-> {show_uri(graph, namespace, h.val['child'])}"
-            out.append(f"  {version_id(h)} [{mark}] {when(op_time_ms(h))} by {_author(h)}: {desc}")
+            out.append(f"  {version_id(h)} [{mark}] {when(written_ms(h))} by {_author(h)}: {desc}")
     return "\n".join(out) + "\n"
 
 
@@ -384,14 +410,17 @@ def history(
         state = "deleted" if op.val is None else f"{len(op.val['text'])} chars"
         current = el is not None and op.id == el.winner.id
         cur = " [current]" if current else (" [concurrent head]" if op.id in heads else "")
-        out.append(f"- {version_id(op)}{cur} {when(op_time_ms(op))} by {_author(op)}: {state}")
+        stamp = when(written_ms(op))
+        if written_ms(op) != op_time_ms(op):
+            stamp += f" (imported {when(op_time_ms(op))})"
+        out.append(f"- {version_id(op)}{cur} {stamp} by {_author(op)}: {state}")
         if op.val is not None:
             first = " ".join(op.val["text"].split())[:80]
             out.append(f"  {first}")
         rows.append(
             {
                 "version": version_id(op),
-                "time": when(op_time_ms(op)),
+                "time": when(written_ms(op)),
                 "client": op.by,
                 "machine": op.node,
                 "deleted": op.val is None,

@@ -11,14 +11,13 @@ import argparse
 import hmac
 import ipaddress
 import logging
-import os
 import socket
 import sys
 from typing import Any
 
 import anyio
 
-from noon.config import ConfigError, Settings
+from noon.config import ConfigError, add_store_flags, settings_from
 from noon.mcp.server import create_server, initialization_options
 from noon.store.store import Store
 
@@ -45,21 +44,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="tool families: uri (memory graph), kg (the official memory server's nine tools), "
         "or all (default)",
     )
-    parser.add_argument("--namespace", help="namespace (default NOON_NAMESPACE or 'default')")
-    parser.add_argument("--dir", help="memory directory (default NOON_DIR or ~/.noon)")
-    parser.add_argument("--node-id", help="this machine's node id (default NOON_NODE_ID)")
-
-
-def settings_from(args: argparse.Namespace) -> Settings:
-    overrides: dict[str, Any] = {}
-    env = dict(os.environ)
-    if getattr(args, "dir", None):
-        env["NOON_DIR"] = args.dir
-    if getattr(args, "node_id", None):
-        env["NOON_NODE_ID"] = args.node_id
-    if getattr(args, "namespace", None):
-        overrides["namespace"] = args.namespace
-    return Settings.from_env(env, **overrides)
+    add_store_flags(parser)
 
 
 def parse_host_port(raw: str) -> tuple[str, int]:
@@ -84,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     host, port, token = "", 0, None
     if args.http:
         host, port = parse_host_port(args.http)
-        token = args.token or os.environ.get("NOON_TOKEN", "").strip() or None
+        token = settings.token
         if token is None and not is_loopback(host):
             raise ConfigError(
                 f"--http {host}: serving beyond loopback needs a bearer token; "

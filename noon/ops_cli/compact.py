@@ -16,7 +16,7 @@ import os
 import time
 from pathlib import Path
 
-from noon.config import ConfigError, Settings, env_bool
+from noon.config import ConfigError, settings_from
 from noon.core.collection import member_of
 from noon.names import shard_node
 from noon.store import peerstate
@@ -44,18 +44,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    overrides: dict[str, object] = {}
-    if args.dir:
-        overrides["dir"] = args.dir
-    if args.node_id:
-        overrides["node_id"] = args.node_id
-    settings = Settings.from_env(**overrides)  # type: ignore[arg-type]
-    history = settings.history if args.history is None else args.history
-    sole = (
-        args.sole_writer
-        if args.sole_writer is not None
-        else env_bool(os.environ, "NOON_SOLE_WRITER", False)
-    )
+    settings = settings_from(args)
+    history, sole = settings.history, settings.sole_writer
     d = settings.dir
     shards = sorted(n for n in os.listdir(d) if shard_node(n) is not None) if d.exists() else []
     compacted = compact_dir(d, shards, history=history)

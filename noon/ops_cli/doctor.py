@@ -7,7 +7,12 @@ matching, signed by the CA, CN equal to the node id, expiry); the local daemon (
 node, its own shard not behind); every member (answers over mutual TLS, is not suspect or dead)
 and its clock (the skew between its HTTP ``Date`` and ours).
 
-Exit code 0 when nothing is an error (warnings allowed), 1 otherwise. Nothing is modified.
+A machine where nothing says it replicates (no certificate, no peer source, no daemon state)
+gets a note instead of the certificate, daemon and peer checks: keeping memory on one machine
+is a choice, not a fault.
+
+Exit code 0 when nothing is an error (notes and warnings allowed), 1 otherwise. Nothing is
+modified.
 """
 
 from __future__ import annotations
@@ -25,10 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from noon import certs
-from noon.config import Settings
+from noon.config import Settings, add_store_flags, settings_from
 from noon.ops_cli import daemon_api
 from noon.ops_cli.peers import state_path
-from noon.ops_cli.status import settings_from
 from noon.store import peerstate
 from noon.store.store import ForkDetected, Store
 from noon.store.survey import survey_dir
@@ -38,7 +42,8 @@ SKEW_WARNING_S = 5.0
 """Clock differences above this are reported (the ``Date`` header has 1 s resolution)."""
 MEMBER_TIMEOUT = 3.0
 
-OK, WARNING, ERROR = "ok", "warning", "error"
+OK, NOTE, WARNING, ERROR = "ok", "note", "warning", "error"
+DISCOVERY = ("NOOND_PEERS", "NOOND_DNS_SRV", "NOOND_TAILSCALE")
 
 
 @dataclass(frozen=True)
@@ -55,8 +60,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "their expiry, the local daemon, every peer's reachability and clock skew. Every "
         "problem comes with how to fix it. Exit code 0 when healthy, 1 otherwise."
     )
-    parser.add_argument("--dir", type=Path, help="shard directory (default: $NOON_DIR)")
-    parser.add_argument("--node-id", help="this node's id (default: $NOON_NODE_ID)")
+    add_store_flags(parser, namespace=False)
     parser.add_argument("--url", help="daemon base URL (default: from NOOND_LISTEN, on loopback)")
     parser.add_argument(
         "--no-daemon",
@@ -264,6 +268,28 @@ def check_certificates(settings: Settings) -> list[Finding]:
     return out
 
 
+def replication_set_up(settings: Settings) -> bool:
+    """Whether anything says this machine replicates: a certificate file (or its variable), a
+    peer source, plaintext mode, or the daemon's state file. A machine with none keeps its
+    memory alone, which is a choice, not a fault."""
+    if any(os.environ.get(v, "").strip() for v in DISCOVERY) or not daemon_api.tls_enabled():
+        return True
+    variables = ("NOOND_TLS_CERT", "NOOND_TLS_KEY", "NOOND_TLS_CA")
+    if any(os.environ.get(v, "").strip() for v in variables):
+        return True
+    return any(p.exists() for p in (*daemon_api.tls_files(settings), state_path(settings)))
+
+
+ALONE = Finding(
+    "replication",
+    NOTE,
+    "not set up: this machine keeps its memory alone (no certificates, no peers, no daemon "
+    "state), so the certificate, daemon and peer checks were skipped",
+    "to share it with your other machines: noon certs init, noon certs issue <node id>, "
+    "then run noond with NOOND_PEERS (docs/noond.md)",
+)
+
+
 # -- the daemon and its members ------------------------------------------------------------
 
 
@@ -415,6 +441,8 @@ def diagnose(settings: Settings, url: str, *, daemon: bool = True) -> list[Findi
     if findings[0].level == OK:
         findings += check_shards(settings, time.time_ns() // 1_000_000)
         findings += check_fork(settings)
+    if not replication_set_up(settings):
+        return [*findings, ALONE]
     findings += check_certificates(settings)
     if not daemon:
         return findings
@@ -451,7 +479,7 @@ def render(findings: list[Finding]) -> str:
     for f in findings:
         out.append(f"{f.level.upper():<8} {f.check:<13} {f.what}")
         if f.fix:
-            out.append(f"{'':<8} {'':<13} fix: {f.fix}")
+            out.append(f"{'':<8} {'':<13} {'next' if f.level == NOTE else 'fix'}: {f.fix}")
     errors = sum(f.level == ERROR for f in findings)
     warnings = sum(f.level == WARNING for f in findings)
     out.append("")

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
+from noon.config import add_store_flags, settings_from
 from noon.graph.plan import GraphError
 from noon.graph.uri import UriError
 from noon.kg import uri as kg_uri
 from noon.ops_cli import journal
-from noon.ops_cli.status import settings_from
 from noon.store.readmodel import journal as oplog
 from noon.store.store import Store
 
@@ -25,8 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("uri", help="core://path, system://node/<id> or kg://EntityName")
     parser.add_argument("-n", "--limit", type=int, default=100, help="changes shown (default 100)")
-    parser.add_argument("--dir", type=Path, help="shard directory (default: $NOON_DIR)")
-    parser.add_argument("--node-id", help="this node's id (default: $NOON_NODE_ID)")
+    add_store_flags(parser)
     parser.add_argument("--json", action="store_true", help="print JSON lines")
 
 

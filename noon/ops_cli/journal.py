@@ -7,6 +7,7 @@ import datetime as dt
 import sqlite3
 from typing import Any
 
+from noon.core.elements import written_at
 from noon.core.hlc import physical
 from noon.core.ops import Op
 from noon.graph.plan import GraphError, locate
@@ -19,9 +20,12 @@ from noon.store.readmodel import journal as oplog
 EXCERPT = 60
 
 
-def when(op: Op) -> str:
-    ms = physical(op.hlc)
+def iso(ms: int) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def when(op: Op) -> str:
+    return iso(physical(op.hlc))
 
 
 def _excerpt(text: str) -> str:
@@ -43,7 +47,9 @@ def describe(graph: GraphReader, op: Op) -> str:
         if gone:
             return f"deleted memory {uri}"
         verb = "edited" if op.prev else "wrote"
-        return f"{verb} memory {uri}: {_excerpt(str(val.get('text', '')))}"
+        carried = written_at(val)
+        first = f" (written {iso(carried)}, before the import)" if carried is not None else ""
+        return f"{verb} memory {uri}{first}: {_excerpt(str(val.get('text', '')))}"
     if kind == "edge":
         parent = _place(graph, ns, key[2])
         where = f"{parent.rstrip('/')}/{key[3]}" if not parent.endswith("://") else parent + key[3]
@@ -81,6 +87,7 @@ def describe(graph: GraphReader, op: Op) -> str:
 def entry(graph: GraphReader, op: Op) -> dict[str, Any]:
     return {
         "time": when(op),
+        "written": iso(carried) if (carried := written_at(op.val)) is not None else None,
         "node": op.node,
         "seq": op.seq,
         "by": op.by,

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
+from noon.config import add_store_flags, settings_from
 from noon.ops_cli import journal
-from noon.ops_cli.status import settings_from
 from noon.store.readmodel import journal as oplog
 from noon.store.store import Store
 
@@ -22,8 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-n", "--limit", type=int, default=30, help="changes shown (default 30)")
     parser.add_argument("--node", help="only changes made on this machine (node id)")
     parser.add_argument("--by", help="only changes made by this client (e.g. claude-code)")
-    parser.add_argument("--dir", type=Path, help="shard directory (default: $NOON_DIR)")
-    parser.add_argument("--node-id", help="this node's id (default: $NOON_NODE_ID)")
+    add_store_flags(parser)
     parser.add_argument("--json", action="store_true", help="print JSON lines")
 
 

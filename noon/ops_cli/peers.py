@@ -31,7 +31,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     lst.add_argument("--url", help="daemon base URL (default: from NOOND_LISTEN, on loopback)")
     lst.add_argument("--json", action="store_true", help="print JSON")
     for name, text in (
-        ("depart", "a node left for good: forget it, delete its replica, stop waiting for it"),
+        (
+            "depart",
+            "a node left for good: refuse it and stop waiting for it before deleted memories "
+            "are removed; its replica and the memories it wrote stay",
+        ),
         ("revoke", "a node is compromised or lost: refuse it everywhere, keep its replica"),
     ):
         p = sub.add_parser(name, help=text, description=text)

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
+from noon.config import add_store_flags, settings_from
 from noon.graph.reader import live_text, version_id
 from noon.graph.search import snippet
-from noon.ops_cli.status import settings_from
 from noon.store.store import Store
 
 
@@ -22,8 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("text", nargs="+", help="what to look for")
     parser.add_argument("-n", "--limit", type=int, default=10, help="memories shown (default 10)")
-    parser.add_argument("--dir", type=Path, help="shard directory (default: $NOON_DIR)")
-    parser.add_argument("--node-id", help="this node's id (default: $NOON_NODE_ID)")
+    add_store_flags(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-from pathlib import Path
 from typing import Any
 
-from noon.config import Settings
+from noon.config import Settings, add_store_flags, settings_from
 from noon.core.elements import CONTENT
 from noon.core.hlc import physical
 from noon.core.ops import Key
@@ -36,8 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "for a member that could still bring them back. Asks the local noond; without one, "
         "reads the shard files and the daemon's state file."
     )
-    parser.add_argument("--dir", type=Path, help="shard directory (default: $NOON_DIR)")
-    parser.add_argument("--node-id", help="this node's id (default: $NOON_NODE_ID)")
+    add_store_flags(parser)
     parser.add_argument("--url", help="daemon base URL (default: from NOOND_LISTEN, on loopback)")
     parser.add_argument(
         "--limit",
@@ -46,15 +44,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="conflicts and frozen elements listed at most (default 20)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON")
-
-
-def settings_from(args: argparse.Namespace) -> Settings:
-    overrides: dict[str, object] = {}
-    if getattr(args, "dir", None):
-        overrides["dir"] = args.dir
-    if getattr(args, "node_id", None):
-        overrides["node_id"] = args.node_id
-    return Settings.from_env(**overrides)  # type: ignore[arg-type]
 
 
 def iso(seconds: float | None) -> str | None:

@@ -9,8 +9,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from noon.config import add_store_flags, settings_from
 from noon.kg.live import read
-from noon.mcp.command import settings_from
 from noon.store.store import Store
 from noon.transfer import noon_format, official
 
@@ -24,9 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "lossless, for noon import",
     )
     parser.add_argument("-o", "--output", help="file to write (default: stdout)")
-    parser.add_argument("--namespace", help="namespace of the knowledge graph (official format)")
-    parser.add_argument("--dir", help="memory directory (default NOON_DIR or ~/.noon)")
-    parser.add_argument("--node-id", help="this machine's node id (default NOON_NODE_ID)")
+    add_store_flags(parser)
 
 
 def _write(chunks: Iterable[bytes], output: str | None) -> None:

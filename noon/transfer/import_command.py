@@ -1,43 +1,71 @@
-"""``noon import FILE``: the official memory server's ``memory.jsonl`` / ``memory.json``, a
-Nocturne Memory SQLite database, or a noon export (format detected from the content)."""
+"""``noon import SOURCE``: the official memory server's ``memory.jsonl`` / ``memory.json`` (or
+any ``{entities, relations}`` JSON document: server-noonien's ``export``, a ``read_graph``
+result), server-noonien's shards (its ``NOONIEN_DIR`` or one ``<node>.jsonl``), a Nocturne
+Memory database (a SQLite file or a PostgreSQL URL, with its boot list), or a noon export. The
+format is detected from the content; ``--format`` names it.
+
+Everything is read and validated before the first write: bad input imports nothing.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from noon.mcp.command import settings_from
+from noon.config import Settings, add_store_flags, settings_from
 from noon.store.store import Store
-from noon.transfer import nocturne, noon_format, official
+from noon.transfer import nocturne, nocturne_boot, noon_format, noonien, official, postgres
 from noon.transfer.errors import TransferError
 from noon.transfer.importer import import_nocturne, import_official, import_settings
 
-FORMATS = ("auto", "official", "nocturne", "noon")
+FORMATS = ("auto", "official", "nocturne", "noonien", "noon")
+HEAD_BYTES = 4096
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="memory.jsonl, memory.json, a Nocturne .db, or a noon export")
+    parser.add_argument(
+        "source",
+        metavar="SOURCE",
+        help="memory.jsonl or memory.json (official server), an {entities, relations} JSON "
+        "export, server-noonien's directory (~/.noonien) or a shard of it, a Nocturne database "
+        "(.db file or postgresql://user:password@host/db), or a noon export",
+    )
     parser.add_argument("--format", choices=FORMATS, default="auto", help="default: detect")
-    parser.add_argument("--namespace", help="target namespace (default NOON_NAMESPACE)")
-    parser.add_argument("--dir", help="memory directory (default NOON_DIR or ~/.noon)")
-    parser.add_argument("--node-id", help="this machine's node id (default NOON_NODE_ID)")
+    parser.add_argument(
+        "--nocturne-config",
+        type=Path,
+        metavar="PATH",
+        help="Nocturne's config.json or .env holding the boot list (boot_uris, "
+        "CORE_MEMORY_URIS); default: the database's active preset, else config.json or .env "
+        "beside the database file",
+    )
+    add_store_flags(parser)
 
 
 def detect(path: Path) -> str:
+    if path.is_dir():
+        return "noonien"
     if nocturne.is_sqlite(path):
         return "nocturne"
     with open(path, "rb") as f:
-        head = f.read(4096)
-    return "noon" if noon_format.is_noon_export(head) else "official"
+        head = f.read(HEAD_BYTES)
+    if noon_format.is_noon_export(head):
+        return "noon"
+    return "noonien" if noonien.looks_like_shard(head) else "official"
 
 
 def run(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    if not path.is_file():
-        raise TransferError(f"{path}: no such file")
-    settings = settings_from(args)
+    settings = settings_from(args, migrating=True)
+    if postgres.is_url(args.source):
+        data = postgres.read_postgres(args.source, settings.namespace)
+        return _nocturne(settings, data, postgres.shown(args.source), args.nocturne_config, None)
+    path = Path(args.source).expanduser()
+    if not path.exists():
+        raise TransferError(f"{path}: no such file or directory")
     kind = detect(path) if args.format == "auto" else args.format
-    # Parse and validate everything before the first write: bad input imports nothing.
+    if path.is_dir() and kind != "noonien":
+        raise TransferError(f"{path}: a directory; only server-noonien's directory imports as one")
     if kind == "noon":
         export = noon_format.parse(path.read_bytes(), str(path))
         settings.dir.mkdir(parents=True, exist_ok=True)
@@ -45,21 +73,49 @@ def run(args: argparse.Namespace) -> int:
         print(f"Restored {added} operations ({present} already present) from {path}.")
         return 0
     if kind == "nocturne":
-        data = nocturne.read(path, settings.namespace)
-        store = Store(import_settings(settings))
-        try:
-            print(import_nocturne(store, data, str(path), settings.namespace))
-        finally:
-            store.close()
-        return 0
+        data = nocturne.read_sqlite(path, settings.namespace)
+        return _nocturne(settings, data, str(path), args.nocturne_config, path.parent)
+    if kind == "noonien":
+        found = noonien.read(path)
+        for warning in found.warnings:
+            print(f"noon: {warning}", file=sys.stderr)
+        source = f"{path} (server-noonien: {found.ops} operations in {', '.join(found.shards)})"
+        return _official(settings, found.graph, source)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise TransferError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    graph = official.parse(text, str(path))
+    return _official(settings, official.parse(text, str(path)), str(path))
+
+
+def _official(settings: Settings, graph: official.OfficialGraph, source: str) -> int:
     store = Store(import_settings(settings))
     try:
-        print(import_official(store, settings.namespace, graph, str(path)))
+        print(import_official(store, settings.namespace, graph, source))
     finally:
         store.close()
+    return 0
+
+
+def _nocturne(
+    settings: Settings,
+    data: nocturne.NocturneData,
+    source: str,
+    config: Path | None,
+    beside: Path | None,
+) -> int:
+    boot = nocturne_boot.plan(data, settings.namespace, config, beside)
+    store = Store(import_settings(settings))
+    try:
+        print(import_nocturne(store, data, boot, source, settings.namespace))
+    finally:
+        store.close()
+    for note in boot.notes:
+        print(f"noon: warning: {note}", file=sys.stderr)
+    if data.undated:
+        print(
+            f"noon: warning: {data.undated} version(s) had no readable created_at and show "
+            "the import's time",
+            file=sys.stderr,
+        )
     return 0

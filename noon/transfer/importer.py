@@ -14,13 +14,14 @@ from typing import Any, TypeVar
 from tqdm import tqdm
 
 from noon.config import Settings
-from noon.core.elements import boot_key, content_key, edge_key, keyword_key
+from noon.core.elements import WRITTEN, boot_key, content_key, edge_key, keyword_key
 from noon.core.ops import Draft, Key
 from noon.graph.reader import GraphReader
 from noon.kg import plan
 from noon.kg.live import mutate
 from noon.store.store import Store
-from noon.transfer.nocturne import NocturneData
+from noon.transfer.nocturne import NocturneData, Version
+from noon.transfer.nocturne_boot import BootPlan
 from noon.transfer.official import OfficialGraph
 
 CLIENT = "import"
@@ -94,11 +95,22 @@ def _texts(graph: GraphReader, key: Key) -> list[str | None]:
     return [op.val.get("text") if op.val else None for op in ordered]
 
 
-def import_nocturne(store: Store, data: NocturneData, source: str, default_ns: str) -> str:
+def content_value(version: Version) -> dict[str, Any]:
+    """A content value; an imported version carries when it was first written (``written``,
+    ms since the epoch), since its op is stamped now (a node's clock only moves forward)."""
+    val: dict[str, Any] = {"text": version.text}
+    if version.written_ms is not None:
+        val[WRITTEN] = version.written_ms
+    return val
+
+
+def import_nocturne(
+    store: Store, data: NocturneData, boot: BootPlan, source: str, default_ns: str
+) -> str:
     namespaces = sorted(
         {p.namespace for p in data.placements}
         | {k[0] for k in data.keywords}
-        | {b[0] for b in data.boot}
+        | {b.namespace for b in boot.entries}
         | {default_ns}
     )
     # Content lives per namespace: a node is written into every namespace that places it; a
@@ -110,14 +122,18 @@ def import_nocturne(store: Store, data: NocturneData, source: str, default_ns: s
     placed_somewhere = set().union(*homes.values()) if homes else set()
     homes.setdefault(default_ns, set()).update(set(data.versions) - placed_somewhere)
     total = sum(len(data.versions[n]) for nodes in homes.values() for n in nodes)
-    total += len(data.placements) + len(data.keywords) + len(data.boot)
+    total += len(data.placements) + len(data.keywords) + len(boot.entries)
     versions_written = 0
     depth = max((len(v) for v in data.versions.values()), default=0)
     with _bar(total, "importing") as bar:
         # one version level per batch, so each version's prev names the one before
         for level in range(depth):
             todo = [
-                (content_key(ns, node), {"text": versions[level]}, versions[:level])
+                (
+                    content_key(ns, node),
+                    content_value(versions[level]),
+                    [v.text for v in versions[:level]],
+                )
                 for ns in namespaces
                 for node, versions in data.versions.items()
                 if node in homes.get(ns, ()) and len(versions) > level
@@ -146,12 +162,12 @@ def import_nocturne(store: Store, data: NocturneData, source: str, default_ns: s
         ]
         bound = _write_absent(store, keywords, bar)
         boots: list[tuple[Key, dict[str, Any]]] = [
-            (boot_key(ns, node), {}) for ns, node in data.boot
+            (boot_key(b.namespace, b.node), {"uri": b.uri}) for b in boot.entries
         ]
         booted = _write_absent(store, boots, bar)
     return (
         f"Imported from {source}: {versions_written} content versions of "
         f"{len(data.versions)} memories, {placed} of {len(placements)} placements, {bound} of "
-        f"{len(keywords)} keywords and {booted} of {len(boots)} boot entries "
-        "(what was already present is skipped)."
+        f"{len(keywords)} keywords and {booted} of {len(boots)} boot entries (boot list from "
+        f"{boot.source}; what was already present is skipped)."
     )

@@ -24,6 +24,7 @@ from noon.names import shard_file, shard_node
 from noon.store.readmodel.model import shard_names
 from noon.store.shard import fsync_dir, locked, repair_tail, write_all
 from noon.store.store import Store
+from noon.transfer import jsontext
 from noon.transfer.errors import TransferError
 
 FORMAT = 1
@@ -61,7 +62,7 @@ def export_lines(store: Store) -> Iterator[bytes]:
 def is_noon_export(head: bytes) -> bool:
     first = head.split(b"\n", 1)[0]
     try:
-        obj = json.loads(first)
+        obj = jsontext.loads(first)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return False
     return isinstance(obj, dict) and HEADER_KEY in obj
@@ -76,7 +77,7 @@ class NoonExport:
 def parse(data: bytes, source: str) -> NoonExport:
     lines = data.split(b"\n")
     try:
-        header = json.loads(lines[0])
+        header = jsontext.loads(lines[0])
     except json.JSONDecodeError:
         header = None
     if not isinstance(header, dict) or header.get(HEADER_KEY) != FORMAT:

@@ -5,6 +5,10 @@ One JSON object per line, ``{"type":"entity","name","entityType","observations"}
 with no trailing newline (an empty graph is an empty file). Blank lines are skipped on reading,
 like the official server does; unlike it (it silently drops them), lines of another type and
 malformed lines are errors here, because an import must not lose anything quietly.
+
+The same graph as one JSON document, ``{"entities": [...], "relations": [...]}`` with records
+lacking ``type``, is read too: the legacy ``memory.json``, server-noonien's ``noonien export``
+(pretty printed), and the text of ``read_graph`` (the official server's and noon's).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from noon.kg.text import compact
+from noon.transfer import jsontext
 from noon.transfer.errors import TransferError
 
 
@@ -21,6 +26,9 @@ from noon.transfer.errors import TransferError
 class OfficialGraph:
     entities: list[dict[str, Any]] = field(default_factory=list)
     relations: list[dict[str, str]] = field(default_factory=list)
+
+    def add(self, kind: str, record: dict[str, Any]) -> None:
+        (self.entities if kind == "entity" else self.relations).append(record)
 
 
 def _strings(value: object) -> bool:
@@ -54,14 +62,16 @@ def _record(obj: object) -> tuple[str, dict[str, Any]] | str:
 
 
 def parse(text: str, source: str) -> OfficialGraph:
-    """Parse a whole file; raise :class:`TransferError` listing every bad line."""
-    stripped = text.lstrip()
-    if stripped.startswith("{") and "\n" not in stripped.strip():
-        # one line: either a one-record JSONL file or a whole-graph JSON document
+    """Parse a whole file; raise :class:`TransferError` listing every bad line or item.
+
+    A file that is one JSON document ``{"entities": [...], "relations": [...]}``, compact or
+    pretty printed (the legacy ``memory.json``, server-noonien's ``export``, and what
+    ``read_graph`` returns), is read as a whole; anything else as JSON lines."""
+    if text.lstrip().startswith("{"):
         try:
-            whole = json.loads(stripped)
+            whole = jsontext.loads(text)
         except json.JSONDecodeError:
-            whole = None
+            whole = None  # JSON lines (or broken): read line by line below
         if (
             isinstance(whole, dict)
             and "type" not in whole
@@ -74,40 +84,39 @@ def parse(text: str, source: str) -> OfficialGraph:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = jsontext.loads(line)
         except json.JSONDecodeError as exc:
             problems.append((no, f"not JSON ({exc.msg} at column {exc.colno})"))
             continue
         rec = _record(obj)
         if isinstance(rec, str):
             problems.append((no, rec))
-        elif rec[0] == "entity":
-            graph.entities.append(rec[1])
         else:
-            graph.relations.append(rec[1])
+            graph.add(*rec)
     if problems:
         raise TransferError.lines(source, problems)
     return graph
 
 
 def _parse_document(doc: dict[str, Any], source: str) -> OfficialGraph:
-    """``{"entities": [...], "relations": [...]}``, as some older versions and tools wrote."""
     graph = OfficialGraph()
-    problems: list[tuple[int, str]] = []
-    lists = (("entity", doc.get("entities", [])), ("relation", doc.get("relations", [])))
-    for kind, items in lists:
+    problems: list[str] = []
+    unknown = sorted(set(doc) - {"entities", "relations"})
+    if unknown:
+        problems.append(f"unknown key(s) {', '.join(map(repr, unknown))} in the document")
+    for kind, key in (("entity", "entities"), ("relation", "relations")):
+        items = doc.get(key, [])
         if not isinstance(items, list):
-            raise TransferError(f"{source}: '{kind}' list expected in the JSON document")
+            problems.append(f"{key!r} must be a list")
+            continue
         for i, item in enumerate(items):
             rec = _record({**item, "type": kind} if isinstance(item, dict) else item)
             if isinstance(rec, str):
-                problems.append((1, f"{kind} #{i + 1}: {rec}"))
-            elif rec[0] == "entity":
-                graph.entities.append(rec[1])
+                problems.append(f"{key}[{i}]: {rec}")
             else:
-                graph.relations.append(rec[1])
+                graph.add(*rec)
     if problems:
-        raise TransferError.lines(source, problems)
+        raise TransferError.listing(source, problems)
     return graph
 
 
