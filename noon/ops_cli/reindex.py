@@ -10,11 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 from tqdm import tqdm
 
-from noon.ops_cli.status import settings_from
+from noon.config import add_store_flags, settings_from
 from noon.store.store import Store
 
 
@@ -23,8 +22,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "Rebuild this machine's read model (NOON_DIR/.noon/readmodel.sqlite3) from the shards, "
         "with a progress bar. Sessions running meanwhile keep their own copy until they restart."
     )
-    parser.add_argument("--dir", type=Path, help="shard directory (default: $NOON_DIR)")
-    parser.add_argument("--node-id", help="this node's id (default: $NOON_NODE_ID)")
+    add_store_flags(parser, namespace=False)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
