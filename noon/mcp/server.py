@@ -178,6 +178,8 @@ class NoonServer(Server[Any]):
 
 
 def _namespace(ctx: ServerRequestContext[Any, Any], default: str) -> str:
+    """The request's namespace: the ``X-Noon-Namespace`` header (the HTTP guard puts Nocturne's
+    ``X-Namespace`` or ``?namespace=`` there too), else the server's."""
     headers = getattr(ctx.request, "headers", None)
     raw = headers.get(NAMESPACE_HEADER) if headers is not None else None
     if not raw:
@@ -185,8 +187,8 @@ def _namespace(ctx: ServerRequestContext[Any, Any], default: str) -> str:
     if not NAMESPACE.match(raw):
         raise MCPError(
             code=types.INVALID_PARAMS,
-            message=f"invalid {NAMESPACE_HEADER} header {raw[:80]!r}: use 1 to 64 letters, "
-            "digits, '.', '_' or '-'",
+            message=f"invalid namespace {raw[:80]!r} (from the X-Noon-Namespace or X-Namespace "
+            "header, or ?namespace=): use 1 to 64 letters, digits, '.', '_' or '-'",
         )
     return raw
 
