@@ -16,34 +16,16 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from bench.mesh import ROOT, subprocess_env
+from bench.mesh import ROOT
 from noon.cli import main
-from tests.harness.mcp import serve_process
+from tests.harness.mcp import INITIALIZE, POST_HEADERS, serve_env, serve_process
 from tests.harness.uri import Session
 
 pytestmark = pytest.mark.integration
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "1"},
-    },
-}
-POST = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-
 
 def _args(d: Path, *extra: str) -> list[str]:
     return ["--dir", str(d), "--node-id", "n1", "--tools", "uri", *extra]
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = subprocess_env(**extra)
-    env.pop("NOON_TOKEN", None)
-    return env
 
 
 def _client(url: str, **headers: str) -> Client:
@@ -57,19 +39,21 @@ async def test_loopback_binds_refuse_rebound_hosts_and_foreign_origins(
 ) -> None:
     """Issue 13 item 8: on a loopback bind other than the literal 127.0.0.1/::1 no Host or
     Origin was checked, so a web page whose name rebinds to 127.0.0.2 could call every tool."""
-    with serve_process(_args(tmp_path), _env(), host=host) as served:
+    with serve_process(_args(tmp_path), serve_env(), host=host) as served:
         url, port = served.url, served.url.rsplit(":", 1)[1].split("/")[0]
         async with httpx2.AsyncClient(timeout=10) as http:
-            rebound = await http.post(url, json=INIT, headers={**POST, "host": f"evil.test:{port}"})
+            rebound = await http.post(
+                url, json=INITIALIZE, headers={**POST_HEADERS, "host": f"evil.test:{port}"}
+            )
             assert rebound.status_code == 421 and "DNS rebinding" in rebound.json()["error"]
             foreign = await http.post(
-                url, json=INIT, headers={**POST, "origin": "http://evil.test"}
+                url, json=INITIALIZE, headers={**POST_HEADERS, "origin": "http://evil.test"}
             )
             assert foreign.status_code == 403
             sse = await http.get(url.replace("/mcp", "/sse"), headers={"host": "evil.test"})
             assert sse.status_code == 421
             local = await http.post(
-                url, json=INIT, headers={**POST, "origin": f"http://localhost:{port}"}
+                url, json=INITIALIZE, headers={**POST_HEADERS, "origin": f"http://localhost:{port}"}
             )
             assert local.status_code == 200
         async with _client(url) as client:  # an honest client on the bound address is served
@@ -82,10 +66,10 @@ async def test_loopback_binds_refuse_rebound_hosts_and_foreign_origins(
 async def test_a_missing_token_names_noon_token_and_starts_no_oauth(tmp_path: Path) -> None:
     """Issue 15: a bare 401 with a Bearer challenge made OAuth-capable clients report an OAuth
     problem. The 401 now says what to send and carries no challenge that starts discovery."""
-    with serve_process(_args(tmp_path, "--token", "s3cret"), _env()) as served:
+    with serve_process(_args(tmp_path, "--token", "s3cret"), serve_env()) as served:
         base = served.url.removesuffix("/mcp")
         async with httpx2.AsyncClient(timeout=10) as http:
-            missing = await http.post(served.url, json=INIT, headers=POST)
+            missing = await http.post(served.url, json=INITIALIZE, headers=POST_HEADERS)
             assert missing.status_code == 401
             assert "www-authenticate" not in missing.headers
             assert missing.headers["content-type"] == "application/json"
@@ -94,7 +78,9 @@ async def test_a_missing_token_names_noon_token_and_starts_no_oauth(tmp_path: Pa
                 got = await http.get(base + probe)
                 assert got.status_code == 404 and "NOON_TOKEN" in got.json()["hint"]
             wrong = await http.post(
-                served.url, json=INIT, headers={**POST, "authorization": "Bearer nope"}
+                served.url,
+                json=INITIALIZE,
+                headers={**POST_HEADERS, "authorization": "Bearer nope"},
             )
             assert wrong.status_code == 401
         async with _client(served.url, Authorization="Bearer s3cret") as client:
@@ -114,7 +100,7 @@ async def _read_default_and(url: str, namespace: str, uri: str) -> tuple[str, st
 async def test_nocturne_clients_land_in_the_namespace_they_ask_for(tmp_path: Path) -> None:
     """Issue 15: X-Namespace and ?namespace= (Nocturne's) were ignored: everything landed in
     'default'."""
-    with serve_process(_args(tmp_path), _env()) as served:
+    with serve_process(_args(tmp_path), serve_env()) as served:
         async with _client(served.url, **{"X-Namespace": "work"}) as client:
             await Session(client).create("core://", "a", "a work memory")
         async with Client(streamable_http_client(served.url + "?namespace=home")) as client:
@@ -135,7 +121,7 @@ async def test_the_nocturne_namespace_variable_is_honoured_on_stdio(
         return StdioServerParameters(
             command=sys.executable,
             args=["-m", "noon", "serve", *_args(tmp_path)],
-            env=_env(**env),
+            env=serve_env(**env),
             cwd=str(ROOT),
         )
 
@@ -153,7 +139,7 @@ async def test_the_nocturne_namespace_variable_is_honoured_on_stdio(
 async def test_the_legacy_sse_endpoint_serves_a_real_sse_client(tmp_path: Path) -> None:
     """Issue 15: clients configured for Nocturne's SSE endpoint could not connect. The SSE
     session keeps the namespace its stream asked for (its posts carry only a session id)."""
-    with serve_process(_args(tmp_path), _env()) as served:
+    with serve_process(_args(tmp_path), serve_env()) as served:
         sse_url = served.url.removesuffix("/mcp") + "/sse?namespace=work"
         transport: Any = sse_client(sse_url)
         async with Client(transport, mode="legacy") as client:

@@ -17,34 +17,17 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.mesh import ROOT, subprocess_env, wait_until
-from tests.harness.mcp import serve_process
+from bench.mesh import ROOT, wait_until
+from tests.harness.mcp import INITIALIZE, POST_HEADERS, serve_env, serve_process
 from tests.harness.uri import Session
 
 pytestmark = pytest.mark.integration
 
 ATTACKER = "127.0.0.2"
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "flood", "version": "1"},
-    },
-}
-POST = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 def _args(d: Path) -> list[str]:
     return ["--dir", str(d), "--node-id", "n1", "--tools", "uri"]
-
-
-def _env(**limits: str) -> dict[str, str]:
-    env = subprocess_env(**limits)
-    env.pop("NOON_TOKEN", None)
-    return env
 
 
 def _descriptors(pid: int) -> int:
@@ -61,7 +44,7 @@ def _closed(sock: socket.socket) -> bool:
 
 
 async def test_idle_connections_cost_bounded_descriptors_and_log_lines(tmp_path: Path) -> None:
-    env = _env(NOON_HTTP_CONNECTIONS_PER_CLIENT="8", NOON_HTTP_HEADER_TIMEOUT="1")
+    env = serve_env(NOON_HTTP_CONNECTIONS_PER_CLIENT="8", NOON_HTTP_HEADER_TIMEOUT="1")
     with serve_process(_args(tmp_path), env) as served:
         host, port = "127.0.0.1", int(served.url.rsplit(":", 1)[1].split("/")[0])
         baseline = _descriptors(served.pid)
@@ -98,7 +81,7 @@ async def test_idle_connections_cost_bounded_descriptors_and_log_lines(tmp_path:
 async def test_a_session_flood_locks_no_other_client_out(tmp_path: Path) -> None:
     """Issue 13 item 16: 10k sessions from one token holder used to lock every client out.
     The flooder now churns through its own few sessions."""
-    env = _env(NOON_HTTP_SESSIONS_PER_CLIENT="4", NOON_HTTP_MAX_SESSIONS="8")
+    env = serve_env(NOON_HTTP_SESSIONS_PER_CLIENT="4", NOON_HTTP_MAX_SESSIONS="8")
     with serve_process(_args(tmp_path), env) as served:
         async with Client(streamable_http_client(served.url), mode="legacy") as honest:
             s = Session(honest)
@@ -108,7 +91,7 @@ async def test_a_session_flood_locks_no_other_client_out(tmp_path: Path) -> None
             async with httpx2.AsyncClient(transport=flood, timeout=10) as attacker:
                 with anyio.fail_after(120):
                     for i in range(120):
-                        r = await attacker.post(served.url, json=INIT, headers=POST)
+                        r = await attacker.post(served.url, json=INITIALIZE, headers=POST_HEADERS)
                         assert r.status_code == 200, r.text
                         opened.append(r.headers["mcp-session-id"])
                         if i % 30 == 0:
@@ -119,7 +102,7 @@ async def test_a_session_flood_locks_no_other_client_out(tmp_path: Path) -> None
                         served.url,
                         json={"jsonrpc": "2.0", "id": 2, "method": "ping"},
                         headers={
-                            **POST,
+                            **POST_HEADERS,
                             "mcp-session-id": sid,
                             "mcp-protocol-version": "2025-11-25",
                         },
@@ -138,7 +121,7 @@ def _stdio(d: Path) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "noon", "serve", *_args(d)],
-        env=_env(),
+        env=serve_env(),
         cwd=str(ROOT),
     )
 

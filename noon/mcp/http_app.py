@@ -41,6 +41,7 @@ log = logging.getLogger("noon.serve")
 MCP_PATH = "/mcp"
 SSE_PATH = "/sse"
 MESSAGES_PATH = "/messages/"
+BACKLOG = 2048
 _SESSION_ID = re.compile(rb"session_id=([0-9a-f]{32})")
 # The guard checks Host and Origin for every route; the SDK's own check would only cover some
 # hosts and some routes.
@@ -123,6 +124,7 @@ async def serve_http(
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
+    sock.listen(BACKLOG)  # before the line below: whoever reads it may connect at once
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     counter = ConnectionCounter(limits.connection_cap(), limits.connections_per_client)
@@ -136,6 +138,7 @@ async def serve_http(
         log_config=None,  # through noon's handlers: one format, rate-limited
         log_level="warning",
         lifespan="on",
+        backlog=BACKLOG,
     )
     # The line tests and scripts wait for; stderr, like every log.
     print(f"noon: serving MCP on http://{shown}:{bound}{MCP_PATH}", file=sys.stderr, flush=True)

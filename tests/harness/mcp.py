@@ -20,6 +20,27 @@ from bench.mesh import ROOT, subprocess_env
 from noon.config import Settings
 from noon.store.store import Store
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+}
+"""A raw Streamable HTTP ``initialize`` request (opens a session)."""
+POST_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def serve_env(**extra: str) -> dict[str, str]:
+    """The environment of a ``noon serve`` subprocess, without a token unless one is given."""
+    env = subprocess_env(**extra)
+    if "NOON_TOKEN" not in extra:
+        env.pop("NOON_TOKEN", None)
+    return env
+
 
 def make_settings(d: Path, node: str = "n1", namespace: str = "default") -> Settings:
     return Settings.from_env({}, dir=d, node_id=node, namespace=namespace)
