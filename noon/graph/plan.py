@@ -24,10 +24,6 @@ class GraphError(NoonError, ValueError):
     """An edit the graph refuses. The message tells the agent what to do instead."""
 
 
-def _edge_key(namespace: str, parent: str, name: str) -> tuple[str, ...]:
-    return edge_key(namespace, parent, name)
-
-
 def edge_val(child: str, priority: int, disclosure: str) -> dict[str, object]:
     return {"child": child, "priority": priority, "disclosure": disclosure}
 
@@ -108,14 +104,14 @@ def _heads_of_child(graph: Graph, key: tuple[str, ...], child: str) -> tuple[OpI
 def place(
     graph: Graph, namespace: str, parent: str, name: str, child: str, priority: int, disclosure: str
 ) -> Draft:
-    key = _edge_key(namespace, parent, name)
+    key = edge_key(namespace, parent, name)
     return Draft(key, edge_val(child, priority, disclosure), _heads_of_child(graph, key, child))
 
 
 def unplace(graph: Graph, namespace: str, pl: Placement) -> Draft:
     """Remove one placement. When a concurrent writer placed another node under the same name,
     that node takes the name over instead of disappearing with the tombstone."""
-    key = _edge_key(namespace, pl.parent, pl.key_name)
+    key = edge_key(namespace, pl.parent, pl.key_name)
     el = graph.fold.elements.get(key)
     others = (
         [
@@ -263,7 +259,7 @@ def delete(
     for n in sorted(doomed):
         drafts.append(Draft(content_key(namespace, n), None))
         for kid in graph.children(namespace, n):
-            drafts.append(Draft(_edge_key(namespace, n, kid.key_name), None))
+            drafts.append(Draft(edge_key(namespace, n, kid.key_name), None))
         for kw in graph.keywords_of(namespace, n):
             drafts.append(Draft(keyword_key(namespace, kw, n), None))
         if n in graph.boot_nodes(namespace):

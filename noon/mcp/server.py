@@ -1,8 +1,11 @@
-"""The MCP server: tool and resource tables turned into the SDK's low-level ``Server``.
+"""The MCP server: the tool families' tools and resources turned into the SDK's low-level
+``Server``.
 
-The low-level server is used (not ``MCPServer``) so the tables' schemas go on the wire verbatim
-and errors read exactly as the official memory server's. One ``Server`` serves one store; the
-namespace is the settings' one, or per HTTP request the ``X-Noon-Namespace`` header.
+The low-level server is used (not ``MCPServer``) so the families' schemas go on the wire verbatim
+and errors read exactly as the official memory server's. Arguments are validated here, once,
+against the schema ``tools/list`` shows; a family's refusals become error results here too. One
+``Server`` serves one store; the namespace is the settings' one, or per HTTP request the
+``X-Noon-Namespace`` header.
 
 Resource notifications reach subscribers of both protocol eras: legacy ``resources/subscribe``
 (kept per session) and 2026-07-28 ``subscriptions/listen`` (through the SDK's listen handler and
