@@ -64,6 +64,7 @@ _CHAR_MAP: dict[int, str] = {
     ord("\u2026"): "...",
 }
 
+_MAPPED = re.compile("[" + re.escape("".join(map(chr, _CHAR_MAP))) + "]")
 _BLANK = " \t"
 _EOL = "\r\n"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -138,8 +139,20 @@ def _joins(text: str, head_start: int, j: int) -> bool:
     return nfc("NFC", cluster + c) != nfc("NFC", cluster) + nfc("NFC", c)
 
 
-def _identity(n: int, start: int, end: int) -> tuple[array, array]:
-    return array("q", range(start, end)), array("q", range(start + 1, end + 1))
+def _offsets(n: int) -> array:
+    """0 .. n: what identity stretches of the position map are sliced from (memcpy speed)."""
+    return array("q", range(n + 1))
+
+
+def _plain(run: str) -> bool:
+    """Whether every character of ``run`` is a cluster of its own that maps to itself: nothing
+    mapped or invisible, no combining mark, already NFC (so no two neighbours compose). Checked
+    at C speed, so text in scripts that need no normalisation is not walked in Python."""
+    return (
+        _MAPPED.search(run) is None
+        and unicodedata.is_normalized("NFC", run)
+        and not any(map(unicodedata.combining, run))
+    )
 
 
 def _clusters(text: str) -> Mapped:
@@ -151,8 +164,9 @@ def _clusters(text: str) -> Mapped:
     this only costs recall.
     """
     n = len(text)
+    offsets = _offsets(n)
     if text.isascii():
-        return (text, *_identity(n, 0, n))
+        return text, offsets[:n], offsets[1:]
     pieces: list[str] = []
     starts, ends = array("q"), array("q")
     pos = 0
@@ -160,10 +174,11 @@ def _clusters(text: str) -> Mapped:
         k = run.start()
         if k > pos and text[k - 1] not in _EOL and text[k - 1] not in _BLANK:
             k -= 1  # "e" + U+0301: the ASCII base heads the cluster
+        if _plain(text[k : run.end()]):
+            continue  # maps to itself: stays in the identity stretch
         pieces.append(text[pos:k])
-        more_starts, more_ends = _identity(n, pos, k)
-        starts += more_starts
-        ends += more_ends
+        starts += offsets[pos:k]
+        ends += offsets[pos + 1 : k + 1]
         while k < run.end():
             j = k + 1
             while j < n and _joins(text, k, j):
@@ -179,8 +194,7 @@ def _clusters(text: str) -> Mapped:
             k = j
         pos = k
     pieces.append(text[pos:])
-    more_starts, more_ends = _identity(n, pos, n)
-    return "".join(pieces), starts + more_starts, ends + more_ends
+    return "".join(pieces), starts + offsets[pos:n], ends + offsets[pos + 1 :]
 
 
 def normalise_mapped(text: str, *, ignore_indent: bool = False) -> Mapped:
