@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from tests.harness.uri import Session, make_server, mcp_test, open_store
+from tests.harness.uri import Session, make_server, mcp_test, open_store, search_ready
 
 
 @mcp_test
@@ -368,18 +368,8 @@ async def test_concurrent_tool_calls_in_one_server_are_consistent(s: Session) ->
 
 
 async def test_create_points_at_a_likely_duplicate(tmp_path: Path) -> None:
-    import anyio
-
-    from noon.mcp.graph_service import service
-
     store, settings = open_store(tmp_path, "laptop")
-    svc = service(store)
-    with anyio.fail_after(10):  # the background index build must finish for the hint
-        while True:
-            with svc.lock:
-                if not svc.search.pending and not svc.search.dirty.reset:
-                    break
-            await anyio.sleep(0.01)
+    await search_ready(store)  # the hint is skipped while the index builds
     async with Client(make_server(store, settings)) as client:
         s = Session(client)
         await s.create("core://", "tea", "The user drinks green tea every morning, never coffee.")
@@ -440,8 +430,14 @@ async def test_no_hold_on_nudge_under_a_domain_root(s: Session) -> None:
     assert "[HOLD ON] Do you know what 'core://a' says?" in text
 
 
-@mcp_test
-async def test_a_keyword_no_memory_mentions_is_bound_with_a_word(s: Session) -> None:
+async def test_a_keyword_no_memory_mentions_is_bound_with_a_word(tmp_path: Path) -> None:
+    store, settings = open_store(tmp_path, "laptop")
+    await search_ready(store)  # the note is skipped while the index builds
+    async with Client(make_server(store, settings)) as client:
+        await _keyword_note(Session(client))
+
+
+async def _keyword_note(s: Session) -> None:
     await s.create("core://", "salem", "Salem is the user.")
     await s.create("core://", "notes", "Talked with Salem today.")
     text, data = await s.call("manage_triggers", uri="core://salem", add=["Salem", "zanzibar"])

@@ -315,7 +315,10 @@ class TriggersOut(Out):
 
 def unmentioned(svc: GraphService, ns: str, node: str, keywords: list[str]) -> list[str]:
     """The ``keywords`` (bound to ``node``) that no other memory's text links through the
-    glossary: among the best search hits for each, none contains it."""
+    glossary: among the best search hits for each, none contains it. Skipped (nothing said)
+    while the search index is still being built, so the call never waits for it."""
+    if svc.search.pending or svc.search.dirty.reset:
+        return []
     g = svc.graph
 
     def accept(n: str) -> bool:

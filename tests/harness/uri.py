@@ -7,9 +7,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp import Client
 
 from noon.config import Settings
+from noon.mcp.graph_service import service
 from noon.mcp.server import NoonServer, create_server
 from noon.store.store import Store
 
@@ -17,6 +19,17 @@ from noon.store.store import Store
 def open_store(directory: Path, node: str, namespace: str = "default") -> tuple[Store, Settings]:
     settings = Settings.from_env({}, dir=directory, node_id=node, fsync=False, namespace=namespace)
     return Store(settings), settings
+
+
+async def search_ready(store: Store) -> None:
+    """Wait (bounded) until the background build of the store's search index is done."""
+    svc = service(store)
+    with anyio.fail_after(10):
+        while True:
+            with svc.lock:
+                if not svc.search.pending and not svc.search.dirty.reset:
+                    return
+            await anyio.sleep(0.01)
 
 
 def make_server(store: Store, settings: Settings) -> NoonServer:
