@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from noon.graph.quote import QuoteEdit, QuoteError, append_text, normalise, replace_quoted
+from noon.graph.quote import (
+    Budget,
+    QuoteEdit,
+    QuoteError,
+    append_text,
+    follow_line_breaks,
+    normalise,
+    normalise_mapped,
+    replace_quoted,
+)
+from noon.graph.quote_hint import not_found_message
 
 # (text, old, new, expected text) — every case needs normalisation (no verbatim occurrence).
 NORMALISED_CASES: list[tuple[str, str, str, str]] = [
@@ -119,7 +132,9 @@ def test_normalise_form() -> None:
 
 def test_exact_match() -> None:
     edit = replace_quoted("alpha beta gamma", "beta", "BETA")
-    assert edit == QuoteEdit(text="alpha BETA gamma", spans=((6, 10),), normalised=False)
+    assert edit == QuoteEdit(
+        text="alpha BETA gamma", spans=((6, 10),), normalised=False, inserted="BETA"
+    )
 
 
 def test_exact_match_takes_precedence_over_normalised() -> None:
@@ -283,10 +298,11 @@ def test_edit_never_touches_text_outside_spans(pair: tuple[str, str], new: str) 
         edit = replace_quoted(text, old, new, replace_all=True)
     except QuoteError:
         return
+    assert edit.inserted == follow_line_breaks(text, new)
     pos, rebuilt = 0, ""
     for start, end in edit.spans:
         assert pos <= start < end <= len(text)
-        rebuilt += text[pos:start] + new
+        rebuilt += text[pos:start] + edit.inserted
         pos = end
         # what was replaced is what was quoted, up to normalisation
         if edit.normalised:
@@ -318,7 +334,7 @@ def test_unique_exact_edit_is_str_replace(pair: tuple[str, str], new: str) -> No
     text, old = pair
     assume(_occurrences(text, old) == 1)
     edit = replace_quoted(text, old, new)
-    assert edit.text == text.replace(old, new, 1)
+    assert edit.text == text.replace(old, follow_line_breaks(text, new), 1)
     assert not edit.normalised
 
 
@@ -334,3 +350,191 @@ def test_replacing_with_same_string_is_identity(pair: tuple[str, str]) -> None:
 def test_normalise_is_idempotent(text: str) -> None:
     once = normalise(text)
     assert normalise(once) == once
+
+
+# --- line breaks of what is inserted, and Nocturne's literal-\n fallback -----------------------
+
+
+def test_new_string_follows_the_texts_crlf_line_breaks() -> None:
+    text = "one\r\ntwo\r\nthree\r\n"
+    edit = replace_quoted(text, "two", "2a\n2b")
+    assert edit.text == "one\r\n2a\r\n2b\r\nthree\r\n"
+    assert replace_quoted(text, "two\r\n", "2\n").text == "one\r\n2\r\nthree\r\n"
+    # LF and mixed texts take new_string as given
+    assert replace_quoted("a\nb", "b", "c\r\nd").text == "a\nc\r\nd"
+    assert replace_quoted("a\r\nb\nc", "c", "x\ny").text == "a\r\nb\nx\ny"
+    assert append_text("a\r\nb", "c\nd") == "a\r\nb\r\nc\r\nd"
+
+
+def test_literal_backslash_n_in_the_quote_matches_line_breaks() -> None:
+    text = "first line\nsecond line\nthird"
+    edit = replace_quoted(text, "first line\\nsecond line", "1\\n2")
+    assert edit.literal_newlines and not edit.normalised
+    assert edit.text == "1\n2\nthird"
+    # an escaped backslash-n stays as it is; a real occurrence of backslash-n wins
+    code = 'print("a\\nb")\nprint("a")'
+    assert replace_quoted(code, 'print("a\\nb")', "x").text == 'x\nprint("a")'
+    assert not replace_quoted(code, 'print("a\\nb")', "x").literal_newlines
+
+
+def test_literal_backslash_n_falls_through_when_ambiguous() -> None:
+    text = "a\nb\na\nb"
+    with pytest.raises(QuoteError) as info:
+        replace_quoted(text, "a\\nb", "x")
+    assert info.value.kind == "not_found"
+    assert replace_quoted(text, "a\\nb", "x", replace_all=True).text == "x\nx"
+
+
+# --- bounded cost -----------------------------------------------------------------------------
+
+
+def _prose(size: int, seed: int = 7) -> str:
+    words = ["alpha", "beta", "gamma", "delta", "tea", "noon", "memory", "the", "a", "of"]
+    rng, lines, total = __import__("random").Random(seed), [], 0
+    while total < size:
+        line = " ".join(rng.choice(words) for _ in range(12))
+        lines.append(line)
+        total += len(line) + 1
+    return "\n".join(lines)
+
+
+def test_a_slightly_wrong_long_quote_in_a_megabyte_fails_fast_with_a_hint() -> None:
+    """Issue 13: the closest-match search took 197 s at 32k characters. Now the matcher and the
+    hint are bounded: a 1 MB text and a 32k quote with one wrong character answer in well under
+    a generous bound, and the hint still points at the place."""
+    import time
+
+    text = _prose(1_000_000)
+    at = len(text) // 3
+    quote = text[at : at + 32_000]
+    wrong = quote[:16_000] + ("X" if quote[16_000] != "X" else "Y") + quote[16_001:]
+    line = text.count("\n", 0, at) + 1
+    began = time.monotonic()
+    with pytest.raises(QuoteError) as info:
+        replace_quoted(text, wrong, "replacement")
+    assert time.monotonic() - began < 20  # generous: about 1 s on a loaded 2-core machine
+    err = info.value
+    assert err.kind == "not_found"
+    assert err.lines and abs(err.lines[0] - line) <= 1
+    assert "% similar" in str(err) and "The first 1" in str(err) and "more lines" in str(err)
+    assert len(str(err)) < 5_000  # a hint, not the memory back
+
+
+def test_one_long_line_quote_gets_the_cheap_hint() -> None:
+    text = "a" * 1_000_000
+    with pytest.raises(QuoteError) as info:
+        replace_quoted(text, "a" * 32_000 + "b", "x")
+    assert "The first 32000 characters of old_string match" in str(info.value)
+
+
+def test_a_quote_that_nearly_matches_everywhere_is_refused_as_too_costly() -> None:
+    """Every place "." x 32000 matches in "…" x 300k cuts an ellipsis in two: the matcher gives up
+    after a bounded amount of comparing instead of checking 900k places."""
+    with pytest.raises(QuoteError) as info:
+        replace_quoted("\u2026" * 300_000, "." * 32_000, "x", replace_all=True)
+    assert info.value.kind == "too_costly" and "append" in str(info.value)
+
+
+def test_many_matches_are_counted_up_to_a_bound() -> None:
+    with pytest.raises(QuoteError) as info:
+        replace_quoted("x\n" * 100_000, "x", "y")
+    err = info.value
+    assert err.kind == "ambiguous" and "more than 20 places" in str(err)
+    assert err.lines == tuple(range(1, 21))
+    assert replace_quoted("ab" * 500_000, "ab" * 16_000, "c", replace_all=True).text == "c" * 31 + (
+        "ab" * 4_000
+    )
+
+
+# --- properties of the fast paths -------------------------------------------------------------
+
+
+def _reference_normalise(text: str, ignore_indent: bool) -> str:
+    """The straightforward per-character normalisation (the form the fast path must agree with)."""
+    from noon.graph import quote as q
+
+    atoms, i = [], 0
+    while i < len(text):
+        j = i + 1
+        while j < len(text) and q._joins(text, i, j):
+            j += 1
+        form = text[i:j]
+        if not form.isascii():
+            form = unicodedata.normalize("NFC", form.translate(q._CHAR_MAP)).translate(q._CHAR_MAP)
+        atoms.append(form)
+        i = j
+    out, line_start, k = [], True, 0
+    while k < len(atoms):
+        form = atoms[k]
+        k += 1
+        if form in (" ", "\t"):
+            while k < len(atoms) and atoms[k] in (" ", "\t", ""):
+                k += 1
+            if k == len(atoms) or atoms[k] in ("\r", "\n") or (line_start and ignore_indent):
+                continue
+            out.append(" ")
+            line_start = False
+        elif form in ("\r", "\n"):
+            if form == "\r" and k < len(atoms) and atoms[k] == "\n":
+                k += 1
+            out.append("\n")
+            line_start = True
+        elif form:
+            out.append(form)
+            line_start = False
+    return "".join(out)
+
+
+@given(st.text(ALPHABET + "x\u0308\u1100\u1161", max_size=60), st.booleans())
+def test_fast_normalisation_agrees_with_the_reference(text: str, ignore_indent: bool) -> None:
+    fast, starts, ends = normalise_mapped(text, ignore_indent=ignore_indent)
+    assert fast == _reference_normalise(text, ignore_indent)
+    assert len(starts) == len(ends) == len(fast)
+    assert fast.count("\n") == len(re.findall(r"\r\n|\r|\n", text))  # one line per line
+    for i in range(len(fast)):
+        assert 0 <= starts[i] < ends[i] <= len(text)
+        if i:  # spans in order: one span for all characters of a cluster, else disjoint
+            same = (starts[i], ends[i]) == (starts[i - 1], ends[i - 1])
+            assert same or ends[i - 1] <= starts[i]
+
+
+@given(text_and_substring(), st.booleans())
+def test_match_counting_agrees_with_brute_force(pair: tuple[str, str], replace_all: bool) -> None:
+    text, old = pair
+    count = _occurrences(text, old)
+    new = "\ue000"  # a private-use character st.text() practically never draws
+    assume(new not in text)
+    if replace_all:
+        assert replace_quoted(text, old, new, replace_all=True).text == text.replace(old, new)
+    elif count == 1:
+        assert replace_quoted(text, old, new).text == text.replace(old, new)
+    else:
+        with pytest.raises(QuoteError) as info:
+            replace_quoted(text, old, new)
+        assert info.value.kind == "ambiguous"
+        shown = str(count) if count <= 20 else "more than 20"
+        assert f"matches {shown} places" in str(info.value)
+
+
+@given(
+    st.text(ALPHABET + "xyz", max_size=300),
+    st.text(ALPHABET + "xyz", min_size=1, max_size=80),
+    st.integers(0, 5_000),
+)
+def test_the_hint_never_spends_more_than_its_budget(text: str, old: str, limit: int) -> None:
+    budget = Budget(limit)
+    hay, needle = normalise(text, ignore_indent=True), normalise(old, ignore_indent=True)
+    lines, found = not_found_message(hay, needle, re.split(r"\r\n|\r|\n", text), budget)
+    assert budget.spent <= limit
+    assert all(1 <= n <= text.count("\n") + text.count("\r") + 1 for n in found)
+    assert all(isinstance(line, str) for line in lines)
+
+
+@given(st.lists(st.sampled_from(["tea", "noon", "deploy on fridays", "backup"]), min_size=3))
+def test_a_one_word_typo_is_pointed_at_its_line(lines: list[str]) -> None:
+    text = "\n".join(f"{i}: {line}" for i, line in enumerate(lines))
+    target = len(lines) // 2
+    typo = f"{target}: {lines[target]}X"
+    with pytest.raises(QuoteError) as info:
+        replace_quoted(text, typo, "y")
+    assert info.value.lines[0] == target + 1

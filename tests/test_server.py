@@ -16,7 +16,7 @@ from jsonschema import Draft7Validator
 from mcp import Client
 
 from noon.core.ops import Draft
-from noon.mcp.kg_tools import KG_TOOLS
+from noon.mcp.kg_tools import FAMILY as KG
 from noon.mcp.server import create_server
 from noon.mcp.validation import ArgumentValidator
 from tests.harness.mcp import Recorder, make_settings, make_store
@@ -188,7 +188,7 @@ _JSON = st.recursive(
 
 
 @settings(max_examples=300, deadline=None)
-@given(tool=st.sampled_from(KG_TOOLS), value=_JSON)
+@given(tool=st.sampled_from(KG.tools), value=_JSON)
 def test_fast_validation_agrees_with_jsonschema(tool: Any, value: Any) -> None:
     validator = ArgumentValidator(tool.input_schema)
     assert validator.simple

@@ -141,6 +141,39 @@ async def test_concurrent_edits_show_as_conflict_and_a_later_edit_settles(
 
 
 @two_machines
+async def test_a_conflict_is_settled_by_quoting_the_losing_version(a: Machine, b: Machine) -> None:
+    """Issue 15: only the winner's text used to match, so the agent that read the losing version
+    could not edit it. The quote now matches in any head; the edit continues that version."""
+    await a.create("core://", "plan", "Ship on Friday. Tests first.")
+    exchange(a, b)
+    await a.call("update_memory", uri="core://plan", old_string="Friday", new_string="Monday")
+    await b.call("update_memory", uri="core://plan", old_string="Friday", new_string="Sunday")
+    exchange(a, b)
+    _, data = await a.call("read_memory", uri="core://plan")
+    winner = data["version"]
+    loser = next(h for h in data["heads"] if h != winner)
+    losing_word = "Monday" if loser.startswith("a:") else "Sunday"
+    text, _ = await a.call(
+        "update_memory",
+        uri="core://plan",
+        old_string=f"Ship on {losing_word}.",
+        new_string=f"Ship on {losing_word}, agreed.",
+    )
+    assert f"concurrent version {loser}" in text and "settles the conflict" in text
+    exchange(a, b)
+    for m in (a, b):
+        body, data = await m.call("read_memory", uri="core://plan")
+        assert data["conflicted"] is False
+        assert f"Ship on {losing_word}, agreed. Tests first." in body
+        assert "(None" in await m.read("system://conflicts")
+    # a quote in no version still fails, with the current text's hint
+    err = await a.fail(
+        "update_memory", uri="core://plan", old_string="Ship on Tuesday.", new_string="x"
+    )
+    assert "not found" in err and "line 1" in err
+
+
+@two_machines
 async def test_concurrent_move_and_delete_lose_nothing(a: Machine, b: Machine) -> None:
     await a.create("core://", "p", "parent")
     await a.create("core://p", "x", "precious text")
@@ -174,13 +207,13 @@ async def test_child_created_under_a_concurrently_deleted_parent_is_an_orphan(
     assert dump(a) == dump(b)
     for m in (a, b):
         orphans = await m.read("system://orphans")
-        assert f"system://node/{made['node_id']}" in orphans
-        body = await m.read(f"system://node/{made['node_id']}")
+        assert f"system://node/{made['memory_id']}" in orphans
+        body = await m.read(f"system://node/{made['memory_id']}")
         assert "written while p was being deleted" in body and "ORPHAN" in body
         assert "Orphans: 1 unreachable" in await m.read("system://diagnostic/core")
     await a.call(
         "move_memory",
-        uri=f"system://node/{made['node_id']}",
+        uri=f"system://node/{made['memory_id']}",
         new_uri="core://rescued",
         disclosure="When looking for lost notes",
     )
@@ -203,10 +236,10 @@ async def test_concurrent_moves_forming_a_cycle_leave_both_reachable_as_orphans(
     assert dump(a) == dump(b)
     for m in (a, b):
         orphans = await m.read("system://orphans")
-        assert x["node_id"] in orphans and y["node_id"] in orphans
+        assert x["memory_id"] in orphans and y["memory_id"] in orphans
     await b.call(
         "move_memory",
-        uri=f"system://node/{x['node_id']}",
+        uri=f"system://node/{x['memory_id']}",
         new_uri="core://x",
         disclosure="When testing",
     )
@@ -224,21 +257,21 @@ async def test_one_name_created_on_two_machines_keeps_both(a: Machine, b: Machin
     exchange(a, b)
     assert dump(a) == dump(b)
     idx = await a.read("system://index/core")
-    assert na["node_id"] in idx and nb["node_id"] in idx
+    assert na["memory_id"] in idx and nb["memory_id"] in idx
     for m in (a, b):
         assert "placement core://dup (concurrent placements)" in await m.read("system://conflicts")
     _, data = await a.call("read_memory", uri="core://dup")
-    other = nb if data["node_id"] == na["node_id"] else na
+    other = nb if data["memory_id"] == na["memory_id"] else na
     loser_uri = next(u for u in idx.split() if u.startswith("core://dup~"))
     _, moved = await a.call("move_memory", uri=loser_uri, new_uri="core://dup2")
-    assert moved["node_id"] == other["node_id"]
+    assert moved["memory_id"] == other["memory_id"]
     exchange(a, b)
     for m in (a, b):
         assert "(None" in await m.read("system://conflicts")
         assert {
-            (await m.call("read_memory", uri=u))[1]["node_id"]
+            (await m.call("read_memory", uri=u))[1]["memory_id"]
             for u in ("core://dup", "core://dup2")
-        } == {na["node_id"], nb["node_id"]}
+        } == {na["memory_id"], nb["memory_id"]}
 
 
 WRITER = textwrap.dedent("""
@@ -247,12 +280,12 @@ WRITER = textwrap.dedent("""
     from noon.config import Settings
     from noon.store.store import Store
     from noon.mcp.spec import ToolContext
-    from noon.mcp.uri_tools import URI_TOOLS
+    from noon.mcp.families import URI
 
     directory, worker, count = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     settings = Settings.from_env({}, dir=directory, node_id="shared", fsync=True)
     store = Store(settings)
-    tools = {t.name: t for t in URI_TOOLS}
+    tools = {t.name: t for t in URI.tools}
 
     async def nothing():
         return None
@@ -305,7 +338,7 @@ async def test_an_edit_that_lost_to_a_concurrent_delete_is_listed_and_restorable
     await b.call("delete_memory", uri="core://doomed")
     exchange(a, b)
     assert dump(a) == dump(b)
-    node_uri = f"system://node/{made['node_id']}"
+    node_uri = f"system://node/{made['memory_id']}"
     for m in (a, b):
         assert node_uri in await m.read("system://conflicts")
         assert "newer text" in await m.read(node_uri)

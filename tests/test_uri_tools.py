@@ -40,8 +40,8 @@ async def test_create_read_and_structured_output(s: Session) -> None:
     assert made["uri"] == "core://agent"
     text, data = await s.call("read_memory", uri="core://agent")
     assert "MEMORY: core://agent" in text and "I am the agent." in text
-    assert f"Memory ID: {made['node_id']}" in text and f"Version: {made['version']}" in text
-    assert data["node_id"] == made["node_id"] and data["version"] == made["version"]
+    assert f"Memory ID: {made['memory_id']}" in text and f"Version: {made['version']}" in text
+    assert data["memory_id"] == made["memory_id"] and data["version"] == made["version"]
     assert data["priority"] == 0 and data["conflicted"] is False
     child = await s.create("core://agent", None, "first numbered child")
     assert child["uri"] == "core://agent/1"
@@ -148,13 +148,13 @@ async def test_alias_move_and_cycles(s: Session) -> None:
         disclosure="When in B",
     )
     body = await s.read("core://b/a2")
-    assert f"Memory ID: {a['node_id']}" in body and "Other Aliases: 1" in body
+    assert f"Memory ID: {a['memory_id']}" in body and "Other Aliases: 1" in body
     assert "child of A" in await s.read("core://b/a2/kid")
     assert "cycle" in await s.fail("add_alias", new_uri="core://a/kid/loop", target_uri="core://a")
     assert "cycle" in await s.fail("move_memory", uri="core://b", new_uri="core://b/a2/b")
     await s.call("manage_boot", add=["core://a"])
     _, data = await s.call("move_memory", uri="core://a", new_uri="core://b/moved")
-    assert data["node_id"] == a["node_id"]
+    assert data["memory_id"] == a["memory_id"]
     assert "not found" in await s.fail("read_memory", uri="core://a")
     assert "child of A" in await s.read("core://b/moved/kid")
     assert "core://b/moved" in await s.read("system://boot")  # boot follows the node
@@ -268,16 +268,22 @@ async def test_resources_list_and_read(s: Session) -> None:
     assert "resource body" in got.contents[0].text  # type: ignore[union-attr]
 
 
-def test_argument_check_names_the_closest_valid_argument() -> None:
-    """The tools' own check (behind the server's schema validation) hints at misspellings."""
-    from noon.mcp.uri_tools import UPDATE_SCHEMA, ToolInputError, check_args
+def test_arguments_are_checked_once_against_the_listed_schema() -> None:
+    """The server validates URI-tool arguments against the schema tools/list shows (one
+    check, with a hint at the argument a misspelled one probably meant)."""
+    from noon.mcp.families import URI
+    from noon.mcp.validation import ArgumentValidator
 
-    with pytest.raises(ToolInputError, match="'oldString' \\(did you mean 'old_string'\\?\\)"):
-        check_args("update_memory", UPDATE_SCHEMA, {"uri": "core://a", "oldString": "x"})
-    with pytest.raises(ToolInputError, match="missing required argument\\(s\\): uri"):
-        check_args("update_memory", UPDATE_SCHEMA, {})
-    with pytest.raises(ToolInputError, match="invalid priority"):
-        check_args("update_memory", UPDATE_SCHEMA, {"uri": "core://a", "priority": "high"})
+    update = next(t for t in URI.tools if t.name == "update_memory")
+    check = ArgumentValidator(update.input_schema, hints=True)
+    assert check.problems({"uri": "core://a", "old_string": "x", "new_string": "y"}) == []
+    assert check.problems({"uri": "core://a", "oldString": "x"}) == [
+        'Unrecognized key: "oldString" (did you mean "oldString" -> "old_string"?)'
+    ]
+    assert check.problems({}) == ["Invalid input: expected string, received undefined at uri"]
+    assert check.problems({"uri": "core://a", "priority": "high"}) == [
+        "Invalid input: expected integer, received string at priority"
+    ]
 
 
 async def test_knowledge_graph_entities_read_as_kg_uris(tmp_path: Path) -> None:
@@ -385,3 +391,121 @@ async def test_create_points_at_a_likely_duplicate(tmp_path: Path) -> None:
             disclosure="d",
         )
         assert data["related"] == [] and "POSSIBLE DUPLICATE" not in text
+
+
+@mcp_test
+async def test_results_name_a_memory_memory_id_never_node_id(s: Session) -> None:
+    """Issue 15: node_id means a machine everywhere else in noon; tool results say memory_id."""
+    made = await s.create("core://", "m", "a memory about tea")
+    await s.create("core://m", "kid", "child")
+    results = [
+        made,
+        (await s.call("read_memory", uri="core://m"))[1],
+        (await s.call("read_memory", uri="system://history/core://m"))[1],
+        (await s.call("memory_history", uri="core://m"))[1],
+        (await s.call("search_memory", query="tea"))[1]["results"][0],
+        (await s.call("manage_triggers", uri="core://m", add=["tea"]))[1],
+        (await s.call("add_alias", new_uri="core://m2", target_uri="core://m"))[1],
+        (await s.call("move_memory", uri="core://m2", new_uri="core://m3"))[1],
+        (await s.call("delete_memory", uri="core://m3"))[1],
+    ]
+    for data in results:
+        assert data["memory_id"] == made["memory_id"] and "node_id" not in data, data
+
+
+@mcp_test
+async def test_no_hold_on_nudge_under_a_domain_root(s: Session) -> None:
+    text, _ = await s.call(
+        "create_memory", parent_uri="core://", title="a", content="x", priority=1, disclosure="d"
+    )
+    assert "HOLD ON" not in text and "SYSTEM REMINDER" in text
+    text, _ = await s.call(
+        "create_memory", parent_uri="core://a", title="b", content="y", priority=1, disclosure="d"
+    )
+    assert "[HOLD ON] Do you know what 'core://a' says?" in text
+    text, _ = await s.call("add_alias", new_uri="project://a", target_uri="core://a")
+    assert "HOLD ON" not in text
+    text, _ = await s.call("add_alias", new_uri="core://a/again", target_uri="core://a/b")
+    assert "[HOLD ON] Do you know what 'core://a' says?" in text
+
+
+async def test_a_keyword_no_memory_mentions_is_bound_with_a_word(tmp_path: Path) -> None:
+    store, settings = open_store(tmp_path, "laptop")
+    async with Client(make_server(store, settings)) as client:
+        await _keyword_note(Session(client))
+
+
+async def _keyword_note(s: Session) -> None:
+    await s.create("core://", "salem", "Salem is the user.")
+    await s.create("core://", "notes", "Talked with Salem today.")
+    text, data = await s.call("manage_triggers", uri="core://salem", add=["Salem", "zanzibar"])
+    assert data["added"] == ["Salem", "zanzibar"] and data["unmentioned"] == ["zanzibar"]
+    assert "No other memory mentions 'zanzibar' yet" in text and "'Salem'" not in text
+    assert "zanzibar" in data["current"]  # still bound
+    text, data = await s.call("manage_triggers", uri="core://salem", add=["today"])
+    assert data["unmentioned"] == [] and "NOTE" not in text
+
+
+@mcp_test
+async def test_a_missing_memory_in_an_empty_domain_points_at_a_real_one(s: Session) -> None:
+    await s.create("core://", "a", "x")
+    err = await s.fail("read_memory", uri="project://nothing")
+    assert "system://index/project" not in err
+    assert "domain 'project' has no memories" in err and "system://index/core" in err
+    err = await s.fail("update_memory", uri="core://nothing", append="x")
+    assert "read system://index/core to see what exists" in err
+
+
+@mcp_test
+async def test_resource_templates_are_listed_and_readable(s: Session) -> None:
+    await s.create("core://", "a", "template body")
+    listed = await s.client.list_resource_templates()
+    templates = {t.uri_template for t in listed.resource_templates}
+    assert {"{domain}://{+path}", "system://index/{domain}", "system://history/{+uri}"} <= templates
+    got = await s.client.read_resource("core://a")
+    assert "template body" in got.contents[0].text  # type: ignore[union-attr]
+    got = await s.client.read_resource("system://index/core")
+    assert "core://a" in got.contents[0].text  # type: ignore[union-attr]
+    with pytest.raises(Exception, match="Resource core://nope not found"):
+        await s.client.read_resource("core://nope")
+
+
+async def test_kg_only_server_answers_resource_templates_with_none(tmp_path: Path) -> None:
+    from noon.mcp.server import create_server
+
+    store, settings = open_store(tmp_path, "laptop")
+    async with Client(create_server(store, settings, {"kg"}), mode="legacy") as client:
+        assert (await client.list_resource_templates()).resource_templates == []
+
+
+def _nullable_types(schema: object) -> list[object]:
+    if isinstance(schema, dict):
+        found = [schema] if isinstance(schema.get("type"), list) else []
+        return found + [x for v in schema.values() for x in _nullable_types(v)]
+    if isinstance(schema, list):
+        return [x for v in schema for x in _nullable_types(v)]
+    return []
+
+
+async def test_no_schema_uses_a_type_list(tmp_path: Path) -> None:
+    """Strict clients flag "type": [..., "null"]; optional fields are optional properties."""
+    from noon.mcp.server import create_server
+
+    store, settings = open_store(tmp_path, "laptop")
+    async with Client(create_server(store, settings, {"uri", "kg"})) as client:
+        for tool in (await client.list_tools()).tools:
+            assert _nullable_types(tool.input_schema) == [], tool.name
+            assert _nullable_types(tool.output_schema) == [], tool.name
+
+
+@mcp_test
+async def test_update_memory_converts_literal_newlines_and_keeps_crlf(s: Session) -> None:
+    await s.create("core://", "n", "first line\nsecond line")
+    text, _ = await s.call(
+        "update_memory", uri="core://n", old_string="first line\\nsecond", new_string="1\\n2"
+    )
+    assert "converted literal '\\n' sequences" in text
+    assert "1\n2 line" in await s.read("core://n")
+    await s.create("core://", "w", "dos\r\nline\r\n")
+    await s.call("update_memory", uri="core://w", old_string="line", new_string="a\nb")
+    assert "dos\r\na\r\nb\r\n" in await s.read("core://w")

@@ -8,9 +8,12 @@ processes on one node. Planners raise :class:`GraphError` to refuse; nothing is 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from noon.core.elements import boot_key, content_key, edge_key, keyword_key
-from noon.core.ops import Draft, OpId
+from noon.core.ops import Draft, Op, OpId
 from noon.errors import NoonError
+from noon.graph.quote import QuoteEdit, QuoteError, replace_quoted
 from noon.graph.reader import GraphReader, Placement, live_text, version_id
 from noon.graph.uri import NODE_VIEW, Uri, check_name, is_root, new_node_id, parse
 
@@ -21,21 +24,29 @@ class GraphError(NoonError, ValueError):
     """An edit the graph refuses. The message tells the agent what to do instead."""
 
 
-def _edge_key(namespace: str, parent: str, name: str) -> tuple[str, ...]:
-    return edge_key(namespace, parent, name)
-
-
 def edge_val(child: str, priority: int, disclosure: str) -> dict[str, object]:
     return {"child": child, "priority": priority, "disclosure": disclosure}
+
+
+def not_found(graph: GraphReader, namespace: str, uri: Uri) -> GraphError:
+    """The refusal for a URI that names no memory, pointing at a domain that has memories."""
+    domains = graph.domains(namespace)
+    if uri.domain in domains:
+        where = f"read system://index/{uri.domain} to see what exists"
+    elif domains:
+        where = (
+            f"note that domain '{uri.domain}' has no memories (domains with memories: "
+            f"{', '.join(domains)}; read system://index/{domains[0]})"
+        )
+    else:
+        where = "note that there are no memories yet (create_memory under core:// makes one)"
+    return GraphError(f"Memory '{uri}' not found. Search with search_memory, or {where}.")
 
 
 def resolve(graph: GraphReader, namespace: str, uri: Uri) -> tuple[str, Placement | None]:
     found = graph.resolve(namespace, uri)
     if found is None:
-        raise GraphError(
-            f"Memory '{uri}' not found. Search with search_memory, or read "
-            f"system://index/{uri.domain} to see what exists."
-        )
+        raise not_found(graph, namespace, uri)
     return found
 
 
@@ -101,14 +112,14 @@ def place(
     priority: int,
     disclosure: str,
 ) -> Draft:
-    key = _edge_key(namespace, parent, name)
+    key = edge_key(namespace, parent, name)
     return Draft(key, edge_val(child, priority, disclosure), _heads_of_child(graph, key, child))
 
 
 def unplace(graph: GraphReader, namespace: str, pl: Placement) -> Draft:
     """Remove one placement. When a concurrent writer placed another node under the same name,
     that node takes the name over instead of disappearing with the tombstone."""
-    key = _edge_key(namespace, pl.parent, pl.key_name)
+    key = edge_key(namespace, pl.parent, pl.key_name)
     el = graph.element(key)
     others = (
         [
@@ -177,6 +188,40 @@ def current_text(graph: GraphReader, namespace: str, node: str, uri: Uri) -> str
     return live_text(el)
 
 
+@dataclass(frozen=True)
+class QuotedEdit:
+    edit: QuoteEdit
+    """The edit; ``edit.text`` is the memory's new text."""
+    concurrent: Op | None
+    """The concurrent version the quote matched in, when it did not match the current one."""
+
+
+def edit_quoted(
+    graph: GraphReader, namespace: str, node: str, uri: Uri, old: str, new: str, replace_all: bool
+) -> QuotedEdit:
+    """Apply a quote edit to the memory's current text, or, when the memory has concurrent
+    versions and the quote is in none but one of the others (an agent quoting the version it
+    read, which lost), to that version: the edit then continues what that agent saw, and the
+    write (naming every head) settles the conflict. Raises :class:`QuoteError` with the
+    current text's hint when the quote is nowhere."""
+    current = current_text(graph, namespace, node, uri)
+    try:
+        return QuotedEdit(replace_quoted(current, old, new, replace_all=replace_all), None)
+    except QuoteError as exc:
+        el = graph.content(namespace, node)
+        if exc.kind != "not_found" or el is None or not el.conflicted:
+            raise
+        others = [h for h in el.heads.values() if h is not el.winner and h.val is not None]
+        for head in sorted(others, key=lambda o: o.order, reverse=True):
+            text: str = (head.val or {})["text"]
+            try:
+                edit = replace_quoted(text, old, new, replace_all=replace_all)
+            except QuoteError:
+                continue
+            return QuotedEdit(edit, head)
+        raise
+
+
 def set_text(namespace: str, node: str, text: str) -> Draft:
     """A new content version replacing every current head (settles concurrent versions)."""
     return Draft(content_key(namespace, node), {"text": text})
@@ -226,7 +271,7 @@ def delete(
     for n in sorted(doomed):
         drafts.append(Draft(content_key(namespace, n), None))
         for kid in graph.children(namespace, n):
-            drafts.append(Draft(_edge_key(namespace, n, kid.key_name), None))
+            drafts.append(Draft(edge_key(namespace, n, kid.key_name), None))
         for kw in graph.keywords_of(namespace, n):
             drafts.append(Draft(keyword_key(namespace, kw, n), None))
         if n in graph.boot_nodes(namespace):

@@ -1,26 +1,50 @@
 """Edit a memory's text by quoting: find ``old`` in the text and replace it with ``new``.
 
 Agents copy passages out of what they read, and the copy drifts: curly quotes come back straight,
-NBSPs become spaces, CRLF becomes LF, "é" arrives decomposed. Exact matching comes first; only when
-the quote does not occur verbatim are normalised forms of the text and the quote compared. Every
-normalised character remembers the span of the original it came from (the position map), so an
-edit always splices the ORIGINAL text: outside the matched span nothing changes, byte for byte.
+NBSPs become spaces, CRLF becomes LF, "é" arrives decomposed, a newline arrives as the two
+characters backslash-n. Exact matching comes first; then (Nocturne's fallback) the quote with
+literal ``\\n`` turned into line breaks; only then are normalised forms of the text and the quote
+compared. Every normalised character remembers the span of the original it came from (the
+position map), so an edit always splices the ORIGINAL text: outside the matched span nothing
+changes, byte for byte. What is inserted follows the text's line breaks (CRLF text, CRLF insert).
+
+Cost is bounded for any input (texts and quotes of a megabyte each): normalisation is linear and
+runs at C speed outside the rare non-ASCII and whitespace runs; matching looks at a bounded number
+of places (:data:`MATCH_BUDGET`); the closest-candidate hint of a failed quote spends at most
+:data:`HINT_BUDGET` units of similarity work and degrades to a cheap "matches up to here" hint.
 
 Pure: no I/O, no state.
 """
 
 from __future__ import annotations
 
-import difflib
-import heapq
 import re
 import unicodedata
+from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
 from noon.errors import NoonError
+from noon.graph.quote_hint import Budget, not_found_message
 
-__all__ = ["QuoteEdit", "QuoteError", "append_text", "normalise", "replace_quoted"]
+__all__ = [
+    "MATCH_BUDGET",
+    "Budget",
+    "QuoteEdit",
+    "QuoteError",
+    "append_text",
+    "follow_line_breaks",
+    "normalise",
+    "normalise_mapped",
+    "replace_quoted",
+]
+
+MAX_LISTED = 20
+"""Matches an ambiguity error lists (and counts exactly) at most."""
+MATCH_BUDGET = 20_000_000
+"""Characters compared while looking for normalised matches before the quote is refused as too
+costly (only a quote that occurs, or nearly occurs, at very many overlapping places gets near)."""
 
 _DOUBLE_QUOTES = "\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb\u301d\u301e\uff02"
 _SINGLE_QUOTES = "\u2018\u2019\u201a\u201b\u2032\u2035\u2039\u203a\u00b4\u02bc\uff07"
@@ -40,11 +64,23 @@ _CHAR_MAP: dict[int, str] = {
     ord("\u2026"): "...",
 }
 
-_BLANK = (" ", "\t")
-_EOL = ("\r", "\n")
+_MAPPED = re.compile("[" + re.escape("".join(map(chr, _CHAR_MAP))) + "]")
+_BLANK = " \t"
+_EOL = "\r\n"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_LITERAL_NEWLINE = re.compile(r"(?<!\\)\\n")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+# Runs the second normalisation stage changes: line breaks other than LF, blank runs with a tab
+# or of two or more, blanks before a line break or at the end, and (ignoring indentation)
+# blanks at a line start. A lone space between words is left alone (it maps to itself).
+_SPECIAL = r"\r\n?|[ \t]*\t[ \t]*|  +|[ \t]+(?=[\r\n])|[ \t]+\Z"
+_SPECIAL_RUNS = {
+    False: re.compile(_SPECIAL),
+    True: re.compile(r"(?:(?<=[\r\n])|\A)[ \t]+|" + _SPECIAL),
+}
 
-_Atom = tuple[str, int, int]  # (normalised form, start, end) of a span of the original
+Mapped = tuple[str, array, array]
+"""A normalised text with, per character, the start and end of the original span it came from."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,25 +88,28 @@ class QuoteEdit:
     """Result of :func:`replace_quoted`.
 
     ``spans`` are ``(start, end)`` offsets into the ORIGINAL text, sorted and disjoint; the new
-    text is the original with exactly those slices replaced. ``normalised`` is true when the
-    quote only matched after normalisation (no verbatim occurrence).
+    text is the original with exactly those slices replaced by ``inserted`` (``new`` with the
+    text's line breaks). ``normalised`` is true when the quote only matched after normalisation;
+    ``literal_newlines`` when it matched once its literal ``\\n`` became line breaks.
     """
 
     text: str
     spans: tuple[tuple[int, int], ...]
     normalised: bool
+    inserted: str = ""
+    literal_newlines: bool = False
 
 
 class QuoteError(NoonError, ValueError):
     """The quote cannot be applied; the message is written for the agent to act on.
 
-    ``kind`` is ``"empty"``, ``"ambiguous"`` or ``"not_found"``. ``lines`` holds the 1-based line
-    numbers of the matches (ambiguous) or of the closest candidates (not found).
+    ``kind`` is ``"empty"``, ``"ambiguous"``, ``"not_found"`` or ``"too_costly"``. ``lines``
+    holds the 1-based line numbers of the matches (ambiguous) or of the closest candidates.
     """
 
     def __init__(
         self,
-        kind: Literal["empty", "ambiguous", "not_found"],
+        kind: Literal["empty", "ambiguous", "not_found", "too_costly"],
         message: str,
         *,
         lines: tuple[int, ...] = (),
@@ -86,109 +125,161 @@ class QuoteError(NoonError, ValueError):
 def _joins(text: str, head_start: int, j: int) -> bool:
     """Whether ``text[j]`` belongs to the cluster ``text[head_start:j]`` for NFC purposes."""
     c = text[j]
-    if c.isascii() or text[head_start] in _EOL:
-        # ASCII is never the second half of a canonical composition; line breaks stay alone so a
-        # stray combining mark cannot hide one.
+    head = text[head_start]
+    if c.isascii() or head in _EOL or head in _BLANK or head in _SPACES:
+        # ASCII is never the second half of a canonical composition; line breaks and blanks stay
+        # alone so a stray combining mark can hide neither (every blank and line break of the
+        # normalised text is then a whole cluster of its own).
         return False
     if unicodedata.combining(c) or c in _INVISIBLE:
         return True  # invisibles ride along so a mark after one still reaches its base
     # Starters that still compose backwards (Hangul jamo, some Indic vowel signs).
-    head = text[head_start:j]
+    cluster = text[head_start:j]
     nfc = unicodedata.normalize
-    return nfc("NFC", head + c) != nfc("NFC", head) + nfc("NFC", c)
+    return nfc("NFC", cluster + c) != nfc("NFC", cluster) + nfc("NFC", c)
 
 
-def _atoms(text: str) -> list[_Atom]:
-    """Cut ``text`` into clusters (a character plus what composes with it), each NFC'd and mapped.
+def _offsets(n: int) -> array:
+    """0 .. n: what identity stretches of the position map are sliced from (memcpy speed)."""
+    return array("q", range(n + 1))
 
-    Clusters are disjoint and cover the text, so every normalised character maps to exactly one
-    original span. Normalising per cluster agrees with whole-string NFC except across unusual
-    cluster boundaries; both sides of a match are cut the same way, so this only costs recall.
+
+def _plain(run: str) -> bool:
+    """Whether every character of ``run`` is a cluster of its own that maps to itself: nothing
+    mapped or invisible, no combining mark, already NFC (so no two neighbours compose). Checked
+    at C speed, so text in scripts that need no normalisation is not walked in Python."""
+    return (
+        _MAPPED.search(run) is None
+        and unicodedata.is_normalized("NFC", run)
+        and not any(map(unicodedata.combining, run))
+    )
+
+
+def _clusters(text: str) -> Mapped:
+    """Stage one: every cluster (a character plus what composes with it) NFC'd and mapped.
+
+    ASCII maps to itself, so only the non-ASCII runs (and the ASCII character that may head a
+    cluster before one) are walked in Python. Normalising per cluster agrees with whole-string
+    NFC except across unusual cluster boundaries; both sides of a match are cut the same way, so
+    this only costs recall.
     """
-    atoms: list[_Atom] = []
-    i, n = 0, len(text)
-    while i < n:
-        j = i + 1
-        while j < n and _joins(text, i, j):
-            j += 1
-        cluster = text[i:j]
-        if not cluster.isascii():
-            # Map first so dropped invisibles do not block composition, again after NFC for
-            # singletons that NFC turns into mapped characters (U+2000 -> U+2002, U+1FFD -> ´).
-            cluster = cluster.translate(_CHAR_MAP)
-            cluster = unicodedata.normalize("NFC", cluster).translate(_CHAR_MAP)
-        atoms.append((cluster, i, j))
-        i = j
-    return atoms
+    n = len(text)
+    offsets = _offsets(n)
+    if text.isascii():
+        return text, offsets[:n], offsets[1:]
+    pieces: list[str] = []
+    starts, ends = array("q"), array("q")
+    pos = 0
+    for run in _NON_ASCII.finditer(text):
+        k = run.start()
+        if k > pos and text[k - 1] not in _EOL and text[k - 1] not in _BLANK:
+            k -= 1  # "e" + U+0301: the ASCII base heads the cluster
+        if _plain(text[k : run.end()]):
+            continue  # maps to itself: stays in the identity stretch
+        pieces.append(text[pos:k])
+        starts += offsets[pos:k]
+        ends += offsets[pos + 1 : k + 1]
+        while k < run.end():
+            j = k + 1
+            while j < n and _joins(text, k, j):
+                j += 1
+            form = text[k:j]
+            if not form.isascii():
+                # Map first so dropped invisibles do not block composition, again after NFC for
+                # singletons that NFC turns into mapped characters (U+2000 -> U+2002 -> " ").
+                form = unicodedata.normalize("NFC", form.translate(_CHAR_MAP)).translate(_CHAR_MAP)
+            pieces.append(form)
+            starts.extend([k] * len(form))
+            ends.extend([j] * len(form))
+            k = j
+        pos = k
+    pieces.append(text[pos:])
+    return "".join(pieces), starts + offsets[pos:n], ends + offsets[pos + 1 :]
 
 
-def _normalise(text: str, *, ignore_indent: bool) -> tuple[str, list[int], list[int]]:
+def normalise_mapped(text: str, *, ignore_indent: bool = False) -> Mapped:
     """Normalise ``text``; return it with, per character, the start and end of its source span.
 
     Line breaks (CRLF, CR, LF) become ``\\n``; blanks (spaces, tabs, Unicode spaces) at a line
     end are dropped; other runs of blanks become one space, or vanish at a line start when
     ``ignore_indent``. A collapsed run maps to the whole run, so replacing it replaces all of it.
+    One normalised line per original line, always.
     """
-    chars: list[str] = []
-    starts: list[int] = []
-    ends: list[int] = []
+    forms, form_starts, form_ends = _clusters(text)
+    pieces: list[str] = []
+    starts, ends = array("q"), array("q")
+    pos, n = 0, len(forms)
 
-    def emit(form: str, start: int, end: int) -> None:
-        for ch in form:
-            chars.append(ch)
-            starts.append(start)
-            ends.append(end)
+    def keep(upto: int) -> None:
+        pieces.append(forms[pos:upto])
+        starts.extend(form_starts[pos:upto])
+        ends.extend(form_ends[pos:upto])
 
-    atoms = _atoms(text)
-    at_line_start = True
-    k, n = 0, len(atoms)
-    while k < n:
-        form, start, end = atoms[k]
-        k += 1
-        if form in _BLANK:
-            while k < n and (atoms[k][0] in _BLANK or not atoms[k][0]):
-                end = atoms[k][2]
-                k += 1
-            if k == n or atoms[k][0] in _EOL or (at_line_start and ignore_indent):
+    def emit(char: str, start: int, end: int) -> None:
+        pieces.append(char)
+        starts.append(start)
+        ends.append(end)
+
+    for run in _SPECIAL_RUNS[ignore_indent].finditer(forms):
+        s, e = run.span()
+        keep(s)
+        pos = e
+        if forms[s] == "\r":
+            if e - s == 2 and form_ends[s] != form_starts[s + 1]:
+                # "\r" and "\n" that only met because an invisible between them vanished:
+                # two line breaks, as in the original
+                emit("\n", form_starts[s], form_ends[s])
+                pos = s + 1
                 continue
-            emit(" ", start, end)
-            at_line_start = False
-        elif form in _EOL:
-            if form == "\r" and k < n and atoms[k][0] == "\n":
-                end = atoms[k][2]
-                k += 1
-            emit("\n", start, end)
-            at_line_start = True
-        elif form:  # an empty form (invisible character) emits nothing
-            emit(form, start, end)
-            at_line_start = False
-    return "".join(chars), starts, ends
+            emit("\n", form_starts[s], form_ends[e - 1])
+        elif (
+            e < n
+            and forms[e] not in _EOL
+            and not (ignore_indent and (s == 0 or forms[s - 1] in _EOL))
+        ):
+            emit(" ", form_starts[s], form_ends[e - 1])
+    keep(n)
+    return "".join(pieces), starts, ends
 
 
 def normalise(text: str, *, ignore_indent: bool = False) -> str:
     """The form quotes are compared in when they do not match verbatim (see module docstring)."""
-    return _normalise(text, ignore_indent=ignore_indent)[0]
+    return normalise_mapped(text, ignore_indent=ignore_indent)[0]
 
 
 # --- matching ---------------------------------------------------------------------------------
 
 
-def _find_all(haystack: str, needle: str) -> list[int]:
-    """Every start of ``needle`` in ``haystack``, overlapping ones included."""
-    found: list[int] = []
+def _hits(haystack: str, needle: str, *, after_hit: int) -> Iterator[int]:
+    """Starts of ``needle`` in ``haystack``, left to right. ``after_hit`` is where the search goes
+    on after each hit relative to it (1: overlapping hits too). Each ``str.find`` is linear."""
     i = haystack.find(needle)
     while i != -1:
-        found.append(i)
-        i = haystack.find(needle, i + 1)
-    return found
+        yield i
+        i = haystack.find(needle, i + after_hit)
+
+
+def _exact_spans(text: str, old: str, replace_all: bool) -> list[tuple[int, int]]:
+    """Exact occurrences: with ``replace_all`` every non-overlapping one (leftmost first);
+    otherwise up to ``MAX_LISTED + 1`` overlapping ones (enough to tell unique from not)."""
+    if replace_all:
+        return [(i, i + len(old)) for i in _hits(text, old, after_hit=len(old))]
+    spans = []
+    for i in _hits(text, old, after_hit=1):
+        spans.append((i, i + len(old)))
+        if len(spans) > MAX_LISTED:
+            break
+    return spans
 
 
 def _line_start(text: str, pos: int) -> int:
     return max(text.rfind("\n", 0, pos), text.rfind("\r", 0, pos)) + 1
 
 
-def _normalised_spans(text: str, old: str) -> list[tuple[int, int]]:
-    """Original spans of the normalised matches of ``old``; overlapping ones included.
+def _normalised_spans(
+    text: str, old: str, replace_all: bool, budget: Budget
+) -> list[tuple[int, int]]:
+    """Original spans of the normalised matches of ``old`` (as :func:`_exact_spans` counts them).
 
     Pass 1 collapses indentation to one space (amount ignored, presence kept). Pass 2, tried only
     when pass 1 finds nothing, ignores indentation altogether; a quote that starts with
@@ -197,86 +288,62 @@ def _normalised_spans(text: str, old: str) -> list[tuple[int, int]]:
     """
     indented_quote = normalise(old).startswith(" ")
     for ignore_indent in (False, True):
-        hay, starts, ends = _normalise(text, ignore_indent=ignore_indent)
+        hay, starts, ends = normalise_mapped(text, ignore_indent=ignore_indent)
         needle = normalise(old, ignore_indent=ignore_indent)
         if not needle:
             return []
         spans: list[tuple[int, int]] = []
-        for a in _find_all(hay, needle):
-            b = a + len(needle)
+        a = hay.find(needle)
+        while a != -1:
+            if not budget.charge(len(needle)):
+                raise QuoteError(
+                    "too_costly",
+                    "old_string nearly matches at too many overlapping places to check them "
+                    "all. Quote a passage that occurs once, or use append.",
+                )
+            b, after = a + len(needle), a + 1
             # A match must cover whole source spans: ".." must not eat two thirds of "…", and a
             # collapsed run of blanks is taken entirely or not at all.
             cuts_head = a > 0 and starts[a - 1] == starts[a]
             cuts_tail = b < len(hay) and starts[b] == starts[b - 1]
-            if cuts_head or cuts_tail:
-                continue
-            start, end = starts[a], ends[b - 1]
-            if ignore_indent and indented_quote:
-                if a > 0 and hay[a - 1] != "\n":
-                    continue
-                start = _line_start(text, start)
-            spans.append((start, end))
+            at_line = not (ignore_indent and indented_quote) or a == 0 or hay[a - 1] == "\n"
+            if not (cuts_head or cuts_tail) and at_line:
+                start, end = starts[a], ends[b - 1]
+                if ignore_indent and indented_quote:
+                    start = _line_start(text, start)
+                spans.append((start, end))
+                if replace_all:
+                    after = b  # leftmost first, non-overlapping, like str.replace
+                elif len(spans) > MAX_LISTED:
+                    break
+            a = hay.find(needle, after)
         if spans:
             return spans
     return []
 
 
-def _non_overlapping(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Leftmost-first, like ``str.replace``."""
-    kept: list[tuple[int, int]] = []
-    for start, end in spans:
-        if not kept or start >= kept[-1][1]:
-            kept.append((start, end))
-    return kept
-
-
-def _line_no(text: str, pos: int) -> int:
-    return 1 + len(_LINE_BREAK.findall(text, 0, pos))
-
-
-# --- errors -----------------------------------------------------------------------------------
+def _line_numbers(text: str, positions: list[int]) -> tuple[int, ...]:
+    """1-based line numbers of sorted ``positions``, in one pass over the text."""
+    lines, line, pos = [], 1, 0
+    for p in positions:
+        line += len(_LINE_BREAK.findall(text, pos, p))
+        pos = p
+        lines.append(line)
+    return tuple(lines)
 
 
 def _ambiguous(text: str, spans: list[tuple[int, int]], normalised: bool) -> QuoteError:
-    lines = tuple(_line_no(text, start) for start, _ in spans)
+    lines = _line_numbers(text, [start for start, _ in spans[:MAX_LISTED]])
     where = ", ".join(map(str, dict.fromkeys(lines)))
     how = " after normalisation (quotes, dashes, whitespace)" if normalised else ""
+    count = f"more than {MAX_LISTED}" if len(spans) > MAX_LISTED else str(len(spans))
     return QuoteError(
         "ambiguous",
-        f"old_string matches {len(spans)} places{how} (line{'s' if len(set(lines)) > 1 else ''} "
-        f"{where}). Include more surrounding context to make it unique, or set replace_all "
-        f"to replace every occurrence.",
+        f"old_string matches {count} places{how} (line{'s' if len(set(lines)) > 1 else ''} "
+        f"{where}{', ...' if len(spans) > MAX_LISTED else ''}). Include more surrounding "
+        "context to make it unique, or set replace_all to replace every occurrence.",
         lines=lines,
     )
-
-
-def _closest(text: str, old: str, limit: int = 3) -> list[tuple[float, int, int]]:
-    """Up to ``limit`` windows of lines most like ``old``: (ratio, first line, line count)."""
-    needle = normalise(old, ignore_indent=True).strip("\n")
-    norm_lines = normalise(text, ignore_indent=True).split("\n")
-    width = min(needle.count("\n") + 1, len(norm_lines))
-    matcher = difflib.SequenceMatcher(autojunk=False)
-    matcher.set_seq2(needle)
-    best: list[tuple[float, int]] = []  # min-heap of (ratio, -index)
-    for i in range(len(norm_lines) - width + 1):
-        window = "\n".join(norm_lines[i : i + width])
-        if not window.strip():
-            continue
-        matcher.set_seq1(window)
-        floor = best[0][0] if len(best) == limit else 0.0
-        if matcher.real_quick_ratio() <= floor or matcher.quick_ratio() <= floor:
-            continue
-        entry = (matcher.ratio(), -i)
-        if len(best) < limit:
-            heapq.heappush(best, entry)
-        elif entry > best[0]:
-            heapq.heapreplace(best, entry)
-    ranked = sorted(best, reverse=True)
-    if not ranked:
-        return []
-    # Show near-ties with the best one, not every weak candidate.
-    cutoff = min(0.6, ranked[0][0])
-    return [(ratio, 1 - neg_i, width) for ratio, neg_i in ranked if ratio >= cutoff]
 
 
 def _not_found(text: str, old: str) -> QuoteError:
@@ -286,63 +353,84 @@ def _not_found(text: str, old: str) -> QuoteError:
     )
     if not normalise(old):
         return QuoteError("not_found", head + " (old_string is only whitespace.)")
-    candidates = _closest(text, old)
-    if not candidates:
-        return QuoteError("not_found", head)
-    original_lines = _LINE_BREAK.split(text)
-    parts = [head, "Closest candidate(s):"]
-    for ratio, first, width in candidates:
-        label = f"line {first}" if width == 1 else f"lines {first}-{first + width - 1}"
-        parts.append(f"  {label} ({round(ratio * 100)}% similar):")
-        for line in original_lines[first - 1 : first - 1 + width]:
-            line = line.rstrip()
-            parts.append("    " + (line if len(line) <= 200 else line[:197] + "..."))
-    return QuoteError("not_found", "\n".join(parts), lines=tuple(c[1] for c in candidates))
+    hint, lines = not_found_message(
+        normalise(text, ignore_indent=True),
+        normalise(old, ignore_indent=True).strip("\n"),
+        _LINE_BREAK.split(text),
+    )
+    return QuoteError("not_found", "\n".join([head, *hint]), lines=lines)
 
 
 # --- public API -------------------------------------------------------------------------------
 
 
+def follow_line_breaks(text: str, insert: str) -> str:
+    """``insert`` with the line breaks of ``text``: CRLF when the text uses CRLF throughout,
+    ``insert`` unchanged otherwise."""
+    if (
+        "\r\n" in text
+        and text.count("\n") == text.count("\r\n")
+        and ("\n" in insert or "\r" in insert)
+    ):
+        return _LINE_BREAK.sub("\r\n", insert)
+    return insert
+
+
 def replace_quoted(text: str, old: str, new: str, *, replace_all: bool = False) -> QuoteEdit:
     """Replace the passage ``old`` of ``text`` with ``new``.
 
-    Exact occurrences win; normalised matching is tried only when there are none, so an exact
-    match is never widened, and an ambiguous exact quote is never rescued by normalisation. More
-    than one match (overlapping ones count) is refused unless ``replace_all``, which replaces
-    non-overlapping matches leftmost-first. ``new`` is inserted verbatim. Raises
-    :class:`QuoteError`.
+    Exact occurrences win; then ``old`` with its literal ``\\n`` made line breaks, when that
+    occurs exactly (once, unless ``replace_all``; ``new`` is then converted the same way);
+    normalised matching is tried only after both, so an exact match is never widened, and an
+    ambiguous exact quote is never rescued by normalisation. More than one match (overlapping
+    ones count) is refused unless ``replace_all``, which replaces non-overlapping matches
+    leftmost-first. ``new`` is inserted verbatim but for its line breaks, which follow the
+    text's. Raises :class:`QuoteError`.
     """
     if not old:
         raise QuoteError(
             "empty", "old_string is empty: quote the exact text to replace (or append instead)."
         )
-    spans = [(i, i + len(old)) for i in _find_all(text, old)]
+    literal = False
+    spans = _exact_spans(text, old, replace_all)
     normalised = not spans
+    if normalised and "\\n" in old:
+        converted = _LITERAL_NEWLINE.sub("\n", old)
+        found = _exact_spans(text, converted, replace_all) if converted != old else []
+        if len(found) == 1 or (replace_all and found):
+            spans, normalised, literal = found, False, True
+            new = _LITERAL_NEWLINE.sub("\n", new)
     if normalised:
-        spans = _normalised_spans(text, old)
+        spans = _normalised_spans(text, old, replace_all, Budget(MATCH_BUDGET))
     if not spans:
         raise _not_found(text, old)
     if len(spans) > 1 and not replace_all:
         raise _ambiguous(text, spans, normalised)
-    spans = _non_overlapping(spans)
+    inserted = follow_line_breaks(text, new)
     # INVARIANT: the result is the original text with exactly the slices in `spans` swapped for
-    # `new`; every character outside them is copied from `text` unchanged. Normalisation only
-    # decides WHERE the spans are (through the position map), never what surrounds them.
+    # `inserted`; every character outside them is copied from `text` unchanged. Normalisation
+    # only decides WHERE the spans are (through the position map), never what surrounds them.
     parts: list[str] = []
     pos = 0
     for start, end in spans:
-        parts += (text[pos:start], new)
+        parts += (text[pos:start], inserted)
         pos = end
     parts.append(text[pos:])
-    return QuoteEdit(text="".join(parts), spans=tuple(spans), normalised=normalised)
+    return QuoteEdit(
+        text="".join(parts),
+        spans=tuple(spans),
+        normalised=normalised,
+        inserted=inserted,
+        literal_newlines=literal,
+    )
 
 
 def append_text(text: str, addition: str) -> str:
     """Append ``addition`` as new line(s): one line break is added only if neither side has one.
 
-    The break follows the text's style (CRLF when the text uses CRLF throughout).
+    Line breaks follow the text's style (CRLF when the text uses CRLF throughout).
     """
-    if not text or not addition or text.endswith(_EOL) or addition.startswith(_EOL):
+    addition = follow_line_breaks(text, addition)
+    if not text or not addition or text.endswith(tuple(_EOL)) or addition.startswith(tuple(_EOL)):
         return text + addition
-    crlf = "\r\n" in text and text.count("\n") == text.count("\r\n")
-    return text + ("\r\n" if crlf else "\n") + addition
+    return text + follow_line_breaks(text, "\n") + addition

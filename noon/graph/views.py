@@ -121,7 +121,7 @@ def memory(
             lines.append("")
     data = {
         "uri": shown,
-        "node_id": node,
+        "memory_id": node,
         "version": version,
         "aliases": [str(u) for u in uris if str(u) != shown],
         "priority": placement.priority if placement else None,

@@ -1,37 +1,42 @@
-"""``noon serve``: the MCP server, on stdio (default) or Streamable HTTP.
+"""``noon serve``: the MCP server, on stdio (default) or HTTP (Streamable HTTP at ``/mcp`` and
+the legacy SSE transport at ``/sse``; see :mod:`noon.mcp.http_app`).
 
 On stdio, stdout carries only the protocol; logs go to stderr. Over HTTP, a host other than
 loopback requires a bearer token (``--token`` or ``NOON_TOKEN``), and each request may pick its
-namespace with an ``X-Noon-Namespace`` header.
+namespace with an ``X-Noon-Namespace`` header (or Nocturne's ``X-Namespace``/``?namespace=``).
+A Nocturne client's ``NAMESPACE`` environment variable is honoured when noon's own setting is
+not given.
 """
 
 from __future__ import annotations
 
 import argparse
-import hmac
-import ipaddress
 import logging
-import socket
-import sys
+import os
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import anyio
 
 from noon.config import ConfigError, add_store_flags, settings_from
-from noon.mcp.server import create_server, initialization_options
+from noon.mcp.http_app import serve_http
+from noon.mcp.http_guard import is_loopback
+from noon.mcp.http_limits import HttpLimits
+from noon.mcp.server import NAMESPACE, create_server, initialization_options
 from noon.store.store import Store
 
 log = logging.getLogger("noon.serve")
 
 TOOL_SETS = {"all": {"uri", "kg"}, "uri": {"uri"}, "kg": {"kg"}}
-MCP_PATH = "/mcp"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--http",
         metavar="HOST:PORT",
-        help="serve Streamable HTTP on HOST:PORT (path /mcp) instead of stdio; port 0 picks one",
+        help="serve HTTP on HOST:PORT instead of stdio: Streamable HTTP at /mcp, the legacy SSE "
+        "transport at /sse; port 0 picks one",
     )
     parser.add_argument(
         "--token",
@@ -55,17 +60,31 @@ def parse_host_port(raw: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def nocturne_namespace(env: Mapping[str, str]) -> str | None:
+    """The namespace a Nocturne client's ``NAMESPACE`` variable asks for (``""`` is Nocturne's
+    default namespace, noon's ``default``), or None when it is unset."""
+    raw = env.get("NAMESPACE")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    if not raw:
+        return "default"
+    if not NAMESPACE.match(raw):
+        raise ConfigError(
+            f"NAMESPACE={raw[:80]!r} (Nocturne's setting) is not a namespace noon can use: set "
+            "NOON_NAMESPACE (or --namespace) to 1 to 64 letters, digits, '.', '_' or '-'"
+        )
+    return raw
 
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
+    if not args.namespace and not os.environ.get("NOON_NAMESPACE", "").strip():
+        legacy = nocturne_namespace(os.environ)
+        if legacy is not None:
+            log.info("namespace %r from NAMESPACE (Nocturne's; noon's is NOON_NAMESPACE)", legacy)
+            settings = replace(settings, namespace=legacy)
+    limits = HttpLimits.from_env(os.environ)
     host, port, token = "", 0, None
     if args.http:
         host, port = parse_host_port(args.http)
@@ -79,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     server = create_server(store, settings, TOOL_SETS[args.tools])
     try:
         if args.http:
-            anyio.run(serve_http, server, host, port, token)
+            anyio.run(serve_http, server, host, port, token, limits)
         else:
             anyio.run(serve_stdio, server)
     except KeyboardInterrupt:
@@ -95,48 +114,3 @@ async def serve_stdio(server: Any) -> None:
     log.info("noon MCP server on stdio")
     async with stdio_server() as (read, write):
         await server.run(read, write, initialization_options(server))
-
-
-class BearerToken:
-    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            got = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(got, self.expected):
-                body = b'{"error":"missing or wrong bearer token"}'
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"www-authenticate", b"Bearer"),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
-                return
-        await self.app(scope, receive, send)
-
-
-async def serve_http(server: Any, host: str, port: int, token: str | None) -> None:
-    import uvicorn
-
-    app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
-    if token is not None:
-        app = BearerToken(app, token)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    bound = sock.getsockname()[1]
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    # The line tests and scripts wait for; stderr, like every log.
-    print(f"noon: serving MCP on http://{shown}:{bound}{MCP_PATH}", file=sys.stderr, flush=True)
-    await uvicorn.Server(config).serve(sockets=[sock])

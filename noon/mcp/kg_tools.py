@@ -11,13 +11,12 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
-import mcp.types as types
 
 from noon.kg import plan
 from noon.kg.graph import KgReader
 from noon.kg.live import mutate, read
 from noon.kg.text import pretty
-from noon.mcp.spec import ResourceSpec, ToolContext, ToolResult, ToolSpec
+from noon.mcp.spec import Family, ResourceSpec, ToolContext, ToolResult, Tools, tool_hints
 
 GRAPH_URI = "memory://knowledge-graph"
 
@@ -77,18 +76,11 @@ _STATUS_OUT = _top(
 )
 
 
-def _annotations(read_only: bool, destructive: bool, idempotent: bool) -> types.ToolAnnotations:
-    return types.ToolAnnotations(
-        read_only_hint=read_only,
-        destructive_hint=destructive,
-        idempotent_hint=idempotent,
-        open_world_hint=False,
-    )
+_ADD = tool_hints(read_only=False, destructive=False, idempotent=False)
+_DELETE = tool_hints(read_only=False, destructive=True, idempotent=True)
+_READ = tool_hints(read_only=True, destructive=False, idempotent=True)
 
-
-_ADD = _annotations(False, False, False)
-_DELETE = _annotations(False, True, True)
-_READ = _annotations(True, False, True)
+tools = Tools()
 
 
 def _text(text: str, structured: dict[str, Any]) -> ToolResult:
@@ -103,15 +95,12 @@ def _text(text: str, structured: dict[str, Any]) -> ToolResult:
     }
 
 
-def _error(text: str) -> ToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
-
-
 Planner = Callable[[KgReader, Any], plan.Planned]
 
 
 async def _mutate(ctx: ToolContext, planner: Planner, arg: Any) -> Any:
-    """Plan and write one batch off the event loop (it fsyncs); notify subscribers after."""
+    """Plan and write one batch off the event loop (it fsyncs); notify subscribers after.
+    A refusal (``KGError``: an unknown entity, an over-long name) writes nothing."""
     result = await anyio.to_thread.run_sync(
         lambda: mutate(ctx.store, ctx.namespace, planner, arg, ctx.client)
     )
@@ -123,265 +112,243 @@ async def _read(ctx: ToolContext, fn: Callable[[KgReader], Any]) -> Any:
     return await anyio.to_thread.run_sync(lambda: read(ctx.store, ctx.namespace, fn))
 
 
+@tools.tool(
+    name="create_entities",
+    title="Create Entities",
+    description="Create multiple new entities in the knowledge graph",
+    input_schema=_top({"entities": _entities(False)}, ["entities"], closed=False),
+    output_schema=_top({"entities": _entities(True)}, ["entities"], closed=True),
+    annotations=_ADD,
+)
 async def create_entities(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     created = await _mutate(ctx, plan.create_entities, args["entities"])
     return _text(pretty(created), {"entities": created})
 
 
+@tools.tool(
+    name="create_relations",
+    title="Create Relations",
+    description=(
+        "Create multiple new relations between entities in the knowledge graph. "
+        "Relations should be in active voice"
+    ),
+    input_schema=_top({"relations": _relations(False)}, ["relations"], closed=False),
+    output_schema=_top({"relations": _relations(True)}, ["relations"], closed=True),
+    annotations=_ADD,
+)
 async def create_relations(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     created = await _mutate(ctx, plan.create_relations, args["relations"])
     return _text(pretty(created), {"relations": created})
 
 
+@tools.tool(
+    name="add_observations",
+    title="Add Observations",
+    description="Add new observations to existing entities in the knowledge graph",
+    input_schema=_top(
+        {
+            "observations": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "entityName": {
+                            "type": "string",
+                            "description": "The name of the entity to add the observations to",
+                        },
+                        "contents": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "An array of observation contents to add",
+                        },
+                    },
+                    ["entityName", "contents"],
+                    closed=False,
+                ),
+            }
+        },
+        ["observations"],
+        closed=False,
+    ),
+    output_schema=_top(
+        {
+            "results": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "entityName": {"type": "string"},
+                        "addedObservations": {"type": "array", "items": {"type": "string"}},
+                    },
+                    ["entityName", "addedObservations"],
+                    closed=True,
+                ),
+            }
+        },
+        ["results"],
+        closed=True,
+    ),
+    annotations=_ADD,
+)
 async def add_observations(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    try:
-        results = await _mutate(ctx, plan.add_observations, args["observations"])
-    except plan.KGError as exc:
-        return _error(str(exc))
+    results = await _mutate(ctx, plan.add_observations, args["observations"])
     return _text(pretty(results), {"results": results})
 
 
-def _status_tool(planner: Planner, field: str) -> Callable[..., Any]:
-    async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        message = await _mutate(ctx, planner, args[field])
-        return _text(message, {"success": True, "message": message})
-
-    return handler
+async def _status(ctx: ToolContext, planner: Planner, arg: Any) -> ToolResult:
+    message = await _mutate(ctx, planner, arg)
+    return _text(message, {"success": True, "message": message})
 
 
+@tools.tool(
+    name="delete_entities",
+    title="Delete Entities",
+    description="Delete multiple entities and their associated relations from the knowledge graph",
+    input_schema=_top(
+        {
+            "entityNames": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "An array of entity names to delete",
+            }
+        },
+        ["entityNames"],
+        closed=False,
+    ),
+    output_schema=_STATUS_OUT,
+    annotations=_DELETE,
+)
+async def delete_entities(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    return await _status(ctx, plan.delete_entities, args["entityNames"])
+
+
+@tools.tool(
+    name="delete_observations",
+    title="Delete Observations",
+    description="Delete specific observations from entities in the knowledge graph",
+    input_schema=_top(
+        {
+            "deletions": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "entityName": {
+                            "type": "string",
+                            "description": "The name of the entity containing the observations",
+                        },
+                        "observations": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "An array of observations to delete",
+                        },
+                    },
+                    ["entityName", "observations"],
+                    closed=False,
+                ),
+            }
+        },
+        ["deletions"],
+        closed=False,
+    ),
+    output_schema=_STATUS_OUT,
+    annotations=_DELETE,
+)
+async def delete_observations(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    return await _status(ctx, plan.delete_observations, args["deletions"])
+
+
+@tools.tool(
+    name="delete_relations",
+    title="Delete Relations",
+    description="Delete multiple relations from the knowledge graph",
+    input_schema=_top(
+        {"relations": {**_relations(False), "description": "An array of relations to delete"}},
+        ["relations"],
+        closed=False,
+    ),
+    output_schema=_STATUS_OUT,
+    annotations=_DELETE,
+)
+async def delete_relations(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    return await _status(ctx, plan.delete_relations, args["relations"])
+
+
+@tools.tool(
+    name="read_graph",
+    title="Read Graph",
+    description="Read the entire knowledge graph",
+    input_schema=_top({}, None, closed=False),
+    output_schema=_GRAPH_OUT,
+    annotations=_READ,
+)
 async def read_graph(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     graph = await _read(ctx, lambda view: view.graph())
     return _text(pretty(graph), graph)
 
 
+@tools.tool(
+    name="search_nodes",
+    title="Search Nodes",
+    description="Search for nodes in the knowledge graph based on a query",
+    input_schema=_top(
+        {
+            "query": {
+                "type": "string",
+                "description": (
+                    "The search query to match against entity names, types, and observation content"
+                ),
+            }
+        },
+        ["query"],
+        closed=False,
+    ),
+    output_schema=_GRAPH_OUT,
+    annotations=_READ,
+)
 async def search_nodes(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     found = await _read(ctx, lambda view: view.search(args["query"]))
     return _text(pretty(found), found)
 
 
+@tools.tool(
+    name="open_nodes",
+    title="Open Nodes",
+    description="Open specific nodes in the knowledge graph by their names",
+    input_schema=_top(
+        {
+            "names": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "An array of entity names to retrieve",
+            }
+        },
+        ["names"],
+        closed=False,
+    ),
+    output_schema=_GRAPH_OUT,
+    annotations=_READ,
+)
 async def open_nodes(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     found = await _read(ctx, lambda view: view.open(args["names"]))
     return _text(pretty(found), found)
-
-
-def _wrap_errors(handler: Callable[..., Any]) -> Callable[..., Any]:
-    """Refusals of the store (an over-long name, a forked shard) become isError results with
-    the reason, as the official server reports its own failures."""
-
-    async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        try:
-            result: ToolResult = await handler(args, ctx)
-        except plan.KGError as exc:
-            return _error(str(exc))
-        return result
-
-    return run
-
-
-KG_TOOLS: list[ToolSpec] = [
-    ToolSpec(
-        name="create_entities",
-        title="Create Entities",
-        description="Create multiple new entities in the knowledge graph",
-        input_schema=_top({"entities": _entities(False)}, ["entities"], closed=False),
-        output_schema=_top({"entities": _entities(True)}, ["entities"], closed=True),
-        annotations=_ADD,
-        handler=_wrap_errors(create_entities),
-    ),
-    ToolSpec(
-        name="create_relations",
-        title="Create Relations",
-        description=(
-            "Create multiple new relations between entities in the knowledge graph. "
-            "Relations should be in active voice"
-        ),
-        input_schema=_top({"relations": _relations(False)}, ["relations"], closed=False),
-        output_schema=_top({"relations": _relations(True)}, ["relations"], closed=True),
-        annotations=_ADD,
-        handler=_wrap_errors(create_relations),
-    ),
-    ToolSpec(
-        name="add_observations",
-        title="Add Observations",
-        description="Add new observations to existing entities in the knowledge graph",
-        input_schema=_top(
-            {
-                "observations": {
-                    "type": "array",
-                    "items": _obj(
-                        {
-                            "entityName": {
-                                "type": "string",
-                                "description": "The name of the entity to add the observations to",
-                            },
-                            "contents": {
-                                "type": "array",
-                                "items": {"type": "string"},
-                                "description": "An array of observation contents to add",
-                            },
-                        },
-                        ["entityName", "contents"],
-                        closed=False,
-                    ),
-                }
-            },
-            ["observations"],
-            closed=False,
-        ),
-        output_schema=_top(
-            {
-                "results": {
-                    "type": "array",
-                    "items": _obj(
-                        {
-                            "entityName": {"type": "string"},
-                            "addedObservations": {"type": "array", "items": {"type": "string"}},
-                        },
-                        ["entityName", "addedObservations"],
-                        closed=True,
-                    ),
-                }
-            },
-            ["results"],
-            closed=True,
-        ),
-        annotations=_ADD,
-        handler=_wrap_errors(add_observations),
-    ),
-    ToolSpec(
-        name="delete_entities",
-        title="Delete Entities",
-        description=(
-            "Delete multiple entities and their associated relations from the knowledge graph"
-        ),
-        input_schema=_top(
-            {
-                "entityNames": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "An array of entity names to delete",
-                }
-            },
-            ["entityNames"],
-            closed=False,
-        ),
-        output_schema=_STATUS_OUT,
-        annotations=_DELETE,
-        handler=_wrap_errors(_status_tool(plan.delete_entities, "entityNames")),
-    ),
-    ToolSpec(
-        name="delete_observations",
-        title="Delete Observations",
-        description="Delete specific observations from entities in the knowledge graph",
-        input_schema=_top(
-            {
-                "deletions": {
-                    "type": "array",
-                    "items": _obj(
-                        {
-                            "entityName": {
-                                "type": "string",
-                                "description": "The name of the entity containing the observations",
-                            },
-                            "observations": {
-                                "type": "array",
-                                "items": {"type": "string"},
-                                "description": "An array of observations to delete",
-                            },
-                        },
-                        ["entityName", "observations"],
-                        closed=False,
-                    ),
-                }
-            },
-            ["deletions"],
-            closed=False,
-        ),
-        output_schema=_STATUS_OUT,
-        annotations=_DELETE,
-        handler=_wrap_errors(_status_tool(plan.delete_observations, "deletions")),
-    ),
-    ToolSpec(
-        name="delete_relations",
-        title="Delete Relations",
-        description="Delete multiple relations from the knowledge graph",
-        input_schema=_top(
-            {
-                "relations": {
-                    **_relations(False),
-                    "description": "An array of relations to delete",
-                }
-            },
-            ["relations"],
-            closed=False,
-        ),
-        output_schema=_STATUS_OUT,
-        annotations=_DELETE,
-        handler=_wrap_errors(_status_tool(plan.delete_relations, "relations")),
-    ),
-    ToolSpec(
-        name="read_graph",
-        title="Read Graph",
-        description="Read the entire knowledge graph",
-        input_schema=_top({}, None, closed=False),
-        output_schema=_GRAPH_OUT,
-        annotations=_READ,
-        handler=read_graph,
-    ),
-    ToolSpec(
-        name="search_nodes",
-        title="Search Nodes",
-        description="Search for nodes in the knowledge graph based on a query",
-        input_schema=_top(
-            {
-                "query": {
-                    "type": "string",
-                    "description": (
-                        "The search query to match against entity names, types, "
-                        "and observation content"
-                    ),
-                }
-            },
-            ["query"],
-            closed=False,
-        ),
-        output_schema=_GRAPH_OUT,
-        annotations=_READ,
-        handler=search_nodes,
-    ),
-    ToolSpec(
-        name="open_nodes",
-        title="Open Nodes",
-        description="Open specific nodes in the knowledge graph by their names",
-        input_schema=_top(
-            {
-                "names": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "An array of entity names to retrieve",
-                }
-            },
-            ["names"],
-            closed=False,
-        ),
-        output_schema=_GRAPH_OUT,
-        annotations=_READ,
-        handler=open_nodes,
-    ),
-]
 
 
 def read_graph_resource(ctx: ToolContext) -> str:
     return pretty(read(ctx.store, ctx.namespace, lambda view: view.graph()))
 
 
-KG_RESOURCES: list[ResourceSpec] = [
-    ResourceSpec(
-        uri=GRAPH_URI,
-        name="knowledge-graph",
-        title="Knowledge Graph",
-        description="The full knowledge graph with all entities and relations",
-        mime_type="application/json",
-        read=read_graph_resource,
-    )
-]
+FAMILY = Family(
+    name="kg",
+    tools=list(tools),
+    resources=[
+        ResourceSpec(
+            uri=GRAPH_URI,
+            name="knowledge-graph",
+            title="Knowledge Graph",
+            description="The full knowledge graph with all entities and relations",
+            mime_type="application/json",
+            read=read_graph_resource,
+        )
+    ],
+    refusals=(plan.KGError,),
+    # The drop-in keeps the official server's messages byte for byte: no argument hints.
+    argument_hints=False,
+)

@@ -1,8 +1,11 @@
-"""The MCP server: tool and resource tables turned into the SDK's low-level ``Server``.
+"""The MCP server: the tool families' tools and resources turned into the SDK's low-level
+``Server``.
 
-The low-level server is used (not ``MCPServer``) so the tables' schemas go on the wire verbatim
-and errors read exactly as the official memory server's. One ``Server`` serves one store; the
-namespace is the settings' one, or per HTTP request the ``X-Noon-Namespace`` header.
+The low-level server is used (not ``MCPServer``) so the families' schemas go on the wire verbatim
+and errors read exactly as the official memory server's. Arguments are validated here, once,
+against the schema ``tools/list`` shows; a family's refusals become error results here too. One
+``Server`` serves one store; the namespace is the settings' one, or per HTTP request the
+``X-Noon-Namespace`` header.
 
 Resource notifications reach subscribers of both protocol eras: legacy ``resources/subscribe``
 (kept per session) and 2026-07-28 ``subscriptions/listen`` (through the SDK's listen handler and
@@ -14,7 +17,6 @@ replica shard that ``noond`` extended - which a background task picks up by poll
 
 from __future__ import annotations
 
-import importlib
 import logging
 import re
 import threading
@@ -35,13 +37,13 @@ from mcp.shared.exceptions import MCPError
 from noon.config import Settings
 from noon.core.elements import KG_KINDS
 from noon.core.ops import Key
-from noon.mcp.spec import ResourceSpec, ToolContext, ToolResult, ToolSpec
+from noon.mcp.families import FAMILIES
+from noon.mcp.spec import Family, ResourceSpec, ToolContext, ToolResult, ToolSpec, tool_error
 from noon.mcp.validation import ArgumentValidator
 from noon.store.store import Changes, Store, StoreError
 
 log = logging.getLogger("noon.mcp")
 
-FAMILIES = frozenset(("uri", "kg"))
 POLL_SECONDS = 0.2
 """How often changes from other writers are looked for while someone is subscribed."""
 NAMESPACE_HEADER = "x-noon-namespace"
@@ -54,25 +56,6 @@ def package_version() -> str:
         return version("noon")
     except PackageNotFoundError:
         return "0.0.0"
-
-
-def _load_family(family: str) -> tuple[list[ToolSpec], list[ResourceSpec], str | None]:
-    if family == "kg":
-        from noon.mcp.kg_tools import KG_RESOURCES, KG_TOOLS
-
-        return KG_TOOLS, KG_RESOURCES, None
-    try:
-        module = importlib.import_module("noon.mcp.uri_tools")
-    except ModuleNotFoundError as exc:
-        if exc.name in ("noon.mcp.uri_tools", "noon.mcp"):
-            log.warning("the URI-graph tools are not part of this build; serving without them")
-            return [], [], None
-        raise
-    return (
-        list(module.URI_TOOLS),
-        list(getattr(module, "URI_RESOURCES", [])),
-        getattr(module, "INSTRUCTIONS", None),
-    )
 
 
 def _affects(uri: str, namespace: str, keys: set[Key]) -> bool:
@@ -197,11 +180,9 @@ class NoonServer(Server[Any]):
         )
 
 
-def _error(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
-
-
 def _namespace(ctx: ServerRequestContext[Any, Any], default: str) -> str:
+    """The request's namespace: the ``X-Noon-Namespace`` header (the HTTP guard puts Nocturne's
+    ``X-Namespace`` or ``?namespace=`` there too), else the server's."""
     headers = getattr(ctx.request, "headers", None)
     raw = headers.get(NAMESPACE_HEADER) if headers is not None else None
     if not raw:
@@ -209,8 +190,8 @@ def _namespace(ctx: ServerRequestContext[Any, Any], default: str) -> str:
     if not NAMESPACE.match(raw):
         raise MCPError(
             code=types.INVALID_PARAMS,
-            message=f"invalid {NAMESPACE_HEADER} header {raw[:80]!r}: use 1 to 64 letters, "
-            "digits, '.', '_' or '-'",
+            message=f"invalid namespace {raw[:80]!r} (from the X-Noon-Namespace or X-Namespace "
+            "header, or ?namespace=): use 1 to 64 letters, digits, '.', '_' or '-'",
         )
     return raw
 
@@ -225,40 +206,38 @@ def _client(ctx: ServerRequestContext[Any, Any]) -> str:
 def create_server(
     store: Store,
     settings: Settings,
-    families: set[str] | frozenset[str] = FAMILIES,
+    families: set[str] | frozenset[str] = frozenset(FAMILIES),
     *,
     instructions: str | None = None,
     name: str = "noon",
 ) -> NoonServer:
     """A low-level MCP server with the tools and resources of ``families`` on ``store``."""
-    unknown = set(families) - FAMILIES
+    unknown = set(families) - set(FAMILIES)
     if unknown:
         raise ValueError(f"unknown tool families {sorted(unknown)}; known: {sorted(FAMILIES)}")
-    tools: dict[str, tuple[ToolSpec, str, ArgumentValidator]] = {}
-    resources: dict[str, tuple[ResourceSpec, str]] = {}
-    for family in ("uri", "kg"):
-        if family not in families:
-            continue
-        fam_tools, fam_resources, fam_instructions = _load_family(family)
-        for spec in fam_tools:
+    served = [family for key, family in FAMILIES.items() if key in families]
+    tools: dict[str, tuple[ToolSpec, Family, ArgumentValidator]] = {}
+    resources: dict[str, tuple[ResourceSpec, Family]] = {}
+    for family in served:
+        for spec in family.tools:
             if spec.name in tools:
                 raise ValueError(f"two tools named {spec.name!r}")
-            # The drop-in keeps the official server's messages byte for byte; noon's own tools
-            # also suggest the argument a misspelled one probably meant.
-            validator = ArgumentValidator(spec.input_schema, hints=family != "kg")
+            validator = ArgumentValidator(spec.input_schema, hints=family.argument_hints)
             tools[spec.name] = (spec, family, validator)
-        for res in fam_resources:
+        for res in family.resources:
             resources[res.uri] = (res, family)
-        if instructions is None and fam_instructions:
-            instructions = fam_instructions
+        if instructions is None:
+            instructions = family.instructions
+    reader = next((f for f in served if f.read_uri is not None), None)
+    templates = [t for family in served for t in family.templates]
     notifier = Notifier(store)
-    family_uris = {fam: {uri for uri, (_, f) in resources.items() if f == fam} for fam in FAMILIES}
+    family_uris = {f.name: {uri for uri, (_, g) in resources.items() if g is f} for f in served}
 
-    def tool_context(ctx: ServerRequestContext[Any, Any], family: str) -> ToolContext:
+    def tool_context(ctx: ServerRequestContext[Any, Any], family: Family) -> ToolContext:
         namespace = _namespace(ctx, settings.namespace)
 
         async def changed() -> None:
-            await notifier.flush({(namespace, uri) for uri in family_uris[family]})
+            await notifier.flush({(namespace, uri) for uri in family_uris[family.name]})
 
         return ToolContext(
             store=store,
@@ -291,25 +270,27 @@ def create_server(
     ) -> ToolResult:
         entry = tools.get(params.name)
         if entry is None:
-            return _error(f"MCP error -32602: Tool {params.name} not found")
+            return tool_error(f"MCP error -32602: Tool {params.name} not found")
         spec, family, validator = entry
         args = dict(params.arguments or {})
         problems = validator.problems(args)
         if problems:
-            return _error(
+            return tool_error(
                 "MCP error -32602: Input validation error: Invalid arguments for tool "
                 f"{spec.name}: " + "\n".join(problems)
             )
         try:
             return await spec.handler(args, tool_context(ctx, family))
+        except family.refusals as exc:
+            return family.refusal(exc)
         except (StoreError, OSError) as exc:
             log.warning("tool %s failed: %s", spec.name, exc)
-            return _error(str(exc))
+            return tool_error(str(exc))
         except MCPError:
             raise
         except Exception as exc:  # a bug: keep serving, say what broke, log the traceback
             log.exception("tool %s crashed", spec.name)
-            return _error(f"Internal error in {spec.name}: {type(exc).__name__}: {exc}")
+            return tool_error(f"Internal error in {spec.name}: {type(exc).__name__}: {exc}")
 
     async def list_resources(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -327,20 +308,32 @@ def create_server(
             ]
         )
 
+    async def list_resource_templates(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=templates)
+
+    def read_text(ctx: ServerRequestContext[Any, Any], uri: str) -> tuple[str, str]:
+        """A resource's text and MIME type: a listed resource, or any URI the templates cover."""
+        entry = resources.get(uri)
+        if entry is not None:
+            res, family = entry
+            return res.read(tool_context(ctx, family)), res.mime_type
+        not_found = f"MCP error -32602: Resource {uri} not found"
+        if reader is None or reader.read_uri is None:
+            raise MCPError(code=types.INVALID_PARAMS, message=not_found)
+        try:
+            return reader.read_uri(tool_context(ctx, reader), uri), "text/plain"
+        except reader.refusals as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"{not_found}: {exc}") from None
+
     async def read_resource(
         ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
-        entry = resources.get(uri)
-        if entry is None:
-            raise MCPError(
-                code=types.INVALID_PARAMS, message=f"MCP error -32602: Resource {uri} not found"
-            )
-        res, family = entry
-        tctx = tool_context(ctx, family)
-        text = await anyio.to_thread.run_sync(lambda: res.read(tctx))
+        text, mime_type = await anyio.to_thread.run_sync(lambda: read_text(ctx, uri))
         return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=uri, mime_type=res.mime_type, text=text)]
+            contents=[types.TextResourceContents(uri=uri, mime_type=mime_type, text=text)]
         )
 
     async def subscribe(
@@ -377,7 +370,7 @@ def create_server(
             finally:
                 tg.cancel_scope.cancel()
 
-    server = NoonServer(
+    return NoonServer(
         name,
         version=package_version(),
         instructions=instructions,
@@ -388,13 +381,12 @@ def create_server(
         # unvalidated, which spares large results a model round trip (see kg_tools._text).
         on_call_tool=call_tool,  # type: ignore[arg-type]
         on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
         on_subscribe_resource=subscribe,
         on_unsubscribe_resource=unsubscribe,
         on_subscriptions_listen=listen,
     )
-    server.noon_notifier = notifier  # type: ignore[attr-defined]
-    return server
 
 
 def initialization_options(server: Server[Any]) -> InitializationOptions:

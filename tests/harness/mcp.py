@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,6 +19,27 @@ import mcp.types as types
 from bench.mesh import ROOT, subprocess_env
 from noon.config import Settings
 from noon.store.store import Store
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+}
+"""A raw Streamable HTTP ``initialize`` request (opens a session)."""
+POST_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def serve_env(**extra: str) -> dict[str, str]:
+    """The environment of a ``noon serve`` subprocess, without a token unless one is given."""
+    env = subprocess_env(**extra)
+    if "NOON_TOKEN" not in extra:
+        env.pop("NOON_TOKEN", None)
+    return env
 
 
 def make_settings(d: Path, node: str = "n1", namespace: str = "default") -> Settings:
@@ -48,11 +70,41 @@ class Recorder:
                 await anyio.sleep(0.02)
 
 
+class ServeProcess:
+    """A ``noon serve --http`` process whose stderr is drained in the background (a server that
+    logs a lot must never block on a full pipe) and kept for the test to read."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], url: str, seen: list[str]) -> None:
+        self.proc = proc
+        self.url = url
+        self._lines = seen
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            with self._lock:
+                self._lines.append(raw.decode(errors="replace"))
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stderr(self) -> str:
+        with self._lock:
+            return "".join(self._lines)
+
+
 @contextmanager
-def http_server(args: list[str], env: dict[str, str] | None = None) -> Iterator[str]:
-    """Run ``noon serve --http 127.0.0.1:0 ...``; yield its MCP URL once it listens."""
+def serve_process(
+    args: list[str], env: dict[str, str] | None = None, host: str = "127.0.0.1"
+) -> Iterator[ServeProcess]:
+    """Run ``noon serve --http HOST:0 ...``; yield it once it listens."""
+    bind = f"[{host}]:0" if ":" in host else f"{host}:0"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "noon", "serve", "--http", "127.0.0.1:0", *args],
+        [sys.executable, "-m", "noon", "serve", "--http", bind, *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -62,7 +114,7 @@ def http_server(args: list[str], env: dict[str, str] | None = None) -> Iterator[
     try:
         deadline = time.monotonic() + 20
         url = None
-        seen = []
+        seen: list[str] = []
         assert proc.stderr is not None
         while url is None and time.monotonic() < deadline:
             line = proc.stderr.readline().decode()
@@ -73,7 +125,7 @@ def http_server(args: list[str], env: dict[str, str] | None = None) -> Iterator[
             if m:
                 url = m.group(1)
         assert url, f"noon serve did not start: {''.join(seen)}"
-        yield url
+        yield ServeProcess(proc, url, seen)
     finally:
         proc.terminate()
         try:
@@ -81,3 +133,10 @@ def http_server(args: list[str], env: dict[str, str] | None = None) -> Iterator[
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextmanager
+def http_server(args: list[str], env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run ``noon serve --http 127.0.0.1:0 ...``; yield its MCP URL once it listens."""
+    with serve_process(args, env) as served:
+        yield served.url

@@ -1,0 +1,195 @@
+"""The URI-graph tools that only read: read_memory, search_memory, memory_history."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from noon.graph import plan, views
+from noon.graph.plan import GraphError
+from noon.graph.reader import live_text, version_id
+from noon.graph.search import snippet
+from noon.graph.uri import node_view
+from noon.mcp.graph_service import GraphService
+from noon.mcp.spec import ToolContext, Tools, tool_hints
+from noon.mcp.uri_base import Args, Out, Reply, UriText, uri_tool
+from noon.mcp.uri_views import VIEWS, read
+
+tools = Tools()
+READS = tool_hints(read_only=True, destructive=False, idempotent=True)
+
+
+class HistoryRow(Out):
+    version: str
+    time: str
+    client: str | None = None
+    machine: str
+    deleted: bool
+    current: bool
+
+
+class MemoryOut(Out):
+    uri: str
+    memory_id: str | None = None
+    version: str | None = None
+    aliases: list[str] | None = None
+    priority: int | None = None
+    disclosure: str | None = None
+    keywords: list[str] | None = None
+    conflicted: bool | None = None
+    deleted: bool | None = None
+    heads: list[str] | None = None
+    children: list[str] | None = None
+    view: str | None = None
+    versions: list[HistoryRow] | None = None
+
+
+class ReadArgs(Args):
+    uri: Annotated[
+        UriText,
+        Field(
+            description="A memory URI (core://agent) or a view (system://boot, "
+            "system://index/core, system://recent/20, ...)."
+        ),
+    ]
+
+
+@uri_tool(
+    tools,
+    title="Read Memory",
+    description="Read a memory by URI (e.g. core://agent), or a generated view: "
+    f"{VIEWS.replace('system://boot', 'system://boot (start every session with it)', 1)}. "
+    "Shows content, version, aliases, keywords, glossary links and children with their "
+    "disclosures. Same Memory ID = same memory (alias).",
+    args=ReadArgs,
+    output=MemoryOut,
+    annotations=READS,
+    writes=False,
+)
+def read_memory(svc: GraphService, args: ReadArgs, ctx: ToolContext) -> Reply:
+    return svc.read(lambda s: read(s, ctx.namespace, args.uri))
+
+
+class SearchArgs(Args):
+    query: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=1000,
+            description="Words to look for (lexical, not semantic): ranked over content, "
+            "URIs, disclosures and keywords; prefixes match too.",
+        ),
+    ]
+    domain: Annotated[str, Field(max_length=32, description="Only this domain.")] | None = None
+    limit: Annotated[int, Field(ge=1, le=100)] | None = None
+
+
+class SearchHit(Out):
+    uri: str
+    memory_id: str
+    score: float
+    priority: int
+    disclosure: str
+    version: str | None = None
+
+
+class SearchOut(Out):
+    query: str
+    results: list[SearchHit]
+
+
+def search(svc: GraphService, ns: str, query: str, domain: str | None, limit: int) -> Reply:
+    g = svc.graph
+    if domain is not None:
+        domain = domain.strip().lower()
+        if domain not in g.domains(ns):
+            raise GraphError(
+                f"Unknown domain '{domain}'. Domains with memories: "
+                f"{', '.join(g.domains(ns)) or '(none yet)'}."
+            )
+
+    def accept(node: str) -> bool:
+        if not g.is_live(ns, node):
+            return False
+        us = g.uris(ns, node)
+        return bool(us) and (domain is None or any(u.domain == domain for u, _ in us))
+
+    hits = svc.search.search(ns, query, limit, accept)
+    if not hits:
+        where = f"in '{domain}'" if domain else "across all domains"
+        return f"No matching memories found {where}.", {"query": query, "results": []}
+    lines = [f"Found {len(hits)} matches for '{query}':", ""]
+    results = []
+    for h in hits:
+        us = g.uris(ns, h.node)
+        if domain:
+            us = [u for u in us if u[0].domain == domain]
+        uri, prio = us[0]
+        found = g.resolve(ns, uri)
+        disc = found[1].disclosure if found and found[1] else ""
+        el = g.content(ns, h.node)
+        snip = snippet(live_text(el) if el else "", query, h.matched)
+        lines.append(f"- {uri}  (score {h.score})")
+        lines.append(f"  Priority: {prio}")
+        if disc:
+            lines.append(f"  Disclosure: {disc}")
+        lines += [f"  {snip}", ""]
+        results.append(
+            {
+                "uri": str(uri),
+                "memory_id": h.node,
+                "score": h.score,
+                "priority": prio,
+                "disclosure": disc,
+                "version": version_id(el.winner) if el else None,
+            }
+        )
+    return "\n".join(lines), {"query": query, "results": results}
+
+
+@uri_tool(
+    tools,
+    title="Search Memory",
+    description="Ranked full-text search (lexical, not semantic) over memory content, URIs, "
+    "disclosures and keywords, optionally in one domain. Use words from the conversation; "
+    "read the best hits with read_memory.",
+    args=SearchArgs,
+    output=SearchOut,
+    annotations=READS,
+    writes=False,
+)
+def search_memory(svc: GraphService, args: SearchArgs, ctx: ToolContext) -> Reply:
+    return svc.read(lambda s: search(s, ctx.namespace, args.query, args.domain, args.limit or 10))
+
+
+class HistoryArgs(Args):
+    uri: UriText
+    limit: Annotated[int, Field(ge=1, le=1000)] | None = None
+
+
+class HistoryOut(Out):
+    uri: str
+    memory_id: str
+    versions: list[HistoryRow]
+
+
+@uri_tool(
+    tools,
+    title="Memory History",
+    description="List a memory's kept versions, newest first, with who wrote each (client and "
+    "machine) and when. Roll back with rollback_memory.",
+    args=HistoryArgs,
+    output=HistoryOut,
+    annotations=READS,
+    writes=False,
+)
+def memory_history(svc: GraphService, args: HistoryArgs, ctx: ToolContext) -> Reply:
+    def fn(s: GraphService) -> Reply:
+        node, uri, _ = plan.locate(s.graph, ctx.namespace, args.uri)
+        text, rows = views.history(
+            s.graph, ctx.namespace, node, str(uri or node_view(node)), args.limit or 20
+        )
+        return text, {"uri": args.uri.strip(), "memory_id": node, "versions": rows}
+
+    return svc.read(fn)
