@@ -14,6 +14,7 @@ Invariants kept by :class:`Clock`:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 COUNTER_BITS = 16
 COUNTER_MAX = (1 << COUNTER_BITS) - 1
@@ -76,3 +77,24 @@ class Clock:
         if remote > self.last:
             self.last = remote
         return clamped
+
+
+LAST_DATE_MS = 253_402_300_799_999
+"""9999-12-31T23:59:59.999Z: the last millisecond a calendar date can show. A 48-bit physical
+time can reach past it (a broken or hostile clock); such a time is shown as what it is, never
+turned into an exception that breaks a whole view."""
+
+FORMATS = {
+    "text": "%Y-%m-%d %H:%M:%S UTC",
+    "iso": "%Y-%m-%dT%H:%M:%SZ",
+    "iso_ms": "%Y-%m-%dT%H:%M:%S.{ms:03d}Z",
+}
+
+
+def utc(ms: float, style: str = "text") -> str:
+    """Milliseconds since the Unix epoch as UTC text: ``text`` (2026-11-30 21:07:38 UTC),
+    ``iso`` (2026-11-30T21:07:38Z) or ``iso_ms`` (2026-11-30T21:07:38.123Z)."""
+    if not 0 <= ms <= LAST_DATE_MS:
+        return f"(unrepresentable time: {int(ms)} ms after 1970)"
+    moment = datetime.fromtimestamp(int(ms) // 1000, UTC)
+    return moment.strftime(FORMATS[style]).replace("{ms:03d}", f"{int(ms) % 1000:03d}")

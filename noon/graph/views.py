@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from noon.core.elements import CONTENT, boot_key
+from noon.core.hlc import utc
 from noon.core.ops import Op
 from noon.graph.glossary import Glossary
 from noon.graph.reader import (
@@ -32,7 +32,7 @@ SNIPPET = 100
 
 
 def when(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return utc(ms)
 
 
 def show_uri(graph: GraphReader, namespace: str, node: str) -> str:

@@ -3,12 +3,11 @@ and ``noon history``)."""
 
 from __future__ import annotations
 
-import datetime as dt
 import sqlite3
 from typing import Any
 
 from noon.core.elements import written_at
-from noon.core.hlc import physical
+from noon.core.hlc import physical, utc
 from noon.core.ops import Op
 from noon.graph.plan import GraphError, locate
 from noon.graph.reader import GraphReader, resolve_past
@@ -21,7 +20,7 @@ EXCERPT = 60
 
 
 def iso(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return utc(ms, "iso_ms")
 
 
 def when(op: Op) -> str:

@@ -10,13 +10,12 @@ for the peers, and what is frozen is unknown; shards and conflicts always come f
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 from typing import Any
 
 from noon.config import Settings, add_store_flags, settings_from
 from noon.core.elements import CONTENT
-from noon.core.hlc import physical
+from noon.core.hlc import physical, utc
 from noon.core.ops import Key
 from noon.graph.reader import ElementLike
 from noon.graph.views import show_uri
@@ -49,7 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def iso(seconds: float | None) -> str | None:
     if not seconds:
         return None
-    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return utc(seconds * 1000, "iso")
 
 
 def live_heads(el: ElementLike) -> list[Any]:

@@ -1,0 +1,72 @@
+"""Times are rendered, never raised: a stamp past year 9999 (a broken or hostile clock, in range
+for the 48-bit HLC) reads as what it is in every view, history and log line, and the memory it
+touched stays readable after a later edit."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from noon.core.fold import Fold
+from noon.core.hlc import LAST_DATE_MS, PHYSICAL_MAX, pack, utc
+from noon.core.ops import decode, encode
+from noon.graph import views
+from noon.graph.glossary import Glossary
+from noon.graph.model import Graph
+from noon.graph.uri import root
+from noon.ops_cli import journal
+
+NS = "default"
+FAR = pack(PHYSICAL_MAX, 0)
+
+
+@given(st.integers(-(2**60), 2**60), st.sampled_from(["text", "iso", "iso_ms"]))
+def test_any_millisecond_renders(ms: int, style: str) -> None:
+    text = utc(ms, style)
+    assert text and ("unrepresentable" in text) == (not 0 <= ms <= LAST_DATE_MS)
+
+
+def test_known_dates() -> None:
+    assert utc(0) == "1970-01-01 00:00:00 UTC"
+    assert utc(LAST_DATE_MS, "iso_ms") == "9999-12-31T23:59:59.999Z"
+    assert utc(1_764_536_858_123, "iso") == "2025-11-30T21:07:38Z"
+
+
+def test_a_memory_stamped_past_year_9999_reads_lists_and_keeps_its_history() -> None:
+    ops = [
+        decode(encode(node="far", seq=1, hlc=FAR, el=("content", NS, "m"), val={"text": "v1"})),
+        decode(
+            encode(
+                node="far",
+                seq=2,
+                hlc=FAR + 1,
+                el=("edge", NS, root("core"), "m"),
+                val={"child": "m", "priority": 1, "disclosure": "d"},
+            )
+        ),
+        decode(
+            encode(
+                node="near",
+                seq=1,
+                hlc=pack(1_764_536_858_123, 0),
+                el=("content", NS, "m"),
+                val={"text": "v2"},
+                prev=(("far", 1),),
+            )
+        ),
+    ]
+    ops.append(
+        decode(encode(node="far", seq=3, hlc=FAR + 2, el=("content", NS, "n"), val={"text": "n"}))
+    )
+    fold = Fold()
+    fold.apply_all(ops)
+    graph = Graph(fold)
+    glossary = Glossary(graph)
+    assert "v2" in views.memory(graph, glossary, NS, "m", None, None).text  # edited since
+    only_far = views.memory(graph, glossary, NS, "n", None, None).text
+    assert "Last Modified: (unrepresentable time" in only_far
+    assert "core://m" in views.recent(graph, NS, 5, 5, 0)
+    text, rows = views.history(graph, NS, "m", "core://m", 10)
+    assert [r["version"] for r in rows] == ["far:1", "near:1"]  # the far stamp sorts first
+    assert "unrepresentable time" in text
+    assert "unrepresentable" in journal.render(graph, ops)
