@@ -509,3 +509,23 @@ async def test_update_memory_converts_literal_newlines_and_keeps_crlf(s: Session
     await s.create("core://", "w", "dos\r\nline\r\n")
     await s.call("update_memory", uri="core://w", old_string="line", new_string="a\nb")
     assert "dos\r\na\r\nb\r\n" in await s.read("core://w")
+
+
+@mcp_test
+async def test_a_memory_deleted_on_one_machine_keeps_its_history_under_its_old_uri(
+    s: Session,
+) -> None:
+    made = await s.create("core://", "gone", "soon deleted")
+    await s.call("update_memory", uri="core://gone", append="edited once")
+    text, data = await s.call("delete_memory", uri="core://gone")
+    node = data["memory_id"]
+    assert "system://history/core://gone" in text and f"system://node/{node}" in text
+    read = await s.read(f"system://node/{node}")
+    assert "⚠ DELETED by" in read and "edited once" in read
+    assert "another machine" not in read and "ORPHAN" not in read
+    view = await s.read("system://history/core://gone")
+    assert "[current]" in view and "deleted" in view and view.count(f"- {made['version']}") == 1
+    _, hist = await s.call("memory_history", uri="core://gone")
+    assert hist["memory_id"] == node and len(hist["versions"]) == 3
+    assert "not found" in await s.fail("read_memory", uri="core://gone")
+    assert "not found" in await s.fail("read_memory", uri="system://history/core://never")

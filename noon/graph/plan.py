@@ -14,7 +14,7 @@ from noon.core.elements import boot_key, content_key, edge_key, keyword_key
 from noon.core.ops import Draft, Op, OpId
 from noon.errors import NoonError
 from noon.graph.quote import QuoteEdit, QuoteError, replace_quoted
-from noon.graph.reader import GraphReader, Placement, live_text, version_id
+from noon.graph.reader import GraphReader, Placement, live_text, resolve_past, version_id
 from noon.graph.uri import NODE_VIEW, Uri, check_name, is_root, new_node_id, parse
 
 MAX_KEYWORD = 100
@@ -239,6 +239,22 @@ def locate(
     uri = parse(text)
     node, pl = resolve_memory(graph, namespace, uri)
     return node, uri, pl
+
+
+def locate_past(graph: GraphReader, namespace: str, text: str) -> tuple[str, Uri | None]:
+    """A memory as :func:`locate` finds it, or, for a URI whose memory was deleted since, the
+    memory it named last (its history is still held until the deletion is collected)."""
+    try:
+        node, uri, _ = locate(graph, namespace, text)
+        return node, uri
+    except GraphError as refusal:
+        if text.strip().startswith(NODE_VIEW):
+            raise
+        uri = parse(text)
+        past = resolve_past(graph, namespace, uri)
+        if past is None or graph.content(namespace, past) is None:
+            raise refusal from None
+        return past, uri
 
 
 def delete(

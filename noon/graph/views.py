@@ -155,11 +155,19 @@ def _notes(graph: GraphReader, namespace: str, node: str, uris: list[Uri]) -> li
             ]
         notes += ["", f"--- current version {version_id(el.winner)} ---"]
     if el is not None and el.deleted:
-        notes.append(
-            f"⚠ DELETED by {_author(el.winner)} at {when(op_time_ms(el.winner))}, while another "
-            "machine kept it placed. Shown is its last text. Update it to keep it, or delete it."
-        )
-    if not uris:
+        by = f"{_author(el.winner)} at {when(op_time_ms(el.winner))}"
+        if graph.placements(namespace, node):
+            notes.append(
+                f"⚠ DELETED by {by}, while another machine kept it placed. Shown is its last "
+                "text. Update it to keep it, or delete it."
+            )
+        else:
+            notes.append(
+                f"⚠ DELETED by {by}. Shown is its last text; its versions stay in "
+                f"system://history/{node_view(node)} until the deletion is collected. Place it "
+                f"again with move_memory(uri='{node_view(node)}', new_uri=...) to restore it."
+            )
+    elif not uris:
         notes.append(
             "⚠ ORPHAN: no domain root reaches this memory (concurrent moves or deletes). "
             "Place it again with move_memory."

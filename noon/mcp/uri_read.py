@@ -186,7 +186,7 @@ class HistoryOut(Out):
 )
 def memory_history(svc: GraphService, args: HistoryArgs, ctx: ToolContext) -> Reply:
     def fn(s: GraphService) -> Reply:
-        node, uri, _ = plan.locate(s.graph, ctx.namespace, args.uri)
+        node, uri = plan.locate_past(s.graph, ctx.namespace, args.uri)
         text, rows = views.history(
             s.graph, ctx.namespace, node, str(uri or node_view(node)), args.limit or 20
         )

@@ -79,7 +79,7 @@ def read_view(svc: GraphService, ns: str, uri_text: str) -> Reading:
     if head == "orphans" and not tail:
         return views.orphans(g, ns), data
     if head == "history":
-        node, uri, _ = plan.locate(g, ns, tail)
+        node, uri = plan.locate_past(g, ns, tail)
         text, rows = views.history(g, ns, node, str(uri or node_view(node)), HISTORY_IN_VIEW)
         return text, {**data, "memory_id": node, "versions": rows}
     if head == "node" and tail:

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
                     return 1
             else:
                 try:
-                    node = journal.memory_node(graph, conn, ns, args.uri)
+                    node = journal.memory_node(graph, ns, args.uri)
                 except (GraphError, UriError) as exc:
                     print(f"noon: {exc}")
                     return 1

@@ -3,18 +3,16 @@ and ``noon history``)."""
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from noon.core.elements import written_at
 from noon.core.hlc import physical, utc
 from noon.core.ops import Op
-from noon.graph.plan import GraphError, locate
-from noon.graph.reader import GraphReader, resolve_past
-from noon.graph.uri import is_root, parse, root_domain
+from noon.graph.plan import locate_past
+from noon.graph.reader import GraphReader
+from noon.graph.uri import is_root, root_domain
 from noon.graph.views import show_uri
 from noon.kg.graph import obs_text
-from noon.store.readmodel import journal as oplog
 
 EXCERPT = 60
 
@@ -104,12 +102,6 @@ def render(graph: GraphReader, ops: list[Op]) -> str:
     )
 
 
-def memory_node(graph: GraphReader, conn: sqlite3.Connection, ns: str, uri: str) -> str:
+def memory_node(graph: GraphReader, ns: str, uri: str) -> str:
     """The memory a URI names now, or, for a memory deleted since, the one it named last."""
-    try:
-        return locate(graph, ns, uri)[0]
-    except GraphError:
-        past = resolve_past(graph, ns, parse(uri))
-        if past is None or not oplog.was_memory(conn, ns, past):
-            raise
-        return past
+    return locate_past(graph, ns, uri)[0]

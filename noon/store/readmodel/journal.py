@@ -93,13 +93,3 @@ def entity_keys(conn: sqlite3.Connection, ns: str, name: str) -> list[Key]:
         )
     ]
     return sorted(found)
-
-
-def was_memory(conn: sqlite3.Connection, ns: str, node: str) -> bool:
-    """Whether any version of memory ``node`` is held (live or deleted)."""
-    return (
-        conn.execute(
-            "SELECT 1 FROM ops WHERE key = ? LIMIT 1", (key_text(content_key(ns, node)),)
-        ).fetchone()
-        is not None
-    )
