@@ -471,11 +471,6 @@ def test_log_history_and_query(tmp_path):
     assert len(alice) == 4 and {e["by"] for e in alice} == {"opencode"}
     missing = run("history", "core://nowhere", env=env)
     assert missing.returncode == 1 and "not found" in missing.stdout
-    write(d, "laptop", ("content", "default", agent), None)  # deleted on this machine alone
-    write(d, "laptop", ("edge", "default", "@core", "agent"), None)
-    after = json_lines(run("history", "--json", "core://agent", env=env))
-    assert [(e["node"], e["seq"]) for e in after[2:]] == [(e["node"], e["seq"]) for e in hist]
-    assert {e["deleted"] for e in after[:2]} == {True}
 
     found = as_json(run("query", "--json", "tea", env=env))
     assert found["memories"][0]["uri"] == "core://agent"
@@ -485,6 +480,12 @@ def test_log_history_and_query(tmp_path):
     assert as_json(run("query", "--json", "oslo", env=env))["memories"] == []
     shown = run("query", "commit", "messages", env=env).stdout
     assert "core://agent/style" in shown and "knowledge-graph entities: 0" in shown
+
+    write(d, "laptop", ("content", "default", agent), None)  # deleted on this machine alone
+    write(d, "laptop", ("edge", "default", "@core", "agent"), None)
+    after = json_lines(run("history", "--json", "core://agent", env=env))
+    assert [(e["node"], e["seq"]) for e in after[2:]] == [(e["node"], e["seq"]) for e in hist]
+    assert {e["deleted"] for e in after[:2]} == {True}
 
 
 def test_doctor_and_status_report_a_fork_the_daemon_found(spawn, tmp_path, pki):
