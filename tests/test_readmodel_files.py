@@ -1,0 +1,205 @@
+"""The read model file is derived and never trusted: a file from another schema version, a
+truncated or garbage file, a file with planted triggers, or anything that is not a regular file
+at its path is thrown away and rebuilt from the shards, and nothing in it runs. Processes that
+share it (sessions, the CLI, an import) at once, or one killed in the middle of a fold, leave
+it showing exactly what the shards hold."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.mesh import ROOT, subprocess_env, wait_until
+from noon.config import Settings
+from noon.core.ops import Draft
+from noon.graph.model import Graph
+from noon.kg.graph import View
+from noon.store.readmodel.schema import SCHEMA_VERSION
+from noon.store.store import Store, read_model_path
+from tests.harness.oracle import fold_of_dir, observe
+
+NS = "default"
+
+
+def settings(d: Path, node: str = "n1") -> Settings:
+    return Settings.from_env({}, dir=d, node_id=node, fsync=False, compact_after=0)
+
+
+def fill(d: Path, count: int, node: str = "n1") -> Store:
+    store = Store(settings(d, node))
+    for i in range(count):
+        store.write(lambda g, i=i: [Draft(("content", NS, f"m{i}"), {"text": f"memory {i}"})])
+    return store
+
+
+def as_the_shards_say(d: Path) -> None:
+    """A new process's view through the read model equals a fresh fold of the shard files."""
+    fold = fold_of_dir(d)
+    expected = observe(Graph(fold), View(fold, NS), fold)
+    store = Store(settings(d, "checker"))
+    with store.lock, store.graph.reading():
+        assert observe(store.graph, store.kg(NS), store.fold) == expected
+
+
+def test_a_file_from_another_schema_version_is_rebuilt(noon_dir: Path, caplog) -> None:
+    fill(noon_dir, 5).close()
+    with sqlite3.connect(read_model_path(noon_dir)) as db:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION - 1,))
+    as_the_shards_say(noon_dir)
+    assert "rebuilt from the shards" in caplog.text
+
+
+def test_a_truncated_file_is_rebuilt(noon_dir: Path) -> None:
+    store = fill(noon_dir, 300)
+    store.close()
+    path = read_model_path(noon_dir)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    os.truncate(path, path.stat().st_size // 2)
+    as_the_shards_say(noon_dir)
+
+
+@pytest.mark.parametrize("planted", ["garbage", "trigger", "symlink", "directory", "fifo"])
+def test_a_planted_file_is_never_trusted_nor_run(noon_dir: Path, planted: str) -> None:
+    fill(noon_dir, 3).close()
+    path = read_model_path(noon_dir)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    outside = noon_dir.parent / "outside.txt"
+    outside.write_text("not noon's\n")
+    if planted == "garbage":
+        path.write_bytes(b"SQLite format 3\x00" + os.urandom(4096))
+    elif planted == "trigger":  # the right schema, plus a trigger that would act on every fold
+        Store(settings(noon_dir, "builder")).close()
+        with sqlite3.connect(path) as db:
+            db.execute("DELETE FROM shards")
+            db.execute("CREATE TABLE pwned (x)")
+            db.execute(
+                "CREATE TRIGGER spy AFTER INSERT ON ops BEGIN INSERT INTO pwned VALUES (1); END"
+            )
+    elif planted == "symlink":
+        path.symlink_to(outside)
+    elif planted == "directory":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+    started = time.monotonic()
+    as_the_shards_say(noon_dir)
+    assert time.monotonic() - started < 30  # a FIFO is never opened (it would block)
+    assert outside.read_text() == "not noon's\n"
+    assert path.is_file() and not path.is_symlink()
+    with sqlite3.connect(path) as db:
+        names = {n for (n,) in db.execute("SELECT name FROM sqlite_master")}
+    assert "pwned" not in names and "spy" not in names
+
+
+WRITER = r"""
+import sys
+from pathlib import Path
+from noon.config import Settings
+from noon.core.ops import Draft
+from noon.store.store import Store
+d, node, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+store = Store(Settings.from_env({}, dir=d, node_id=node, fsync=False, compact_after=200))
+for i in range(count):
+    store.write(lambda g, i=i: [Draft(("content", "default", f"{node}-{i}"), {"text": str(i)})])
+    print(f"{node}-{i}", flush=True)
+"""
+
+
+@pytest.mark.integration
+def test_writers_readers_the_cli_and_an_import_share_one_file_at_once(
+    noon_dir: Path, tmp_path: Path
+) -> None:
+    official = tmp_path / "memory.jsonl"
+    official.write_text(
+        "\n".join(
+            json.dumps({"type": "entity", "name": f"e{i}", "entityType": "t", "observations": []})
+            for i in range(400)
+        )
+    )
+    env = subprocess_env(NOON_DIR=str(noon_dir), NOON_NODE_ID="n1", NOON_FSYNC="false")
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(noon_dir), f"w{i}", "150"],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=env,
+        )
+        for i in range(2)
+    ]
+    importer = subprocess.Popen(
+        [sys.executable, "-m", "noon", "import", str(official)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
+    readers = 0
+    while any(p.poll() is None for p in (*writers, importer)):
+        out = subprocess.run(
+            [sys.executable, "-m", "noon", "log", "-n", "3"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=env,
+            timeout=60,
+        )
+        assert out.returncode == 0, out.stderr
+        readers += 1
+    acked = [line.strip() for p in writers for line in p.communicate(timeout=60)[0].splitlines()]
+    assert all(p.returncode == 0 for p in writers)
+    assert importer.wait(timeout=60) == 0, importer.stderr.read() if importer.stderr else ""
+    assert readers >= 1 and len(acked) == 300
+    store = Store(settings(noon_dir, "checker"))
+    with store.lock, store.graph.reading():
+        for name in acked:
+            assert store.graph.content(NS, name) is not None, name
+        assert len(store.kg(NS).entity_names()) == 400
+    as_the_shards_say(noon_dir)
+
+
+FOLDER = r"""
+import sys
+from pathlib import Path
+from noon.config import Settings
+from noon.store.store import Store
+Store(Settings.from_env({}, dir=Path(sys.argv[1]), node_id="folder"))
+"""
+
+
+@pytest.mark.integration
+def test_a_fold_killed_mid_transaction_leaves_nothing_half_done(noon_dir: Path) -> None:
+    lines = []
+    for i in range(1, 120_001):
+        stamp = (1_700_000_000_000 << 16) + i
+        lines.append(
+            f'{{"v":1,"node":"big","seq":{i},"hlc":{stamp},"el":["content","default",'
+            f'"m{i % 40_000}"],"val":{{"text":"memory {i}"}}}}'
+        )
+    (noon_dir / "big.jsonl").write_text("\n".join(lines) + "\n")
+    path = read_model_path(noon_dir)
+    wal = Path(f"{path}-wal")
+    for attempt in range(3):  # kill it at different points of the cold fold
+        proc = subprocess.Popen(
+            [sys.executable, "-c", FOLDER, str(noon_dir)], cwd=ROOT, env=subprocess_env()
+        )
+        written = 200_000 * (attempt + 1)
+        wait_until(
+            lambda written=written: wal.exists() and wal.stat().st_size > written,
+            timeout=120,
+            what="the fold to be writing",
+        )
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    as_the_shards_say(noon_dir)
