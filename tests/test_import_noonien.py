@@ -17,8 +17,8 @@ from mcp import Client
 
 from noon.cli import main
 from noon.config import Settings
-from noon.kg.live import read
 from noon.mcp.server import create_server
+from noon.store.access import kg_read
 from noon.store.store import Store
 from noon.transfer.noonien import NoonienOp, fold
 from noon.transfer.noonien import read as read_shards
@@ -33,7 +33,7 @@ def _noon(d: Path, *args: str) -> int:
 def _graph(d: Path, namespace: str = "default") -> dict[str, Any]:
     store = Store(Settings.from_env({}, dir=d, node_id="n1"))
     try:
-        return read(store, namespace, lambda view: view.graph())
+        return kg_read(store, namespace, lambda view: view.graph())
     finally:
         store.close()
 

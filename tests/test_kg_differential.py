@@ -24,7 +24,7 @@ from bench.mesh import ROOT, subprocess_env
 from bench.pipe import PipeClient
 from noon.cli import main
 from noon.config import Settings
-from noon.kg.live import read
+from noon.store.access import kg_read
 from noon.store.store import Store
 from noon.transfer import official as official_format
 
@@ -54,7 +54,7 @@ def _files_agree() -> None:
     """The official server's memory.jsonl equals what ``noon export`` writes for noon's graph."""
     d = DIFF_DIR[0]
     store = Store(Settings.from_env({}, dir=d / "noon", node_id="n1"))
-    ours = official_format.render(read(store, "default", lambda view: view.graph()))
+    ours = official_format.render(kg_read(store, "default", lambda view: view.graph()))
     theirs = (d / "memory.jsonl").read_text(encoding="utf-8")
     assert ours == theirs
 

@@ -19,9 +19,9 @@ from noon.core.fold import Fold
 from noon.core.ops import decode
 from noon.kg import plan
 from noon.kg.graph import View
-from noon.kg.live import mutate, read
 from noon.kg.uri import render_entity, render_index
 from noon.mcp.server import create_server
+from noon.store.access import kg_mutate, kg_read
 from noon.store.store import Store
 from tests.harness.mcp import make_settings, make_store
 from tests.harness.oracle import fold_of_dir
@@ -116,11 +116,11 @@ def _store(d: Path, node: str, clock: list[int]) -> Store:
 
 
 def _do(store: Store, planner: Any, arg: Any) -> Any:
-    return mutate(store, "default", planner, arg, "test")
+    return kg_mutate(store, "default", planner, arg, "test")
 
 
 def _graph(store: Store) -> dict[str, Any]:
-    return read(store, "default", lambda view: view.graph())
+    return kg_read(store, "default", lambda view: view.graph())
 
 
 def test_entity_listed_twice_in_one_call_is_created_once(tmp_path: Path) -> None:
@@ -336,7 +336,7 @@ def test_the_read_model_answers_as_an_in_memory_fold(
         fresh = View(fold_of_dir(d / "a"), "default")
         assert _graph(store) == fresh.graph()
         for q in queries:
-            assert read(store, "default", lambda v, q=q: v.search(q)) == fresh.search(q)
+            assert kg_read(store, "default", lambda v, q=q: v.search(q)) == fresh.search(q)
 
 
 def test_entity_from_a_replica_with_older_stamps_takes_its_place_in_order(tmp_path: Path) -> None:

@@ -28,10 +28,9 @@ from noon.core.hlc import pack
 from noon.core.ops import Draft, encode
 from noon.graph import plan
 from noon.graph.uri import parse
-from noon.kg import live
 from noon.kg import plan as kg_plan
-from noon.mcp.graph_service import service
 from noon.store import peerstate
+from noon.store.access import kg_mutate, service
 from noon.store.store import Store
 
 pytestmark = pytest.mark.integration
@@ -416,14 +415,14 @@ def memories(d: Path) -> str:
         lambda g: ([plan.set_text("default", agent, "The agent prefers green tea.")], None),
         "cursor",
     )
-    live.mutate(
+    kg_mutate(
         laptop,
         "default",
         kg_plan.create_entities,
         [{"name": "Alice", "entityType": "person", "observations": ["likes tea", "lives in Oslo"]}],
         "opencode",
     )
-    live.mutate(
+    kg_mutate(
         laptop,
         "default",
         kg_plan.create_relations,

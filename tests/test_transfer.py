@@ -17,8 +17,8 @@ from mcp import Client
 from noon.cli import main
 from noon.config import Settings
 from noon.kg import plan
-from noon.kg.live import mutate, read
 from noon.mcp.server import create_server
+from noon.store.access import kg_mutate, kg_read
 from noon.store.store import Store
 from noon.transfer.nocturne import node_id
 from tests.harness.mcp import Recorder, make_settings
@@ -119,7 +119,7 @@ def test_legacy_memory_json_both_shapes(tmp_path: Path) -> None:
     lines = tmp_path / "old.json"
     lines.write_text(_official_text(OFFICIAL_LINES[1:2]) + "\n")
     assert _noon(d, "import", str(lines)) == 0
-    graph = read(_store(d), "default", lambda view: view.graph())
+    graph = kg_read(_store(d), "default", lambda view: view.graph())
     assert [e["name"] for e in graph["entities"]] == ["A", "Bob"]
     assert graph["relations"] == [{"from": "A", "to": "A", "relationType": "self"}]
 
@@ -133,8 +133,8 @@ def test_import_into_a_namespace_and_existing_names_are_kept(tmp_path: Path) -> 
     other.write_text(_official_text([{**OFFICIAL_LINES[0], "observations": ["different"]}]))
     assert _noon(d, "import", str(other), "--namespace", "work") == 0
     store = _store(d)
-    assert read(store, "default", lambda view: view.graph())["entities"] == []
-    work = read(store, "work", lambda view: view.graph())["entities"]
+    assert kg_read(store, "default", lambda view: view.graph())["entities"] == []
+    work = kg_read(store, "work", lambda view: view.graph())["entities"]
     assert work[0]["observations"] == OFFICIAL_LINES[0]["observations"]
 
 
@@ -153,7 +153,7 @@ def test_large_import_shows_progress(tmp_path: Path, capsys: pytest.CaptureFixtu
     captured = capsys.readouterr()
     assert "Imported 6000 of 6000 entities" in captured.out
     assert "importing" in captured.err
-    assert len(read(_store(d), "default", lambda view: view.graph())["entities"]) == 6000
+    assert len(kg_read(_store(d), "default", lambda view: view.graph())["entities"]) == 6000
 
 
 def test_noon_format_is_lossless_and_idempotent(
@@ -163,7 +163,7 @@ def test_noon_format_is_lossless_and_idempotent(
     src = tmp_path / "memory.jsonl"
     src.write_text(_official_text(OFFICIAL_LINES))
     _noon(a, "import", str(src))
-    mutate(
+    kg_mutate(
         _store(a),
         "default",
         plan.add_observations,

@@ -15,7 +15,7 @@ from typing import Any
 
 from mcp import Client
 
-from noon.mcp.graph_service import GraphService, service
+from noon.store.access import GraphService, service
 from noon.store.store import Store
 from tests.harness.uri import Session, make_server, open_store
 

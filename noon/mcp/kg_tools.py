@@ -14,9 +14,9 @@ import anyio.to_thread
 
 from noon.kg import plan
 from noon.kg.graph import KgReader
-from noon.kg.live import mutate, read
 from noon.kg.text import pretty
 from noon.mcp.spec import Family, ResourceSpec, ToolContext, ToolResult, Tools, tool_hints
+from noon.store.access import kg_mutate, kg_read
 
 GRAPH_URI = "memory://knowledge-graph"
 
@@ -102,14 +102,14 @@ async def _mutate(ctx: ToolContext, planner: Planner, arg: Any) -> Any:
     """Plan and write one batch off the event loop (it fsyncs); notify subscribers after.
     A refusal (``KGError``: an unknown entity, an over-long name) writes nothing."""
     result = await anyio.to_thread.run_sync(
-        lambda: mutate(ctx.store, ctx.namespace, planner, arg, ctx.client)
+        lambda: kg_mutate(ctx.store, ctx.namespace, planner, arg, ctx.client)
     )
     await ctx.changed()
     return result
 
 
 async def _read(ctx: ToolContext, fn: Callable[[KgReader], Any]) -> Any:
-    return await anyio.to_thread.run_sync(lambda: read(ctx.store, ctx.namespace, fn))
+    return await anyio.to_thread.run_sync(lambda: kg_read(ctx.store, ctx.namespace, fn))
 
 
 @tools.tool(
@@ -332,7 +332,7 @@ async def open_nodes(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 
 def read_graph_resource(ctx: ToolContext) -> str:
-    return pretty(read(ctx.store, ctx.namespace, lambda view: view.graph()))
+    return pretty(kg_read(ctx.store, ctx.namespace, lambda view: view.graph()))
 
 
 FAMILY = Family(

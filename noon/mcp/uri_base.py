@@ -23,8 +23,8 @@ from noon.errors import NoonError
 from noon.graph.plan import GraphError
 from noon.graph.quote import QuoteError
 from noon.graph.uri import UriError
-from noon.mcp.graph_service import GraphService, service
 from noon.mcp.spec import ToolContext, ToolResult, Tools
+from noon.store.access import GraphService, service
 
 
 class ToolInputError(NoonError, ValueError):

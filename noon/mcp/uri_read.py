@@ -11,10 +11,10 @@ from noon.graph.plan import GraphError
 from noon.graph.reader import live_text, version_id
 from noon.graph.search import snippet
 from noon.graph.uri import node_view
-from noon.mcp.graph_service import GraphService
 from noon.mcp.spec import ToolContext, Tools, tool_hints
 from noon.mcp.uri_base import Args, Out, Reply, UriText, uri_tool
 from noon.mcp.uri_views import VIEWS, read
+from noon.store.access import GraphService
 
 tools = Tools()
 READS = tool_hints(read_only=True, destructive=False, idempotent=True)

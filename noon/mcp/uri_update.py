@@ -16,7 +16,6 @@ from noon.graph.quote import QuoteError, append_text
 from noon.graph.reader import GraphReader, version_id
 from noon.graph.uri import Uri
 from noon.graph.views import when
-from noon.mcp.graph_service import GraphService
 from noon.mcp.spec import ToolContext, Tools, tool_hints
 from noon.mcp.uri_base import (
     Args,
@@ -30,6 +29,7 @@ from noon.mcp.uri_base import (
     Version,
     uri_tool,
 )
+from noon.store.access import GraphService
 
 tools = Tools()
 NOTICE_PREVIEW = 160

@@ -15,8 +15,8 @@ from noon.graph import plan, views
 from noon.graph.plan import GraphError
 from noon.graph.uri import SYSTEM, Uri, node_view, parse
 from noon.kg import uri as kg_uri
-from noon.mcp.graph_service import GraphService, service
 from noon.mcp.spec import ResourceSpec, ToolContext
+from noon.store.access import GraphService, service
 
 RECENT_DEFAULT = 10
 RECENT_MAX = 100

@@ -16,7 +16,6 @@ from noon.graph import plan, views
 from noon.graph.reader import GraphReader, live_text, version_id
 from noon.graph.search import tokens
 from noon.graph.uri import Uri, parse
-from noon.mcp.graph_service import GraphService
 from noon.mcp.spec import ToolContext, Tools, tool_hints
 from noon.mcp.uri_base import (
     Args,
@@ -30,6 +29,7 @@ from noon.mcp.uri_base import (
     Version,
     uri_tool,
 )
+from noon.store.access import GraphService
 
 tools = Tools()
 SIMILAR_WORDS = 40

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from noon.config import add_store_flags, settings_from
-from noon.kg.live import read
+from noon.store.access import kg_read
 from noon.store.store import Store
 from noon.transfer import noon_format, official
 
@@ -50,6 +50,6 @@ def run(args: argparse.Namespace) -> int:
         lines = list(noon_format.export_lines(store))
         _write((line + b"\n" for line in lines), args.output)
         return 0
-    graph = read(store, settings.namespace, lambda view: view.graph())
+    graph = kg_read(store, settings.namespace, lambda view: view.graph())
     _write([official.render(graph).encode("utf-8", "surrogatepass")], args.output)
     return 0

@@ -18,7 +18,7 @@ from noon.core.elements import WRITTEN, boot_key, content_key, edge_key, keyword
 from noon.core.ops import Draft, Key
 from noon.graph.reader import GraphReader
 from noon.kg import plan
-from noon.kg.live import mutate
+from noon.store.access import kg_mutate
 from noon.store.store import Store
 from noon.transfer.nocturne import NocturneData, Version
 from noon.transfer.nocturne_boot import BootPlan
@@ -60,11 +60,11 @@ def import_official(store: Store, namespace: str, graph: OfficialGraph, source: 
     made_e = made_r = 0
     with _bar(total, "importing") as bar:
         for chunk in _chunks(graph.entities):
-            created = mutate(store, namespace, plan.create_entities, chunk, CLIENT)
+            created = kg_mutate(store, namespace, plan.create_entities, chunk, CLIENT)
             made_e += len(created)  # type: ignore[arg-type]
             bar.update(len(chunk))
         for chunk in _chunks(graph.relations):
-            created = mutate(store, namespace, plan.create_relations, chunk, CLIENT)
+            created = kg_mutate(store, namespace, plan.create_relations, chunk, CLIENT)
             made_r += len(created)  # type: ignore[arg-type]
             bar.update(len(chunk))
     return (
