@@ -7,5 +7,6 @@
   ``instructions``.
 - ``server``: the SDK server (validation, notifications); ``validation``: argument checks.
 - ``command``: the CLI; ``http_app``, ``http_guard``, ``http_limits``: serving over HTTP.
-- ``graph_service``: the URI graph kept current for the tools.
+
+Tools read and write the graphs through :mod:`noon.store.access`.
 """
