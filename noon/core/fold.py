@@ -26,7 +26,7 @@ is raised and the op is not applied.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from noon.core.ops import Key, Op, OpId
 from noon.errors import NoonError
@@ -84,7 +84,24 @@ def pick_winner(heads: Iterable[Op]) -> Op:
     return max(live or heads, key=order)
 
 
-class Element:
+class Folded:
+    """What a folded element answers from its winner and heads, wherever it is held (here, or
+    in the read model)."""
+
+    __slots__ = ()
+    winner: Op
+    heads: Mapping[OpId, Op]
+
+    @property
+    def deleted(self) -> bool:
+        return self.winner.val is None
+
+    @property
+    def conflicted(self) -> bool:
+        return len(self.heads) > 1
+
+
+class Element(Folded):
     """The folded state of one element key."""
 
     __slots__ = ("heads", "named", "versions", "winner")
@@ -96,14 +113,6 @@ class Element:
         self.versions: list[Op] = [op]
         if op.id in self.named:  # names itself: a hostile cycle
             self._recompute()
-
-    @property
-    def deleted(self) -> bool:
-        return self.winner.val is None
-
-    @property
-    def conflicted(self) -> bool:
-        return len(self.heads) > 1
 
     def add(self, op: Op) -> None:
         self.versions.append(op)

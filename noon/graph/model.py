@@ -23,13 +23,7 @@ from dataclasses import dataclass, field
 from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, content_key, edge_key
 from noon.core.fold import Element, Fold
 from noon.core.ops import Key
-from noon.graph.reader import (
-    MAX_URIS,
-    Placement,
-    closure,
-    placements_of,
-    walk_uris,
-)
+from noon.graph.reader import Placement, Walks, placements_of
 from noon.graph.uri import Uri, is_root, root, root_domain
 
 DEFAULT_DOMAIN = "core"
@@ -50,7 +44,7 @@ class NsGraph:
     glossary_version: int = 0
 
 
-class Graph:
+class Graph(Walks):
     """Derived URI-graph indexes over a fold, for every namespace (a
     :class:`~noon.graph.reader.GraphReader`)."""
 
@@ -190,23 +184,6 @@ class Graph:
         g = self.spaces.get(namespace)
         ps = g.parents.get(node, {}) if g else {}
         return sorted(ps.values(), key=lambda p: (p.parent, p.name))
-
-    def uris(self, namespace: str, node: str, limit: int = MAX_URIS) -> list[tuple[Uri, int]]:
-        """URIs of ``node`` with the priority of their last placement, best first."""
-        return walk_uris(lambda n: self.placements(namespace, n), node, limit)
-
-    def primary_uri(self, namespace: str, node: str) -> Uri | None:
-        us = self.uris(namespace, node)
-        return us[0][0] if us else None
-
-    def subtree(self, namespace: str, node: str) -> list[str]:
-        """``node`` and every node below it (each once)."""
-        return closure(lambda n: (p.child for p in self.children(namespace, n)), node)
-
-    def is_ancestor(self, namespace: str, maybe_ancestor: str, node: str) -> bool:
-        """True when ``maybe_ancestor`` is ``node`` or above it through any placement."""
-        up = closure(lambda n: (p.parent for p in self.placements(namespace, n)), node)
-        return maybe_ancestor in up
 
     def memory_nodes(self, namespace: str) -> Iterator[str]:
         """Every node with a content element, live or deleted, sorted."""

@@ -83,6 +83,34 @@ class GraphReader(Protocol):
     def conflicts(self, namespace: str) -> Sequence[tuple[Key, ElementLike]]: ...
 
 
+class Walks:
+    """The answers every reader derives the same way from its ``placements`` (a node's incoming
+    edges, sorted by parent and name) and ``children``."""
+
+    def placements(self, namespace: str, node: str) -> list[Placement]:
+        raise NotImplementedError
+
+    def children(self, namespace: str, node: str) -> list[Placement]:
+        raise NotImplementedError
+
+    def uris(self, namespace: str, node: str, limit: int = MAX_URIS) -> list[tuple[Uri, int]]:
+        """URIs of ``node`` with the priority of their last placement, best first."""
+        return walk_uris(lambda n: self.placements(namespace, n), node, limit)
+
+    def primary_uri(self, namespace: str, node: str) -> Uri | None:
+        us = self.uris(namespace, node)
+        return us[0][0] if us else None
+
+    def subtree(self, namespace: str, node: str) -> list[str]:
+        """``node`` and every node below it (each once)."""
+        return closure(lambda n: (p.child for p in self.children(namespace, n)), node)
+
+    def is_ancestor(self, namespace: str, maybe_ancestor: str, node: str) -> bool:
+        """True when ``maybe_ancestor`` is ``node`` or above it through any placement."""
+        up = closure(lambda n: (p.parent for p in self.placements(namespace, n)), node)
+        return maybe_ancestor in up
+
+
 def version_id(op: Op) -> str:
     return f"{op.node}:{op.seq}"
 

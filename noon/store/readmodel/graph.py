@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from noon.core.elements import CONTENT, EDGE, content_key, edge_key
 from noon.core.ops import Key
 from noon.graph.model import DEFAULT_DOMAIN
-from noon.graph.reader import MAX_URIS, Placement, closure, walk_uris
+from noon.graph.reader import Placement, Walks
 from noon.graph.uri import Uri, is_root, root, root_domain
 from noon.store.readmodel.rows import key_of
 from noon.store.readmodel.state import Database, StoredElement, load_element
@@ -24,7 +24,7 @@ from noon.store.readmodel.state import Database, StoredElement, load_element
 _PLACEMENT = "parent, name, key_name, child, priority, disclosure"
 
 
-class SqlGraph:
+class SqlGraph(Walks):
     def __init__(self, db: Database) -> None:
         self._db = db
         self._up: dict[tuple[str, str], list[Placement]] | None = None
@@ -137,20 +137,6 @@ class SqlGraph:
             up.setdefault((namespace, pl.child), []).append(pl)
         self._up.update(up)
         self._whole.add(namespace)
-
-    def uris(self, namespace: str, node: str, limit: int = MAX_URIS) -> list[tuple[Uri, int]]:
-        return walk_uris(lambda n: self.placements(namespace, n), node, limit)
-
-    def primary_uri(self, namespace: str, node: str) -> Uri | None:
-        us = self.uris(namespace, node)
-        return us[0][0] if us else None
-
-    def subtree(self, namespace: str, node: str) -> list[str]:
-        return closure(lambda n: (p.child for p in self.children(namespace, n)), node)
-
-    def is_ancestor(self, namespace: str, maybe_ancestor: str, node: str) -> bool:
-        up = closure(lambda n: (p.parent for p in self.placements(namespace, n)), node)
-        return maybe_ancestor in up
 
     def memory_nodes(self, namespace: str) -> Iterator[str]:
         """Every node with a content element, live or deleted, sorted."""

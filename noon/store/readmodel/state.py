@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Iterator, Mapping
 from typing import Protocol
 
+from noon.core.fold import Folded
 from noon.core.ops import Key, Op, OpId
 from noon.store.readmodel.rows import ROW, key_of, key_text, op_of
 
@@ -25,7 +26,7 @@ class Database(Protocol):
     def conn(self) -> sqlite3.Connection: ...
 
 
-class StoredElement:
+class StoredElement(Folded):
     __slots__ = ("_conn", "_versions", "eid", "heads", "key", "winner")
 
     def __init__(
@@ -37,14 +38,6 @@ class StoredElement:
         self.winner = winner
         self.heads = heads
         self._versions: list[Op] | None = None
-
-    @property
-    def deleted(self) -> bool:
-        return self.winner.val is None
-
-    @property
-    def conflicted(self) -> bool:
-        return len(self.heads) > 1
 
     @property
     def versions(self) -> list[Op]:
