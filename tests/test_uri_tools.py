@@ -529,3 +529,17 @@ async def test_a_memory_deleted_on_one_machine_keeps_its_history_under_its_old_u
     assert hist["memory_id"] == node and len(hist["versions"]) == 3
     assert "not found" in await s.fail("read_memory", uri="core://gone")
     assert "not found" in await s.fail("read_memory", uri="system://history/core://never")
+
+
+@mcp_test
+async def test_search_ranks_with_bm25_and_finds_cjk_text(s: Session) -> None:
+    await s.create("core://", "memory", "记忆系统把每台机器的笔记同步起来。", disclosure="同步")
+    await s.create("core://", "tea", "用户早上喝绿茶。")
+    await s.create("core://", "mixed", "The sync of 记忆 happens on every machine; sync sync.")
+    _, data = await s.call("search_memory", query="记忆")
+    assert {r["uri"] for r in data["results"]} == {"core://memory", "core://mixed"}
+    _, data = await s.call("search_memory", query="绿茶")
+    assert [r["uri"] for r in data["results"]] == ["core://tea"]
+    _, data = await s.call("search_memory", query="sync")
+    # BM25: the memory saying "sync" three times in a short text ranks first
+    assert [r["uri"] for r in data["results"]][0] == "core://mixed"
