@@ -88,8 +88,8 @@ def similar(svc: GraphService, ns: str, node: str, title: str, content: str) -> 
     def accept(n: str) -> bool:
         return n != node and g.is_live(ns, n) and bool(g.uris(ns, n, 1))
 
-    hits = svc.search.search(ns, " ".join(words), 3, accept)
-    return [str(g.uris(ns, h.node)[0][0]) for h in hits if len(h.matched) * 2 >= len(words)]
+    hits = svc.search.related(ns, words, 3, accept)
+    return [str(g.uris(ns, h.node)[0][0]) for h in hits]
 
 
 @uri_tool(

@@ -18,6 +18,7 @@ from noon.core.ops import Key
 from noon.graph.model import DEFAULT_DOMAIN
 from noon.graph.reader import Placement, Walks
 from noon.graph.uri import Uri, is_root, root, root_domain
+from noon.store.readmodel.documents import by_parent
 from noon.store.readmodel.rows import key_of
 from noon.store.readmodel.state import Database, StoredElement, load_element
 
@@ -112,14 +113,14 @@ class SqlGraph(Walks):
                 return found
             if namespace in self._whole:
                 return []
-        rows = [
+        rows = by_parent(
             Placement(*row)
             for row in self.conn.execute(
-                f"SELECT {_PLACEMENT} FROM placements WHERE ns = ? AND child = ? "
-                "ORDER BY parent, name",
+                f"SELECT {_PLACEMENT} FROM placements INDEXED BY placements_by_child "
+                "WHERE ns = ? AND child = ?",
                 (namespace, node),
             )
-        ]
+        )
         if cache is not None:
             cache[(namespace, node)] = rows
         return rows

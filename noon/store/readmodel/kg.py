@@ -105,12 +105,14 @@ class SqlKg:
                 if row[0] in wanted or row[1] in wanted:
                     rows[row[:4]] = row
         for name in sorted(wanted) if len(wanted) <= FEW else ():
-            for row in self.conn.execute(
-                f"SELECT src, dst, rtype, slot, {_ORDER} FROM relations "
-                "WHERE ns = ? AND (src = ? OR dst = ?)",
-                (self.ns, name, name),
-            ):
-                rows[row[:4]] = row
+            for end in ("src", "dst"):  # one index each: an OR would scan the namespace
+                for row in self.conn.execute(
+                    f"SELECT src, dst, rtype, slot, {_ORDER} FROM relations "
+                    f"{'' if end == 'src' else 'INDEXED BY relations_by_dst '}"
+                    f"WHERE ns = ? AND {end} = ?",
+                    (self.ns, name),
+                ):
+                    rows[row[:4]] = row
         ordered = sorted(rows.values(), key=lambda r: (r[4], r[5], r[6]))
         return [rel_key(self.ns, r[0], r[1], r[2], int(r[3])) for r in ordered]
 

@@ -19,6 +19,11 @@ from noon.store.readmodel.state import Database
 
 WEIGHTS = "1.0, 2.0, 1.5, 2.0"
 MAX_TERMS = 64
+PROBE_WORDS = 6
+"""Words of a new memory looked up to find others like it: its longest (long words are rarer)."""
+PROBE_CANDIDATES = 200
+"""Memories holding one of them that are compared, the newest first: the cost of the check has
+this bound, whatever the size of the store."""
 
 
 @dataclass(frozen=True)
@@ -88,3 +93,40 @@ class Search:
         )
         while rows := cursor.fetchmany(32):
             yield from rows
+
+    def related(
+        self,
+        namespace: str,
+        words: list[str],
+        limit: int,
+        accept: Callable[[str], bool] | None = None,
+    ) -> list[Hit]:
+        """Memories holding at least half of ``words`` (a new memory's), most shared first: the
+        duplicate hint of ``create_memory``. The candidates hold one of the longest words and
+        are at most :data:`PROBE_CANDIDATES`, the newest first, so a write never scans the
+        store; in a store where even those words are everywhere, an older duplicate can go
+        unnoticed (the hint is advice, never a refusal)."""
+        probe = sorted(dict.fromkeys(words), key=len, reverse=True)[:PROBE_WORDS]
+        if not probe:
+            return []
+        rows = self.conn.execute(
+            "SELECT m.node, m.text || ' ' || f.uri || ' ' || f.disclosure || ' ' || f.keywords "
+            "FROM memory_fts f JOIN memories m ON m.id = f.rowid "
+            "WHERE memory_fts MATCH ? AND m.ns = ? AND m.deleted = 0 "
+            "ORDER BY f.rowid DESC LIMIT ?",
+            (" OR ".join(_quoted(w) for w in probe), namespace, PROBE_CANDIDATES),
+        ).fetchall()
+        scored = []
+        for node, doc in rows:
+            flat, held = doc.casefold(), set(tokens(doc))
+            found = tuple(w for w in words if _holds(held, flat, w))
+            if len(found) * 2 >= len(words):
+                scored.append(Hit(node, float(len(found)), found))
+        scored.sort(key=lambda h: (-h.score, h.node))
+        hits = []
+        for hit in scored:  # the placement check last: it is the costly one
+            if accept is None or accept(hit.node):
+                hits.append(hit)
+                if len(hits) >= limit:
+                    break
+        return hits
