@@ -1,6 +1,6 @@
 """Private CA and node certificates for noon's mutual-TLS replication.
 
-Model (see DESIGN.md, "Replication"): one private CA per person; every machine (node) holds a key
+Model (PROTOCOL.md §2): one private CA per person; every machine (node) holds a key
 and a certificate signed by that CA whose subject CN is the node id. Both sides of a connection
 present their certificate (mTLS) and the peer's identity is the CN, read with `peer_node_id`.
 
@@ -16,13 +16,10 @@ Revocation is by node id list elsewhere (no CRLs here).
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import ipaddress
-import os
 import re
 import ssl
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,6 +31,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from noon.errors import NoonError
+from noon.store.shard import write_file
 
 __all__ = [
     "CA_CERT_NAME",
@@ -263,22 +261,6 @@ def _common_name(name: x509.Name) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _atomic_write(path: Path, data: bytes, mode: int) -> None:
-    """Write `data` to `path` via a temp file in the same directory, created with `mode`."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM,
@@ -350,8 +332,8 @@ def init_ca(
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
-    _atomic_write(paths.key, _key_pem(key), 0o600)
-    _atomic_write(paths.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    write_file(paths.key, _key_pem(key), mode=0o600)
+    write_file(paths.cert, cert.public_bytes(serialization.Encoding.PEM))
     return paths
 
 
@@ -478,10 +460,10 @@ def issue_node_cert(
         )
         .sign(ca_key, hashes.SHA256())
     )
-    _atomic_write(paths.key, _key_pem(key), 0o600)
-    _atomic_write(paths.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    write_file(paths.key, _key_pem(key), mode=0o600)
+    write_file(paths.cert, cert.public_bytes(serialization.Encoding.PEM))
     if copy_ca:
-        _atomic_write(paths.ca, ca_pem, 0o644)
+        write_file(paths.ca, ca_pem)
     return paths
 
 

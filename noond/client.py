@@ -21,7 +21,7 @@ import orjson
 
 from noon.certs import peer_node_id
 from noon.errors import NoonError
-from noon.store.replica import Checks
+from noon.store.serve import Checks
 from noond.config import PROTOCOL
 from noond.metrics import Metrics
 

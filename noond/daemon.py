@@ -25,8 +25,10 @@ from noon.certs import CertError, cert_info, client_ssl_context, server_ssl_cont
 from noon.config import ConfigError
 from noon.core.ops import valid_node_id
 from noon.names import shard_file
-from noon.store import forgotten, peerstate, replica
-from noon.store.store import ForkDetected, Store
+from noon.store import forgotten, peerstate, receive, serve
+from noon.store.errors import ForkDetected
+from noon.store.shard import HeldLock
+from noon.store.store import Store
 from noond import discovery
 from noond.client import Client, PeerError, Unreachable
 from noond.collection import Collector
@@ -58,7 +60,7 @@ class Daemon:
         )
         self.advertise = config.advertise
         self.membership.self_addresses.add(config.advertise)
-        self._summaries = replica.Summaries(self.dir)
+        self._summaries = serve.Summaries(self.dir)
         self.forks: dict[tuple[str, str], str] = {}
         self._refetching: dict[str, asyncio.Lock] = {}
         """Per shard: a re-fetch under way (two members' exchanges may both find the gap)."""
@@ -128,10 +130,10 @@ class Daemon:
     def ignored(self) -> set[str]:
         return self.revoked | self.departed
 
-    async def summaries(self) -> dict[str, replica.Summary]:
+    async def summaries(self) -> dict[str, serve.Summary]:
         return await asyncio.to_thread(self._held)
 
-    def _held(self) -> dict[str, replica.Summary]:
+    def _held(self) -> dict[str, serve.Summary]:
         # A departed node's shard stays shared (its memories are still yours); a revoked one's
         # is neither listed, served nor pulled.
         out = {}
@@ -143,11 +145,11 @@ class Daemon:
                 out[node] = s
         return out
 
-    async def summary(self, node: str) -> replica.Summary:
+    async def summary(self, node: str) -> serve.Summary:
         return await asyncio.to_thread(self._summaries.get, node)
 
     @staticmethod
-    def root(summaries: dict[str, replica.Summary]) -> str:
+    def root(summaries: dict[str, serve.Summary]) -> str:
         h = hashlib.sha256()
         for node in sorted(summaries):
             s = summaries[node]
@@ -300,7 +302,7 @@ class Daemon:
                 log.error("peer %s is incompatible: %s", member.node, exc)
             else:
                 log.warning("exchange with %s failed: %s", member.node, exc)
-        except replica.ReplicaError as exc:
+        except receive.ReplicaError as exc:
             member.error = f"sent invalid ops: {exc}"
             self.metrics.exchanges.labels("invalid").inc()
             log.warning("peer %s sent invalid ops, nothing stored: %s", member.node, exc)
@@ -327,11 +329,11 @@ class Daemon:
         for node in sorted(set(local) | set(remote)):
             if node in self.revoked or (m.node, node) in self.forks:
                 continue
-            mine = local.get(node) or replica.Summary(node, 0, 0)
-            theirs = remote.get(node) or replica.Summary(node, 0, 0)
+            mine = local.get(node) or serve.Summary(node, 0, 0)
+            theirs = remote.get(node) or serve.Summary(node, 0, 0)
             try:
                 await self._reconcile(m, node, mine, theirs)
-            except (PeerError, replica.ReplicaError) as exc:
+            except (PeerError, receive.ReplicaError) as exc:
                 # One unusable shard must not keep the member's other shards from syncing.
                 log.warning("shard %s with %s: %s", node, m.node, exc)
                 failure = failure or exc
@@ -340,7 +342,7 @@ class Daemon:
             raise failure
 
     async def _reconcile(
-        self, m: Member, node: str, mine: replica.Summary, theirs: replica.Summary
+        self, m: Member, node: str, mine: serve.Summary, theirs: serve.Summary
     ) -> None:
         floor = forgotten.load(self.dir).floor.get(node, 0)
         if mine.seq < theirs.seq < floor:
@@ -399,12 +401,12 @@ class Daemon:
         if isinstance(members_hash, str):
             m.members_hash = members_hash
 
-    async def _push(self, m: Member, theirs: replica.Summary) -> None:
+    async def _push(self, m: Member, theirs: serve.Summary) -> None:
         """Send our own shard beyond what ``m`` holds, after checking that what it holds is
         our history (same op at its highest seq)."""
         after = theirs.seq
         if after:
-            mine = await asyncio.to_thread(replica.digest_at, self.own, after)
+            mine = await asyncio.to_thread(serve.digest_of, self.own, after)
             if mine is not None and mine != theirs.digest:
                 self.record_fork(
                     m.node,
@@ -418,11 +420,11 @@ class Daemon:
     async def _push_from(self, m: Member, after: int) -> None:
         if (m.node, self.node) in self.forks:
             return
-        check = await asyncio.to_thread(replica.digest_at, self.own, after) if after else None
-        checks = await asyncio.to_thread(replica.recent_digests, self.own, after) if after else []
+        check = await asyncio.to_thread(serve.digest_of, self.own, after) if after else None
+        checks = await asyncio.to_thread(serve.recent_digests, self.own, after) if after else []
         while True:
             page = await asyncio.to_thread(
-                replica.read_after, self.own, after, max_bytes=self.config.page_bytes
+                serve.read_after, self.own, after, max_bytes=self.config.page_bytes
             )
             if not page.ops:
                 return
@@ -452,13 +454,11 @@ class Daemon:
             if not page.more:
                 return
 
-    async def _pull(
-        self, m: Member, node: str, mine: replica.Summary, *, own: bool = False
-    ) -> None:
+    async def _pull(self, m: Member, node: str, mine: serve.Summary, *, own: bool = False) -> None:
         """Fetch ``node``'s ops beyond ours from ``m``, page by page, and append them."""
         after = mine.seq
         check = mine.digest if mine.seq else None
-        held: replica.HeldLock | None = None
+        held: HeldLock | None = None
         if own:
             self.behind = True
             log.warning(
@@ -468,13 +468,13 @@ class Daemon:
                 m.node,
                 after,
             )
-            held = await asyncio.to_thread(replica.HeldLock, self.own)
+            held = await asyncio.to_thread(HeldLock, self.own)
             # A writer may have appended between the summary and the lock: start from the
             # shard as it is now (a reused seq then shows up as a fork, never merged).
             now = await self.summary(self.node)
             after, check = now.seq, (now.digest if now.seq else None)
         local = self.dir / shard_file(node)
-        checks = await asyncio.to_thread(replica.recent_digests, local, after) if after else []
+        checks = await asyncio.to_thread(serve.recent_digests, local, after) if after else []
         try:
             while True:
                 try:
@@ -494,13 +494,13 @@ class Daemon:
                     raise
                 if page.body:
                     ops = await asyncio.to_thread(
-                        replica.parse_ops, page.body, node, max_ops=MAX_OPS_PER_PAGE
+                        receive.parse_ops, page.body, node, max_ops=MAX_OPS_PER_PAGE
                     )
                     if ops and ops[0][1].seq <= after:
                         raise PeerError(f"{m.node} served {node} ops at or below seq {after}")
                     try:
                         done = await asyncio.to_thread(
-                            replica.append,
+                            receive.append,
                             self.dir,
                             node,
                             ops,
@@ -512,7 +512,7 @@ class Daemon:
                     except ForkDetected as exc:
                         self.record_fork(m.node, node, str(exc))
                         return
-                    except replica.SkipsCompacted as exc:
+                    except receive.SkipsCompacted as exc:
                         log.info("pull of %s from %s: %s", node, m.node, exc)
                         await self._refetch(m, node)
                         return
@@ -530,7 +530,7 @@ class Daemon:
 
     async def _refetch(self, m: Member, node: str) -> None:
         """Take ``m``'s whole copy of ``node``'s shard in place of ours (ours lags behind a
-        compaction there: see :class:`replica.SkipsCompacted`). Written to a hidden file first
+        compaction there: see :class:`receive.SkipsCompacted`). Written to a hidden file first
         and swapped in atomically, so a failure leaves our copy as it was."""
         lock = self._refetching.setdefault(node, asyncio.Lock())
         if lock.locked():
@@ -554,7 +554,7 @@ class Daemon:
                     )
                     ops = (
                         await asyncio.to_thread(
-                            replica.parse_ops, page.body, node, max_ops=MAX_OPS_PER_PAGE
+                            receive.parse_ops, page.body, node, max_ops=MAX_OPS_PER_PAGE
                         )
                         if page.body
                         else []
@@ -567,7 +567,7 @@ class Daemon:
                         break
                     after = page.last
             done = await asyncio.to_thread(
-                replica.replace, self.dir, node, fetched, fsync=self.config.store.fsync
+                receive.replace, self.dir, node, fetched, fsync=self.config.store.fsync
             )
             log.warning(
                 "re-fetched the whole shard %s from %s (ours lagged behind a compaction there)%s",
@@ -810,11 +810,11 @@ class Daemon:
             self._store.close()
 
 
-def _parse_listing(obj: dict[str, Any]) -> dict[str, replica.Summary]:
+def _parse_listing(obj: dict[str, Any]) -> dict[str, serve.Summary]:
     entries = obj.get("shards")
     if not isinstance(entries, list) or len(entries) > MAX_LISTING:
         raise PeerError(f"'shards' must be a list of at most {MAX_LISTING} summaries")
-    out: dict[str, replica.Summary] = {}
+    out: dict[str, serve.Summary] = {}
     for e in entries:
         if not isinstance(e, dict):
             raise PeerError("a shard summary is not an object")
@@ -830,7 +830,7 @@ def _parse_listing(obj: dict[str, Any]) -> dict[str, replica.Summary]:
         ):
             raise PeerError(f"invalid shard summary {str(e)[:200]}")
         try:
-            out[node] = replica.Summary(node, seq, int(digest, 16))
+            out[node] = serve.Summary(node, seq, int(digest, 16))
         except ValueError:
             raise PeerError(f"invalid digest in shard summary {str(e)[:200]}") from None
     return out

@@ -17,8 +17,8 @@ from noon.certs import peer_node_id
 from noon.core.ops import valid_node_id
 from noon.errors import NoonError
 from noon.names import shard_file
-from noon.store import replica
-from noon.store.store import ForkDetected
+from noon.store import receive, serve, store
+from noon.store.errors import ForkDetected
 from noond.config import CAPABILITIES, PROTOCOL, parse_address
 
 if TYPE_CHECKING:
@@ -76,8 +76,8 @@ def _checks_param(request: web.Request) -> list[tuple[int, int]]:
     if not raw:
         return []
     pairs = raw.split(",")
-    if len(pairs) > replica.MAX_CHECKS:
-        raise Refused(400, "bad_request", f"at most {replica.MAX_CHECKS} 'checks'")
+    if len(pairs) > serve.MAX_CHECKS:
+        raise Refused(400, "bad_request", f"at most {serve.MAX_CHECKS} 'checks'")
     out = []
     for pair in pairs:
         seq, _, digest = pair.partition(":")
@@ -227,7 +227,14 @@ def build_app(daemon: Daemon) -> web.Application:
 
     async def shards(request: web.Request) -> web.Response:
         summaries = await daemon.summaries()
-        return _json({"shards": [s.as_json() for s in summaries.values()]})
+        return _json(
+            {
+                "shards": [
+                    {"node": s.node, "seq": s.seq, "digest": f"{s.digest:016x}"}
+                    for s in summaries.values()
+                ]
+            }
+        )
 
     async def digest(request: web.Request) -> web.Response:
         summaries = await daemon.summaries()
@@ -251,7 +258,7 @@ def build_app(daemon: Daemon) -> web.Application:
         path = config.store.dir / shard_file(node)
         try:
             page = await asyncio.to_thread(
-                replica.read_after, path, after, max_bytes=limit, check=check, checks=checks
+                serve.read_after, path, after, max_bytes=limit, check=check, checks=checks
             )
         except ForkDetected as exc:
             daemon.record_fork(request.get("caller") or "?", node, str(exc))
@@ -307,9 +314,9 @@ def build_app(daemon: Daemon) -> web.Application:
         metrics.server_received.inc(len(body))
         try:
             ops = await asyncio.to_thread(
-                replica.parse_ops, bytes(body), node, max_ops=MAX_OPS_PER_PUSH
+                receive.parse_ops, bytes(body), node, max_ops=MAX_OPS_PER_PUSH
             )
-        except replica.ReplicaError as exc:
+        except receive.ReplicaError as exc:
             raise Refused(400, "invalid_ops", f"nothing stored: {exc}") from None
         held = (await daemon.summary(node)).seq
         if held < after:
@@ -322,7 +329,7 @@ def build_app(daemon: Daemon) -> web.Application:
         pairs = [(after, check)] if check is not None and after else []
         try:
             await asyncio.to_thread(
-                replica.compare,
+                serve.compare,
                 config.store.dir / shard_file(node),
                 [*pairs, *checks],
                 who="pusher",
@@ -333,12 +340,12 @@ def build_app(daemon: Daemon) -> web.Application:
             raise Refused(409, "fork", message) from None
         try:
             done = await asyncio.to_thread(
-                replica.append, config.store.dir, node, ops, fsync=config.store.fsync
+                receive.append, config.store.dir, node, ops, fsync=config.store.fsync
             )
         except ForkDetected as exc:
             daemon.record_fork(caller or node, node, str(exc))
             raise Refused(409, "fork", str(exc)) from None
-        except replica.SkipsCompacted as exc:
+        except receive.SkipsCompacted as exc:
             # This replica lags behind a compaction of the pusher: it re-fetches the whole
             # shard when it next pulls (PROTOCOL.md §5).
             raise Refused(409, "gap", str(exc), head=held) from None
@@ -348,7 +355,7 @@ def build_app(daemon: Daemon) -> web.Application:
     async def graph(request: web.Request) -> web.Response:
         try:
             return _json(await daemon.graph())
-        except ForkDetected as exc:
+        except store.ForkDetected as exc:
             raise Refused(409, "fork", str(exc)) from None
 
     async def metrics_route(request: web.Request) -> web.Response:

@@ -105,8 +105,11 @@ class Op:
 
 
 def line_digest(line: bytes) -> int:
-    """A 64-bit fingerprint of a line, used to tell a duplicate from a fork. Never zero."""
-    return int.from_bytes(hashlib.blake2b(line, digest_size=8).digest(), "big") or 1
+    """A 64-bit fingerprint of a line, used to tell a duplicate from a fork. Never zero.
+    Trailing ``\r``, ``\n``, tabs and spaces are not part of it (PROTOCOL.md §1.1), so a line
+    with or without its newline has one digest."""
+    body = line.rstrip(b"\r\n\t ")
+    return int.from_bytes(hashlib.blake2b(body, digest_size=8).digest(), "big") or 1
 
 
 def _fail(msg: str) -> OpError:

@@ -24,6 +24,7 @@ from noon.core.collection import Blocker, Frontier, blocker, is_deleted, members
 from noon.core.ops import Key, Op, OpId
 from noon.store import cut, forgotten
 from noon.store.compact import Scan, in_scope, maintenance, rewrite, scan_dir
+from noon.store.lines import Envelope, last_complete
 
 
 @dataclass
@@ -105,15 +106,12 @@ def complete_heads(scans: Mapping[str, Scan]) -> dict[str, int]:
     so it never counts as held)."""
     heads: dict[str, int] = {}
     for lines, _, _ in scans.values():
-        pending: int | None = None
-        for _, op in reversed(lines):
-            if op is None or (pending is not None and op.bat == pending):
-                continue
-            if op.bat is not None and op.bat > op.seq:
-                pending = op.bat
-                continue
-            heads[op.node] = max(heads.get(op.node, 0), op.seq)
-            break
+        last = last_complete(
+            (op, Envelope(op.node, op.seq, op.bat) if op is not None else None)
+            for _, op in reversed(lines)
+        ).last
+        if last is not None:
+            heads[last.node] = max(heads.get(last.node, 0), last.seq)
     return heads
 
 

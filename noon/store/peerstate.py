@@ -14,7 +14,10 @@ from pathlib import Path
 
 from noon.core.ops import valid_node_id
 from noon.errors import NoonError
-from noon.store.shard import locked, write_file
+from noon.store.shard import NotRegular, locked, read_regular, write_file
+
+MAX_STATE = 256 << 20
+"""A state file larger than this was not written by noond."""
 
 
 class StateError(NoonError, ValueError):
@@ -70,7 +73,9 @@ def _frontier(obj: object, where: str) -> dict[str, int]:
 
 def load(path: Path) -> PeerState:
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, MAX_STATE)
+    except NotRegular as exc:
+        raise StateError(f"{exc}: move it away") from None
     except FileNotFoundError:
         return PeerState()
     try:
