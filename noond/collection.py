@@ -15,12 +15,11 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from noon.core.collection import retire
-from noon.names import shard_node
 from noon.store import peerstate
-from noon.store.collect import CollectReport, collect_dir
+from noon.store.collect import CollectReport, gate_of
+from noon.store.shard import list_shards
 from noond.membership import Member
 from noond.metrics import Metrics
 
@@ -72,27 +71,20 @@ class Collector:
                 node,
                 self.forget_after / 86400,
             )
-        retiring = state.forgotten
-        # Every node that ever proved its identity gates collection, also one this daemon has
-        # not reached since it started: it may hold old versions it would show again.
-        admitted = ({m.node for m in members} | set(state.members) | set(state.reports)) - (
-            retiring | excluded
-        )
         alive = {m.node for m in members if m.state == "alive"}
-        args: dict[str, Any] = {
-            "reports": {n: dict(r.frontier) for n, r in state.reports.items()},
-            "admitted": admitted,
-            "excluded": excluded | retiring,
-            "retired": dict(state.retired) if state.retired else None,
-            "away": admitted - alive if self.collect_unseen else set(),
-        }
-        inputs = (shard_identities(self.dir), _canonical(args))
+        gate = gate_of(
+            state,
+            known={m.node for m in members},
+            excluded=excluded,
+            alive=alive if self.collect_unseen else None,
+        )
+        inputs = (shard_identities(self.dir), gate)
         if self.last is not None and inputs == self._last_inputs:
             # Same files, same gate: collect_dir would find exactly what it found last time.
             # Skipping it keeps an idle daemon from decoding its whole store every round.
             self._gauges(self.last, members, now, state)
             return self.last
-        report = collect_dir(self.dir, self_id=self.node, **args)
+        report = gate.collect(self.dir, self.node)
         self._last_inputs = inputs
         self._account(report, members, now, state)
         return report
@@ -160,21 +152,10 @@ class Collector:
 def shard_identities(directory: Path) -> tuple[tuple[str, int, int, int], ...]:
     """(name, inode, size, mtime) of every shard file: any append or rewrite changes it."""
     out = []
-    for name in sorted(os.listdir(directory)):
-        if shard_node(name) is None:
-            continue
+    for name in list_shards(directory):
         try:
-            st = os.stat(directory / name)
+            st = os.lstat(directory / name)
         except FileNotFoundError:
             continue
         out.append((name, st.st_ino, st.st_size, st.st_mtime_ns))
     return tuple(out)
-
-
-def _canonical(value: object) -> object:
-    """A comparable, order-independent form of collect_dir's arguments."""
-    if isinstance(value, dict):
-        return tuple(sorted((k, _canonical(v)) for k, v in value.items()))
-    if isinstance(value, set | frozenset):
-        return tuple(sorted(value))
-    return value

@@ -15,12 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from noon import daemon_link
 from noon.config import ConfigError, Settings, env_bool, env_float, env_int
 from noon.core.ops import valid_node_id
-
-DEFAULT_PORT = 7707
-PROTOCOL = 1
-CAPABILITIES = ("digest", "gzip", "check", "checks", "membership", "graph")
+from noon.daemon_link import DEFAULT_PORT, is_loopback
 
 ADDRESS_RE = re.compile(r"^(?:[A-Za-z0-9._-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):(\d{1,5})$")
 
@@ -49,15 +47,6 @@ def parse_address(raw: str, default_port: int = DEFAULT_PORT, *, any_port: bool 
 def split_address(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")
     return host.strip("[]"), int(port)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True)
@@ -102,9 +91,8 @@ class DaemonConfig:
     dead_retry: float = 300.0
     tls: bool = True
     allow_plaintext: bool = False
-    cert: Path | None = None
-    key: Path | None = None
-    ca: Path | None = None
+    tls_paths: tuple[Path, Path, Path] | None = None
+    """Certificate, key and CA (:func:`noon.daemon_link.tls_files`); None: the defaults."""
     revoked: frozenset[str] = frozenset()
     departed: frozenset[str] = frozenset()
     max_body: int = 32 << 20
@@ -112,6 +100,7 @@ class DaemonConfig:
     timeout: float = 10.0
     digest: bool = True
     state_file: Path | None = None
+    """The state file (:func:`noon.daemon_link.state_path`); None: the default."""
     concurrency: int = 16
     collect: bool = True
     """Physically remove deleted elements once no member can bring them back."""
@@ -129,15 +118,10 @@ class DaemonConfig:
 
     @property
     def state_path(self) -> Path:
-        return self.state_file or self.store.dir / ".noon" / "noond.json"
+        return self.state_file or daemon_link.state_path(self.store.dir, {})
 
     def tls_files(self) -> tuple[Path, Path, Path]:
-        certs = self.store.dir / "certs"
-        return (
-            self.cert or certs / f"{self.node}.crt",
-            self.key or certs / f"{self.node}.key",
-            self.ca or certs / "ca.crt",
-        )
+        return self.tls_paths or daemon_link.tls_files(self.store.dir, self.node, {})
 
     def check(self) -> None:
         if self.dead_after < self.suspect_after:
@@ -163,11 +147,6 @@ def _ids(env: Mapping[str, str], name: str) -> frozenset[str]:
     if bad:
         raise ConfigError(f"{name}: invalid node ids {bad}")
     return frozenset(ids)
-
-
-def _path(env: Mapping[str, str], name: str) -> Path | None:
-    raw = _get(env, name)
-    return Path(raw).expanduser() if raw else None
 
 
 FLAGS: dict[str, str] = {
@@ -268,16 +247,14 @@ def from_env(
         dead_retry=env_float(env, "NOOND_DEAD_RETRY", 300.0),
         tls=env_bool(env, "NOOND_TLS", True),
         allow_plaintext=env_bool(env, "NOOND_ALLOW_PLAINTEXT", False),
-        cert=_path(env, "NOOND_TLS_CERT"),
-        key=_path(env, "NOOND_TLS_KEY"),
-        ca=_path(env, "NOOND_TLS_CA"),
+        tls_paths=daemon_link.tls_files(store.dir, store.node_id, env),
         revoked=_ids(env, "NOOND_REVOKED"),
         departed=_ids(env, "NOOND_DEPARTED"),
         max_body=env_int(env, "NOOND_MAX_BODY", 32 << 20, 4096),
         page_bytes=env_int(env, "NOOND_PAGE_BYTES", 1 << 20, 1024),
         timeout=env_float(env, "NOOND_TIMEOUT", 10.0, 0.1),
         digest=env_bool(env, "NOOND_DIGEST", True),
-        state_file=_path(env, "NOOND_STATE"),
+        state_file=daemon_link.state_path(store.dir, env),
         concurrency=env_int(env, "NOOND_CONCURRENCY", 16, 1),
         collect=env_bool(env, "NOOND_COLLECT", True),
         collect_unseen=env_bool(env, "NOOND_COLLECT_UNSEEN", False),

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from noon import certs
+from noon import certs, daemon_link
 from noon.config import Settings
 from noon.ops_cli import daemon_api
 from noon.ops_cli.peers import state_path
@@ -362,8 +362,7 @@ def _probe(settings: Settings, member: dict[str, Any]) -> Finding:
             f"peer {node} sent no Date header: skew unknown",
             "upgrade that node's noond",
         )
-    # Date has 1 s resolution (truncated): compare it with the middle of the request.
-    skew = answer.date + 0.5 - (before + after) / 2
+    skew = daemon_link.clock_skew(answer.date, before, after)
     level = (
         ERROR
         if abs(skew) * 1000 > settings.max_skew_ms
@@ -463,7 +462,9 @@ def render(findings: list[Finding]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
-    findings = diagnose(settings, args.url or daemon_api.local_url(), daemon=not args.no_daemon)
+    findings = diagnose(
+        settings, args.url or daemon_api.local_url(settings), daemon=not args.no_daemon
+    )
     healthy = not any(f.level == ERROR for f in findings)
     if args.json:
         print(json.dumps({"healthy": healthy, "findings": [asdict(f) for f in findings]}, indent=1))

@@ -14,6 +14,7 @@ import json
 import os
 from pathlib import Path
 
+from noon import daemon_link
 from noon.config import Settings
 from noon.core.ops import valid_node_id
 from noon.ops_cli import daemon_api
@@ -21,14 +22,15 @@ from noon.store import peerstate
 
 
 def state_path(settings: Settings) -> Path:
-    raw = os.environ.get("NOOND_STATE", "").strip()
-    return Path(raw).expanduser() if raw else settings.dir / ".noon" / "noond.json"
+    return daemon_link.state_path(settings.dir, os.environ)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="peers_command", metavar="ACTION", required=True)
     lst = sub.add_parser("list", help="members, their health, revoked and departed nodes")
-    lst.add_argument("--url", help="daemon base URL (default: from NOOND_LISTEN, on loopback)")
+    lst.add_argument(
+        "--url", help="daemon base URL (default: where the local noond says it listens)"
+    )
     lst.add_argument("--json", action="store_true", help="print JSON")
     for name, text in (
         ("depart", "a node left for good: forget it, delete its replica, stop waiting for it"),
@@ -44,7 +46,9 @@ def run(args: argparse.Namespace) -> int:
     path = state_path(settings)
     if args.peers_command == "list":
         try:
-            data = daemon_api.get_json(args.url or daemon_api.local_url(), "/peers", settings)
+            data = daemon_api.get_json(
+                args.url or daemon_api.local_url(settings), "/peers", settings
+            )
             origin = "daemon"
         except daemon_api.Unreachable as exc:
             state = peerstate.load(path)

@@ -302,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
             "(`noon doctor` checks the setup)"
         )
         return 1
-    report = gather(settings, args.url or daemon_api.local_url(), args.limit)
+    report = gather(settings, args.url or daemon_api.local_url(settings), args.limit)
     if args.json:
         print(json.dumps(report, indent=1))
     else:

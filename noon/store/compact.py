@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from noon.core.compaction import droppable
+from noon.core.gcpause import paused as paused_gc
 from noon.core.ops import Key, Op, OpError, OpId, decode
 from noon.store.shard import list_shards, locked, open_regular, write_file
 
@@ -71,11 +72,12 @@ class DirScan:
 
 def scan_dir(directory: Path) -> DirScan:
     scans: dict[str, Scan] = {}
-    for name in list_shards(directory):
-        try:
-            scans[name] = _scan(directory / name)
-        except FileNotFoundError:
-            continue
+    with paused_gc():
+        for name in list_shards(directory):
+            try:
+                scans[name] = _scan(directory / name)
+            except FileNotFoundError:
+                continue
     groups: dict[Key, dict[OpId, Op]] = defaultdict(dict)
     arrived: dict[str, int] = {}
     for lines, _, _ in scans.values():

@@ -1,0 +1,372 @@
+"""Exchange with one member (PROTOCOL.md §6): compare digests; when they differ, compare
+per-shard summaries (highest seq + digest of that op) and, per shard, pull what the member has
+beyond ours, push our own shard beyond what it has, hand our own shard to recovery when it has
+more of it than we do, and refuse (loudly) to merge a shard whose histories differ at the same
+seq. Every member runs under its own lock, so a slow or misbehaving one harms no other.
+
+Everything network-bound goes through :class:`~noond.client.Client`; a test gives it an
+in-process transport to run exchanges without processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from noon.core.ops import Op, valid_node_id
+from noon.store import forgotten, receive, serve
+from noon.store.errors import ForkDetected
+from noond.client import Client, OpsPage, PeerError, Unreachable
+from noond.config import parse_address
+from noond.forks import Forks
+from noond.membership import Member, Membership
+from noond.metrics import Metrics
+from noond.shards import Holdings
+from noond.wire import (
+    MAX_GOSSIP,
+    MAX_OPS_PER_PAGE,
+    Code,
+    WireError,
+    listing_root,
+    parse_listing,
+)
+
+log = logging.getLogger("noond")
+
+Ops = list[tuple[bytes, Op]]
+Pages = AsyncIterator[tuple[int, OpsPage, Ops]]
+"""(the cursor asked with, the page, its ops validated)."""
+
+
+@dataclass(frozen=True)
+class ExchangeSettings:
+    page_bytes: int
+    fsync: bool
+    digest: bool
+    """Start with ``/shards/digest`` (an idle exchange is one small request)."""
+
+
+class Exchanger:
+    def __init__(
+        self,
+        *,
+        node: str,
+        client: Client,
+        holdings: Holdings,
+        membership: Membership,
+        forks: Forks,
+        metrics: Metrics,
+        settings: ExchangeSettings,
+        revoked: Callable[[], set[str]],
+        suggest: Callable[[str, str | None, str], None],
+    ) -> None:
+        from noond.recovery import Recovery  # recovery pages through this exchanger
+
+        self.node = node
+        self.client = client
+        self.holdings = holdings
+        self.dir = holdings.dir
+        self.membership = membership
+        self.forks = forks
+        self.metrics = metrics
+        self.settings = settings
+        self._revoked = revoked
+        self._suggest = suggest
+        self.recovery = Recovery(self)
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._refetching: dict[str, asyncio.Lock] = {}
+        """Per shard: a re-fetch under way (two members' exchanges may both find the gap)."""
+        self.waiting_for_floor: set[tuple[str, str]] = set()
+        """(member, shard) pairs already logged as holding less than a damaged shard needs."""
+
+    def _lock(self, node: str) -> asyncio.Lock:
+        return self._locks.setdefault(node, asyncio.Lock())
+
+    async def exchange(self, member: Member) -> None:
+        """A full exchange with one member; its outcome only ever affects that member."""
+        async with self._lock(member.node):
+            await self._guarded(member, self._sync(member))
+
+    async def push(self, member: Member) -> None:
+        """Push the own shard to ``member`` from the head it acknowledged (a full exchange
+        when that head is unknown or the own shard is being recovered)."""
+        async with self._lock(member.node):
+            if self.recovery.behind or self.node not in member.heads:
+                await self._guarded(member, self._sync(member))
+            else:
+                await self._guarded(member, self._push_from(member, member.heads[self.node]))
+
+    async def _guarded(self, member: Member, work: Awaitable[None]) -> None:
+        try:
+            await work
+        except Unreachable as exc:
+            self.membership.failed(member)
+            self.metrics.exchanges.labels("unreachable").inc()
+            log.info("peer %s unreachable (%s): %s", member.node, member.state, exc)
+        except PeerError as exc:
+            member.error = str(exc)
+            if exc.code == Code.IDENTITY:
+                self.membership.failed(member)  # someone else answers there: it moved
+            result = {
+                Code.PROTOCOL: "incompatible",
+                Code.FORBIDDEN: "refused",
+                Code.IDENTITY: "refused",
+            }.get(exc.code, "invalid")
+            self.metrics.exchanges.labels(result).inc()
+            if exc.code == Code.PROTOCOL:
+                log.error("peer %s is incompatible: %s", member.node, exc)
+            else:
+                log.warning("exchange with %s failed: %s", member.node, exc)
+        except receive.ReplicaError as exc:
+            member.error = f"sent invalid ops: {exc}"
+            self.metrics.exchanges.labels("invalid").inc()
+            log.warning("peer %s sent invalid ops, nothing stored: %s", member.node, exc)
+        else:
+            self.membership.succeeded(member)
+            self.metrics.exchanges.labels("ok").inc()
+
+    async def _sync(self, m: Member) -> None:
+        local = await self.holdings.summaries()
+        members_hash = None
+        if self.settings.digest:
+            d = await self.client.get_json(m.address, "/shards/digest", expect=m.node)
+            members_hash = d.get("members")
+            if d.get("root") == listing_root(local):
+                m.heads = {n: s.seq for n, s in local.items()}
+                m.reported_at = time.time()
+                await self._gossip(m, members_hash)
+                return
+        listing = await self.client.get_json(m.address, "/shards", expect=m.node)
+        try:
+            remote = parse_listing(listing)
+        except WireError as exc:
+            raise PeerError(str(exc)) from None
+        m.heads = {n: s.seq for n, s in remote.items()}
+        m.reported_at = time.time()
+        failure: Exception | None = None
+        revoked = self._revoked()
+        for node in sorted(set(local) | set(remote)):
+            if node in revoked or (m.node, node) in self.forks:
+                continue
+            mine = local.get(node) or serve.Summary(node, 0, 0)
+            theirs = remote.get(node) or serve.Summary(node, 0, 0)
+            try:
+                await self._reconcile(m, node, mine, theirs)
+            except (PeerError, receive.ReplicaError) as exc:
+                # One unusable shard must not keep the member's other shards from syncing.
+                log.warning("shard %s with %s: %s", node, m.node, exc)
+                failure = failure or exc
+        await self._gossip(m, members_hash)
+        if failure is not None:
+            raise failure
+
+    async def _reconcile(
+        self, m: Member, node: str, mine: serve.Summary, theirs: serve.Summary
+    ) -> None:
+        floor = forgotten.load(self.dir).floor.get(node, 0)
+        if mine.seq < theirs.seq < floor:
+            # Our copy lost part of its file since we collected from it; this member holds
+            # less than we once did, and taking it would end the shard on an op we removed.
+            # Wait for a member holding at least the floor (noon/store/forgotten.py).
+            if (m.node, node) not in self.waiting_for_floor:
+                self.waiting_for_floor.add((m.node, node))
+                log.warning(
+                    "shard %s here ends at seq %d, below seq %d held before a "
+                    "collection (damaged?); %s holds only seq %d: waiting for a member "
+                    "that holds more",
+                    node,
+                    mine.seq,
+                    floor,
+                    m.node,
+                    theirs.seq,
+                )
+            return
+        if theirs.seq == mine.seq:
+            if mine.seq and theirs.digest != mine.digest:
+                self.forks.record(
+                    m.node,
+                    node,
+                    f"op {node}:{mine.seq} differs: digest "
+                    f"{mine.digest:016x} here, {theirs.digest:016x} there",
+                )
+        elif node == self.node:
+            if theirs.seq < mine.seq:
+                await self._push(m, theirs)
+            else:
+                await self.recovery.recover(m)
+        elif theirs.seq > mine.seq:
+            await self._pull(m, node, mine)
+
+    async def _gossip(self, m: Member, members_hash: Any) -> None:
+        if isinstance(members_hash, str) and members_hash == m.members_hash:
+            return
+        obj = await self.client.get_json(m.address, "/membership", expect=m.node)
+        entries = obj.get("peers")
+        if not isinstance(entries, list):
+            raise PeerError(f"{m.node}/membership: 'peers' is not a list")
+        for e in entries[:MAX_GOSSIP]:
+            if not isinstance(e, dict):
+                continue
+            node, address = e.get("node"), e.get("address")
+            if not valid_node_id(node) or not isinstance(address, str):
+                continue
+            try:
+                address = parse_address(address)
+            except ValueError:
+                continue
+            if node == m.node:
+                continue
+            self._suggest(address, node, "gossip")
+        if isinstance(members_hash, str):
+            m.members_hash = members_hash
+
+    # -- pushing the own shard --------------------------------------------------------------
+
+    async def _push(self, m: Member, theirs: serve.Summary) -> None:
+        """Send our own shard beyond what ``m`` holds, after checking that what it holds is
+        our history (same op at its highest seq)."""
+        after = theirs.seq
+        if after:
+            mine = await asyncio.to_thread(serve.digest_of, self.holdings.own, after)
+            if mine is not None and mine != theirs.digest:
+                self.forks.record(
+                    m.node,
+                    self.node,
+                    f"peer holds a different op {self.node}:"
+                    f"{after} ({theirs.digest:016x}, here {mine:016x})",
+                )
+                return
+        await self._push_from(m, after)
+
+    async def _push_from(self, m: Member, after: int) -> None:
+        if (m.node, self.node) in self.forks:
+            return
+        own = self.holdings.own
+        check = await asyncio.to_thread(serve.digest_of, own, after) if after else None
+        checks = await asyncio.to_thread(serve.recent_digests, own, after) if after else []
+        while True:
+            page = await asyncio.to_thread(
+                serve.read_after, own, after, max_bytes=self.settings.page_bytes
+            )
+            if not page.ops:
+                return
+            try:
+                result = await self.client.push(
+                    m.address,
+                    expect=m.node,
+                    shard=self.node,
+                    after=after,
+                    check=check,
+                    body=page.body,
+                    checks=checks,
+                )
+            except PeerError as exc:
+                self.metrics.pushes.labels(exc.code).inc()
+                if exc.code == Code.FORK:
+                    self.forks.record(m.node, self.node, str(exc))
+                    return
+                if exc.code == Code.GAP:
+                    m.heads.pop(self.node, None)  # the next round compares summaries again
+                raise
+            self.metrics.pushes.labels("ok").inc()
+            self.metrics.ops_pushed.inc(page.ops)
+            head = result.get("head")
+            m.heads[self.node] = head if isinstance(head, int) else page.last
+            after, check, checks = page.last, None, []
+            if not page.more:
+                return
+
+    # -- pulling ----------------------------------------------------------------------------
+
+    async def pages(
+        self, m: Member, node: str, after: int, check: int | None, checks: serve.Checks
+    ) -> Pages:
+        """``m``'s ops of ``node`` beyond ``after``, page by page, each validated as a whole
+        (:func:`noon.store.receive.parse_ops`) and above the cursor."""
+        while True:
+            page = await self.client.pull(
+                m.address,
+                expect=m.node,
+                shard=node,
+                after=after,
+                check=check,
+                limit=self.settings.page_bytes,
+                checks=checks,
+            )
+            ops: Ops = []
+            if page.body:
+                ops = await asyncio.to_thread(
+                    receive.parse_ops, page.body, node, max_ops=MAX_OPS_PER_PAGE
+                )
+                if ops and ops[0][1].seq <= after:
+                    raise PeerError(f"{m.node} served {node} ops at or below seq {after}")
+            yield after, page, ops
+            if not page.more or page.last <= after:
+                return
+            after, check, checks = page.last, None, []
+
+    async def _pull(self, m: Member, node: str, mine: serve.Summary) -> None:
+        """Fetch ``node``'s ops beyond ours from ``m``, page by page, and append them."""
+        after = mine.seq
+        check = mine.digest if mine.seq else None
+        local = self.holdings.path(node)
+        checks = await asyncio.to_thread(serve.recent_digests, local, after) if after else []
+        try:
+            async for after, _page, ops in self.pages(m, node, mine.seq, check, checks):
+                if not ops:
+                    continue
+                try:
+                    done = await asyncio.to_thread(
+                        receive.append,
+                        self.dir,
+                        node,
+                        ops,
+                        fsync=self.settings.fsync,
+                        consumed=after,
+                    )
+                except ForkDetected as exc:
+                    self.forks.record(m.node, node, str(exc))
+                    return
+                except receive.SkipsCompacted as exc:
+                    log.info("pull of %s from %s: %s", node, m.node, exc)
+                    await self._refetch(m, node)
+                    return
+                self.metrics.ops_pulled.inc(done.appended)
+        except PeerError as exc:
+            if exc.code == Code.FORK:
+                self.forks.record(m.node, node, str(exc))
+                return
+            raise
+
+    async def _refetch(self, m: Member, node: str) -> None:
+        """Take ``m``'s whole copy of ``node``'s shard in place of ours (ours lags behind a
+        compaction there: see :class:`noon.store.receive.SkipsCompacted`). Written to a hidden
+        file first and swapped in atomically, so a failure leaves our copy as it was."""
+        lock = self._refetching.setdefault(node, asyncio.Lock())
+        if lock.locked():
+            return  # another member's copy is being taken: one is enough
+        async with lock:
+            await self._refetch_from(m, node)
+
+    async def _refetch_from(self, m: Member, node: str) -> None:
+        fetched = self.dir / f".{node}.{m.node}.refetch.tmp"
+        try:
+            with open(fetched, "wb") as out:
+                async for _, page, ops in self.pages(m, node, 0, None, ()):
+                    out.write(page.body)
+                    self.metrics.ops_pulled.inc(len(ops))
+            done = await asyncio.to_thread(
+                receive.replace, self.dir, node, fetched, fsync=self.settings.fsync
+            )
+            log.warning(
+                "re-fetched the whole shard %s from %s (ours lagged behind a compaction there)%s",
+                node,
+                m.node,
+                "" if done else ": not needed",
+            )
+        finally:
+            fetched.unlink(missing_ok=True)
