@@ -33,6 +33,9 @@ from noond.metrics import Metrics
 from noond.wire import PROTOCOL, Code, Header, PageHeaders, check_params
 
 MAX_JSON = 8 << 20
+IDLE_CLOSE = 10.0
+"""Idle keep-alive connections are closed after this long, well before a server gives up on
+them (noond waits 30 s): a request never races the server's close."""
 
 
 class Unreachable(NoonError):
@@ -114,6 +117,7 @@ class HttpTransport:
                     ssl=self.ssl_context or False,
                     limit=256,
                     limit_per_host=4,
+                    keepalive_timeout=IDLE_CLOSE,
                 ),
                 timeout=self._timeout,
                 auto_decompress=False,

@@ -71,7 +71,7 @@ def parse_seeds(raw: str, default_port: int) -> list[Seed]:
 @dataclass(frozen=True)
 class DaemonConfig:
     store: Settings
-    listen_host: str = "0.0.0.0"
+    listen_host: str = "127.0.0.1"
     listen_port: int = DEFAULT_PORT
     advertise: str = ""
     source_ip: str = ""
@@ -111,6 +111,12 @@ class DaemonConfig:
     """Retire a member not heard from for this long (its frontier joins the retired one)."""
     metrics_listen: str = ""
     """``host:port`` of a plaintext listener serving only /metrics and /health."""
+    max_connections: int = 512
+    """Connections open at once (capped by the open-files limit)."""
+    max_connections_per_source: int = 64
+    """Connections open at once from one IP address."""
+    handshake_timeout: float = 5.0
+    """Seconds a TLS handshake may take before the connection is dropped."""
 
     @property
     def node(self) -> str:
@@ -189,9 +195,9 @@ def from_env(
             if value is not None:
                 env[name] = str(value)
     store = Settings.from_env(env)
-    listen = _get(env, "NOOND_LISTEN") or f"0.0.0.0:{DEFAULT_PORT}"
+    listen = _get(env, "NOOND_LISTEN") or f"127.0.0.1:{DEFAULT_PORT}"
     if listen.isdigit():
-        listen = f"0.0.0.0:{listen}"
+        listen = f"127.0.0.1:{listen}"
     try:
         host, port = split_address(parse_address(listen, any_port=True))
     except ValueError as exc:
@@ -260,6 +266,9 @@ def from_env(
         collect_unseen=env_bool(env, "NOOND_COLLECT_UNSEEN", False),
         forget_after=env_float(env, "NOOND_FORGET_AFTER", 180 * 86400.0, 1.0),
         metrics_listen=metrics_listen,
+        max_connections=env_int(env, "NOOND_MAX_CONNECTIONS", 512, 1),
+        max_connections_per_source=env_int(env, "NOOND_MAX_CONNECTIONS_PER_SOURCE", 64, 1),
+        handshake_timeout=env_float(env, "NOOND_HANDSHAKE_TIMEOUT", 5.0, 0.1),
     )
     config.check()
     return config

@@ -18,6 +18,7 @@ from aiohttp import web
 
 from noon.certs import CertError, cert_info, client_ssl_context, server_ssl_context
 from noon.config import ConfigError
+from noon.daemon_link import is_loopback
 from noon.store.store import Store
 from noond.admission import Admission
 from noond.client import Client, HttpTransport, Transport
@@ -25,6 +26,7 @@ from noond.collection import Collector
 from noond.config import DaemonConfig, split_address
 from noond.exchange import Exchanger, ExchangeSettings
 from noond.forks import Forks
+from noond.listener import Limits, Listener, descriptor_budget
 from noond.membership import Membership
 from noond.metrics import Metrics
 from noond.schedule import Scheduler
@@ -34,6 +36,10 @@ from noond.statefile import StateFile
 from noond.wire import PROTOCOL, members_hash
 
 log = logging.getLogger("noond")
+
+IDLE_TIMEOUT = 30.0
+"""A connection that sends no complete request for this long is closed (a first request's
+headers included). Clients close their idle connections sooner (client.IDLE_CLOSE)."""
 
 
 class Daemon:
@@ -52,6 +58,7 @@ class Daemon:
         )
         self.advertise = config.advertise
         self.membership.self_addresses.add(config.advertise)
+        self.membership.loopback_mesh = is_loopback(config.listen_host)
         self.state = StateFile(
             config.state_path,
             self.membership,
@@ -116,6 +123,8 @@ class Daemon:
         )
         self._runner: web.AppRunner | None = None
         self._metrics_runner: web.AppRunner | None = None
+        self._listener: Listener | None = None
+        self._metrics_listener: Listener | None = None
         self._store: Store | None = None
         self.port = config.listen_port
 
@@ -135,8 +144,16 @@ class Daemon:
 
     # -- what the routes show ---------------------------------------------------------------
 
-    def suggest(self, address: str, node: str | None, source: str) -> None:
-        self.scheduler.suggest(address, node, source)
+    def suggest(
+        self,
+        address: str,
+        node: str | None,
+        source: str,
+        *,
+        via: str | None = None,
+        calling: bool = False,
+    ) -> None:
+        self.scheduler.suggest(address, node, source, via=via, calling=calling)
 
     def membership_payload(self) -> list[dict[str, str]]:
         entries = [{"node": self.node, "address": self.advertise}]
@@ -199,61 +216,76 @@ class Daemon:
             )
         self.dir.mkdir(parents=True, exist_ok=True)
         self.state.reload()
-        self._runner = web.AppRunner(build_app(self), access_log=None, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(
-            self._runner,
-            self.config.listen_host,
-            self.config.listen_port,
-            ssl_context=self.server_ssl,
-            reuse_address=True,
+        limits = Limits(
+            total=descriptor_budget(self.config.max_connections),
+            per_source=self.config.max_connections_per_source,
+            handshake=self.config.handshake_timeout,
         )
-        await site.start()
-        server = getattr(site, "_server", None)
-        if server is not None and server.sockets:
-            self.port = server.sockets[0].getsockname()[1]
+        self._runner, self._listener = await self._serve(
+            build_app(self), self.config.listen_host, self.config.listen_port, limits, tls=True
+        )
+        self.port = self._listener.port
         if self.advertise.endswith(":0"):
             self.advertise = f"{self.advertise[:-2]}:{self.port}"
             self.client.advertise = self.advertise
             self.membership.self_addresses.add(self.advertise)
         log.info(
-            "noond %s listening on %s:%d (protocol %d, %s), advertising %s",
+            "noond %s listening on %s:%d (protocol %d, %s, at most %d connections, %d per "
+            "source), advertising %s",
             self.node,
             self.config.listen_host,
             self.port,
             PROTOCOL,
             "mTLS" if self.config.tls else "plaintext",
+            limits.total,
+            limits.per_source,
             self.advertise,
         )
         if self.config.metrics_listen:
             host, port = split_address(self.config.metrics_listen)
-            self._metrics_runner = web.AppRunner(
-                build_metrics_app(self), access_log=None, handle_signals=False
+            self._metrics_runner, self._metrics_listener = await self._serve(
+                build_metrics_app(self), host, port, limits, tls=False
             )
-            await self._metrics_runner.setup()
-            await web.TCPSite(self._metrics_runner, host, port, reuse_address=True).start()
             log.info(
-                "metrics (plaintext, /metrics and /health only) on %s",
-                host_port(self._metrics_runner),
+                "metrics (plaintext, /metrics and /health only) on %s:%d",
+                host,
+                self._metrics_listener.port,
             )
         self.scheduler.start()
+
+    async def _serve(
+        self, app: web.Application, host: str, port: int, limits: Limits, *, tls: bool
+    ) -> tuple[web.AppRunner, Listener]:
+        runner = web.AppRunner(
+            app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=5.0,
+            auto_decompress=False,  # request bodies are never inflated (server.push_ops)
+            keepalive_timeout=IDLE_TIMEOUT,
+        )
+        await runner.setup()
+        assert runner.server is not None
+        listener = Listener(
+            runner.server,
+            host,
+            port,
+            ssl_context=self.server_ssl if tls else None,
+            limits=limits,
+            metrics=self.metrics,
+        )
+        await listener.start()
+        return runner, listener
 
     async def stop(self) -> None:
         await self.scheduler.stop()
         self.state.save_members()
+        for listener in (self._listener, self._metrics_listener):
+            if listener is not None:
+                await listener.stop()
         for runner in (self._runner, self._metrics_runner):
             if runner is not None:
                 await runner.cleanup()
         await self.client.close()
         if self._store is not None:
             self._store.close()
-
-
-def host_port(runner: web.AppRunner) -> str:
-    """Where a runner's first site actually listens (resolves port 0)."""
-    for site in runner.sites:
-        server = getattr(site, "_server", None)
-        if server is not None and server.sockets:
-            host, port = server.sockets[0].getsockname()[:2]
-            return f"{host}:{port}"
-    return "?"

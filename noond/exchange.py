@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from noon.core.ops import Op, valid_node_id
 from noon.store import forgotten, receive, serve
@@ -25,7 +25,7 @@ from noond.config import parse_address
 from noond.forks import Forks
 from noond.membership import Member, Membership
 from noond.metrics import Metrics
-from noond.shards import Holdings
+from noond.shards import Holdings, refused
 from noond.wire import (
     MAX_GOSSIP,
     MAX_OPS_PER_PAGE,
@@ -40,6 +40,12 @@ log = logging.getLogger("noond")
 Ops = list[tuple[bytes, Op]]
 Pages = AsyncIterator[tuple[int, OpsPage, Ops]]
 """(the cursor asked with, the page, its ops validated)."""
+
+
+class Suggest(Protocol):
+    def __call__(
+        self, address: str, node: str | None, source: str, *, via: str | None = None
+    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,7 @@ class Exchanger:
         metrics: Metrics,
         settings: ExchangeSettings,
         revoked: Callable[[], set[str]],
-        suggest: Callable[[str, str | None, str], None],
+        suggest: Suggest,
     ) -> None:
         from noond.recovery import Recovery  # recovery pages through this exchanger
 
@@ -150,7 +156,7 @@ class Exchanger:
         failure: Exception | None = None
         revoked = self._revoked()
         for node in sorted(set(local) | set(remote)):
-            if node in revoked or (m.node, node) in self.forks:
+            if refused(node, revoked) or (m.node, node) in self.forks:
                 continue
             mine = local.get(node) or serve.Summary(node, 0, 0)
             theirs = remote.get(node) or serve.Summary(node, 0, 0)
@@ -220,7 +226,7 @@ class Exchanger:
                 continue
             if node == m.node:
                 continue
-            self._suggest(address, node, "gossip")
+            self._suggest(address, node, "gossip", via=m.node)
         if isinstance(members_hash, str):
             m.members_hash = members_hash
 

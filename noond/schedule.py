@@ -64,9 +64,29 @@ class Scheduler:
         self._cand_sem = asyncio.Semaphore(config.concurrency)
         """Candidates have their own slots: a flood of bogus addresses never delays members."""
 
-    def suggest(self, address: str, node: str | None, source: str) -> None:
+    def suggest(
+        self,
+        address: str,
+        node: str | None,
+        source: str,
+        *,
+        via: str | None = None,
+        calling: bool = False,
+    ) -> None:
         """A candidate address from any source; admission probes it as soon as it is due."""
-        self.membership.suggest(address, node, source)
+        refused = self.membership.suggest(address, node, source, via=via, calling=calling)
+        if refused is not None:
+            self.metrics.rejected.labels(f"address_{refused}").inc()
+            if via is not None:
+                log.warning(
+                    "address %s for %s from %s (%s) not taken: %s",
+                    address,
+                    node,
+                    via,
+                    source,
+                    refused,
+                )
+            return
         if self.membership.due_candidates():
             self._admit_wake.set()
 

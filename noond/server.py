@@ -19,11 +19,13 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from noon.certs import peer_node_id
+from noon.core.collection import member_of
 from noon.core.ops import MAX_SEQ, valid_node_id
 from noon.errors import NoonError
 from noon.store import receive, serve, store
 from noon.store.errors import ForkDetected
 from noond.config import parse_address
+from noond.shards import refused
 from noond.wire import (
     CAPABILITIES,
     MAX_OPS_PER_PUSH,
@@ -127,9 +129,17 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     route = _route(request)
     try:
         response = await _admit(request, handler)
-    except Refused as refused:
-        response = refused.response
-        metrics.rejected.labels(refused.code).inc()
+    except Refused as exc:
+        response = exc.response
+        metrics.rejected.labels(exc.code).inc()
+        log.warning(
+            "refused %s %s from %s: %s (%s)",
+            request.method,
+            route,
+            request.get("caller") or request.remote,
+            exc,
+            exc.code,
+        )
     except web.HTTPException as exc:
         code = {
             404: Code.NOT_FOUND,
@@ -177,7 +187,10 @@ async def _admit(request: web.Request, handler: Handler) -> web.StreamResponse:
         if member is not None and address in ("", member.address):
             daemon.membership.heard_from(caller)
         elif address:
-            daemon.suggest(address, caller, "inbound")  # new, or moved: verify first
+            # New, or moved: verified first. Only a caller at that very host makes a
+            # backed-off address due at once; what else it says is hearsay (membership.py).
+            calling = address.rpartition(":")[0].strip("[]") == (request.remote or "")
+            daemon.suggest(address, caller, "inbound", via=caller, calling=calling)
     request["caller"] = caller
     return await handler(request)
 
@@ -268,7 +281,7 @@ async def get_ops(request: web.Request) -> web.StreamResponse:
     daemon = request.app[DAEMON]
     config = daemon.config
     node = _shard_param(request)
-    if node in daemon.state.revoked:
+    if refused(node, daemon.state.revoked):
         raise Refused(404, Code.NOT_FOUND, f"shard {node!r} is not served (revoked)")
     after = _uint_param(request, "after", 0)
     limit = _uint_param(request, "limit", config.page_bytes, 1 << 40)
@@ -281,7 +294,9 @@ async def get_ops(request: web.Request) -> web.StreamResponse:
             serve.read_after, path, after, max_bytes=limit, check=check, checks=checks
         )
     except ForkDetected as exc:
-        daemon.forks.record(request.get("caller") or "?", node, str(exc))
+        # The reader's history differs from ours: the reader records the fork on its side
+        # (it gets this answer). A read request is not proof of a fork here: anyone could
+        # send any digest, so nothing is recorded, logged as a fork or alerted on.
         raise Refused(409, Code.FORK, str(exc)) from None
     body = page.body
     headers = PageHeaders(page.last, page.more, page.head, page.checked, page.ops).encode()
@@ -317,21 +332,26 @@ async def push_ops(request: web.Request) -> web.Response:
     config = daemon.config
     node = _shard_param(request)
     caller = request.get("caller")
-    if node in daemon.state.ignored:
+    if refused(node, daemon.state.ignored):
         raise Refused(403, Code.FORBIDDEN, f"shard {node!r} is revoked or departed")
-    if node == config.node:
-        raise Refused(403, Code.FORBIDDEN, "nobody pushes this node's own shard to it")
-    if config.tls and caller != node:
+    if refused(node, {config.node}):
+        raise Refused(403, Code.FORBIDDEN, "nobody pushes this node's own shards to it")
+    pusher = caller if config.tls else request.headers.get(Header.NODE)
+    if pusher is None or member_of(node) != pusher:
         raise Refused(
             403,
             Code.FORBIDDEN,
-            f"a peer may push only its own shard: certificate {caller!r} cannot push {node!r}",
+            f"a peer may push only its own shards (its own and its imports): {pusher!r} "
+            f"cannot push {node!r}",
         )
-    if not config.tls and request.headers.get(Header.NODE) != node:
-        raise Refused(403, Code.FORBIDDEN, "a peer may push only its own shard")
     after = _uint_param(request, "after", None)
     check = _check_param(request)
     checks = _checks_param(request)
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        # Inflating on the event loop would stall every peer, and a small bomb inflates to
+        # far beyond max_body: bodies travel as they are (noond never compresses them).
+        raise Refused(415, Code.UNSUPPORTED_ENCODING, f"request bodies are not {encoding}-coded")
     body = await _read_body(request, config.max_body, config.timeout * 3)
     daemon.metrics.server_received.inc(len(body))
     try:

@@ -1,6 +1,6 @@
 """What this node holds and serves: the summaries of its shard files, less what the operator
-revoked (PROTOCOL.md §3: a revoked node's shard is neither listed, served nor pulled; a departed
-node's stays shared, its memories are still everyone's)."""
+revoked (PROTOCOL.md §3: a revoked node's shards, ``<node>-import`` included, are neither
+listed, served nor pulled; a departed node's stay shared, its memories are still everyone's)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,14 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+from noon.core.collection import member_of
 from noon.names import shard_file
 from noon.store.serve import Summaries, Summary
+
+
+def refused(shard: str, nodes: set[str]) -> bool:
+    """Whether ``shard`` belongs to one of ``nodes``: its own, or its import shard."""
+    return member_of(shard) in nodes
 
 
 class Holdings:
@@ -25,7 +31,7 @@ class Holdings:
         revoked = self._revoked()
         out = {}
         for node in self._summaries.nodes():
-            if node in revoked:
+            if refused(node, revoked):
                 continue
             s = self._summaries.get(node)
             if s.seq > 0:

@@ -37,6 +37,8 @@ class Code(StrEnum):
     FORK = "fork"
     TIMEOUT = "timeout"
     TOO_LARGE = "too_large"
+    UNSUPPORTED_ENCODING = "unsupported_encoding"
+    UNAVAILABLE = "unavailable"
     INTERNAL = "internal"
     # Said by a client about an answer, never sent by a server:
     IDENTITY = "identity"

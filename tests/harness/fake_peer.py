@@ -165,7 +165,7 @@ def local_node(directory: Path, node: str, peer: FakePeer, *, page_bytes: int = 
         metrics=metrics,
         settings=ExchangeSettings(page_bytes=page_bytes, fsync=False, digest=True),
         revoked=set,
-        suggest=lambda *a: suggested.append(a),
+        suggest=lambda address, node, source, via=None: suggested.append((address, node, source)),
     )
     member = membership.admit(peer.node, "fake:1")
     assert member is not None
