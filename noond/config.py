@@ -117,6 +117,10 @@ class DaemonConfig:
     """Connections open at once from one IP address."""
     handshake_timeout: float = 5.0
     """Seconds a TLS handshake may take before the connection is dropped."""
+    pull_budget: int = 256 << 20
+    """Bytes one exchange may pull from one member (the rest follows next round)."""
+    max_shard_bytes: int = 1 << 30
+    """Largest replica shard kept per author: beyond it nothing more is pulled or accepted."""
 
     @property
     def node(self) -> str:
@@ -269,6 +273,8 @@ def from_env(
         max_connections=env_int(env, "NOOND_MAX_CONNECTIONS", 512, 1),
         max_connections_per_source=env_int(env, "NOOND_MAX_CONNECTIONS_PER_SOURCE", 64, 1),
         handshake_timeout=env_float(env, "NOOND_HANDSHAKE_TIMEOUT", 5.0, 0.1),
+        pull_budget=env_int(env, "NOOND_PULL_BUDGET", 256 << 20, 1 << 16),
+        max_shard_bytes=env_int(env, "NOOND_MAX_SHARD_BYTES", 1 << 30, 1 << 16),
     )
     config.check()
     return config

@@ -18,7 +18,7 @@ from aiohttp import web
 
 from noon.certs import CertError, cert_info, client_ssl_context, server_ssl_context
 from noon.config import ConfigError
-from noon.daemon_link import is_loopback
+from noon.daemon_link import dial_host, is_loopback, publish, withdraw
 from noon.store.store import Store
 from noond.admission import Admission
 from noond.client import Client, HttpTransport, Transport
@@ -90,9 +90,15 @@ class Daemon:
             forks=self.forks,
             metrics=self.metrics,
             settings=ExchangeSettings(
-                page_bytes=config.page_bytes, fsync=config.store.fsync, digest=config.digest
+                page_bytes=config.page_bytes,
+                fsync=config.store.fsync,
+                digest=config.digest,
+                recovery_hold=config.timeout * 3,
+                pull_budget=config.pull_budget,
+                pull_seconds=config.timeout * 3,
+                max_shard_bytes=config.max_shard_bytes,
             ),
-            revoked=lambda: self.state.revoked,
+            state=self.state,
             suggest=self.suggest,
         )
         self.admission = Admission(
@@ -197,7 +203,8 @@ class Daemon:
         self.metrics.shards.set(len(held))
         own = held.get(self.node)
         self.metrics.shard_seq.set(own.seq if own else 0)
-        self.metrics.behind.set(1 if self.exchanger.recovery.behind else 0)
+        recovery = self.exchanger.recovery
+        self.metrics.behind.set(1 if recovery.behind or recovery.claims else 0)
         self.metrics.peer_missing.clear()
         for m in self.membership.members.values():
             missing = sum(max(0, s.seq - m.heads.get(node, 0)) for node, s in held.items())
@@ -241,6 +248,12 @@ class Daemon:
             limits.per_source,
             self.advertise,
         )
+        scheme = "https" if self.config.tls else "http"
+        local = f"{scheme}://{dial_host(self.config.listen_host)}:{self.port}"
+        try:
+            publish(self.dir, local, self.node)  # so `noon status` finds us whatever --listen says
+        except OSError as exc:
+            log.warning("cannot publish where this daemon listens: %s", exc)
         if self.config.metrics_listen:
             host, port = split_address(self.config.metrics_listen)
             self._metrics_runner, self._metrics_listener = await self._serve(
@@ -278,6 +291,7 @@ class Daemon:
         return runner, listener
 
     async def stop(self) -> None:
+        withdraw(self.dir)
         await self.scheduler.stop()
         self.state.save_members()
         for listener in (self._listener, self._metrics_listener):

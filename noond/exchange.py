@@ -12,20 +12,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from noon.core.collection import member_of
 from noon.core.ops import Op, valid_node_id
 from noon.store import forgotten, receive, serve
 from noon.store.errors import ForkDetected
+from noon.store.shard import open_regular
+from noond.budget import Budget, BudgetSpent
 from noond.client import Client, OpsPage, PeerError, Unreachable
 from noond.config import parse_address
 from noond.forks import Forks
 from noond.membership import Member, Membership
 from noond.metrics import Metrics
 from noond.shards import Holdings, refused
+from noond.statefile import StateFile
 from noond.wire import (
     MAX_GOSSIP,
     MAX_OPS_PER_PAGE,
@@ -36,6 +41,7 @@ from noond.wire import (
 )
 
 log = logging.getLogger("noond")
+
 
 Ops = list[tuple[bytes, Op]]
 Pages = AsyncIterator[tuple[int, OpsPage, Ops]]
@@ -54,6 +60,14 @@ class ExchangeSettings:
     fsync: bool
     digest: bool
     """Start with ``/shards/digest`` (an idle exchange is one small request)."""
+    recovery_hold: float
+    """Seconds a confirmed recovery may hold the own shard's lock at a time."""
+    pull_budget: int = 256 << 20
+    """Bytes one exchange may pull from one member."""
+    pull_seconds: float = 30.0
+    """Seconds one exchange may spend pulling from one member."""
+    max_shard_bytes: int = 1 << 30
+    """Size at which a replica shard is no longer pulled or pushed to (per author)."""
 
 
 class Exchanger:
@@ -67,7 +81,7 @@ class Exchanger:
         forks: Forks,
         metrics: Metrics,
         settings: ExchangeSettings,
-        revoked: Callable[[], set[str]],
+        state: StateFile,
         suggest: Suggest,
     ) -> None:
         from noond.recovery import Recovery  # recovery pages through this exchanger
@@ -80,14 +94,15 @@ class Exchanger:
         self.forks = forks
         self.metrics = metrics
         self.settings = settings
-        self._revoked = revoked
+        self.state = state
         self._suggest = suggest
-        self.recovery = Recovery(self)
+        self.recovery = Recovery(self, state, hold=settings.recovery_hold)
         self._locks: dict[str, asyncio.Lock] = {}
         self._refetching: dict[str, asyncio.Lock] = {}
         """Per shard: a re-fetch under way (two members' exchanges may both find the gap)."""
         self.waiting_for_floor: set[tuple[str, str]] = set()
         """(member, shard) pairs already logged as holding less than a damaged shard needs."""
+        self._budgets: dict[str, Budget] = {}
 
     def _lock(self, node: str) -> asyncio.Lock:
         return self._locks.setdefault(node, asyncio.Lock())
@@ -131,11 +146,31 @@ class Exchanger:
             member.error = f"sent invalid ops: {exc}"
             self.metrics.exchanges.labels("invalid").inc()
             log.warning("peer %s sent invalid ops, nothing stored: %s", member.node, exc)
+        except OSError as exc:  # this node's disk: full, or an entry that is not a file
+            self.metrics.exchanges.labels("local_error").inc()
+            log.error("exchange with %s stopped on a local file: %s", member.node, exc)
         else:
             self.membership.succeeded(member)
             self.metrics.exchanges.labels("ok").inc()
 
+    def budget(self, member: str) -> Budget:
+        """The budget of ``member``'s exchange under way (a fresh one outside exchanges)."""
+        budget = self._budgets.get(member)
+        if budget is None:
+            budget = self._fresh_budget()
+        return budget
+
+    def _fresh_budget(self) -> Budget:
+        return Budget(self.settings.pull_budget, time.monotonic() + self.settings.pull_seconds)
+
     async def _sync(self, m: Member) -> None:
+        self._budgets[m.node] = self._fresh_budget()
+        try:
+            await self._sync_within_budget(m)
+        finally:
+            del self._budgets[m.node]
+
+    async def _sync_within_budget(self, m: Member) -> None:
         local = await self.holdings.summaries()
         members_hash = None
         if self.settings.digest:
@@ -154,7 +189,7 @@ class Exchanger:
         m.heads = {n: s.seq for n, s in remote.items()}
         m.reported_at = time.time()
         failure: Exception | None = None
-        revoked = self._revoked()
+        revoked = self.state.revoked
         for node in sorted(set(local) | set(remote)):
             if refused(node, revoked) or (m.node, node) in self.forks:
                 continue
@@ -192,6 +227,8 @@ class Exchanger:
                 )
             return
         if theirs.seq == mine.seq:
+            if node == self.node:
+                self.recovery.settled(m.node)
             if mine.seq and theirs.digest != mine.digest:
                 self.forks.record(
                     m.node,
@@ -201,11 +238,62 @@ class Exchanger:
                 )
         elif node == self.node:
             if theirs.seq < mine.seq:
+                self.recovery.settled(m.node)
                 await self._push(m, theirs)
             else:
-                await self.recovery.recover(m)
+                await self.recovery.claimed(m, mine, theirs)
         elif theirs.seq > mine.seq:
-            await self._pull(m, node, mine)
+            through = self._through(m, node, theirs.seq)
+            if through > mine.seq and self._may_pull(m, node, mine):
+                await self._pull(m, node, mine, through)
+
+    def _through(self, m: Member, node: str, claimed: int) -> int:
+        """How far ``node``'s shard may be taken from ``m``: what it claims, but a relay no
+        further than the shard's author last said it holds itself (nobody holds more of a
+        shard than its author, unless the author lost data, and then it recovers first).
+        Without a report from the author, a relay is taken at its word (PROTOCOL.md §10)."""
+        author = self.membership.members.get(member_of(node))
+        if author is None or author.node == m.node or author.reported_at is None:
+            return claimed
+        reported = author.heads.get(node, 0)
+        if claimed > reported:
+            self.metrics.rejected.labels("beyond_author").inc()
+            log.warning(
+                "%s lists %s up to seq %d, but %s itself reported seq %d: taking no more than "
+                "its author holds",
+                m.node,
+                node,
+                claimed,
+                author.node,
+                reported,
+            )
+        return min(claimed, reported)
+
+    def _may_pull(self, m: Member, node: str, mine: serve.Summary) -> bool:
+        """The per-author quota and the exchange's budget of new shards."""
+        try:
+            size = os.lstat(self.holdings.path(node)).st_size
+        except FileNotFoundError:
+            size = -1
+        if size < 0:
+            budget = self.budget(m.node)
+            if budget.new_shards <= 0:
+                self.metrics.rejected.labels("new_shards").inc()
+                log.warning(
+                    "%s lists more new shards than one exchange takes; %s waits", m.node, node
+                )
+                return False
+            budget.new_shards -= 1
+        elif size >= self.settings.max_shard_bytes and member_of(node) != self.node:
+            self.metrics.rejected.labels("quota").inc()
+            log.warning(
+                "shard %s holds %d bytes, the most this node keeps of one author "
+                "(NOOND_MAX_SHARD_BYTES); nothing more of it is taken",
+                node,
+                size,
+            )
+            return False
+        return True
 
     async def _gossip(self, m: Member, members_hash: Any) -> None:
         if isinstance(members_hash, str) and members_hash == m.members_hash:
@@ -293,7 +381,10 @@ class Exchanger:
     ) -> Pages:
         """``m``'s ops of ``node`` beyond ``after``, page by page, each validated as a whole
         (:func:`noon.store.receive.parse_ops`) and above the cursor."""
+        budget = self.budget(m.node)
         while True:
+            if budget.spent:
+                raise BudgetSpent(f"pulled what one exchange may from {m.node}")
             page = await self.client.pull(
                 m.address,
                 expect=m.node,
@@ -303,28 +394,34 @@ class Exchanger:
                 limit=self.settings.page_bytes,
                 checks=checks,
             )
+            budget.bytes -= len(page.body)
             ops: Ops = []
             if page.body:
                 ops = await asyncio.to_thread(
                     receive.parse_ops, page.body, node, max_ops=MAX_OPS_PER_PAGE
                 )
-                if ops and ops[0][1].seq <= after:
-                    raise PeerError(f"{m.node} served {node} ops at or below seq {after}")
+            _check_page(m.node, node, after, page, ops)
             yield after, page, ops
             if not page.more or page.last <= after:
                 return
             after, check, checks = page.last, None, []
 
-    async def _pull(self, m: Member, node: str, mine: serve.Summary) -> None:
-        """Fetch ``node``'s ops beyond ours from ``m``, page by page, and append them."""
+    def _spent(self, m: Member, node: str, exc: BudgetSpent) -> None:
+        self.metrics.rejected.labels("pull_budget").inc()
+        log.info("pull of %s from %s stops here: %s; it goes on next round", node, m.node, exc)
+
+    async def _pull(self, m: Member, node: str, mine: serve.Summary, through: int) -> None:
+        """Fetch ``node``'s ops beyond ours up to ``through`` from ``m``, page by page, and
+        append them."""
         after = mine.seq
         check = mine.digest if mine.seq else None
         local = self.holdings.path(node)
         checks = await asyncio.to_thread(serve.recent_digests, local, after) if after else []
         try:
-            async for after, _page, ops in self.pages(m, node, mine.seq, check, checks):
+            async for after, _page, page_ops in self.pages(m, node, mine.seq, check, checks):
+                ops = [(line, op) for line, op in page_ops if op.seq <= through]
                 if not ops:
-                    continue
+                    return
                 try:
                     done = await asyncio.to_thread(
                         receive.append,
@@ -342,6 +439,10 @@ class Exchanger:
                     await self._refetch(m, node)
                     return
                 self.metrics.ops_pulled.inc(done.appended)
+                if len(ops) < len(page_ops) or not self._may_pull(m, node, mine):
+                    return
+        except BudgetSpent as exc:
+            self._spent(m, node, exc)
         except PeerError as exc:
             if exc.code == Code.FORK:
                 self.forks.record(m.node, node, str(exc))
@@ -361,10 +462,17 @@ class Exchanger:
     async def _refetch_from(self, m: Member, node: str) -> None:
         fetched = self.dir / f".{node}.{m.node}.refetch.tmp"
         try:
-            with open(fetched, "wb") as out:
-                async for _, page, ops in self.pages(m, node, 0, None, ()):
-                    out.write(page.body)
-                    self.metrics.ops_pulled.inc(len(ops))
+            fd = open_regular(fetched, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            with open(fd, "wb") as out:
+                try:
+                    async for _, page, ops in self.pages(m, node, 0, None, ()):
+                        out.write(page.body)
+                        self.metrics.ops_pulled.inc(len(ops))
+                        if out.tell() > self.settings.max_shard_bytes:
+                            raise BudgetSpent(f"{node} is larger than NOOND_MAX_SHARD_BYTES")
+                except BudgetSpent as exc:
+                    self._spent(m, node, exc)
+                    return
             done = await asyncio.to_thread(
                 receive.replace, self.dir, node, fetched, fsync=self.settings.fsync
             )
@@ -376,3 +484,16 @@ class Exchanger:
             )
         finally:
             fetched.unlink(missing_ok=True)
+
+
+def _check_page(member: str, node: str, after: int, page: OpsPage, ops: Ops) -> None:
+    """What every page must be (PROTOCOL.md §4), or the member breaks the protocol: ops above
+    the cursor, ``X-Noon-Last`` naming the last of them, ``X-Noon-More`` only on a page that
+    holds some (an empty page marked more would be asked for again and again)."""
+    if ops and ops[0][1].seq <= after:
+        raise PeerError(f"{member} served {node} ops at or below seq {after}")
+    last = ops[-1][1].seq if ops else after
+    if page.last != last:
+        raise PeerError(f"{member} says page of {node} ends at seq {page.last}, it ends at {last}")
+    if page.more and not ops:
+        raise PeerError(f"{member} marks an empty page of {node} as having more")

@@ -30,7 +30,8 @@ class Metrics:
         )
         self.exchanges = Counter(
             "noond_exchanges_total",
-            "Exchanges with peers by result (ok, unreachable, refused, incompatible, invalid).",
+            "Exchanges with peers by result (ok, unreachable, refused, incompatible, invalid, "
+            "local_error).",
             ["result"],
             registry=r,
         )

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import zlib
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -24,6 +26,7 @@ from noon.core.ops import MAX_SEQ, valid_node_id
 from noon.errors import NoonError
 from noon.store import receive, serve, store
 from noon.store.errors import ForkDetected
+from noon.store.shard import NotRegular
 from noond.config import parse_address
 from noond.shards import refused
 from noond.wire import (
@@ -114,6 +117,13 @@ def _shard_param(request: web.Request) -> str:
     if not valid_node_id(node):
         raise Refused(400, Code.BAD_REQUEST, "invalid node id in path")
     return node
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.lstat(path).st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _route(request: web.Request) -> str:
@@ -224,6 +234,7 @@ async def status(request: web.Request) -> web.Response:
             "shards": len(summaries),
             "own_seq": own.seq if own else 0,
             "behind": daemon.exchanger.recovery.behind,
+            "claims": daemon.exchanger.recovery.as_json(),
             "peers": daemon.membership.counts(),
             "candidates": len(daemon.membership.candidates),
             "forks": daemon.forks.as_json(),
@@ -294,9 +305,12 @@ async def get_ops(request: web.Request) -> web.StreamResponse:
             serve.read_after, path, after, max_bytes=limit, check=check, checks=checks
         )
     except ForkDetected as exc:
-        # The reader's history differs from ours: the reader records the fork on its side
-        # (it gets this answer). A read request is not proof of a fork here: anyone could
-        # send any digest, so nothing is recorded, logged as a fork or alerted on.
+        # The reader's history differs from ours, and the reader records it (it gets this
+        # answer). Here it is a fork only on the author's own word (its own shard, as with a
+        # push): any other reader could send any digest, so nothing is recorded for it.
+        caller = request.get("caller")
+        if caller is not None and member_of(node) == caller:
+            daemon.forks.record(caller, node, str(exc))
         raise Refused(409, Code.FORK, str(exc)) from None
     body = page.body
     headers = PageHeaders(page.last, page.more, page.head, page.checked, page.ops).encode()
@@ -358,6 +372,14 @@ async def push_ops(request: web.Request) -> web.Response:
         ops = await asyncio.to_thread(receive.parse_ops, body, node, max_ops=MAX_OPS_PER_PUSH)
     except receive.ReplicaError as exc:
         raise Refused(400, Code.INVALID_OPS, f"nothing stored: {exc}") from None
+    size = await asyncio.to_thread(_size, daemon.holdings.path(node))
+    if size + len(body) > config.max_shard_bytes:
+        raise Refused(
+            507,
+            Code.QUOTA,
+            f"this node keeps at most {config.max_shard_bytes} bytes of one author's shard "
+            f"({node!r} holds {size})",
+        )
     held = (await daemon.holdings.summary(node)).seq
     if held < after:
         raise Refused(
@@ -379,6 +401,9 @@ async def push_ops(request: web.Request) -> web.Response:
         done = await asyncio.to_thread(
             receive.append, config.store.dir, node, ops, fsync=config.store.fsync
         )
+    except NotRegular as exc:
+        log.error("cannot store shard %s: %s", node, exc)
+        raise Refused(503, Code.UNAVAILABLE, f"this node cannot store {node!r} now") from None
     except ForkDetected as exc:
         daemon.forks.record(caller or node, node, str(exc))
         raise Refused(409, Code.FORK, str(exc)) from None

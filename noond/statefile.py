@@ -35,6 +35,8 @@ class StateFile:
         self._ident: tuple[int, int] | None = None
         self._loaded = False
         self._saved_members: dict[str, str] = {}
+        self.recover: dict[str, peerstate.Confirmation] = {}
+        """Members the operator allowed to give back ops of the own shard."""
 
     @property
     def ignored(self) -> set[str]:
@@ -67,6 +69,7 @@ class StateFile:
                 with contextlib.suppress(ValueError):
                     self.membership.suggest(parse_address(address), node, "state")
         self._saved_members = dict(state.members)
+        self.recover = dict(state.recover)
 
     def save_members(self) -> None:
         members = {m.node: m.address for m in self.membership.members.values()}
@@ -82,4 +85,21 @@ class StateFile:
             log.error("cannot save the state file: %s", exc)
             return
         self._saved_members = members
+        self._ident = self._stat()
+
+    def confirm(self, node: str, confirmation: peerstate.Confirmation | None) -> None:
+        """Pin a recovery confirmation to what was recovered from (or drop it: None)."""
+
+        def change(state: peerstate.PeerState) -> None:
+            if confirmation is None:
+                state.recover.pop(node, None)
+            elif node in state.recover:
+                state.recover[node] = confirmation
+
+        try:
+            state = peerstate.update(self.path, change)
+        except (OSError, peerstate.StateError) as exc:
+            log.error("cannot save the state file: %s", exc)
+            return
+        self.recover = dict(state.recover)
         self._ident = self._stat()

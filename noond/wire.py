@@ -39,6 +39,7 @@ class Code(StrEnum):
     TOO_LARGE = "too_large"
     UNSUPPORTED_ENCODING = "unsupported_encoding"
     UNAVAILABLE = "unavailable"
+    QUOTA = "quota"
     INTERNAL = "internal"
     # Said by a client about an answer, never sent by a server:
     IDENTITY = "identity"

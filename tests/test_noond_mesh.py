@@ -99,11 +99,28 @@ def test_own_shard_recovered_from_a_peer_after_disk_loss(spawn, tmp_path, pki):
     original = (a.dir / "a.jsonl").read_bytes()
     (a.dir / "a.jsonl").unlink()
     a.start([b])
+    # b's claim is checked and shown, never acted on by itself.
+    claims = wait_until(lambda: a.get("/status")[1]["claims"], what="b's claim to be shown")
+    assert claims[0]["peer"] == "b" and claims[0]["seq"] == 5 and claims[0]["held"] == 0
+    assert a.metric("noond_own_shard_behind") == 1
+    assert not (a.dir / "a.jsonl").exists()
+    env = {
+        "NOON_DIR": str(a.dir),
+        "NOON_NODE_ID": "a",
+        "NOOND_TLS_CERT": str(a.pki.node("a")[0]),
+        "NOOND_TLS_KEY": str(a.pki.node("a")[1]),
+        "NOOND_TLS_CA": str(a.pki.node("a")[2]),
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT),
+    }
+    out = noon_command("peers", "recover", "b", env=env)
+    assert out.returncode == 0 and "up to seq 5" in out.stdout, out.stdout + out.stderr
     wait_until(
         lambda: (a.dir / "a.jsonl").exists() and (a.dir / "a.jsonl").read_bytes() == original,
         what="own shard recovery",
     )
     assert a.metric("noond_ops_recovered_total") == 5
+    wait_until(lambda: a.get("/status")[1]["claims"] == [], what="the claim to be settled")
     a.write(("k5", "v5"))  # continues at seq 6, no reuse
     wait_until(lambda: converged([a, b], expect=6))
     assert a.metric("noond_forks_detected_total") == 0

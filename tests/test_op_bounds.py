@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from noon.core.hlc import physical
-from noon.core.ops import MAX_DEPTH, MAX_HLC, OpError, decode
+from noon.core.ops import MAX_DEPTH, MAX_HLC, MAX_SEQ, OpError, decode, encode
 
 
 def nested(depth: int) -> dict[str, object]:
@@ -72,3 +72,30 @@ def test_every_stamp_accepted_is_a_date(stamp):
     when = dt.datetime.fromtimestamp(physical(decode(raw).hlc) / 1000, dt.UTC)
     assert when.year <= 9999
     assert when.isoformat()
+
+
+@pytest.mark.parametrize(
+    "envelope",
+    [
+        {"seq": MAX_SEQ + 1, "hlc": 1},
+        {"seq": 0, "hlc": 1},
+        {"seq": 1, "hlc": MAX_HLC + 1},
+        {"seq": 5, "hlc": 1, "bat": 4},
+    ],
+)
+def test_a_writer_never_encodes_an_envelope_readers_refuse(envelope):
+    with pytest.raises(OpError):
+        encode(node="a", el=("content", "ns", "x"), val={"text": "t"}, **envelope)
+
+
+def test_a_shard_at_the_last_seq_refuses_a_write_before_anything_reaches_disk(tmp_path):
+    from noon.config import Settings
+    from noon.core.ops import Draft
+    from noon.store.store import Store
+
+    last = encode(node="a", seq=MAX_SEQ, hlc=1, el=("content", "ns", "x"), val={"text": "t"})
+    (tmp_path / "a.jsonl").write_bytes(last + b"\n")
+    store = Store(Settings(dir=tmp_path, node_id="a", fsync=False, snapshot=False))
+    with pytest.raises(OpError, match="cannot take more ops"):
+        store.write(lambda fold: [Draft(("content", "ns", "y"), {"text": "new"})])
+    assert (tmp_path / "a.jsonl").read_bytes() == last + b"\n"

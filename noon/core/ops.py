@@ -264,7 +264,15 @@ def encode(
     by: str | None = None,
     bat: int | None = None,
 ) -> bytes:
-    """Encode an op as one line, without the newline, in noon's canonical key order."""
+    """Encode an op as one line, without the newline, in noon's canonical key order. The
+    envelope is checked first (:class:`OpError`): a writer never puts on disk a seq, stamp or
+    batch that every reader would refuse (a shard ending on seq 2^53-1 cannot take one more)."""
+    if type(seq) is not int or not 1 <= seq <= MAX_SEQ:
+        raise OpError(f"seq {seq} is outside [1, {MAX_SEQ}]: this shard cannot take more ops")
+    if type(hlc) is not int or not 0 <= hlc <= MAX_HLC:
+        raise OpError(f"stamp {hlc} is outside [0, {MAX_HLC}]")
+    if bat is not None and not seq <= bat <= seq + MAX_BATCH:
+        raise OpError(f"batch end {bat} is outside [{seq}, {seq + MAX_BATCH}]")
     obj: dict[str, Any] = {"v": FORMAT_VERSION, "node": node, "seq": seq, "hlc": hlc, "el": el}
     if val is not None:
         obj["val"] = val

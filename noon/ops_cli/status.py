@@ -118,7 +118,7 @@ def gather(settings: Settings, url: str, limit: int = 20) -> dict[str, Any]:
             reachable=True,
             uptime_seconds=status_doc.get("uptime_seconds"),
             rounds=status_doc.get("rounds"),
-            behind=status_doc.get("behind"),
+            behind=bool(status_doc.get("behind") or status_doc.get("claims")),
             protocol=status_doc.get("protocol"),
         )
     report["daemon"] = daemon

@@ -37,6 +37,9 @@ class PeerState:
     """Per-author maximum of the frontiers of members gone longer than the retention window."""
     forgotten: set[str] = field(default_factory=set)
     """Members retired: their knowledge lives on in ``retired``; a new report brings them back."""
+    recover: dict[str, Confirmation] = field(default_factory=dict)
+    """Members the operator allowed to give this node back ops of its own shard
+    (``noon peers recover``), with what they claimed then (PROTOCOL.md §6.1)."""
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -51,9 +54,23 @@ class PeerState:
                 },
                 "retired": dict(sorted(self.retired.items())),
                 "forgotten": sorted(self.forgotten),
+                "recover": {
+                    node: {"through": c.through, "digest": c.digest, "at": c.at}
+                    for node, c in sorted(self.recover.items())
+                },
             },
             indent=1,
         ).encode()
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    through: int | None
+    """The highest own seq the member may give back (its claim when the operator confirmed;
+    None: whatever it claims when the daemon next sees the confirmation, then pinned)."""
+    digest: str | None
+    """The digest (16 hex digits) of the member's op at ``through``, when known."""
+    at: float
 
 
 @dataclass(frozen=True)
@@ -108,7 +125,26 @@ def load(path: Path) -> PeerState:
         if not isinstance(at, int | float):
             raise StateError(f"{path}: report of {node} has no time")
         reports[node] = Report(_frontier(rep.get("frontier"), f"{path}: {node}"), float(at))
+    recover = {}
+    raw_recover = obj.get("recover", {})
+    if not isinstance(raw_recover, dict):
+        raise StateError(f"{path}: recover must be an object")
+    for node, c in raw_recover.items():
+        through, digest, at = (
+            (c.get(k) for k in ("through", "digest", "at"))
+            if isinstance(c, dict)
+            else (None, None, None)
+        )
+        if (
+            not valid_node_id(node)
+            or not (through is None or (type(through) is int and through > 0))
+            or not (digest is None or (isinstance(digest, str) and len(digest) == 16))
+            or not isinstance(at, int | float)
+        ):
+            raise StateError(f"{path}: bad recovery confirmation for {node!r}")
+        recover[node] = Confirmation(through, digest, float(at))
     return PeerState(
+        recover=recover,
         members={k: v for k, v in members.items() if valid_node_id(k) and isinstance(v, str)},
         revoked=set(revoked),
         departed=set(departed),

@@ -22,6 +22,7 @@ from noond.forks import Forks
 from noond.membership import Member, Membership
 from noond.metrics import Metrics
 from noond.shards import Holdings
+from noond.statefile import StateFile
 from noond.wire import PROTOCOL, Code, PageHeaders, listing_root, parse_checks, summary_json
 
 Route = Callable[["Request"], Awaitable[Reply]]
@@ -163,8 +164,10 @@ def local_node(directory: Path, node: str, peer: FakePeer, *, page_bytes: int = 
         membership=membership,
         forks=forks,
         metrics=metrics,
-        settings=ExchangeSettings(page_bytes=page_bytes, fsync=False, digest=True),
-        revoked=set,
+        settings=ExchangeSettings(
+            page_bytes=page_bytes, fsync=False, digest=True, recovery_hold=5.0
+        ),
+        state=StateFile(directory / ".noon" / "noond.json", membership),
         suggest=lambda address, node, source, via=None: suggested.append((address, node, source)),
     )
     member = membership.admit(peer.node, "fake:1")
