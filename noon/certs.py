@@ -11,6 +11,12 @@ Layout:
     <ca_dir>/ca.key, <ca_dir>/ca.crt                      (`init_ca`)
     <out_dir>/<node>.key, <out_dir>/<node>.crt, ca.crt    (`issue_node_cert`)
 
+Roles: a certificate's subject may carry an organizational unit (OU) naming its role. Without
+one (or with ``noon-node``) it is a *node*, a full member. With ``noon-metrics`` it is a
+*monitoring identity* (``noon certs issue NAME --role metrics``): noond lets it read
+``/metrics`` and ``/health`` and nothing else, never admits it as a member, and it is issued
+for client authentication only. Any other OU is refused everywhere.
+
 Revocation is by node id list elsewhere (no CRLs here).
 """
 
@@ -53,6 +59,7 @@ __all__ = [
     "client_ssl_context",
     "init_ca",
     "issue_node_cert",
+    "peer_identity",
     "peer_node_id",
     "require_peer",
     "server_ssl_context",
@@ -61,6 +68,11 @@ __all__ = [
 
 CA_KEY_NAME = "ca.key"
 CA_CERT_NAME = "ca.crt"
+
+ROLE_NODE = "node"
+ROLE_METRICS = "metrics"
+ROLE_UNITS = {ROLE_NODE: "noon-node", ROLE_METRICS: "noon-metrics"}
+"""The subject OU of each role; a certificate without an OU is a node (older certificates)."""
 
 NODE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 # RFC 5280 ub-common-name: a CN holds at most 64 characters, so certificates cap node ids there.
@@ -350,6 +362,7 @@ def issue_node_cert(
     not_before: dt.datetime | None = None,
     not_after: dt.datetime | None = None,
     force: bool = False,
+    role: str = ROLE_NODE,
 ) -> NodePaths:
     """Issue a key and certificate for `node_id`, signed by the CA in `ca_dir`.
 
@@ -363,8 +376,13 @@ def issue_node_cert(
 
     Refuses (NodeCertExistsError) to overwrite an existing `<node>.key`/`<node>.crt`, or a
     `ca.crt` in `out_dir` that differs from the CA's, unless `force=True`.
+
+    `role="metrics"` issues a monitoring identity instead (OU `noon-metrics`, client
+    authentication only): it reaches a daemon's `/metrics` and `/health`, nothing else.
     """
     validate_node_id(node_id)
+    if role not in ROLE_UNITS:
+        raise ValueError(f"role must be one of {sorted(ROLE_UNITS)}, got {role!r}")
     ca_dir = Path(ca_dir)
     ca_key_path, ca_cert_path = ca_dir / CA_KEY_NAME, ca_dir / CA_CERT_NAME
     ca_key = _read_key(ca_key_path, "CA private key")
@@ -424,9 +442,14 @@ def issue_node_cert(
 
     key = ec.generate_private_key(ec.SECP256R1())
     ca_ski = _ca_ski(ca_cert)
+    subject = [x509.NameAttribute(NameOID.COMMON_NAME, node_id)]
+    usages = [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+    if role == ROLE_METRICS:
+        subject.append(x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, ROLE_UNITS[role]))
+        usages = [ExtendedKeyUsageOID.CLIENT_AUTH]
     cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, node_id)]))
+        .subject_name(x509.Name(subject))
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
@@ -448,9 +471,7 @@ def issue_node_cert(
             critical=True,
         )
         .add_extension(
-            x509.ExtendedKeyUsage(
-                [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
-            ),
+            x509.ExtendedKeyUsage(usages),
             critical=False,
         )
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
@@ -493,6 +514,14 @@ def check_node_files(cert: Path, key: Path, ca: Path) -> str:
     cn = _common_name(node_cert.subject)
     if cn is None:
         raise InvalidNodeIdError(f"certificate {cert} has no single common name")
+    units = [
+        a.value for a in node_cert.subject.get_attributes_for_oid(NameOID.ORGANIZATIONAL_UNIT_NAME)
+    ]
+    if _role(units) != ROLE_NODE:
+        raise InvalidNodeIdError(
+            f"certificate {cert} is not a node certificate (organizational unit {units}): a "
+            "daemon needs one issued with `noon certs issue NODE`"
+        )
     return validate_node_id(cn)
 
 
@@ -566,13 +595,21 @@ class _HasPeerCert(Protocol):
     def getpeercert(self) -> Any: ...
 
 
-def peer_node_id(ssl_object: _HasPeerCert | None) -> str | None:
-    """The node id (subject CN) of the verified TLS peer, or None.
+def _role(units: list[Any]) -> str | None:
+    """The role an OU list names: none is a node (older certificates), one known OU its role,
+    anything else no role at all."""
+    if not units:
+        return ROLE_NODE
+    known = {unit: role for role, unit in ROLE_UNITS.items()}
+    if len(units) != 1 or units[0] not in known:
+        return None
+    return known[units[0]]
 
-    Works with `ssl.SSLSocket` and `ssl.SSLObject` (aiohttp: `transport.get_extra_info(
-    "ssl_object")`). Returns None if there is no verified peer certificate, the subject has zero
-    or several CNs, or the CN is not a valid node id (so the result is always path-safe).
-    """
+
+def peer_identity(ssl_object: _HasPeerCert | None) -> tuple[str, str] | None:
+    """(subject CN, role) of the verified TLS peer, or None: no verified certificate, zero or
+    several CNs, a CN that is not a valid node id (so the result is always path-safe), or an
+    organizational unit that names no known role."""
     if ssl_object is None:
         return None
     try:
@@ -581,12 +618,23 @@ def peer_node_id(ssl_object: _HasPeerCert | None) -> str | None:
         return None
     if not peer:
         return None
-    cns = [
-        value for rdn in peer.get("subject", ()) for (attr, value) in rdn if attr == "commonName"
-    ]
-    if len(cns) != 1 or not isinstance(cns[0], str):
+    subject = [pair for rdn in peer.get("subject", ()) for pair in rdn]
+    cns = [value for attr, value in subject if attr == "commonName"]
+    role = _role([value for attr, value in subject if attr == "organizationalUnitName"])
+    if len(cns) != 1 or not isinstance(cns[0], str) or role is None:
         return None
-    return cns[0] if _is_valid_node_id(cns[0]) else None
+    return (cns[0], role) if _is_valid_node_id(cns[0]) else None
+
+
+def peer_node_id(ssl_object: _HasPeerCert | None) -> str | None:
+    """The node id (subject CN) of the verified TLS peer when it is a node (a full member),
+    else None (see :func:`peer_identity`; a monitoring identity is never a node).
+
+    Works with `ssl.SSLSocket` and `ssl.SSLObject` (aiohttp: `transport.get_extra_info(
+    "ssl_object")`).
+    """
+    identity = peer_identity(ssl_object)
+    return identity[0] if identity is not None and identity[1] == ROLE_NODE else None
 
 
 def require_peer(ssl_object: _HasPeerCert | None, expected_node_id: str) -> str:

@@ -20,7 +20,7 @@ import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from noon.certs import peer_node_id
+from noon.certs import ROLE_METRICS, peer_identity
 from noon.core.collection import member_of
 from noon.core.ops import MAX_SEQ, valid_node_id
 from noon.errors import NoonError
@@ -51,6 +51,8 @@ log = logging.getLogger("noond.server")
 DAEMON: web.AppKey[Daemon] = web.AppKey("daemon")
 OPEN_ROUTES = frozenset({"/info", "/health", "/metrics"})
 """Answered whatever protocol revision the caller speaks, so it can learn ours."""
+MONITORING_ROUTES = frozenset({"/health", "/metrics"})
+"""All a monitoring identity (a ``--role metrics`` certificate) may reach."""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -172,11 +174,18 @@ async def _admit(request: web.Request, handler: Handler) -> web.StreamResponse:
     config = daemon.config
     caller: str | None = None
     if config.tls:
-        caller = peer_node_id(
+        identity = peer_identity(
             request.transport.get_extra_info("ssl_object") if request.transport else None
         )
-        if caller is None:
-            raise Refused(403, Code.FORBIDDEN, "no verified client certificate")
+        if identity is None:
+            raise Refused(403, Code.FORBIDDEN, "no verified client certificate with a known role")
+        caller, role = identity
+        if role == ROLE_METRICS:
+            if request.path not in MONITORING_ROUTES:
+                raise Refused(
+                    403, Code.FORBIDDEN, "a metrics certificate reaches /metrics and /health only"
+                )
+            return await handler(request)
         if caller in daemon.state.ignored:
             raise Refused(403, Code.FORBIDDEN, f"node {caller!r} is revoked or departed")
     proto = request.headers.get(Header.PROTOCOL)
