@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from noon.core.collection import retire
+from noon.core.collection import member_of, retire
+from noon.names import shard_node
 from noon.store import peerstate
 from noon.store.collect import CollectReport, gate_of
 from noon.store.shard import list_shards
@@ -34,6 +35,7 @@ class Collector:
     forget_after: float
     metrics: Metrics
     collect_unseen: bool = False
+    clock: Callable[[], float] = time.time
     last: CollectReport | None = None
     kept_since: dict[str, float] = field(default_factory=dict)
     """Per blocking member, since when it has kept something (for `noon compact` and logs)."""
@@ -43,7 +45,7 @@ class Collector:
     def run(self, members: Iterable[Member], excluded: set[str]) -> CollectReport:
         """Record fresh reports, retire long-gone members, collect. Blocking I/O: run it in a
         thread."""
-        now = time.time()
+        now = self.clock()
         members = [m for m in members if m.node not in excluded]
         fresh = {
             m.node: peerstate.Report(dict(m.heads), m.reported_at)
@@ -51,6 +53,8 @@ class Collector:
             if m.reported_at is not None
         }
         retiring: set[str] = set()
+        unheard: set[str] = set()
+        authors = {member_of(n) for n in map(shard_node, list_shards(self.dir)) if n is not None}
 
         def change(state: peerstate.PeerState) -> None:
             state.reports.update(fresh)
@@ -63,11 +67,30 @@ class Collector:
                     del state.reports[node]
                     state.forgotten.add(node)
                     retiring.add(node)
+            counted = {m.node for m in members} | set(state.members) | authors
+            counted -= excluded | state.forgotten | set(state.reports) | {self.node}
+            for node in counted:
+                state.silent.setdefault(node, now)
+            for node, since in list(state.silent.items()):
+                if node not in counted:
+                    del state.silent[node]
+                elif now - since > self.forget_after:
+                    # Nothing is known of what it holds, so nothing joins the retired frontier.
+                    del state.silent[node]
+                    state.forgotten.add(node)
+                    unheard.add(node)
 
         state = peerstate.update(self.state_path, change)
         for node in sorted(retiring):
             log.warning(
                 "member %s silent for over %.0f days: retired into the retired frontier",
+                node,
+                self.forget_after / 86400,
+            )
+        for node in sorted(unheard):
+            log.warning(
+                "member %s never reported what it holds in %.0f days: it no longer holds back "
+                "collection (a report from it brings it back)",
                 node,
                 self.forget_after / 86400,
             )

@@ -37,6 +37,9 @@ class PeerState:
     """Per-author maximum of the frontiers of members gone longer than the retention window."""
     forgotten: set[str] = field(default_factory=set)
     """Members retired: their knowledge lives on in ``retired``; a new report brings them back."""
+    silent: dict[str, float] = field(default_factory=dict)
+    """Members that count for collection but never reported, with when they were first
+    counted: one silent longer than the retention window stops counting (PROTOCOL.md §11.1)."""
     recover: dict[str, Confirmation] = field(default_factory=dict)
     """Members the operator allowed to give this node back ops of its own shard
     (``noon peers recover``), with what they claimed then (PROTOCOL.md §6.1)."""
@@ -54,6 +57,7 @@ class PeerState:
                 },
                 "retired": dict(sorted(self.retired.items())),
                 "forgotten": sorted(self.forgotten),
+                "silent": dict(sorted(self.silent.items())),
                 "recover": {
                     node: {"through": c.through, "digest": c.digest, "at": c.at}
                     for node, c in sorted(self.recover.items())
@@ -143,8 +147,14 @@ def load(path: Path) -> PeerState:
         ):
             raise StateError(f"{path}: bad recovery confirmation for {node!r}")
         recover[node] = Confirmation(through, digest, float(at))
+    silent = obj.get("silent", {})
+    if not isinstance(silent, dict) or not all(
+        valid_node_id(k) and isinstance(v, int | float) for k, v in silent.items()
+    ):
+        raise StateError(f"{path}: silent must map node ids to times")
     return PeerState(
         recover=recover,
+        silent={k: float(v) for k, v in silent.items()},
         members={k: v for k, v in members.items() if valid_node_id(k) and isinstance(v, str)},
         revoked=set(revoked),
         departed=set(departed),
