@@ -33,6 +33,8 @@ from noond.metrics import Metrics
 from noond.wire import PROTOCOL, Code, Header, PageHeaders, check_params
 
 MAX_JSON = 8 << 20
+OPS_ROUTE = "/shards/{node}/ops"
+"""The route label of op streams, as the server names it (pulls and pushes alike)."""
 IDLE_CLOSE = 10.0
 """Idle keep-alive connections are closed after this long, well before a server gives up on
 them (noond waits 30 s): a request never races the server's close."""
@@ -270,7 +272,7 @@ class Client:
     async def info(self, address: str, expect: str | None = None) -> tuple[dict[str, Any], str]:
         """``/info``, with the identity check: the node id it states must be the one its
         certificate proves (and the expected one, when we expect one)."""
-        obj, proven = await self._json("GET", address, "/info", expect=expect, route="info")
+        obj, proven = await self._json("GET", address, "/info", expect=expect, route="/info")
         node = obj.get("node")
         if not isinstance(node, str):
             raise PeerError(f"{address}/info: no node id")
@@ -292,12 +294,7 @@ class Client:
     async def get_json(
         self, address: str, path: str, *, expect: str, params: dict[str, str] | None = None
     ) -> dict[str, Any]:
-        route = path.strip("/").split("/")[0] or "root"
-        if path == "/shards/digest":
-            route = "digest"
-        return (await self._json("GET", address, path, expect=expect, route=route, params=params))[
-            0
-        ]
+        return (await self._json("GET", address, path, expect=expect, route=path, params=params))[0]
 
     async def pull(
         self,
@@ -316,7 +313,7 @@ class Client:
             address,
             f"/shards/{shard}/ops",
             expect=expect,
-            route="ops",
+            route=OPS_ROUTE,
             params=params,
             limit=self.max_body,
         )
@@ -355,7 +352,7 @@ class Client:
                 address,
                 f"/shards/{shard}/ops",
                 expect=expect,
-                route="push",
+                route=OPS_ROUTE,
                 params=params,
                 data=body,
             )

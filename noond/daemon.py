@@ -18,6 +18,7 @@ from aiohttp import web
 
 from noon.certs import CertError, cert_info, client_ssl_context, server_ssl_context
 from noon.config import ConfigError
+from noon.core.collection import IMPORT_SUFFIX
 from noon.daemon_link import dial_host, is_loopback, publish, withdraw
 from noon.store.store import Store
 from noond.admission import Admission
@@ -124,7 +125,7 @@ class Daemon:
             exchanger=self.exchanger,
             collector=self.collector,
             metrics=self.metrics,
-            watched=self.holdings.own,
+            watched={s: self.holdings.path(s) for s in (self.node, f"{self.node}{IMPORT_SUFFIX}")},
             after_round=self.update_gauges,
         )
         self._runner: web.AppRunner | None = None
@@ -160,6 +161,11 @@ class Daemon:
         calling: bool = False,
     ) -> None:
         self.scheduler.suggest(address, node, source, via=via, calling=calling)
+
+    async def fresh_reports(self) -> None:
+        """Refresh what every live member holds before answering the local operator (for at
+        most a few seconds)."""
+        await self.exchanger.refresh(self.membership.alive(), min(self.config.timeout, 5.0))
 
     def membership_payload(self) -> list[dict[str, str]]:
         entries = [{"node": self.node, "address": self.advertise}]

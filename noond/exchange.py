@@ -112,14 +112,14 @@ class Exchanger:
         async with self._lock(member.node):
             await self._guarded(member, self._sync(member))
 
-    async def push(self, member: Member) -> None:
-        """Push the own shard to ``member`` from the head it acknowledged (a full exchange
-        when that head is unknown or the own shard is being recovered)."""
+    async def push(self, member: Member, shard: str) -> None:
+        """Push one of our own shards to ``member`` from the head it acknowledged (a full
+        exchange when that head is unknown or an own shard is being recovered)."""
         async with self._lock(member.node):
-            if self.recovery.behind or self.node not in member.heads:
+            if self.recovery.behind or shard not in member.heads:
                 await self._guarded(member, self._sync(member))
             else:
-                await self._guarded(member, self._push_from(member, member.heads[self.node]))
+                await self._guarded(member, self._push_from(member, shard, member.heads[shard]))
 
     async def _guarded(self, member: Member, work: Awaitable[None]) -> None:
         try:
@@ -152,6 +152,31 @@ class Exchanger:
         else:
             self.membership.succeeded(member)
             self.metrics.exchanges.labels("ok").inc()
+
+    async def refresh(self, members: list[Member], timeout: float) -> None:
+        """Ask each member what it holds now (a digest, and its listing when the roots
+        differ), all at once, for at most ``timeout`` seconds: what ``noon status`` shows as
+        lag is then seconds old, not a round old. Stores nothing."""
+
+        async def report(m: Member) -> None:
+            local = await self.holdings.summaries()
+            digest = await self.client.get_json(m.address, "/shards/digest", expect=m.node)
+            if digest.get("root") == listing_root(local):
+                heads = {n: s.seq for n, s in local.items()}
+            else:
+                listing = await self.client.get_json(m.address, "/shards", expect=m.node)
+                heads = {n: s.seq for n, s in parse_listing(listing).items()}
+            m.heads, m.reported_at = heads, time.time()
+
+        tasks = [asyncio.create_task(report(m)) for m in members]
+        if not tasks:
+            return
+        done, pending = await asyncio.wait(tasks, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        for task in done:
+            if task.exception() is not None:
+                log.info("fresh report failed: %s", task.exception())
 
     def budget(self, member: str) -> Budget:
         """The budget of ``member``'s exchange under way (a fresh one outside exchanges)."""
@@ -226,9 +251,10 @@ class Exchanger:
                     theirs.seq,
                 )
             return
+        own = member_of(node) == self.node  # our shard, or our import shard
         if theirs.seq == mine.seq:
-            if node == self.node:
-                self.recovery.settled(m.node)
+            if own:
+                self.recovery.settled(m.node, node)
             if mine.seq and theirs.digest != mine.digest:
                 self.forks.record(
                     m.node,
@@ -236,12 +262,12 @@ class Exchanger:
                     f"op {node}:{mine.seq} differs: digest "
                     f"{mine.digest:016x} here, {theirs.digest:016x} there",
                 )
-        elif node == self.node:
+        elif own:
             if theirs.seq < mine.seq:
-                self.recovery.settled(m.node)
-                await self._push(m, theirs)
+                self.recovery.settled(m.node, node)
+                await self._push(m, node, theirs)
             else:
-                await self.recovery.claimed(m, mine, theirs)
+                await self.recovery.claimed(m, node, mine, theirs)
         elif theirs.seq > mine.seq:
             through = self._through(m, node, theirs.seq)
             if through > mine.seq and self._may_pull(m, node, mine):
@@ -320,26 +346,26 @@ class Exchanger:
 
     # -- pushing the own shard --------------------------------------------------------------
 
-    async def _push(self, m: Member, theirs: serve.Summary) -> None:
-        """Send our own shard beyond what ``m`` holds, after checking that what it holds is
-        our history (same op at its highest seq)."""
+    async def _push(self, m: Member, shard: str, theirs: serve.Summary) -> None:
+        """Send one of our own shards beyond what ``m`` holds, after checking that what it
+        holds is our history (same op at its highest seq)."""
         after = theirs.seq
         if after:
-            mine = await asyncio.to_thread(serve.digest_of, self.holdings.own, after)
+            mine = await asyncio.to_thread(serve.digest_of, self.holdings.path(shard), after)
             if mine is not None and mine != theirs.digest:
                 self.forks.record(
                     m.node,
-                    self.node,
-                    f"peer holds a different op {self.node}:"
+                    shard,
+                    f"peer holds a different op {shard}:"
                     f"{after} ({theirs.digest:016x}, here {mine:016x})",
                 )
                 return
-        await self._push_from(m, after)
+        await self._push_from(m, shard, after)
 
-    async def _push_from(self, m: Member, after: int) -> None:
-        if (m.node, self.node) in self.forks:
+    async def _push_from(self, m: Member, shard: str, after: int) -> None:
+        if (m.node, shard) in self.forks:
             return
-        own = self.holdings.own
+        own = self.holdings.path(shard)
         check = await asyncio.to_thread(serve.digest_of, own, after) if after else None
         checks = await asyncio.to_thread(serve.recent_digests, own, after) if after else []
         while True:
@@ -352,7 +378,7 @@ class Exchanger:
                 result = await self.client.push(
                     m.address,
                     expect=m.node,
-                    shard=self.node,
+                    shard=shard,
                     after=after,
                     check=check,
                     body=page.body,
@@ -361,15 +387,15 @@ class Exchanger:
             except PeerError as exc:
                 self.metrics.pushes.labels(exc.code).inc()
                 if exc.code == Code.FORK:
-                    self.forks.record(m.node, self.node, str(exc))
+                    self.forks.record(m.node, shard, str(exc))
                     return
                 if exc.code == Code.GAP:
-                    m.heads.pop(self.node, None)  # the next round compares summaries again
+                    m.heads.pop(shard, None)  # the next round compares summaries again
                 raise
             self.metrics.pushes.labels("ok").inc()
             self.metrics.ops_pushed.inc(page.ops)
             head = result.get("head")
-            m.heads[self.node] = head if isinstance(head, int) else page.last
+            m.heads[shard] = head if isinstance(head, int) else page.last
             after, check, checks = page.last, None, []
             if not page.more:
                 return

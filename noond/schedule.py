@@ -40,7 +40,7 @@ class Scheduler:
         exchanger: Exchanger,
         collector: Collector,
         metrics: Metrics,
-        watched: Path,
+        watched: dict[str, Path],
         after_round: Callable[[], None],
     ) -> None:
         self.config = config
@@ -51,12 +51,14 @@ class Scheduler:
         self.collector = collector
         self.metrics = metrics
         self.watched = watched
+        """The shards written on this machine (own, import) by name: pushed when they grow."""
         self.after_round = after_round
         self.rounds = 0
         self._admit_wake = asyncio.Event()
         self._round_lock = asyncio.Lock()
-        self._pushing: dict[str, asyncio.Task[None]] = {}
-        self._repush: set[str] = set()
+        self._pushing: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self._repush: set[tuple[str, str]] = set()
+        """(member, shard) pairs to push again once the push under way is done."""
         self._tasks: list[asyncio.Task[Any]] = []
         self._inflight: set[asyncio.Task[None]] = set()
         self._busy: set[str] = set()
@@ -198,36 +200,43 @@ class Scheduler:
 
     # -- pushes after a local change --------------------------------------------------------
 
-    def trigger_push(self) -> None:
-        """Push to every live member, each on its own: a slow member delays only itself."""
+    def trigger_push(self, shard: str) -> None:
+        """Push ``shard`` to every live member, each on its own: a slow member delays only
+        itself."""
         for m in self.membership.alive():
-            task = self._pushing.get(m.node)
+            key = (m.node, shard)
+            task = self._pushing.get(key)
             if task is not None and not task.done():
-                self._repush.add(m.node)
+                self._repush.add(key)
                 continue
-            self._pushing[m.node] = asyncio.create_task(self._push_loop(m))
+            self._pushing[key] = asyncio.create_task(self._push_loop(m, shard))
 
-    async def _push_loop(self, m: Member) -> None:
+    async def _push_loop(self, m: Member, shard: str) -> None:
         while True:
-            self._repush.discard(m.node)
-            await self.exchanger.push(m)
-            if m.node not in self._repush:
+            self._repush.discard((m.node, shard))
+            await self.exchanger.push(m, shard)
+            if (m.node, shard) not in self._repush:
                 return
 
-    def _ident(self) -> tuple[int, int] | None:
-        try:
-            st = os.lstat(self.watched)
-        except FileNotFoundError:
-            return None
-        return (st.st_ino, st.st_size)
+    def _idents(self) -> dict[str, tuple[int, int] | None]:
+        out: dict[str, tuple[int, int] | None] = {}
+        for shard, path in self.watched.items():
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                out[shard] = None
+                continue
+            out[shard] = (st.st_ino, st.st_size)
+        return out
 
     async def _watch(self) -> None:
-        """Poll the own shard's identity; a change (creation included) triggers a push to every
-        live member."""
-        last = self._ident()
+        """Poll the identity of every shard written here; a change (creation included)
+        triggers a push of that shard to every live member."""
+        last = self._idents()
         while True:
             await asyncio.sleep(self.config.watch_interval)
-            ident = self._ident()
-            if ident != last and ident is not None:
-                self.trigger_push()
-            last = ident
+            now = self._idents()
+            for shard, ident in now.items():
+                if ident != last.get(shard) and ident is not None:
+                    self.trigger_push(shard)
+            last = now

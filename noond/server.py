@@ -23,6 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from noon.certs import ROLE_METRICS, peer_identity
 from noon.core.collection import member_of
 from noon.core.ops import MAX_SEQ, valid_node_id
+from noon.daemon_link import is_loopback
 from noon.errors import NoonError
 from noon.store import receive, serve, store
 from noon.store.errors import ForkDetected
@@ -162,7 +163,7 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     except Exception:
         log.exception("internal error on %s %s", request.method, request.path)
         response = _error(500, Code.INTERNAL, "internal error")
-    metrics.requests.labels(route, str(response.status)).inc()
+    metrics.requests.labels(route, request.method, str(response.status)).inc()
     body = getattr(response, "body", None)
     if isinstance(body, bytes | bytearray):
         metrics.server_sent.labels(route).inc(len(body))
@@ -255,6 +256,11 @@ async def status(request: web.Request) -> web.Response:
 
 async def peers(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
+    local = request.get("caller") == daemon.node or (
+        not daemon.config.tls and is_loopback(request.remote or "")
+    )
+    if local:  # the operator's `noon status` / `noon peers`: show lag as it is now
+        await daemon.fresh_reports()
     return _json(
         {
             "peers": [
@@ -376,7 +382,7 @@ async def push_ops(request: web.Request) -> web.Response:
         # far beyond max_body: bodies travel as they are (noond never compresses them).
         raise Refused(415, Code.UNSUPPORTED_ENCODING, f"request bodies are not {encoding}-coded")
     body = await _read_body(request, config.max_body, config.timeout * 3)
-    daemon.metrics.server_received.inc(len(body))
+    daemon.metrics.server_received.labels(_route(request)).inc(len(body))
     try:
         ops = await asyncio.to_thread(receive.parse_ops, body, node, max_ops=MAX_OPS_PER_PUSH)
     except receive.ReplicaError as exc:

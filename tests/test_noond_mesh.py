@@ -136,8 +136,9 @@ def test_compaction_on_the_writer_never_forces_a_full_download(spawn, tmp_path, 
     def moved() -> tuple[float, float]:
         """Ops that reached b (b's pulls + a's pushes in its rounds) and their wire bytes."""
         ops = b.metric("noond_ops_pulled_total") + b.metric("noond_ops_received_total")
-        wire = b.metric("noond_client_received_bytes_total", 'route="ops"') + a.metric(
-            "noond_client_sent_bytes_total", 'route="push"'
+        route = 'route="/shards/{node}/ops"'
+        wire = b.metric("noond_client_received_bytes_total", route) + a.metric(
+            "noond_client_sent_bytes_total", route
         )
         return ops, wire
 
@@ -314,3 +315,40 @@ def test_every_acknowledged_write_survives_daemons_killed_at_random(
     state = nodes[0].state()
     for key, text in acked.items():
         assert state[key][1] == {"text": text}
+
+
+def test_an_import_batch_is_pushed_at_once_not_at_the_next_round(spawn, tmp_path, pki):
+    from noon.config import Settings
+    from noon.core.ops import Draft
+    from noon.store.store import Store
+
+    a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
+    start_all((a, [b]), (b, [a]), NOOND_INTERVAL="60")
+    a.write(("first", "so both are members"))
+    wait_until(lambda: converged([a, b], expect=1))
+    rounds = a.metric("noond_rounds_total"), b.metric("noond_rounds_total")
+    # What `noon import` does: a store of its own with node id a-import.
+    importer = Store(Settings(dir=a.dir, node_id="a-import", fsync=False, snapshot=False))
+    importer.write(
+        lambda fold: [
+            Draft(("content", "default", f"imp{i}"), {"text": "imported"}) for i in range(20)
+        ]
+    )
+    wait_until(lambda: converged([a, b], expect=21), timeout=10, what="the import to reach b")
+    assert (a.metric("noond_rounds_total"), b.metric("noond_rounds_total")) == rounds
+    assert b.metric("noond_ops_received_total") >= 20  # pushed by a, not pulled by b
+
+
+def test_the_operator_sees_a_members_lag_as_it_is_now(spawn, tmp_path, pki):
+    a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
+    start_all((a, [b]), (b, [a]), NOOND_INTERVAL="60", NOOND_PUSH="false")
+    wait_until(lambda: "b" in {p["node"] for p in a.get("/peers")[1]["peers"]})
+    for i in range(5):
+        b.write((f"b{i}", "new on b"))
+
+    def heads_of_b(as_node: str) -> dict[str, int]:
+        peers = {p["node"]: p for p in a.get("/peers", as_node=as_node)[1]["peers"]}
+        return dict(peers["b"]["heads"])
+
+    assert heads_of_b("someone").get("b", 0) < 5  # another member sees the last round's report
+    assert heads_of_b("a").get("b") == 5  # the local operator gets a fresh one

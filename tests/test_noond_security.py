@@ -263,6 +263,12 @@ def test_metrics_are_prometheus_text_with_units(node):
         "noond_client_received_bytes_total",
     ):
         assert name in text, name
+    assert "_created" not in text
+    node.request("GET", "/health", as_node="alice")
+    node.request("POST", "/shards/mona/ops?after=0", body("mona", 1), as_node="mona")
+    text = node.request("GET", "/metrics", as_node="alice")[2].decode()
+    assert 'noond_http_requests_total{code="200",method="GET",route="/health"}' in text
+    assert 'noond_server_received_bytes_total{route="/shards/{node}/ops"}' in text
 
 
 def test_plaintext_off_loopback_needs_an_explicit_opt_in(tmp_path: Path):
