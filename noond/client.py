@@ -120,6 +120,7 @@ class HttpTransport:
                     limit=256,
                     limit_per_host=4,
                     keepalive_timeout=IDLE_CLOSE,
+                    local_addr=(self.source_ip, 0) if self.source_ip else None,
                 ),
                 timeout=self._timeout,
                 auto_decompress=False,

@@ -74,3 +74,33 @@ def test_an_unreachable_peer_counts_against_its_liveness_only(dirs):
         asyncio.run(local.exchanger.exchange(local.member))
     assert local.member.state == "suspect"
     assert local.sample("noond_exchanges_total", result="unreachable") == 3
+
+
+def test_outgoing_connections_leave_from_the_source_ip_asked_for():
+    """NOOND_SOURCE_IP (the fault suite tells daemons apart by it, and partitions by it)."""
+    from noond.client import HttpTransport
+
+    seen: list[str] = []
+
+    async def run() -> None:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            seen.append(writer.get_extra_info("peername")[0])
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        transport = HttpTransport(ssl_context=None, timeout=5, source_ip="127.0.0.9")
+        try:
+            reply = await transport.request(
+                "GET", f"127.0.0.1:{port}", "/health", params={}, headers={}, body=None, limit=100
+            )
+        finally:
+            await transport.close()
+            server.close()
+        assert reply.status == 200
+
+    asyncio.run(run())
+    assert seen == ["127.0.0.9"]
