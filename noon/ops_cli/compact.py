@@ -23,6 +23,7 @@ from noon.names import shard_node
 from noon.store import peerstate
 from noon.store.collect import CollectReport, collect_dir, gate_of
 from noon.store.compact import CompactReport, compact_dir
+from noon.store.shard import list_shards
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         else env_bool(os.environ, "NOON_SOLE_WRITER", False)
     )
     d = settings.dir
-    shards = sorted(n for n in os.listdir(d) if shard_node(n) is not None) if d.exists() else []
+    shards = list_shards(d)
     compacted = compact_dir(d, shards, history=history)
     state_path = daemon_link.state_path(d, os.environ)
     collected: CollectReport | None = None
