@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench.mesh import ROOT, Node, Pki, noon_command, wait_until
-from noon.core.ops import encode
+from tests.harness.hostile_peer import ops_body
 
 pytestmark = pytest.mark.integration
 
@@ -23,16 +23,7 @@ SECRET = b"root:x:0:0:do not print me\n"
 
 
 def op(node: str, seq: int) -> bytes:
-    return (
-        encode(
-            node=node,
-            seq=seq,
-            hlc=(1_700_000_000_000 << 16) + seq,
-            el=["content", "default", f"{node}{seq}"],
-            val={"text": "t"},
-        )
-        + b"\n"
-    )
+    return ops_body(node, seq, 1)
 
 
 def plant(directory: Path, outside: Path) -> None:

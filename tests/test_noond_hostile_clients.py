@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.mesh import Node, Pki, wait_until
-from noon.core.ops import encode
+from tests.harness.hostile_peer import ops_body
 
 pytestmark = pytest.mark.integration
 
@@ -60,16 +60,7 @@ def raw_connections(n: Node, source: str, count: int) -> list[socket.socket]:
 
 
 def op(node: str, seq: int) -> bytes:
-    return (
-        encode(
-            node=node,
-            seq=seq,
-            hlc=(1_700_000_000_000 << 16) + seq,
-            el=["content", "default", f"{node}{seq}"],
-            val={"text": "t"},
-        )
-        + b"\n"
-    )
+    return ops_body(node, seq, 1)
 
 
 def log_lines(n: Node, text: str) -> int:
@@ -175,10 +166,10 @@ def test_a_read_with_a_false_digest_raises_no_fork_alarm(node: Node):
 
 
 def test_revocation_covers_the_import_shard(node: Node, tmp_path: Path):
-    line = encode(node="mallory-import", seq=1, hlc=1 << 16, el=["content", "default", "m"], val={})
-    (node.dir / "mallory-import.jsonl").write_bytes(line + b"\n")
+    (node.dir / "mallory-import.jsonl").write_bytes(op("mallory-import", 1))
+    (node.dir / "trent-import.jsonl").write_bytes(op("trent-import", 1))
     listed = [s["node"] for s in node.get("/shards", as_node="alice")[1]["shards"]]
-    assert "mallory-import" not in listed
+    assert "mallory-import" not in listed and "trent-import" in listed
     assert node.request("GET", "/shards/mallory-import/ops", as_node="alice")[0] == 404
     status, _, _ = node.request(
         "POST", "/shards/mallory-import/ops?after=1", op("mallory-import", 2), as_node="mallory"

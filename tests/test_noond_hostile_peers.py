@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,15 +16,21 @@ from aiohttp import web
 from bench.mesh import ROOT, Node, Pki, converged, noon_command, wait_until
 from noon.core.ops import decode
 from noon.store import serve
-from tests.harness.hostile_peer import HostilePeer, listing, ops_body, page
+from tests.harness.hostile_peer import HostilePeer, Script, listing, ops_body, page
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def rogues() -> Iterator[list[HostilePeer]]:
+def rogue(pki: Pki) -> Iterator[Callable[[Script], HostilePeer]]:
+    """Start a lying member with a script; every one is closed afterwards."""
     made: list[HostilePeer] = []
-    yield made
+
+    def start(script: Script) -> HostilePeer:
+        made.append(HostilePeer(pki, script=script))
+        return made[-1]
+
+    yield start
     for r in made:
         r.close()
 
@@ -56,7 +62,7 @@ def cli_env(node: Node) -> dict[str, str]:
 
 
 def test_a_member_claiming_more_of_our_own_shard_gets_nothing_written(
-    spawn: list[Node], tmp_path: Path, pki: Pki, rogues: list[HostilePeer]
+    spawn: list[Node], tmp_path: Path, pki: Pki, rogue: Callable[[Script], HostilePeer]
 ):
     a, b = Node("a", tmp_path, pki), Node("b", tmp_path, pki)
     spawn += [a, b]
@@ -76,9 +82,8 @@ def test_a_member_claiming_more_of_our_own_shard_gets_nothing_written(
             return served(h, after, int(request.query["limit"]), decode(h.splitlines()[-1]).seq)
         return None
 
-    rogue = HostilePeer(pki, script=script)
-    rogues.append(rogue)
-    a.start([b, rogue.seed])
+    liar = rogue(script)
+    a.start([b, liar.seed])
     b.start([a])
     for i in range(3):
         a.write((f"a{i}", "mine"))
@@ -104,7 +109,7 @@ def test_a_member_claiming_more_of_our_own_shard_gets_nothing_written(
 
 
 def test_a_confirmed_recovery_takes_only_what_was_claimed_when_confirmed(
-    spawn: list[Node], tmp_path: Path, pki: Pki, rogues: list[HostilePeer]
+    spawn: list[Node], tmp_path: Path, pki: Pki, rogue: Callable[[Script], HostilePeer]
 ):
     claimed = {"head": 20}
 
@@ -118,11 +123,10 @@ def test_a_confirmed_recovery_takes_only_what_was_claimed_when_confirmed(
             return served(history, after, int(request.query["limit"]), claimed["head"])
         return None
 
-    rogue = HostilePeer(pki, script=script)
-    rogues.append(rogue)
+    liar = rogue(script)
     c = Node("c", tmp_path, pki)
     spawn.append(c)
-    c.start([rogue.seed])
+    c.start([liar.seed])
     wait_until(lambda: c.get("/status")[1]["claims"], what="the claim")
     out = noon_command("peers", "recover", "rogue", env=cli_env(c))
     assert out.returncode == 0 and "up to seq 20" in out.stdout, out.stdout + out.stderr
@@ -138,7 +142,7 @@ def test_a_confirmed_recovery_takes_only_what_was_claimed_when_confirmed(
 
 
 def test_endless_pages_cost_a_bounded_budget_per_round_and_a_bounded_shard(
-    spawn: list[Node], tmp_path: Path, pki: Pki, rogues: list[HostilePeer]
+    spawn: list[Node], tmp_path: Path, pki: Pki, rogue: Callable[[Script], HostilePeer]
 ):
     async def script(request: web.Request) -> web.StreamResponse | None:
         if request.path == "/shards":
@@ -149,13 +153,12 @@ def test_endless_pages_cost_a_bounded_budget_per_round_and_a_bounded_shard(
             return page(body, last=after + 400, more=True, head=10**9)
         return None
 
-    rogue = HostilePeer(pki, script=script)
-    rogues.append(rogue)
+    liar = rogue(script)
     a, b = Node("a", tmp_path, pki), Node("b", tmp_path, pki)
     spawn += [a, b]
     quota = 1 << 20
     a.start(
-        [b, rogue.seed],
+        [b, liar.seed],
         NOOND_PULL_BUDGET=str(256 << 10),
         NOOND_MAX_SHARD_BYTES=str(quota),
         NOOND_PAGE_BYTES="65536",
@@ -168,10 +171,10 @@ def test_endless_pages_cost_a_bounded_budget_per_round_and_a_bounded_shard(
     assert a.metric("noond_rejected_total", 'reason="pull_budget"') >= 1
     size = (a.dir / "x.jsonl").stat().st_size
     assert size <= quota + (256 << 10)
-    asked = rogue.asked_by[("a", "GET /shards/x/ops")]
+    asked = liar.asked_by[("a", "GET /shards/x/ops")]
     rounds = a.metric("noond_rounds_total")
     wait_until(lambda: a.metric("noond_rounds_total") >= rounds + 3, what="more rounds")
-    assert rogue.asked_by[("a", "GET /shards/x/ops")] == asked  # nothing more is asked for
+    assert liar.asked_by[("a", "GET /shards/x/ops")] == asked  # nothing more is asked for
     assert (a.dir / "x.jsonl").stat().st_size == size
     assert a.proc is not None
     rss_kb = int(
@@ -188,7 +191,7 @@ def test_endless_pages_cost_a_bounded_budget_per_round_and_a_bounded_shard(
 
 @pytest.mark.parametrize("last", ["after", "after+1"])
 def test_empty_pages_marked_more_are_refused_not_looped_on(
-    spawn: list[Node], tmp_path: Path, pki: Pki, rogues: list[HostilePeer], last: str
+    spawn: list[Node], tmp_path: Path, pki: Pki, rogue: Callable[[Script], HostilePeer], last: str
 ):
     async def script(request: web.Request) -> web.StreamResponse | None:
         if request.path == "/shards":
@@ -198,20 +201,19 @@ def test_empty_pages_marked_more_are_refused_not_looped_on(
             return page(b"", last=after + (last == "after+1"), more=True, head=5)
         return None
 
-    rogue = HostilePeer(pki, script=script)
-    rogues.append(rogue)
+    liar = rogue(script)
     a = Node("a", tmp_path, pki)
     spawn.append(a)
-    a.start([rogue.seed])
+    a.start([liar.seed])
     wait_until(lambda: a.metric("noond_exchanges_total", 'result="invalid"') >= 3)
     rounds = a.metric("noond_rounds_total")
-    assert rogue.asked["GET /shards/y/ops"] <= rounds + 2  # one request per exchange, no loop
+    assert liar.asked["GET /shards/y/ops"] <= rounds + 2  # one request per exchange, no loop
     assert not (a.dir / "y.jsonl").exists()
     assert "empty page" in a.log.read_text() or "ends at seq" in a.log.read_text()
 
 
 def test_announced_and_gossiped_addresses_are_dialled_within_backoff(
-    spawn: list[Node], tmp_path: Path, pki: Pki, rogues: list[HostilePeer]
+    spawn: list[Node], tmp_path: Path, pki: Pki, rogue: Callable[[Script], HostilePeer]
 ):
     listeners = []
     for _ in range(20):
@@ -227,11 +229,10 @@ def test_announced_and_gossiped_addresses_are_dialled_within_backoff(
             return web.json_response({"peers": ghosts})
         return None
 
-    rogue = HostilePeer(pki, script=script)
-    rogues.append(rogue)
+    liar = rogue(script)
     a = Node("a", tmp_path, pki)
     spawn.append(a)
-    a.start([rogue.seed])
+    a.start([liar.seed])
     wait_until(lambda: a.metric("noond_rejected_total", 'reason="address_flood"') >= 1)
     gossiped = [c for c in a.get("/peers")[1]["candidates"] if c["source"] == "gossip"]
     assert len(gossiped) <= 64
