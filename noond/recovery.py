@@ -189,7 +189,7 @@ class Recovery:
         checks = await asyncio.to_thread(serve.recent_digests, path, after) if after else []
         check = now.digest if after else None
         try:
-            async for cursor, _, ops in ex.pages(m, shard, after, check, checks):
+            async for cursor, _, ops in ex.puller.pages(m, shard, after, check, checks):
                 kept = [(line, op) for line, op in ops if op.seq <= through]
                 if kept:
                     last = kept[-1][1]
