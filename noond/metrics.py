@@ -119,7 +119,7 @@ class Metrics:
         )
         self.behind = Gauge(
             "noond_own_shard_behind",
-            "1 while a peer holds more of the own shard than here.",
+            "1 while a member claims more of an own shard than held here, or a recovery runs.",
             registry=r,
         )
         self.collected = Counter(
