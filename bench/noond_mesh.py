@@ -31,7 +31,7 @@ from bench.kg_latency import noon_client
 from bench.mesh import Node, Pki, free_port, wait_until
 from bench.stats import cpu_seconds, percentiles, rss_mib
 from noon.core.ops import Draft, encode
-from noon.store.replica import Summaries
+from noon.store.serve import Summaries
 
 
 class Proxies:

@@ -1,6 +1,6 @@
 """Private CA and node certificates for noon's mutual-TLS replication.
 
-Model (see DESIGN.md, "Replication"): one private CA per person; every machine (node) holds a key
+Model (PROTOCOL.md §2): one private CA per person; every machine (node) holds a key
 and a certificate signed by that CA whose subject CN is the node id. Both sides of a connection
 present their certificate (mTLS) and the peer's identity is the CN, read with `peer_node_id`.
 
@@ -11,18 +11,21 @@ Layout:
     <ca_dir>/ca.key, <ca_dir>/ca.crt                      (`init_ca`)
     <out_dir>/<node>.key, <out_dir>/<node>.crt, ca.crt    (`issue_node_cert`)
 
+Roles: a certificate's subject may carry an organizational unit (OU) naming its role. Without
+one (or with ``noon-node``) it is a *node*, a full member. With ``noon-metrics`` it is a
+*monitoring identity* (``noon certs issue NAME --role metrics``): noond lets it read
+``/metrics`` and ``/health`` and nothing else, never admits it as a member, and it is issued
+for client authentication only. Any other OU is refused everywhere.
+
 Revocation is by node id list elsewhere (no CRLs here).
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import ipaddress
-import os
 import re
 import ssl
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,6 +37,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from noon.errors import NoonError
+from noon.store.shard import write_file
 
 __all__ = [
     "CA_CERT_NAME",
@@ -55,6 +59,7 @@ __all__ = [
     "client_ssl_context",
     "init_ca",
     "issue_node_cert",
+    "peer_identity",
     "peer_node_id",
     "require_peer",
     "server_ssl_context",
@@ -63,6 +68,11 @@ __all__ = [
 
 CA_KEY_NAME = "ca.key"
 CA_CERT_NAME = "ca.crt"
+
+ROLE_NODE = "node"
+ROLE_METRICS = "metrics"
+ROLE_UNITS = {ROLE_NODE: "noon-node", ROLE_METRICS: "noon-metrics"}
+"""The subject OU of each role; a certificate without an OU is a node (older certificates)."""
 
 NODE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 # RFC 5280 ub-common-name: a CN holds at most 64 characters, so certificates cap node ids there.
@@ -263,22 +273,6 @@ def _common_name(name: x509.Name) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _atomic_write(path: Path, data: bytes, mode: int) -> None:
-    """Write `data` to `path` via a temp file in the same directory, created with `mode`."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM,
@@ -350,8 +344,8 @@ def init_ca(
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
-    _atomic_write(paths.key, _key_pem(key), 0o600)
-    _atomic_write(paths.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    write_file(paths.key, _key_pem(key), mode=0o600)
+    write_file(paths.cert, cert.public_bytes(serialization.Encoding.PEM))
     return paths
 
 
@@ -368,6 +362,7 @@ def issue_node_cert(
     not_before: dt.datetime | None = None,
     not_after: dt.datetime | None = None,
     force: bool = False,
+    role: str = ROLE_NODE,
 ) -> NodePaths:
     """Issue a key and certificate for `node_id`, signed by the CA in `ca_dir`.
 
@@ -381,8 +376,13 @@ def issue_node_cert(
 
     Refuses (NodeCertExistsError) to overwrite an existing `<node>.key`/`<node>.crt`, or a
     `ca.crt` in `out_dir` that differs from the CA's, unless `force=True`.
+
+    `role="metrics"` issues a monitoring identity instead (OU `noon-metrics`, client
+    authentication only): it reaches a daemon's `/metrics` and `/health`, nothing else.
     """
     validate_node_id(node_id)
+    if role not in ROLE_UNITS:
+        raise ValueError(f"role must be one of {sorted(ROLE_UNITS)}, got {role!r}")
     ca_dir = Path(ca_dir)
     ca_key_path, ca_cert_path = ca_dir / CA_KEY_NAME, ca_dir / CA_CERT_NAME
     ca_key = _read_key(ca_key_path, "CA private key")
@@ -442,9 +442,14 @@ def issue_node_cert(
 
     key = ec.generate_private_key(ec.SECP256R1())
     ca_ski = _ca_ski(ca_cert)
+    subject = [x509.NameAttribute(NameOID.COMMON_NAME, node_id)]
+    usages = [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+    if role == ROLE_METRICS:
+        subject.append(x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, ROLE_UNITS[role]))
+        usages = [ExtendedKeyUsageOID.CLIENT_AUTH]
     cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, node_id)]))
+        .subject_name(x509.Name(subject))
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
@@ -466,9 +471,7 @@ def issue_node_cert(
             critical=True,
         )
         .add_extension(
-            x509.ExtendedKeyUsage(
-                [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
-            ),
+            x509.ExtendedKeyUsage(usages),
             critical=False,
         )
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
@@ -478,10 +481,10 @@ def issue_node_cert(
         )
         .sign(ca_key, hashes.SHA256())
     )
-    _atomic_write(paths.key, _key_pem(key), 0o600)
-    _atomic_write(paths.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    write_file(paths.key, _key_pem(key), mode=0o600)
+    write_file(paths.cert, cert.public_bytes(serialization.Encoding.PEM))
     if copy_ca:
-        _atomic_write(paths.ca, ca_pem, 0o644)
+        write_file(paths.ca, ca_pem)
     return paths
 
 
@@ -511,6 +514,14 @@ def check_node_files(cert: Path, key: Path, ca: Path) -> str:
     cn = _common_name(node_cert.subject)
     if cn is None:
         raise InvalidNodeIdError(f"certificate {cert} has no single common name")
+    units = [
+        a.value for a in node_cert.subject.get_attributes_for_oid(NameOID.ORGANIZATIONAL_UNIT_NAME)
+    ]
+    if _role(units) != ROLE_NODE:
+        raise InvalidNodeIdError(
+            f"certificate {cert} is not a node certificate (organizational unit {units}): a "
+            "daemon needs one issued with `noon certs issue NODE`"
+        )
     return validate_node_id(cn)
 
 
@@ -584,13 +595,21 @@ class _HasPeerCert(Protocol):
     def getpeercert(self) -> Any: ...
 
 
-def peer_node_id(ssl_object: _HasPeerCert | None) -> str | None:
-    """The node id (subject CN) of the verified TLS peer, or None.
+def _role(units: list[Any]) -> str | None:
+    """The role an OU list names: none is a node (older certificates), one known OU its role,
+    anything else no role at all."""
+    if not units:
+        return ROLE_NODE
+    known = {unit: role for role, unit in ROLE_UNITS.items()}
+    if len(units) != 1 or units[0] not in known:
+        return None
+    return known[units[0]]
 
-    Works with `ssl.SSLSocket` and `ssl.SSLObject` (aiohttp: `transport.get_extra_info(
-    "ssl_object")`). Returns None if there is no verified peer certificate, the subject has zero
-    or several CNs, or the CN is not a valid node id (so the result is always path-safe).
-    """
+
+def peer_identity(ssl_object: _HasPeerCert | None) -> tuple[str, str] | None:
+    """(subject CN, role) of the verified TLS peer, or None: no verified certificate, zero or
+    several CNs, a CN that is not a valid node id (so the result is always path-safe), or an
+    organizational unit that names no known role."""
     if ssl_object is None:
         return None
     try:
@@ -599,12 +618,23 @@ def peer_node_id(ssl_object: _HasPeerCert | None) -> str | None:
         return None
     if not peer:
         return None
-    cns = [
-        value for rdn in peer.get("subject", ()) for (attr, value) in rdn if attr == "commonName"
-    ]
-    if len(cns) != 1 or not isinstance(cns[0], str):
+    subject = [pair for rdn in peer.get("subject", ()) for pair in rdn]
+    cns = [value for attr, value in subject if attr == "commonName"]
+    role = _role([value for attr, value in subject if attr == "organizationalUnitName"])
+    if len(cns) != 1 or not isinstance(cns[0], str) or role is None:
         return None
-    return cns[0] if _is_valid_node_id(cns[0]) else None
+    return (cns[0], role) if _is_valid_node_id(cns[0]) else None
+
+
+def peer_node_id(ssl_object: _HasPeerCert | None) -> str | None:
+    """The node id (subject CN) of the verified TLS peer when it is a node (a full member),
+    else None (see :func:`peer_identity`; a monitoring identity is never a node).
+
+    Works with `ssl.SSLSocket` and `ssl.SSLObject` (aiohttp: `transport.get_extra_info(
+    "ssl_object")`).
+    """
+    identity = peer_identity(ssl_object)
+    return identity[0] if identity is not None and identity[1] == ROLE_NODE else None
 
 
 def require_peer(ssl_object: _HasPeerCert | None, expected_node_id: str) -> str:

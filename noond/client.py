@@ -1,31 +1,43 @@
-"""The daemon's HTTP client: one keep-alive session to every peer, identity checked on every
-response (the server certificate's CN must be the node we meant to reach), every body bounded.
+"""The daemon's HTTP client: identity checked on every response (the server certificate's CN
+must be the node we meant to reach), every body bounded, every answer checked against the
+protocol before anyone uses it.
 
 Errors come in two kinds, because they mean different things for liveness:
 :class:`Unreachable` (no answer: refused, timed out, TLS failed) counts against a peer's health;
 :class:`PeerError` (an answer we cannot use: an error status, a bad body, the wrong identity)
 does not make the peer dead, but the exchange fails and the reason is logged and counted.
+
+The bytes travel through a :class:`Transport` (like httpx's transports): :class:`HttpTransport`
+is the real one, over aiohttp with one keep-alive session; a test passes its own to run an
+exchange against an in-process peer.
 """
 
 from __future__ import annotations
 
-import email.utils
 import ssl
 import time
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import orjson
+from multidict import CIMultiDict
 
 from noon.certs import peer_node_id
+from noon.daemon_link import clock_skew, http_date
 from noon.errors import NoonError
-from noon.store.replica import Checks
-from noond.config import PROTOCOL
+from noon.store.serve import Checks
 from noond.metrics import Metrics
+from noond.wire import PROTOCOL, Code, Header, PageHeaders, check_params
 
 MAX_JSON = 8 << 20
+OPS_ROUTE = "/shards/{node}/ops"
+"""The route label of op streams, as the server names it (pulls and pushes alike)."""
+IDLE_CLOSE = 10.0
+"""Idle keep-alive connections are closed after this long, well before a server gives up on
+them (noond waits 30 s): a request never races the server's close."""
 
 
 class Unreachable(NoonError):
@@ -35,10 +47,41 @@ class Unreachable(NoonError):
 class PeerError(NoonError):
     """The peer answered with something unusable. ``code`` is the protocol's error code."""
 
-    def __init__(self, message: str, *, status: int = 0, code: str = "invalid") -> None:
+    def __init__(self, message: str, *, status: int = 0, code: Code = Code.INVALID) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One answer as a transport got it: the body as sent (maybe compressed), at most the
+    request's ``limit`` bytes, and the node id the server's certificate proves (None without
+    TLS)."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+    peer: str | None
+
+
+class Transport(Protocol):
+    """Moves one request and its answer. Raises :class:`Unreachable` when nothing answered
+    and :class:`PeerError` when the body exceeds ``limit``."""
+
+    async def request(
+        self,
+        method: str,
+        address: str,
+        path: str,
+        *,
+        params: Mapping[str, str],
+        headers: Mapping[str, str],
+        body: bytes | None,
+        limit: int,
+    ) -> Reply: ...
+
+    async def close(self) -> None: ...
 
 
 class _Response(aiohttp.ClientResponse):
@@ -53,35 +96,16 @@ class _Response(aiohttp.ClientResponse):
         return await super().start(connection)
 
 
-@dataclass
-class OpsPage:
-    body: bytes
-    last: int
-    more: bool
-    head: int
-    checked: bool
-    wire_bytes: int
+class HttpTransport:
+    """HTTP/1.1 (over mutual TLS unless ``ssl_context`` is None) with one keep-alive session
+    for every peer, outgoing connections bound to ``source_ip`` when given."""
 
-
-class Client:
     def __init__(
-        self,
-        *,
-        node: str,
-        advertise: str,
-        source_ip: str = "",
-        ssl_context: ssl.SSLContext | None,
-        timeout: float,
-        max_body: int,
-        metrics: Metrics,
+        self, *, ssl_context: ssl.SSLContext | None, timeout: float, source_ip: str = ""
     ) -> None:
-        self.node = node
-        self.advertise = advertise
-        self.source_ip = source_ip
         self.ssl_context = ssl_context
         self.scheme = "https" if ssl_context else "http"
-        self.max_body = max_body
-        self.metrics = metrics
+        self.source_ip = source_ip
         self._timeout = aiohttp.ClientTimeout(
             total=timeout * 3, sock_connect=timeout, sock_read=timeout
         )
@@ -92,24 +116,84 @@ class Client:
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(
-                    ssl=self.ssl_context or False, limit=256, limit_per_host=4
+                    ssl=self.ssl_context or False,
+                    limit=256,
+                    limit_per_host=4,
+                    keepalive_timeout=IDLE_CLOSE,
+                    local_addr=(self.source_ip, 0) if self.source_ip else None,
                 ),
                 timeout=self._timeout,
                 auto_decompress=False,
                 response_class=_Response,
-                headers={
-                    "X-Noon-Protocol": str(PROTOCOL),
-                    "X-Noon-Node": self.node,
-                    "X-Noon-Address": self.advertise,
-                    "User-Agent": f"noond/{PROTOCOL}",
-                },
             )
         return self._session
+
+    async def request(
+        self,
+        method: str,
+        address: str,
+        path: str,
+        *,
+        params: Mapping[str, str],
+        headers: Mapping[str, str],
+        body: bytes | None,
+        limit: int,
+    ) -> Reply:
+        url = f"{self.scheme}://{address}{path}"
+        try:
+            async with self.session.request(
+                method, url, params=dict(params), data=body, headers=dict(headers)
+            ) as resp:
+                ssl_object = resp.ssl_object if isinstance(resp, _Response) else None
+                peer = peer_node_id(ssl_object) if self.ssl_context else None
+                declared = resp.content_length
+                if declared is not None and declared > limit:
+                    raise PeerError(f"{address}{path}: response of {declared} bytes is too large")
+                data = bytearray()
+                async for chunk in resp.content.iter_chunked(1 << 16):
+                    data += chunk
+                    if len(data) > limit:
+                        raise PeerError(f"{address}{path}: response exceeds {limit} bytes")
+                return Reply(resp.status, CIMultiDict(resp.headers), bytes(data), peer)
+        except (TimeoutError, aiohttp.ClientError, ssl.SSLError, OSError) as e:
+            raise Unreachable(f"{address}: {type(e).__name__}: {e}") from None
 
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+@dataclass
+class OpsPage:
+    body: bytes
+    """Decompressed NDJSON, not validated yet."""
+    last: int
+    more: bool
+    head: int
+    checked: bool
+
+
+class Client:
+    def __init__(
+        self,
+        *,
+        node: str,
+        advertise: str,
+        transport: Transport,
+        tls: bool,
+        max_body: int,
+        metrics: Metrics,
+    ) -> None:
+        self.node = node
+        self.advertise = advertise
+        self.transport = transport
+        self.tls = tls
+        self.max_body = max_body
+        self.metrics = metrics
+
+    async def close(self) -> None:
+        await self.transport.close()
 
     async def _request(
         self,
@@ -119,55 +203,44 @@ class Client:
         *,
         expect: str | None,
         route: str,
-        params: dict[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
         data: bytes | None = None,
         limit: int = MAX_JSON,
-    ) -> tuple[int, dict[str, str], bytes, str | None, int]:
-        """One request; returns (status, headers, body, proven node id, wire body bytes)."""
-        url = f"{self.scheme}://{address}{path}"
-        headers = {"Accept-Encoding": "gzip"}
+    ) -> tuple[Reply, bytes]:
+        """One request; returns the reply and its body, decompressed."""
+        headers = {
+            Header.PROTOCOL: str(PROTOCOL),
+            Header.NODE: self.node,
+            Header.ADDRESS: self.advertise,
+            "User-Agent": f"noond/{PROTOCOL}",
+            "Accept-Encoding": "gzip",
+        }
         if data is not None:
             headers["Content-Type"] = "application/x-ndjson"
             self.metrics.client_sent.labels(route).inc(len(data))
         sent = time.time()
-        try:
-            async with self.session.request(
-                method, url, params=params, data=data, headers=headers
-            ) as resp:
-                ssl_object = resp.ssl_object if isinstance(resp, _Response) else None
-                proven = peer_node_id(ssl_object) if self.ssl_context else None
-                if self.ssl_context and (proven is None or (expect and proven != expect)):
-                    raise PeerError(
-                        f"{address} proved identity {proven!r}, expected {expect!r}",
-                        code="identity",
-                    )
-                self._clock(proven or expect, resp.headers.get("Date"), sent)
-                declared = resp.content_length
-                if declared is not None and declared > limit:
-                    raise PeerError(f"{address}{path}: response of {declared} bytes is too large")
-                body = bytearray()
-                async for chunk in resp.content.iter_chunked(1 << 16):
-                    body += chunk
-                    if len(body) > limit:
-                        raise PeerError(f"{address}{path}: response exceeds {limit} bytes")
-                self.metrics.client_received.labels(route).inc(len(body))
-                raw = bytes(body)
-                if resp.headers.get("Content-Encoding", "").lower() == "gzip":
-                    raw = _gunzip(raw, limit)
-                return resp.status, dict(resp.headers), raw, proven, len(body)
-        except (TimeoutError, aiohttp.ClientError, ssl.SSLError, OSError) as e:
-            raise Unreachable(f"{address}: {type(e).__name__}: {e}") from None
+        reply = await self.transport.request(
+            method, address, path, params=params or {}, headers=headers, body=data, limit=limit
+        )
+        if self.tls and (reply.peer is None or (expect and reply.peer != expect)):
+            raise PeerError(
+                f"{address} proved identity {reply.peer!r}, expected {expect!r}",
+                code=Code.IDENTITY,
+            )
+        self._clock(reply.peer or expect, reply.headers.get("Date"), sent)
+        self.metrics.client_received.labels(route).inc(len(reply.body))
+        raw = reply.body
+        if reply.headers.get("Content-Encoding", "").lower() == "gzip":
+            raw = _gunzip(raw, limit)
+        return reply, raw
 
     def _clock(self, peer: str | None, date: str | None, sent: float) -> None:
-        """Record the peer's clock skew from its ``Date`` (whole seconds, truncated: compare
-        its middle with the middle of the request)."""
-        if peer is None or not date:
+        """Record the peer's clock skew from its ``Date``."""
+        theirs = http_date(date)
+        if peer is None or theirs is None:
             return
-        try:
-            theirs = email.utils.parsedate_to_datetime(date).timestamp() + 0.5
-        except (TypeError, ValueError):
-            return
-        self.metrics.peer_clock_skew.labels(peer).set(round(theirs - (sent + time.time()) / 2, 1))
+        skew = clock_skew(theirs, sent, time.time())
+        self.metrics.peer_clock_skew.labels(peer).set(round(skew, 1))
 
     async def _json(
         self,
@@ -177,57 +250,52 @@ class Client:
         *,
         expect: str | None,
         route: str,
-        params: dict[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
         data: bytes | None = None,
     ) -> tuple[dict[str, Any], str | None]:
-        status, _, body, proven, _ = await self._request(
+        reply, body = await self._request(
             method, address, path, expect=expect, route=route, params=params, data=data
         )
         try:
             obj = orjson.loads(body) if body else {}
         except orjson.JSONDecodeError:
-            raise PeerError(f"{address}{path}: answer is not JSON (status {status})") from None
+            raise PeerError(f"{address}{path}: not JSON (status {reply.status})") from None
         if not isinstance(obj, dict):
             raise PeerError(f"{address}{path}: answer is not a JSON object")
-        if status != 200:
+        if reply.status != 200:
             raise PeerError(
-                f"{address}{path}: {status} {obj.get('error', '')}",
-                status=status,
-                code=str(obj.get("code", "http")),
+                f"{address}{path}: {reply.status} {str(obj.get('error', ''))[:500]}",
+                status=reply.status,
+                code=Code.of(obj.get("code")),
             )
-        return obj, proven
+        return obj, reply.peer
 
     async def info(self, address: str, expect: str | None = None) -> tuple[dict[str, Any], str]:
         """``/info``, with the identity check: the node id it states must be the one its
         certificate proves (and the expected one, when we expect one)."""
-        obj, proven = await self._json("GET", address, "/info", expect=expect, route="info")
+        obj, proven = await self._json("GET", address, "/info", expect=expect, route="/info")
         node = obj.get("node")
         if not isinstance(node, str):
             raise PeerError(f"{address}/info: no node id")
         if proven is not None and node != proven:
             raise PeerError(
                 f"{address}/info says node {node!r} but its certificate proves {proven!r}",
-                code="identity",
+                code=Code.IDENTITY,
             )
         if expect is not None and node != expect:
-            raise PeerError(f"{address} is node {node!r}, not {expect!r}", code="identity")
+            raise PeerError(f"{address} is node {node!r}, not {expect!r}", code=Code.IDENTITY)
         if obj.get("protocol") != PROTOCOL:
             raise PeerError(
                 f"{address} ({node}) speaks protocol revision {obj.get('protocol')!r}; this node "
                 f"speaks {PROTOCOL}. Upgrade the older one.",
-                code="protocol",
+                code=Code.PROTOCOL,
             )
         return obj, node
 
     async def get_json(
         self, address: str, path: str, *, expect: str, params: dict[str, str] | None = None
     ) -> dict[str, Any]:
-        route = path.strip("/").split("/")[0] or "root"
-        if path == "/shards/digest":
-            route = "digest"
-        return (await self._json("GET", address, path, expect=expect, route=route, params=params))[
-            0
-        ]
+        return (await self._json("GET", address, path, expect=expect, route=path, params=params))[0]
 
     async def pull(
         self,
@@ -240,37 +308,32 @@ class Client:
         limit: int,
         checks: Checks = (),
     ) -> OpsPage:
-        params = {"after": str(after), "limit": str(limit), **_check_params(check, checks)}
-        status, headers, body, _, wire = await self._request(
+        params = {"after": str(after), "limit": str(limit), **check_params(check, checks)}
+        reply, body = await self._request(
             "GET",
             address,
             f"/shards/{shard}/ops",
             expect=expect,
-            route="ops",
+            route=OPS_ROUTE,
             params=params,
             limit=self.max_body,
         )
-        if status != 200:
+        if reply.status != 200:
             try:
                 obj = orjson.loads(body)
             except orjson.JSONDecodeError:
                 obj = {}
+            if not isinstance(obj, dict):
+                obj = {}
             raise PeerError(
-                f"{address} ops of {shard}: {status} {obj.get('error', '')}",
-                status=status,
-                code=str(obj.get("code", "http")),
+                f"{address} ops of {shard}: {reply.status} {str(obj.get('error', ''))[:500]}",
+                status=reply.status,
+                code=Code.of(obj.get("code")),
             )
-        try:
-            return OpsPage(
-                body=body,
-                last=int(headers["X-Noon-Last"]),
-                more=headers.get("X-Noon-More") == "1",
-                head=int(headers["X-Noon-Head"]),
-                checked=headers.get("X-Noon-Checked") == "1",
-                wire_bytes=wire,
-            )
-        except (KeyError, ValueError):
-            raise PeerError(f"{address} ops of {shard}: missing paging headers") from None
+        paging = PageHeaders.decode(reply.headers)
+        if paging is None:
+            raise PeerError(f"{address} ops of {shard}: missing or bad paging headers")
+        return OpsPage(body, paging.last, paging.more, paging.head, paging.checked)
 
     async def push(
         self,
@@ -283,27 +346,18 @@ class Client:
         body: bytes,
         checks: Checks = (),
     ) -> dict[str, Any]:
-        params = {"after": str(after), **_check_params(check, checks)}
+        params = {"after": str(after), **check_params(check, checks)}
         return (
             await self._json(
                 "POST",
                 address,
                 f"/shards/{shard}/ops",
                 expect=expect,
-                route="push",
+                route=OPS_ROUTE,
                 params=params,
                 data=body,
             )
         )[0]
-
-
-def _check_params(check: int | None, checks: Checks) -> dict[str, str]:
-    params = {}
-    if check is not None:
-        params["check"] = f"{check:016x}"
-    if checks:
-        params["checks"] = ",".join(f"{seq}:{digest:016x}" for seq, digest in checks)
-    return params
 
 
 def _gunzip(data: bytes, limit: int) -> bytes:

@@ -12,15 +12,15 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from noon.core.collection import retire
+from noon.core.collection import member_of, retire
 from noon.names import shard_node
 from noon.store import peerstate
-from noon.store.collect import CollectReport, collect_dir
+from noon.store.collect import CollectReport, gate_of
+from noon.store.shard import list_shards
 from noond.membership import Member
 from noond.metrics import Metrics
 
@@ -35,6 +35,7 @@ class Collector:
     forget_after: float
     metrics: Metrics
     collect_unseen: bool = False
+    clock: Callable[[], float] = time.time
     last: CollectReport | None = None
     kept_since: dict[str, float] = field(default_factory=dict)
     """Per blocking member, since when it has kept something (for `noon compact` and logs)."""
@@ -44,7 +45,7 @@ class Collector:
     def run(self, members: Iterable[Member], excluded: set[str]) -> CollectReport:
         """Record fresh reports, retire long-gone members, collect. Blocking I/O: run it in a
         thread."""
-        now = time.time()
+        now = self.clock()
         members = [m for m in members if m.node not in excluded]
         fresh = {
             m.node: peerstate.Report(dict(m.heads), m.reported_at)
@@ -52,6 +53,8 @@ class Collector:
             if m.reported_at is not None
         }
         retiring: set[str] = set()
+        unheard: set[str] = set()
+        authors = {member_of(n) for n in map(shard_node, list_shards(self.dir)) if n is not None}
 
         def change(state: peerstate.PeerState) -> None:
             state.reports.update(fresh)
@@ -64,6 +67,18 @@ class Collector:
                     del state.reports[node]
                     state.forgotten.add(node)
                     retiring.add(node)
+            counted = {m.node for m in members} | set(state.members) | authors
+            counted -= excluded | state.forgotten | set(state.reports) | {self.node}
+            for node in counted:
+                state.silent.setdefault(node, now)
+            for node, since in list(state.silent.items()):
+                if node not in counted:
+                    del state.silent[node]
+                elif now - since > self.forget_after:
+                    # Nothing is known of what it holds, so nothing joins the retired frontier.
+                    del state.silent[node]
+                    state.forgotten.add(node)
+                    unheard.add(node)
 
         state = peerstate.update(self.state_path, change)
         for node in sorted(retiring):
@@ -72,27 +87,27 @@ class Collector:
                 node,
                 self.forget_after / 86400,
             )
-        retiring = state.forgotten
-        # Every node that ever proved its identity gates collection, also one this daemon has
-        # not reached since it started: it may hold old versions it would show again.
-        admitted = ({m.node for m in members} | set(state.members) | set(state.reports)) - (
-            retiring | excluded
-        )
+        for node in sorted(unheard):
+            log.warning(
+                "member %s never reported what it holds in %.0f days: it no longer holds back "
+                "collection (a report from it brings it back)",
+                node,
+                self.forget_after / 86400,
+            )
         alive = {m.node for m in members if m.state == "alive"}
-        args: dict[str, Any] = {
-            "reports": {n: dict(r.frontier) for n, r in state.reports.items()},
-            "admitted": admitted,
-            "excluded": excluded | retiring,
-            "retired": dict(state.retired) if state.retired else None,
-            "away": admitted - alive if self.collect_unseen else set(),
-        }
-        inputs = (shard_identities(self.dir), _canonical(args))
+        gate = gate_of(
+            state,
+            known={m.node for m in members},
+            excluded=excluded,
+            alive=alive if self.collect_unseen else None,
+        )
+        inputs = (shard_identities(self.dir), gate)
         if self.last is not None and inputs == self._last_inputs:
             # Same files, same gate: collect_dir would find exactly what it found last time.
             # Skipping it keeps an idle daemon from decoding its whole store every round.
             self._gauges(self.last, members, now, state)
             return self.last
-        report = collect_dir(self.dir, self_id=self.node, **args)
+        report = gate.collect(self.dir, self.node)
         self._last_inputs = inputs
         self._account(report, members, now, state)
         return report
@@ -160,21 +175,10 @@ class Collector:
 def shard_identities(directory: Path) -> tuple[tuple[str, int, int, int], ...]:
     """(name, inode, size, mtime) of every shard file: any append or rewrite changes it."""
     out = []
-    for name in sorted(os.listdir(directory)):
-        if shard_node(name) is None:
-            continue
+    for name in list_shards(directory):
         try:
-            st = os.stat(directory / name)
+            st = os.lstat(directory / name)
         except FileNotFoundError:
             continue
         out.append((name, st.st_ino, st.st_size, st.st_mtime_ns))
     return tuple(out)
-
-
-def _canonical(value: object) -> object:
-    """A comparable, order-independent form of collect_dir's arguments."""
-    if isinstance(value, dict):
-        return tuple(sorted((k, _canonical(v)) for k, v in value.items()))
-    if isinstance(value, set | frozenset):
-        return tuple(sorted(value))
-    return value

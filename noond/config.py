@@ -15,12 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from noon import daemon_link
 from noon.config import ConfigError, Settings, env_bool, env_float, env_int
 from noon.core.ops import valid_node_id
-
-DEFAULT_PORT = 7707
-PROTOCOL = 1
-CAPABILITIES = ("digest", "gzip", "check", "checks", "membership", "graph")
+from noon.daemon_link import DEFAULT_PORT
+from noon.net import is_loopback
 
 ADDRESS_RE = re.compile(r"^(?:[A-Za-z0-9._-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):(\d{1,5})$")
 
@@ -51,15 +50,6 @@ def split_address(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 @dataclass(frozen=True)
 class Seed:
     address: str
@@ -82,7 +72,7 @@ def parse_seeds(raw: str, default_port: int) -> list[Seed]:
 @dataclass(frozen=True)
 class DaemonConfig:
     store: Settings
-    listen_host: str = "0.0.0.0"
+    listen_host: str = "127.0.0.1"
     listen_port: int = DEFAULT_PORT
     advertise: str = ""
     source_ip: str = ""
@@ -102,9 +92,8 @@ class DaemonConfig:
     dead_retry: float = 300.0
     tls: bool = True
     allow_plaintext: bool = False
-    cert: Path | None = None
-    key: Path | None = None
-    ca: Path | None = None
+    tls_paths: tuple[Path, Path, Path] | None = None
+    """Certificate, key and CA (:func:`noon.daemon_link.tls_files`); None: the defaults."""
     revoked: frozenset[str] = frozenset()
     departed: frozenset[str] = frozenset()
     max_body: int = 32 << 20
@@ -112,6 +101,7 @@ class DaemonConfig:
     timeout: float = 10.0
     digest: bool = True
     state_file: Path | None = None
+    """The state file (:func:`noon.daemon_link.state_path`); None: the default."""
     concurrency: int = 16
     collect: bool = True
     """Physically remove deleted elements once no member can bring them back."""
@@ -122,6 +112,16 @@ class DaemonConfig:
     """Retire a member not heard from for this long (its frontier joins the retired one)."""
     metrics_listen: str = ""
     """``host:port`` of a plaintext listener serving only /metrics and /health."""
+    max_connections: int = 512
+    """Connections open at once (capped by the open-files limit)."""
+    max_connections_per_source: int = 64
+    """Connections open at once from one IP address."""
+    handshake_timeout: float = 5.0
+    """Seconds a TLS handshake may take before the connection is dropped."""
+    pull_budget: int = 256 << 20
+    """Bytes one exchange may pull from one member (the rest follows next round)."""
+    max_shard_bytes: int = 1 << 30
+    """Largest replica shard kept per author: beyond it nothing more is pulled or accepted."""
 
     @property
     def node(self) -> str:
@@ -129,15 +129,10 @@ class DaemonConfig:
 
     @property
     def state_path(self) -> Path:
-        return self.state_file or self.store.dir / ".noon" / "noond.json"
+        return self.state_file or daemon_link.state_path(self.store.dir, {})
 
     def tls_files(self) -> tuple[Path, Path, Path]:
-        certs = self.store.dir / "certs"
-        return (
-            self.cert or certs / f"{self.node}.crt",
-            self.key or certs / f"{self.node}.key",
-            self.ca or certs / "ca.crt",
-        )
+        return self.tls_paths or daemon_link.tls_files(self.store.dir, self.node, {})
 
     def check(self) -> None:
         if self.dead_after < self.suspect_after:
@@ -163,11 +158,6 @@ def _ids(env: Mapping[str, str], name: str) -> frozenset[str]:
     if bad:
         raise ConfigError(f"{name}: invalid node ids {bad}")
     return frozenset(ids)
-
-
-def _path(env: Mapping[str, str], name: str) -> Path | None:
-    raw = _get(env, name)
-    return Path(raw).expanduser() if raw else None
 
 
 FLAGS: dict[str, str] = {
@@ -210,9 +200,9 @@ def from_env(
             if value is not None:
                 env[name] = str(value)
     store = Settings.from_env(env)
-    listen = _get(env, "NOOND_LISTEN") or f"0.0.0.0:{DEFAULT_PORT}"
+    listen = _get(env, "NOOND_LISTEN") or f"127.0.0.1:{DEFAULT_PORT}"
     if listen.isdigit():
-        listen = f"0.0.0.0:{listen}"
+        listen = f"127.0.0.1:{listen}"
     try:
         host, port = split_address(parse_address(listen, any_port=True))
     except ValueError as exc:
@@ -268,21 +258,24 @@ def from_env(
         dead_retry=env_float(env, "NOOND_DEAD_RETRY", 300.0),
         tls=env_bool(env, "NOOND_TLS", True),
         allow_plaintext=env_bool(env, "NOOND_ALLOW_PLAINTEXT", False),
-        cert=_path(env, "NOOND_TLS_CERT"),
-        key=_path(env, "NOOND_TLS_KEY"),
-        ca=_path(env, "NOOND_TLS_CA"),
+        tls_paths=daemon_link.tls_files(store.dir, store.node_id, env),
         revoked=_ids(env, "NOOND_REVOKED"),
         departed=_ids(env, "NOOND_DEPARTED"),
         max_body=env_int(env, "NOOND_MAX_BODY", 32 << 20, 4096),
         page_bytes=env_int(env, "NOOND_PAGE_BYTES", 1 << 20, 1024),
         timeout=env_float(env, "NOOND_TIMEOUT", 10.0, 0.1),
         digest=env_bool(env, "NOOND_DIGEST", True),
-        state_file=_path(env, "NOOND_STATE"),
+        state_file=daemon_link.state_path(store.dir, env),
         concurrency=env_int(env, "NOOND_CONCURRENCY", 16, 1),
         collect=env_bool(env, "NOOND_COLLECT", True),
         collect_unseen=env_bool(env, "NOOND_COLLECT_UNSEEN", False),
         forget_after=env_float(env, "NOOND_FORGET_AFTER", 180 * 86400.0, 1.0),
         metrics_listen=metrics_listen,
+        max_connections=env_int(env, "NOOND_MAX_CONNECTIONS", 512, 1),
+        max_connections_per_source=env_int(env, "NOOND_MAX_CONNECTIONS_PER_SOURCE", 64, 1),
+        handshake_timeout=env_float(env, "NOOND_HANDSHAKE_TIMEOUT", 5.0, 0.1),
+        pull_budget=env_int(env, "NOOND_PULL_BUDGET", 256 << 20, 1 << 16),
+        max_shard_bytes=env_int(env, "NOOND_MAX_SHARD_BYTES", 1 << 30, 1 << 16),
     )
     config.check()
     return config

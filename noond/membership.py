@@ -13,11 +13,16 @@ exchanges, then ``dead`` after ``dead_after``; a dead member is tried again ever
 
 from __future__ import annotations
 
+import ipaddress
 import time
 from dataclasses import dataclass, field
 
 MAX_CANDIDATES = 1024
 MAX_MEMBERS = 10_000
+MAX_PER_VOICE = 64
+"""Candidates one member may have suggested (gossip, its inbound address) at a time."""
+HEARSAY = frozenset({"gossip", "inbound"})
+"""Sources that are a member's word, not the operator's (seeds, DNS, Tailscale, state)."""
 BACKOFF_BASE = 1.0
 BACKOFF_CAP = 300.0
 
@@ -59,6 +64,8 @@ class Candidate:
     source: str
     failures: int = 0
     next_try: float = 0.0
+    via: str | None = None
+    """The member whose word it is (gossip, inbound); None for the operator's sources."""
 
 
 class Membership:
@@ -74,35 +81,84 @@ class Membership:
         self.ignored: set[str] = set()
         """Revoked and departed nodes: never admitted, never exchanged with."""
         self.self_addresses: set[str] = set()
+        self.loopback_mesh = False
+        """This node listens on loopback: members' loopback addresses are real (tests, one
+        machine). Otherwise a member saying "dial 127.0.0.1" names this very machine."""
 
-    def suggest(self, address: str, node: str | None, source: str) -> None:
-        """Consider an address. Our own and known members' addresses are not candidates. A
-        new address for a member is one when the member itself announces it (inbound, proven
-        by its certificate) or while the member is not alive (it restarted elsewhere); so a
-        live member's address never flaps on hearsay."""
+    def suggest(
+        self,
+        address: str,
+        node: str | None,
+        source: str,
+        *,
+        via: str | None = None,
+        calling: bool = False,
+    ) -> str | None:
+        """Consider an address. Returns why it was refused (``"unroutable"``, ``"flood"``,
+        ``"full"``), or None: a candidate now, or harmlessly known already. Our own and known
+        members' addresses are not candidates. A new address for a member is one when the
+        member itself announces it (inbound, proven by its certificate) or while the member
+        is not alive (it restarted elsewhere); so a live member's address never flaps on
+        hearsay.
+
+        What members say (``via``) is bounded: one pending address per node id (a new one
+        replaces the old and inherits its backoff, so announcing address after address
+        never makes this node dial faster), and at most :data:`MAX_PER_VOICE` candidates per
+        member. Only ``calling`` (the member calls us from that very address right now)
+        makes a backed-off candidate due at once."""
         if node is not None and (node == self.self_node or node in self.ignored):
-            return
+            return None
+        if source in HEARSAY and not self.dialable(address):
+            return "unroutable"
         if address in self.self_addresses:
-            return
+            return None
         if any(m.address == address for m in self.members.values()):
-            return
+            return None
         if (
             node is not None
             and node in self.members
             and self.members[node].state == "alive"
             and source != "inbound"
         ):
-            return
+            return None
         existing = self.candidates.get(address)
         if existing is not None:
             if node and not existing.node:
                 existing.node = node
-            if source == "inbound":
-                existing.next_try = 0.0  # it just called us: it is up now
-            return
-        if len(self.candidates) >= MAX_CANDIDATES:
-            return
-        self.candidates[address] = Candidate(address, node, source)
+            if calling:
+                existing.next_try = 0.0  # it just called us from there: it is up now
+            return None
+        inherited: Candidate | None = None
+        if source in HEARSAY:
+            if node is not None:
+                inherited = next(
+                    (c for c in self.candidates.values() if c.node == node and c.source in HEARSAY),
+                    None,
+                )
+            if inherited is None and sum(1 for c in self.candidates.values() if c.via == via) >= (
+                MAX_PER_VOICE
+            ):
+                return "flood"
+        if inherited is not None:
+            del self.candidates[inherited.address]
+        elif len(self.candidates) >= MAX_CANDIDATES:
+            return "full"
+        cand = self.candidates[address] = Candidate(address, node, source, via=via)
+        if inherited is not None and not calling:
+            cand.failures, cand.next_try = inherited.failures, inherited.next_try
+        return None
+
+    def dialable(self, address: str) -> bool:
+        """Whether a member may name ``address``: never an unspecified, multicast or reserved
+        IP, nor a loopback one unless this node itself lives on loopback."""
+        host = address.rpartition(":")[0].strip("[]")
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            return host != "localhost" or self.loopback_mesh  # a name: DNS decides
+        if ip.is_unspecified or ip.is_multicast or ip.is_reserved or ip.is_link_local:
+            return False
+        return not ip.is_loopback or self.loopback_mesh
 
     def due_candidates(self, now: float | None = None) -> list[Candidate]:
         now = time.monotonic() if now is None else now

@@ -1,12 +1,23 @@
 """Prometheus metrics of one daemon (its own registry, so tests can run several in one process).
 
 Names follow the Prometheus conventions: ``noond_`` prefix, base units in the name, ``_total``
-on counters. Byte counters count HTTP bodies as they cross the wire (compressed when they are).
+on counters, no ``*_created`` series. Byte counters count HTTP bodies as they cross the wire
+(compressed when they are). A ``route`` label is the route's path template on both sides of a
+connection (``/shards/{node}/ops``, ``/shards/digest``, ...), so a client's and a server's
+series of one route line up.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
+
+disable_created_metrics()
 
 
 class Metrics:
@@ -30,7 +41,8 @@ class Metrics:
         )
         self.exchanges = Counter(
             "noond_exchanges_total",
-            "Exchanges with peers by result (ok, unreachable, refused, incompatible, invalid).",
+            "Exchanges with peers by result (ok, unreachable, refused, incompatible, invalid, "
+            "local_error).",
             ["result"],
             registry=r,
         )
@@ -65,15 +77,18 @@ class Metrics:
             registry=r,
         )
         self.server_received = Counter(
-            "noond_server_received_bytes_total", "Request body bytes received.", registry=r
+            "noond_server_received_bytes_total",
+            "Request body bytes received.",
+            ["route"],
+            registry=r,
         )
         self.server_sent = Counter(
             "noond_server_sent_bytes_total", "Response body bytes sent.", ["route"], registry=r
         )
         self.requests = Counter(
             "noond_http_requests_total",
-            "HTTP requests served by route and status code.",
-            ["route", "code"],
+            "HTTP requests served by route, method and status code.",
+            ["route", "method", "code"],
             registry=r,
         )
         self.rejected = Counter(
@@ -104,7 +119,7 @@ class Metrics:
         )
         self.behind = Gauge(
             "noond_own_shard_behind",
-            "1 while a peer holds more of the own shard than here.",
+            "1 while a member claims more of an own shard than held here, or a recovery runs.",
             registry=r,
         )
         self.collected = Counter(

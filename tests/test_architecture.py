@@ -16,10 +16,12 @@ LAYER = {
     "noon.names": 2,
     "noon.config": 2,
     "noon.logs": 2,
+    "noon.net": 2,
     "noon.graph": 3,
     "noon.kg": 3,
     "noon.store": 4,
     "noon.certs": 5,
+    "noon.daemon_link": 5,
     "noon.mcp": 5,
     "noon.web": 5,
     "noon.ops_cli": 5,
@@ -45,6 +47,8 @@ ALLOWED = {
     ("noon.ops_cli", "noon.certs"),
     ("noon.demo", "noon.certs"),
     ("noon.__main__", "noon.cli"),
+    ("noon.ops_cli", "noon.daemon_link"),  # the commands find and read the daemon's files
+    ("noon.daemon_link", "noon.certs"),
 }
 NOOND_FORBIDDEN = {"noon.mcp", "noon.web", "noon.transfer", "noon.demo", "noon.cli"}
 PURE = {"noon.core"}

@@ -518,3 +518,48 @@ def test_not_yet_valid_client_rejected(
     out = handshake(_server(node_a), _client(future))
     assert isinstance(out.server_error, ssl.SSLError), out
     assert "not yet valid" in str(out.server_error)
+
+
+class _FakeTls:
+    def __init__(self, subject: tuple[tuple[tuple[str, str], ...], ...]) -> None:
+        self.subject = subject
+
+    def getpeercert(self) -> dict[str, object]:
+        return {"subject": self.subject}
+
+
+@pytest.mark.parametrize(
+    "units,want",
+    [
+        ((), ("laptop", "node")),
+        ((("organizationalUnitName", "noon-node"),), ("laptop", "node")),
+        ((("organizationalUnitName", "noon-metrics"),), ("laptop", "metrics")),
+        ((("organizationalUnitName", "admins"),), None),
+        (
+            (
+                ("organizationalUnitName", "noon-metrics"),
+                ("organizationalUnitName", "noon-node"),
+            ),
+            None,
+        ),
+    ],
+)
+def test_the_role_is_read_from_the_organizational_unit(units, want):
+    from noon.certs import peer_identity, peer_node_id
+
+    tls = _FakeTls(((("commonName", "laptop"),), *((u,) for u in units)))
+    assert peer_identity(tls) == want
+    assert peer_node_id(tls) == ("laptop" if want == ("laptop", "node") else None)
+
+
+def test_a_metrics_certificate_is_for_clients_only(tmp_path):
+    from cryptography import x509
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
+    from noon import certs
+
+    certs.init_ca(tmp_path / "ca")
+    paths = certs.issue_node_cert(tmp_path / "ca", "prom", tmp_path / "out", role="metrics")
+    cert = x509.load_pem_x509_certificate(paths.cert.read_bytes())
+    usage = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert list(usage) == [ExtendedKeyUsageOID.CLIENT_AUTH]

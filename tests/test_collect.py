@@ -188,7 +188,7 @@ def test_a_damaged_replica_shard_pulled_again_never_brings_back_what_was_collect
     delete that lived in b's own shard is gone for good here. The ledger of what b collected
     keeps it out, and a's op at the recorded floor (b's last op of a when it collected) is
     stored again, so the shard's head is where it was."""
-    from noon.store import forgotten, replica
+    from noon.store import forgotten, receive, serve
 
     a_dir = tmp_path / "a"
     a_dir.mkdir()
@@ -196,9 +196,9 @@ def test_a_damaged_replica_shard_pulled_again_never_brings_back_what_was_collect
     put(a, E, "a secret, created on a")
     put(a, F, "a's last op")
 
-    def pull_a_into(d: Path) -> replica.Appended:
-        page = replica.read_after(a_dir / "a.jsonl", 0, max_bytes=1 << 20)
-        return replica.append(d, "a", replica.parse_ops(page.body, "a", max_ops=100), fsync=False)
+    def pull_a_into(d: Path) -> receive.Appended:
+        page = serve.read_after(a_dir / "a.jsonl", 0, max_bytes=1 << 20)
+        return receive.append(d, "a", receive.parse_ops(page.body, "a", max_ops=100), fsync=False)
 
     pull_a_into(noon_dir)
     b = store(noon_dir, "b")
@@ -213,7 +213,7 @@ def test_a_damaged_replica_shard_pulled_again_never_brings_back_what_was_collect
     assert (done.appended, done.skipped) == (1, 1)
     assert E not in store(noon_dir, "v").fold.elements
     assert view(noon_dir) == {F: {"text": "b's last op"}}
-    assert replica.Summaries(noon_dir).get("a").seq == 2  # the head is back where it was
+    assert serve.Summaries(noon_dir).get("a").seq == 2  # the head is back where it was
 
 
 def test_the_ledger_survives_a_line_torn_by_a_crash(noon_dir):

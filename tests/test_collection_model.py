@@ -123,13 +123,15 @@ class World:
             del a.ops[gone]
             a.dropped.add(gone)
 
-    def collect(self, n: Node) -> None:
+    def collect(self, n: Node, excused: frozenset[str] = frozenset()) -> None:
+        """``excused``: members that never reported to ``n`` for longer than the retention
+        window: they no longer count (PROTOCOL.md §11.1)."""
         f = n.fold()
         by_key: dict[Key, list[Op]] = {}
         for op in n.ops.values():
             by_key.setdefault(op.el, []).append(op)
         # Membership is complete here: every node is a configured peer that answers in the end.
-        who = members([x.name for x in self.nodes], n.cursor, self.departed, n.name)
+        who = members([x.name for x in self.nodes], n.cursor, self.departed | excused, n.name)
         reports = {m: n.peers.get(m) for m in who}
         for key, ops in by_key.items():
             if not is_deleted(ops):
@@ -192,7 +194,10 @@ action = st.one_of(
 )
 
 
-def play(actions, skews) -> World:
+def play(actions, skews, silent: tuple[str, str] | None = None) -> World:
+    """``silent`` = (listener, member): ``member`` never reports to ``listener`` (the listener
+    never pulls from it, it gets its ops through others), and the listener collects without
+    it, as once it has been silent past the retention window."""
     world = World([Node(f"n{i}", s) for i, s in enumerate(skews)])
     for act in actions:
         live = world.live()
@@ -203,20 +208,22 @@ def play(actions, skews) -> World:
             world.write(live[act[1] % len(live)], KEYS[act[2]], act[3], act[4])
         elif kind == "pull":
             a, b = live[act[1] % len(live)], live[act[2] % len(live)]
-            if a is not b:
+            if a is not b and (a.name, b.name) != silent:
                 world.pull(a, b)
         elif kind == "partial":
             a, b = live[act[1] % len(live)], live[act[2] % len(live)]
-            if a is not b:
+            if a is not b and (a.name, b.name) != silent:
                 world.pull(a, b, only=f"n{act[3] % len(world.nodes)}")
         elif kind == "collect":
-            world.collect(live[act[1] % len(live)])
+            n = live[act[1] % len(live)]
+            excused = frozenset({silent[1]}) if silent and n.name == silent[0] else frozenset()
+            world.collect(n, excused)
         elif kind == "compact":
             world.compact(live[act[1] % len(live)])
         elif kind == "crash":
             n = live[act[1] % len(live)]
             n.clock = Clock(last=max((o.hlc for o in n.ops.values()), default=0))
-        elif kind == "depart" and len(live) > 2:
+        elif kind == "depart" and len(live) > 2 and not silent:
             world.departed.add(live[act[1] % len(live)].name)
         # "lost": the exchange never happened.
         world.check()
@@ -254,6 +261,21 @@ def test_collection_never_resurrects_and_finally_collects_everything(actions, sk
             by_key.setdefault(op.el, []).append(op)
         for key, ops in by_key.items():
             assert not is_deleted(ops), (n.name, key)
+
+
+@settings(max_examples=EXAMPLES)
+@given(
+    st.lists(action, max_size=80), st.lists(st.integers(-90_000, 90_000), min_size=3, max_size=3)
+)
+def test_a_member_that_never_reports_holds_nothing_back_for_ever(actions, skews):
+    """n2 never reports to n0, which collects without it (its retention window passed): no
+    version replaced on n0 or anywhere shows again; once n2 reports again and everyone has
+    exchanged, the replicas agree and every delete is collected."""
+    world = play(actions, skews, silent=("n0", "n2"))
+    heal(world)
+    live = world.live()
+    views = [visible(n) for n in live]
+    assert all(v == views[0] for v in views), "replicas disagree after healing"
 
 
 def test_an_away_member_blocks_only_what_it_saw():

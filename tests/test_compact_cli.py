@@ -20,9 +20,9 @@ E = ("content", "default", "E")
 F = ("content", "default", "F")
 
 
-def noon(d: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def noon(d: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NOON")}
-    env.update(NOON_DIR=str(d), NOON_NODE_ID="a", PYTHONPATH=str(ROOT))
+    env.update(NOON_DIR=str(d), NOON_NODE_ID="a", PYTHONPATH=str(ROOT), **extra)
     return subprocess.run(
         [sys.executable, "-m", "noon", *args],
         env=env,
@@ -79,3 +79,20 @@ def test_with_daemon_state_it_says_which_peer_keeps_what(noon_dir):
     assert out.returncode == 0, out.stderr
     assert "kept 1 deleted element(s) for b: saw this element but not yet its latest" in out.stdout
     assert "last report 2023-11-14" in out.stdout
+
+
+def test_the_daemon_state_is_read_where_noond_keeps_it(noon_dir, tmp_path):
+    """NOOND_STATE moves noond's state file; noon compact reads the same one (it used to look
+    in the default place only, and collected as if no member existed)."""
+    prepare(noon_dir)
+    state = tmp_path / "elsewhere" / "noond.json"
+    peerstate.update(
+        state,
+        lambda st: (
+            st.members.update({"b": "127.0.0.1:1"}),
+            st.reports.update({"b": peerstate.Report({"a": 4}, 1_700_000_000.0)}),
+        ),
+    )
+    out = noon(noon_dir, "compact", NOOND_STATE=str(state))
+    assert out.returncode == 0, out.stderr
+    assert "kept 1 deleted element(s) for b" in out.stdout

@@ -75,6 +75,12 @@ def test_systemd_units_verify(tmp_path: Path, unit: str):
     assert out.returncode == 0 and not about, out.stdout + out.stderr
 
 
+def test_both_units_give_noond_room_for_its_connection_budget():
+    for unit in ("noond.service", "noond-user.service"):
+        limit = re.search(r"(?m)^LimitNOFILE=(\d+)$", (ROOT / "systemd" / unit).read_text())
+        assert limit and int(limit.group(1)) >= 4096, unit
+
+
 def test_the_system_unit_is_sandboxed():
     text = (ROOT / "systemd" / "noond.service").read_text()
     for option in (

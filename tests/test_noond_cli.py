@@ -61,3 +61,36 @@ def test_certs_then_daemon_then_peers(tmp_path: Path):
     finally:
         daemon.terminate()
         assert daemon.wait(timeout=10) == 0
+
+
+def test_the_commands_find_a_daemon_started_with_listen(tmp_path: Path, pki):
+    cert, key, ca = pki.node("solo")
+    port = free_port()
+    env = {
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": str(ROOT),
+        "NOON_DIR": str(tmp_path / "data"),
+        "NOON_NODE_ID": "solo",
+        "NOOND_TLS_CERT": str(cert),
+        "NOOND_TLS_KEY": str(key),
+        "NOOND_TLS_CA": str(ca),
+    }
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "noond", "--listen", f"127.0.0.1:{port}"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    published = tmp_path / "data" / ".noon" / "noond.address"
+    try:
+        wait_until(published.exists, what="the daemon to say where it listens")
+        assert json.loads(published.read_text())["url"] == f"https://127.0.0.1:{port}"
+        out = noon("peers", "list", env=env)  # NOOND_LISTEN is not set: found anyway
+        assert out.returncode == 0 and "# from daemon" in out.stdout, out.stdout + out.stderr
+        status = noon("status", "--json", env=env)
+        assert json.loads(status.stdout)["daemon"]["reachable"] is True, status.stderr
+    finally:
+        daemon.terminate()
+        assert daemon.wait(timeout=10) == 0
+    assert not published.exists()

@@ -12,8 +12,8 @@ import pytest
 
 from noon.config import Settings
 from noon.core.ops import Draft
+from noon.store import collect
 from noon.store.store import Store
-from noond import collection
 from noond.collection import Collector
 from noond.membership import Member
 from noond.metrics import Metrics
@@ -22,13 +22,13 @@ from noond.metrics import Metrics
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     seen: list[dict[str, Any]] = []
-    real = collection.collect_dir
+    real = collect.collect_dir
 
     def counting(directory: Path, **kw: Any) -> Any:
         seen.append(kw)
         return real(directory, **kw)
 
-    monkeypatch.setattr(collection, "collect_dir", counting)
+    monkeypatch.setattr(collect, "collect_dir", counting)
     return seen
 
 

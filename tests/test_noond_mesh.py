@@ -99,11 +99,28 @@ def test_own_shard_recovered_from_a_peer_after_disk_loss(spawn, tmp_path, pki):
     original = (a.dir / "a.jsonl").read_bytes()
     (a.dir / "a.jsonl").unlink()
     a.start([b])
+    # b's claim is checked and shown, never acted on by itself.
+    claims = wait_until(lambda: a.get("/status")[1]["claims"], what="b's claim to be shown")
+    assert claims[0]["peer"] == "b" and claims[0]["seq"] == 5 and claims[0]["held"] == 0
+    assert a.metric("noond_own_shard_behind") == 1
+    assert not (a.dir / "a.jsonl").exists()
+    env = {
+        "NOON_DIR": str(a.dir),
+        "NOON_NODE_ID": "a",
+        "NOOND_TLS_CERT": str(a.pki.node("a")[0]),
+        "NOOND_TLS_KEY": str(a.pki.node("a")[1]),
+        "NOOND_TLS_CA": str(a.pki.node("a")[2]),
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT),
+    }
+    out = noon_command("peers", "recover", "b", env=env)
+    assert out.returncode == 0 and "up to seq 5" in out.stdout, out.stdout + out.stderr
     wait_until(
         lambda: (a.dir / "a.jsonl").exists() and (a.dir / "a.jsonl").read_bytes() == original,
         what="own shard recovery",
     )
     assert a.metric("noond_ops_recovered_total") == 5
+    wait_until(lambda: a.get("/status")[1]["claims"] == [], what="the claim to be settled")
     a.write(("k5", "v5"))  # continues at seq 6, no reuse
     wait_until(lambda: converged([a, b], expect=6))
     assert a.metric("noond_forks_detected_total") == 0
@@ -119,8 +136,9 @@ def test_compaction_on_the_writer_never_forces_a_full_download(spawn, tmp_path, 
     def moved() -> tuple[float, float]:
         """Ops that reached b (b's pulls + a's pushes in its rounds) and their wire bytes."""
         ops = b.metric("noond_ops_pulled_total") + b.metric("noond_ops_received_total")
-        wire = b.metric("noond_client_received_bytes_total", 'route="ops"') + a.metric(
-            "noond_client_sent_bytes_total", 'route="push"'
+        route = 'route="/shards/{node}/ops"'
+        wire = b.metric("noond_client_received_bytes_total", route) + a.metric(
+            "noond_client_sent_bytes_total", route
         )
         return ops, wire
 
@@ -305,3 +323,40 @@ def test_every_acknowledged_write_survives_daemons_killed_at_random(
     state = nodes[0].state()
     for key, text in acked.items():
         assert state[key][1] == {"text": text}
+
+
+def test_an_import_batch_is_pushed_at_once_not_at_the_next_round(spawn, tmp_path, pki):
+    from noon.config import Settings
+    from noon.core.ops import Draft
+    from noon.store.store import Store
+
+    a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
+    start_all((a, [b]), (b, [a]), NOOND_INTERVAL="60")
+    a.write(("first", "so both are members"))
+    wait_until(lambda: converged([a, b], expect=1))
+    rounds = a.metric("noond_rounds_total"), b.metric("noond_rounds_total")
+    # What `noon import` does: a store of its own with node id a-import.
+    importer = Store(Settings(dir=a.dir, node_id="a-import", fsync=False))
+    importer.write(
+        lambda fold: [
+            Draft(("content", "default", f"imp{i}"), {"text": "imported"}) for i in range(20)
+        ]
+    )
+    wait_until(lambda: converged([a, b], expect=21), timeout=10, what="the import to reach b")
+    assert (a.metric("noond_rounds_total"), b.metric("noond_rounds_total")) == rounds
+    assert b.metric("noond_ops_received_total") >= 20  # pushed by a, not pulled by b
+
+
+def test_the_operator_sees_a_members_lag_as_it_is_now(spawn, tmp_path, pki):
+    a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
+    start_all((a, [b]), (b, [a]), NOOND_INTERVAL="60", NOOND_PUSH="false")
+    wait_until(lambda: "b" in {p["node"] for p in a.get("/peers")[1]["peers"]})
+    for i in range(5):
+        b.write((f"b{i}", "new on b"))
+
+    def heads_of_b(as_node: str) -> dict[str, int]:
+        peers = {p["node"]: p for p in a.get("/peers", as_node=as_node)[1]["peers"]}
+        return dict(peers["b"]["heads"])
+
+    assert heads_of_b("someone").get("b", 0) < 5  # another member sees the last round's report
+    assert heads_of_b("a").get("b") == 5  # the local operator gets a fresh one

@@ -1,4 +1,5 @@
-"""noon.store.replica: seq cursors, complete-batch pages, summaries, validated appends, forks."""
+"""noon.store.serve and noon.store.receive: seq cursors, complete-batch pages, summaries, validated
+appends, forks."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from noon.core.ops import decode, encode
-from noon.store import replica
-from noon.store.store import ForkDetected
+from noon.store import receive, serve
+from noon.store.errors import ForkDetected
+from noon.store.shard import HeldLock
 
 
 def line(node: str, seq: int, bat: int | None = None, text: str = "t") -> bytes:
@@ -74,7 +76,7 @@ def test_pages_from_any_cursor_hold_exactly_the_complete_ops_after_it(
     got: list[int] = []
     after = cursor
     for _ in range(100):
-        page = replica.read_after(path, after, max_bytes=page_bytes)
+        page = serve.read_after(path, after, max_bytes=page_bytes)
         seqs = [decode(raw).seq for raw in page.body.splitlines()]
         got += seqs
         assert page.ops == len(seqs)
@@ -88,7 +90,7 @@ def test_pages_from_any_cursor_hold_exactly_the_complete_ops_after_it(
         assert page.last > after
         after = page.last
     assert got == expected
-    assert replica.summary_of(data, data.rfind(b"\n") + 1, path).seq == (
+    assert serve.summary_of(data, data.rfind(b"\n") + 1, path).seq == (
         max([s for b in batches for s in b], default=0)
     )
 
@@ -96,9 +98,9 @@ def test_pages_from_any_cursor_hold_exactly_the_complete_ops_after_it(
 def test_a_batch_is_never_split_across_pages(tmp_path: Path):
     path = tmp_path / "n.jsonl"
     path.write_bytes(shard_bytes([[1], [2, 3, 4, 5], [6]]))
-    page = replica.read_after(path, 0, max_bytes=1)
+    page = serve.read_after(path, 0, max_bytes=1)
     assert [decode(r).seq for r in page.body.splitlines()] == [1]
-    page = replica.read_after(path, 1, max_bytes=1)
+    page = serve.read_after(path, 1, max_bytes=1)
     assert [decode(r).seq for r in page.body.splitlines()] == [2, 3, 4, 5]
     assert page.more
 
@@ -108,9 +110,9 @@ def test_check_digest_detects_a_fork_at_the_cursor(tmp_path: Path):
     path.write_bytes(line("n", 1) + b"\n" + line("n", 2) + b"\n")
     same = decode(line("n", 1)).digest
     other = decode(line("n", 1, text="other")).digest
-    assert replica.read_after(path, 1, max_bytes=100, check=same).checked
+    assert serve.read_after(path, 1, max_bytes=100, check=same).checked
     with pytest.raises(ForkDetected):
-        replica.read_after(path, 1, max_bytes=100, check=other)
+        serve.read_after(path, 1, max_bytes=100, check=other)
 
 
 def test_a_fork_shows_even_when_the_op_at_the_cursor_is_gone_here(tmp_path: Path):
@@ -124,37 +126,37 @@ def test_a_fork_shows_even_when_the_op_at_the_cursor_is_gone_here(tmp_path: Path
     restored.write_bytes(
         b"".join(line("n", s, text="t" if s < 3 else "restored") + b"\n" for s in (1, 2, 3, 4))
     )
-    mine = replica.recent_digests(restored, 4)
+    mine = serve.recent_digests(restored, 4)
     assert [s for s, _ in mine] == [4, 3, 2, 1]
-    assert replica.recent_digests(restored, 3, count=2) == mine[1:3]
+    assert serve.recent_digests(restored, 3, count=2) == mine[1:3]
     at_cursor = dict(mine)[4]
-    page = replica.read_after(peer, 4, max_bytes=1 << 16, check=at_cursor)
+    page = serve.read_after(peer, 4, max_bytes=1 << 16, check=at_cursor)
     assert page.ops == 2 and not page.checked  # the hole: nothing to compare at seq 4
     with pytest.raises(ForkDetected, match="op 3 differs"):
-        replica.read_after(peer, 4, max_bytes=1 << 16, check=at_cursor, checks=mine)
+        serve.read_after(peer, 4, max_bytes=1 << 16, check=at_cursor, checks=mine)
     with pytest.raises(ForkDetected, match="pusher"):
-        replica.compare(peer, mine, who="pusher")
-    same = replica.recent_digests(peer, 3)
-    assert replica.read_after(peer, 3, max_bytes=1 << 16, checks=same).checked
-    assert replica.compare(peer, same, who="pusher") == 3
+        serve.compare(peer, mine, who="pusher")
+    same = serve.recent_digests(peer, 3)
+    assert serve.read_after(peer, 3, max_bytes=1 << 16, checks=same).checked
+    assert serve.compare(peer, same, who="pusher") == 3
 
 
 def ops_of(*lines: bytes, node: str = "n") -> list:
-    return replica.parse_ops(b"\n".join(lines) + b"\n", node, max_ops=100)
+    return receive.parse_ops(b"\n".join(lines) + b"\n", node, max_ops=100)
 
 
 def test_append_skips_duplicates_refuses_forks_and_repairs_a_torn_tail(tmp_path: Path):
     path = tmp_path / "n.jsonl"
-    done = replica.append(tmp_path, "n", ops_of(line("n", 1), line("n", 2)), fsync=False)
+    done = receive.append(tmp_path, "n", ops_of(line("n", 1), line("n", 2)), fsync=False)
     assert (done.appended, done.skipped, done.head) == (2, 0, 2)
     with open(path, "ab") as f:
         f.write(line("n", 3)[:15])  # a crash mid-line
-    done = replica.append(tmp_path, "n", ops_of(line("n", 2), line("n", 3)), fsync=False)
+    done = receive.append(tmp_path, "n", ops_of(line("n", 2), line("n", 3)), fsync=False)
     assert (done.appended, done.skipped, done.head) == (1, 1, 3)
     assert path.read_bytes() == b"".join(line("n", s) + b"\n" for s in (1, 2, 3))
     before = path.read_bytes()
     with pytest.raises(ForkDetected):
-        replica.append(
+        receive.append(
             tmp_path, "n", ops_of(line("n", 2, text="forked"), line("n", 4)), fsync=False
         )
     assert path.read_bytes() == before
@@ -170,18 +172,18 @@ def test_append_skips_duplicates_refuses_forks_and_repairs_a_torn_tail(tmp_path:
     ],
 )
 def test_parse_ops_names_the_bad_line(body: bytes, message: str):
-    with pytest.raises(replica.ReplicaError, match=message):
-        replica.parse_ops(body, "n", max_ops=10)
+    with pytest.raises(receive.ReplicaError, match=message):
+        receive.parse_ops(body, "n", max_ops=10)
 
 
 def test_parse_ops_is_bounded():
     body = b"".join(line("n", s) + b"\n" for s in range(1, 12))
-    with pytest.raises(replica.ReplicaError, match="more than 10"):
-        replica.parse_ops(body, "n", max_ops=10)
+    with pytest.raises(receive.ReplicaError, match="more than 10"):
+        receive.parse_ops(body, "n", max_ops=10)
 
 
 def test_summaries_follow_appends_and_ignore_unfinished_batches(tmp_path: Path):
-    summaries = replica.Summaries(tmp_path)
+    summaries = serve.Summaries(tmp_path)
     assert summaries.all() == {}
     (tmp_path / "n.jsonl").write_bytes(line("n", 1) + b"\n")
     assert summaries.get("n").seq == 1
@@ -204,7 +206,7 @@ def test_a_held_lock_keeps_local_writers_waiting_until_recovery_is_done(tmp_path
     from noon.store.store import Store
 
     own = tmp_path / "n.jsonl"
-    held = replica.HeldLock(own)
+    held = HeldLock(own)
     store = Store(Settings(dir=tmp_path, node_id="n", fsync=False))
     written: list[int] = []
 
@@ -217,13 +219,13 @@ def test_a_held_lock_keeps_local_writers_waiting_until_recovery_is_done(tmp_path
     t.join(timeout=0.3)
     assert t.is_alive() and not written  # blocked on the shard's lock
     recovered = ops_of(line("n", 1), line("n", 2))
-    assert replica.append(tmp_path, "n", recovered, fsync=False, held=held).appended == 2
+    assert receive.append(tmp_path, "n", recovered, fsync=False, held=held).appended == 2
     held.release()
     t.join(timeout=10)
     assert written == [3]  # continued after the recovered ops: no seq reused
-    other = replica.HeldLock(own)
+    other = HeldLock(own)
     try:
         with pytest.raises(ValueError):
-            replica.append(tmp_path, "m", ops_of(line("m", 1), node="m"), fsync=False, held=other)
+            receive.append(tmp_path, "m", ops_of(line("m", 1), node="m"), fsync=False, held=other)
     finally:
         other.release()

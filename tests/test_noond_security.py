@@ -263,6 +263,12 @@ def test_metrics_are_prometheus_text_with_units(node):
         "noond_client_received_bytes_total",
     ):
         assert name in text, name
+    assert "_created" not in text
+    node.request("GET", "/health", as_node="alice")
+    node.request("POST", "/shards/mona/ops?after=0", body("mona", 1), as_node="mona")
+    text = node.request("GET", "/metrics", as_node="alice")[2].decode()
+    assert 'noond_http_requests_total{code="200",method="GET",route="/health"}' in text
+    assert 'noond_server_received_bytes_total{route="/shards/{node}/ops"}' in text
 
 
 def test_plaintext_off_loopback_needs_an_explicit_opt_in(tmp_path: Path):
@@ -319,3 +325,28 @@ def test_a_trickled_body_times_out_with_408(tmp_path_factory, pki):
         assert not (n.dir / "tricky.jsonl").exists()
     finally:
         n.stop()
+
+
+def test_a_metrics_certificate_reaches_metrics_and_health_only(node, pki, tmp_path):
+    from noon import certs
+
+    paths = certs.issue_node_cert(pki.root / "ca", "prometheus", tmp_path, role="metrics")
+    files = (paths.cert, paths.key, paths.ca)
+    for path in ("/metrics", "/health"):
+        assert node.request("GET", path, files=files)[0] == 200, path
+    for method, path in (
+        ("GET", "/info"),
+        ("GET", "/shards"),
+        ("GET", "/peers"),
+        ("GET", "/graph"),
+        ("GET", "/shards/alice/ops"),
+        ("POST", "/shards/prometheus/ops?after=0"),
+    ):
+        status, _, raw = node.request(
+            method, path, body("prometheus", 1) if method == "POST" else None, files=files
+        )
+        assert status == 403 and "metrics certificate" in error_of(raw)["error"], path
+    assert not (node.dir / "prometheus.jsonl").exists()
+    # Never a member: a daemon refuses to run with it.
+    with pytest.raises(certs.CertError, match="not a node certificate"):
+        certs.server_ssl_context(*files)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from noon.config import ConfigError
 from noond.config import from_env, parse_address, parse_seeds
-from noond.membership import MAX_CANDIDATES, Membership
+from noond.membership import MAX_CANDIDATES, MAX_PER_VOICE, Membership
 
 
 @pytest.mark.parametrize(
@@ -68,8 +68,9 @@ def test_seeds_accept_ids_and_bare_addresses():
 def test_defaults_and_bad_values(tmp_path):
     env = {"NOON_DIR": str(tmp_path), "NOON_NODE_ID": "n"}
     c = from_env(env)
+    # Loopback unless told otherwise: nothing beyond this machine can connect by default.
     assert (c.listen_host, c.listen_port, c.interval, c.suspect_after, c.dead_after) == (
-        "0.0.0.0",
+        "127.0.0.1",
         7707,
         30.0,
         3,
@@ -83,7 +84,7 @@ def test_defaults_and_bad_values(tmp_path):
         {"NOOND_LISTEN": "nowhere:99999"},
         {"NOOND_REVOKED": "ok,../bad"},
         {"NOOND_TLS": "maybe"},
-        {"NOOND_TLS": "off"},
+        {"NOOND_TLS": "off", "NOOND_LISTEN": "0.0.0.0:1"},
     ):
         with pytest.raises(ConfigError):
             from_env({**env, **bad})
@@ -121,8 +122,28 @@ def test_candidates_are_bounded_back_off_and_never_include_self_or_ignored():
     m.candidate_failed(cand, now=100)
     assert cand.next_try == 102
     assert cand not in m.due_candidates(now=101)
-    m.suggest("h0:1", "x", "inbound")  # it called us: due at once
-    assert cand in m.due_candidates(now=101) and cand.node == "x"
+    m.suggest("h0:1", "x", "inbound")  # announced, not called from: still backed off
+    assert cand not in m.due_candidates(now=101) and cand.node == "x"
+    m.suggest("h0:1", "x", "inbound", calling=True)  # it called us from there: due at once
+    assert cand in m.due_candidates(now=101)
     assert m.admit("me", "h5:1") is None
     assert "h5:1" in m.self_addresses
     assert m.admit("bad", "h6:1") is None
+
+
+def test_what_members_say_never_makes_this_node_dial_faster():
+    """A member announcing address after address (or gossiping a crowd) gets one pending
+    candidate per node id, which keeps its backoff, and a bounded number in all."""
+    m = Membership("me", suspect_after=1, dead_after=1, dead_retry=1)
+    for i in range(50):
+        m.suggest(f"10.0.0.{i}:7707", "mallory", "inbound", via="mallory")
+        cand = next(iter(m.candidates.values()))
+        if i:
+            assert cand.failures == i and cand.next_try > 0  # inherited, never reset
+        m.candidate_failed(cand, now=0)
+    assert len(m.candidates) == 1
+    for i in range(500):
+        m.suggest(f"h{i}:1", f"ghost{i}", "gossip", via="mallory")
+    assert len(m.candidates) == MAX_PER_VOICE
+    m.suggest("seed:1", "honest", "seed")
+    assert "seed:1" in m.candidates  # the operator's sources are not capped by a member's

@@ -1,15 +1,17 @@
-"""Times are rendered, never raised: a stamp past year 9999 (a broken or hostile clock, in range
-for the 48-bit HLC) reads as what it is in every view, history and log line, and the memory it
-touched stays readable after a later edit."""
+"""Times are rendered, never raised: a stamp past year 9999 (in range for the 48-bit HLC) reads as
+what it is in every view, history and log line, and the memory it touched stays readable after a
+later edit. Such a stamp is refused when an op is decoded (tests/test_op_bounds.py); rendering
+stays defensive all the same, so an op built in memory cannot break a view either."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from noon.core.fold import Fold
 from noon.core.hlc import LAST_DATE_MS, PHYSICAL_MAX, pack, utc
-from noon.core.ops import decode, encode
+from noon.core.ops import Op, OpError, decode, encode
 from noon.graph import views
 from noon.graph.glossary import Glossary
 from noon.graph.model import Graph
@@ -32,17 +34,24 @@ def test_known_dates() -> None:
     assert utc(1_764_536_858_123, "iso") == "2025-11-30T21:07:38Z"
 
 
+def op(node: str, seq: int, hlc: int, el: tuple[str, ...], val: dict, prev=None) -> Op:
+    return Op(node, seq, hlc, el, val, prev, "test", None, True, seq)
+
+
+def test_decoding_refuses_such_a_stamp() -> None:
+    with pytest.raises(OpError, match="stamp"):
+        decode(encode(node="far", seq=1, hlc=FAR, el=("content", NS, "m"), val={"text": "x"}))
+
+
 def test_a_memory_stamped_past_year_9999_reads_lists_and_keeps_its_history() -> None:
     ops = [
-        decode(encode(node="far", seq=1, hlc=FAR, el=("content", NS, "m"), val={"text": "v1"})),
-        decode(
-            encode(
-                node="far",
-                seq=2,
-                hlc=FAR + 1,
-                el=("edge", NS, root("core"), "m"),
-                val={"child": "m", "priority": 1, "disclosure": "d"},
-            )
+        op("far", 1, FAR, ("content", NS, "m"), {"text": "v1"}),
+        op(
+            "far",
+            2,
+            FAR + 1,
+            ("edge", NS, root("core"), "m"),
+            {"child": "m", "priority": 1, "disclosure": "d"},
         ),
         decode(
             encode(
@@ -55,9 +64,7 @@ def test_a_memory_stamped_past_year_9999_reads_lists_and_keeps_its_history() -> 
             )
         ),
     ]
-    ops.append(
-        decode(encode(node="far", seq=3, hlc=FAR + 2, el=("content", NS, "n"), val={"text": "n"}))
-    )
+    ops.append(op("far", 3, FAR + 2, ("content", NS, "n"), {"text": "n"}))
     fold = Fold()
     fold.apply_all(ops)
     graph = Graph(fold)

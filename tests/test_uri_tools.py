@@ -542,4 +542,4 @@ async def test_search_ranks_with_bm25_and_finds_cjk_text(s: Session) -> None:
     assert [r["uri"] for r in data["results"]] == ["core://tea"]
     _, data = await s.call("search_memory", query="sync")
     # BM25: the memory saying "sync" three times in a short text ranks first
-    assert [r["uri"] for r in data["results"]][0] == "core://mixed"
+    assert data["results"][0]["uri"] == "core://mixed"

@@ -42,6 +42,12 @@ MAX_KEY_PARTS = 16
 MAX_CLIENT = 128
 MAX_BATCH = 100_000
 MAX_SEQ = (1 << 53) - 1
+MAX_HLC = (253_402_300_799_999 << 16) | 0xFFFF
+"""The greatest stamp accepted: 9999-12-31T23:59:59.999Z. A later one fits in 64 bits but no
+date type renders it, and a single such op would break every view that shows it."""
+MAX_DEPTH = 64
+"""Deepest nesting of a value (the value itself is level 1): every JSON encoder noon and its
+clients use re-serialises it inside their own envelopes (orjson stops at 255 levels)."""
 
 NODE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -105,8 +111,11 @@ class Op:
 
 
 def line_digest(line: bytes) -> int:
-    """A 64-bit fingerprint of a line, used to tell a duplicate from a fork. Never zero."""
-    return int.from_bytes(hashlib.blake2b(line, digest_size=8).digest(), "big") or 1
+    """A 64-bit fingerprint of a line, used to tell a duplicate from a fork. Never zero.
+    Trailing ``\r``, ``\n``, tabs and spaces are not part of it (PROTOCOL.md §1.1), so a line
+    with or without its newline has one digest."""
+    body = line.rstrip(b"\r\n\t ")
+    return int.from_bytes(hashlib.blake2b(body, digest_size=8).digest(), "big") or 1
 
 
 def _fail(msg: str) -> OpError:
@@ -174,6 +183,11 @@ def from_object(obj: Mapping[str, Any], digest: int) -> Op:
     stamp = obj.get("hlc")
     if type(stamp) is not int or not 0 <= stamp < 1 << 64:
         raise _fail(f"'hlc' must be a 64-bit unsigned integer, got {stamp!r:.40}")
+    if stamp > MAX_HLC:
+        raise _fail(
+            f"'hlc' {stamp} stands for a time after year 9999 ({stamp >> 16} ms since 1970): "
+            "no clock writes that, and no date can show it"
+        )
     bat = obj.get("bat")
     if bat is not None:
         bat = _int(obj, "bat", seq, seq + MAX_BATCH)
@@ -192,8 +206,11 @@ def from_object(obj: Mapping[str, Any], digest: int) -> Op:
     kind = kind_of(key)
 
     val = obj.get("val")
-    if val is not None and type(val) is not dict:
-        raise _fail(f"'val' must be an object or absent, got {type(val).__name__}")
+    if val is not None:
+        if type(val) is not dict:
+            raise _fail(f"'val' must be an object or absent, got {type(val).__name__}")
+        if not _shallow(val):
+            raise _fail(f"'val' is nested deeper than {MAX_DEPTH} levels")
 
     prev_raw = obj.get("prev")
     prev: tuple[OpId, ...] | None = None
@@ -222,6 +239,20 @@ def from_object(obj: Mapping[str, Any], digest: int) -> Op:
     return Op(node, seq, stamp, key, val, prev, by, bat, known, digest)
 
 
+def _shallow(val: dict[str, Any]) -> bool:
+    """True when ``val`` nests at most :data:`MAX_DEPTH` levels (iteratively: a hostile value
+    must not exhaust the stack either)."""
+    stack: list[tuple[Any, int]] = [(val, 1)]
+    while stack:
+        value, depth = stack.pop()
+        for child in value.values() if type(value) is dict else value:
+            if type(child) is dict or type(child) is list:
+                if depth >= MAX_DEPTH:
+                    return False
+                stack.append((child, depth + 1))
+    return True
+
+
 def encode(
     *,
     node: str,
@@ -233,7 +264,15 @@ def encode(
     by: str | None = None,
     bat: int | None = None,
 ) -> bytes:
-    """Encode an op as one line, without the newline, in noon's canonical key order."""
+    """Encode an op as one line, without the newline, in noon's canonical key order. The
+    envelope is checked first (:class:`OpError`): a writer never puts on disk a seq, stamp or
+    batch that every reader would refuse (a shard ending on seq 2^53-1 cannot take one more)."""
+    if type(seq) is not int or not 1 <= seq <= MAX_SEQ:
+        raise OpError(f"seq {seq} is outside [1, {MAX_SEQ}]: this shard cannot take more ops")
+    if type(hlc) is not int or not 0 <= hlc <= MAX_HLC:
+        raise OpError(f"stamp {hlc} is outside [0, {MAX_HLC}]")
+    if bat is not None and not seq <= bat <= seq + MAX_BATCH:
+        raise OpError(f"batch end {bat} is outside [{seq}, {seq + MAX_BATCH}]")
     obj: dict[str, Any] = {"v": FORMAT_VERSION, "node": node, "seq": seq, "hlc": hlc, "el": el}
     if val is not None:
         obj["val"] = val

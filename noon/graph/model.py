@@ -15,13 +15,13 @@ lost.
 
 from __future__ import annotations
 
-import gc
 import heapq
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, content_key, edge_key
 from noon.core.fold import Element, Fold
+from noon.core.gcpause import paused
 from noon.core.ops import Key
 from noon.graph.reader import Placement, Walks, placements_of
 from noon.graph.uri import Uri, is_root, root, root_domain
@@ -58,16 +58,9 @@ class Graph(Walks):
     def rebuild(self, fold: Fold) -> None:
         self.fold = fold
         self.spaces = {}
-        # Allocating ~one object per placement would otherwise trigger full collections that
-        # walk the whole fold again and again; nothing here creates reference cycles.
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with paused():
             for key in list(fold.elements):
                 self._apply_key(key)
-        finally:
-            if was_enabled:
-                gc.enable()
 
     def update(self, fold: Fold, keys: Iterable[Key], *, reset: bool = False) -> None:
         """Bring the indexes up to date after the fold gained ``keys``."""

@@ -21,9 +21,9 @@ import anyio
 
 from noon.config import ConfigError, add_store_flags, settings_from
 from noon.mcp.http_app import serve_http
-from noon.mcp.http_guard import is_loopback
 from noon.mcp.http_limits import HttpLimits
 from noon.mcp.server import NAMESPACE, create_server, initialization_options
+from noon.net import is_loopback
 from noon.store.store import Store
 
 log = logging.getLogger("noon.serve")

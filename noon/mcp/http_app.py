@@ -27,7 +27,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from noon.mcp.http_guard import Guard, is_loopback
+from noon.mcp.http_guard import Guard
 from noon.mcp.http_limits import (
     BoundedSessions,
     ConnectionCounter,
@@ -35,6 +35,7 @@ from noon.mcp.http_limits import (
     guarded_protocol,
 )
 from noon.mcp.server import NAMESPACE_HEADER, NoonServer, initialization_options
+from noon.net import is_loopback
 
 log = logging.getLogger("noon.serve")
 

@@ -19,7 +19,6 @@ Refusals are logged through :func:`noon.mcp.http_limits.refused` (rate-limited).
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 from urllib.parse import parse_qs, urlsplit
 
@@ -27,6 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from noon.mcp.http_limits import refused
 from noon.mcp.server import NAMESPACE_HEADER
+from noon.net import is_loopback
 
 NOCTURNE_NAMESPACE_HEADER = b"x-namespace"
 OAUTH_PATHS = (
@@ -42,17 +42,6 @@ TOKEN_HINT = (
     "'Authorization: Bearer <token>', where <token> is the value of NOON_TOKEN (or --token) "
     "the server was started with."
 )
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or an address, IPv6 with or without brackets) is loopback."""
-    host = host.strip().strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def host_of(authority: str) -> str:

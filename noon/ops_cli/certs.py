@@ -44,6 +44,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="extra DNS name or IP for the certificate (repeatable)",
     )
     issue.add_argument("--days", type=int, default=825)
+    issue.add_argument(
+        "--role",
+        choices=[certs.ROLE_NODE, certs.ROLE_METRICS],
+        default=certs.ROLE_NODE,
+        help="node (a member, the default) or metrics (reaches /metrics and /health only)",
+    )
     issue.add_argument("--force", action="store_true", help="re-issue over existing files")
 
 
@@ -62,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
             days=args.days,
             hosts=args.host,
             force=args.force,
+            role=args.role,
         )
     except certs.CertFileMissingError as exc:
         print(f"noon: {exc}; create the CA first with `noon certs init`")
@@ -69,6 +76,10 @@ def run(args: argparse.Namespace) -> int:
     except certs.CertError as exc:
         print(f"noon: {exc}")
         return 1
+    if args.role == certs.ROLE_METRICS:
+        print(f"issued {paths.cert} and {paths.key}: a monitoring identity (CA copy: {paths.ca})")
+        print("it reaches /metrics and /health of every noond and nothing else")
+        return 0
     print(f"issued {paths.cert} and {paths.key} for node {paths.node_id} (CA copy: {paths.ca})")
     print(f"copy these three files to {paths.node_id}'s $NOON_DIR/certs/")
     return 0

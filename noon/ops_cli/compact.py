@@ -16,12 +16,14 @@ import os
 import time
 from pathlib import Path
 
+from noon import daemon_link
 from noon.config import ConfigError, settings_from
 from noon.core.collection import member_of
 from noon.names import shard_node
 from noon.store import peerstate
-from noon.store.collect import CollectReport, collect_dir
+from noon.store.collect import CollectReport, collect_dir, gate_of
 from noon.store.compact import CompactReport, compact_dir
+from noon.store.shard import list_shards
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -47,9 +49,9 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     history, sole = settings.history, settings.sole_writer
     d = settings.dir
-    shards = sorted(n for n in os.listdir(d) if shard_node(n) is not None) if d.exists() else []
+    shards = list_shards(d)
     compacted = compact_dir(d, shards, history=history)
-    state_path = d / ".noon" / "noond.json"
+    state_path = daemon_link.state_path(d, os.environ)
     collected: CollectReport | None = None
     reason = ""
     if sole:
@@ -68,15 +70,7 @@ def run(args: argparse.Namespace) -> int:
         collected = collect_dir(d, self_id=settings.node_id, reports={})
     elif state_path.exists():
         state = peerstate.load(state_path)
-        collected = collect_dir(
-            d,
-            self_id=settings.node_id,
-            reports={n: r.frontier for n, r in state.reports.items()},
-            admitted=set(state.members) | set(state.reports),
-            excluded=state.revoked | state.departed | state.forgotten,
-            retired=state.retired or None,
-            away=set(),
-        )
+        collected = gate_of(state).collect(d, settings.node_id)
     else:
         reason = "deleted memories are kept: no daemon runs here and --sole-writer was not given"
     if args.json:

@@ -7,7 +7,6 @@ exits, it needs no event loop.
 
 from __future__ import annotations
 
-import email.utils
 import http.client
 import json
 import os
@@ -16,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from noon import certs
+from noon import certs, daemon_link
 from noon.config import Settings
 from noon.errors import NoonError
 
@@ -34,26 +33,18 @@ class NoCertificate(Unreachable):
 
 def tls_enabled() -> bool:
     """Whether noond speaks mutual TLS here (``NOOND_TLS``, on by default)."""
-    return os.environ.get("NOOND_TLS", "on").strip().lower() not in ("0", "false", "no", "off")
+    return daemon_link.tls_enabled(os.environ)
 
 
-def local_url() -> str:
-    """The local daemon's base URL, from ``NOOND_LISTEN`` and ``NOOND_TLS``, dialled on
-    loopback whatever address it binds."""
-    listen = os.environ.get("NOOND_LISTEN", "").strip() or "7707"
-    port = listen.rpartition(":")[2] if ":" in listen else listen
-    return f"{'https' if tls_enabled() else 'http'}://127.0.0.1:{port}"
+def local_url(settings: Settings) -> str:
+    """The base URL of the daemon serving ``settings.dir``: where it published it listens, or
+    else where ``NOOND_LISTEN`` says (see :mod:`noon.daemon_link`)."""
+    return daemon_link.local_url(settings.dir, os.environ)
 
 
 def tls_files(settings: Settings) -> tuple[Path, Path, Path]:
-    """This node's certificate, key and CA, where noond finds them (``NOOND_TLS_*`` or
-    ``$NOON_DIR/certs``)."""
-    d = settings.dir / "certs"
-    return (
-        Path(os.environ.get("NOOND_TLS_CERT") or d / f"{settings.node_id}.crt"),
-        Path(os.environ.get("NOOND_TLS_KEY") or d / f"{settings.node_id}.key"),
-        Path(os.environ.get("NOOND_TLS_CA") or d / "ca.crt"),
-    )
+    """This node's certificate, key and CA, where noond finds them."""
+    return daemon_link.tls_files(settings.dir, settings.node_id, os.environ)
 
 
 @dataclass(frozen=True)
@@ -98,13 +89,7 @@ def fetch(base_url: str, path: str, settings: Settings, timeout: float = 5.0) ->
         body: Any = json.loads(raw)
     except ValueError:
         body = raw.decode("utf-8", "replace")
-    date = None
-    if date_header:
-        try:
-            date = email.utils.parsedate_to_datetime(date_header).timestamp()
-        except (TypeError, ValueError):
-            date = None
-    return Answer(resp.status, body, date, peer)
+    return Answer(resp.status, body, daemon_link.http_date(date_header), peer)
 
 
 def get_json(base_url: str, path: str, settings: Settings, timeout: float = 5.0) -> dict[str, Any]:

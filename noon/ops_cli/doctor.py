@@ -29,11 +29,12 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from noon import certs
+from noon import certs, daemon_link
 from noon.config import Settings, add_store_flags, settings_from
 from noon.ops_cli import daemon_api
 from noon.ops_cli.peers import state_path
 from noon.store import peerstate
+from noon.store.shard import unsafe_entries
 from noon.store.store import ForkDetected, Store
 from noon.store.survey import survey_dir
 
@@ -150,6 +151,16 @@ def check_shards(settings: Settings, now_ms: int) -> list[Finding]:
                     "lose to that op until real time passes it",
                 )
             )
+    for name, kind in unsafe_entries(settings.dir):
+        out.append(
+            Finding(
+                "shards",
+                ERROR,
+                f"{settings.dir / name} is {kind}, not a regular file: noon skips it and never "
+                "opens it",
+                f"move it out of {settings.dir}: noon keeps only regular files there",
+            )
+        )
     if surveys and not any(f.check == "shards" for f in out):
         ops = sum(s.ops for s in surveys)
         out.append(Finding("shards", OK, f"{len(surveys)} shards, {ops} ops, no corrupt line"))
@@ -333,14 +344,20 @@ def check_daemon(settings: Settings, url: str) -> tuple[list[Finding], list[dict
             f"{status.get('rounds')} rounds)",
         )
     ]
-    if status.get("behind"):
+    for claim in status.get("claims", []):
+        peer = claim.get("peer")
         out.append(
             Finding(
                 "daemon",
-                WARNING,
-                "a peer holds more of this node's own shard than this machine (a disk loss or a "
-                "restored backup); noond is recovering it and local writes wait",
-                "keep noond running until `noon status` no longer says OWN SHARD BEHIND",
+                WARNING if claim.get("confirmed") else ERROR,
+                f"peer {peer} holds this node's own shard up to seq {claim.get('seq')}, this "
+                f"machine only up to seq {claim.get('held')} (a disk loss, a restored backup, or "
+                f"{peer} lying)"
+                + ("; recovery from it is confirmed" if claim.get("confirmed") else ""),
+                "keep noond running until `noon status` no longer says OWN SHARD BEHIND"
+                if claim.get("confirmed")
+                else f"if this machine lost data: noon peers recover {peer}; if it did not: "
+                f"noon peers revoke {peer}",
             )
         )
     for fork in status.get("forks", []):
@@ -388,8 +405,7 @@ def _probe(settings: Settings, member: dict[str, Any]) -> Finding:
             f"peer {node} sent no Date header: skew unknown",
             "upgrade that node's noond",
         )
-    # Date has 1 s resolution (truncated): compare it with the middle of the request.
-    skew = answer.date + 0.5 - (before + after) / 2
+    skew = daemon_link.clock_skew(answer.date, before, after)
     level = (
         ERROR
         if abs(skew) * 1000 > settings.max_skew_ms
@@ -491,7 +507,9 @@ def render(findings: list[Finding]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
-    findings = diagnose(settings, args.url or daemon_api.local_url(), daemon=not args.no_daemon)
+    findings = diagnose(
+        settings, args.url or daemon_api.local_url(settings), daemon=not args.no_daemon
+    )
     healthy = not any(f.level == ERROR for f in findings)
     if args.json:
         print(json.dumps({"healthy": healthy, "findings": [asdict(f) for f in findings]}, indent=1))

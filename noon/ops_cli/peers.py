@@ -1,10 +1,11 @@
-"""``noon peers list|depart NODE|revoke NODE``.
+"""``noon peers list|depart NODE|revoke NODE|recover NODE``.
 
 ``list`` asks the local daemon (``/peers`` over mTLS with this node's own certificate) and falls
-back to the state file. ``depart`` and ``revoke`` edit the daemon's state file under its lock;
-the daemon applies them at its next round: a revoked node is refused on every route and never
-exchanged with again, and its shard is no longer served; a departed node is refused too and no
-longer holds back tombstone collection, while the memories it wrote stay shared.
+back to the state file. The others edit the daemon's state file under its lock; the daemon
+applies them at its next round: a revoked node is refused on every route and never exchanged
+with again, and its shard is no longer served; a departed node is refused too and no longer
+holds back tombstone collection, while the memories it wrote stay shared; ``recover`` lets a
+member give this node back ops of its own shard after a disk loss (PROTOCOL.md §6.1).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from pathlib import Path
 
+from noon import daemon_link
 from noon.config import Settings
 from noon.core.ops import valid_node_id
 from noon.ops_cli import daemon_api
@@ -21,14 +24,15 @@ from noon.store import peerstate
 
 
 def state_path(settings: Settings) -> Path:
-    raw = os.environ.get("NOOND_STATE", "").strip()
-    return Path(raw).expanduser() if raw else settings.dir / ".noon" / "noond.json"
+    return daemon_link.state_path(settings.dir, os.environ)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="peers_command", metavar="ACTION", required=True)
     lst = sub.add_parser("list", help="members, their health, revoked and departed nodes")
-    lst.add_argument("--url", help="daemon base URL (default: from NOOND_LISTEN, on loopback)")
+    lst.add_argument(
+        "--url", help="daemon base URL (default: where the local noond says it listens)"
+    )
     lst.add_argument("--json", action="store_true", help="print JSON")
     for name, text in (
         (
@@ -37,10 +41,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
             "are removed; its replica and the memories it wrote stay",
         ),
         ("revoke", "a node is compromised or lost: refuse it everywhere, keep its replica"),
+        (
+            "recover",
+            "this machine lost data (disk loss, old backup): take this node's own ops back "
+            "from NODE, up to what NODE holds now",
+        ),
     ):
         p = sub.add_parser(name, help=text, description=text)
         p.add_argument("node")
         p.add_argument("--undo", action="store_true", help="remove the node from the list")
+        if name == "recover":
+            p.add_argument("--url", help="daemon base URL (default: where the local noond says)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
     path = state_path(settings)
     if args.peers_command == "list":
         try:
-            data = daemon_api.get_json(args.url or daemon_api.local_url(), "/peers", settings)
+            data = daemon_api.get_json(
+                args.url or daemon_api.local_url(settings), "/peers", settings
+            )
             origin = "daemon"
         except daemon_api.Unreachable as exc:
             state = peerstate.load(path)
@@ -78,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
     if args.node == settings.node_id:
         print("noon: this is the local node; depart or revoke it from another machine")
         return 1
+    if args.peers_command == "recover":
+        return _recover(args, settings, path)
     attr = "departed" if args.peers_command == "depart" else "revoked"
 
     def change(state: peerstate.PeerState) -> None:
@@ -91,4 +106,44 @@ def run(args: argparse.Namespace) -> int:
     peerstate.update(path, change)
     verb = "no longer " + attr if args.undo else attr
     print(f"{args.node} is {verb}; noond applies it at its next round ({path})")
+    return 0
+
+
+def _recover(args: argparse.Namespace, settings: Settings, path: Path) -> int:
+    """Confirm a recovery from ``args.node``, pinned to what it claims now (the daemon says);
+    without a daemon, the daemon pins it when it next sees the member's claim."""
+    pinned = peerstate.Confirmation(None, None, time.time())
+    claim: dict[str, object] = {}
+    if not args.undo:
+        try:
+            status = daemon_api.get_json(
+                args.url or daemon_api.local_url(settings), "/status", settings
+            )
+            claims = [c for c in status.get("claims", []) if c.get("peer") == args.node]
+            claim = claims[0] if claims else {}
+        except daemon_api.Unreachable:
+            claim = {}
+        seq, digest = claim.get("seq"), claim.get("digest")
+        if isinstance(seq, int) and isinstance(digest, str):
+            pinned = peerstate.Confirmation(seq, digest, time.time())
+
+    def change(state: peerstate.PeerState) -> None:
+        if args.undo:
+            state.recover.pop(args.node, None)
+        else:
+            state.recover[args.node] = pinned
+
+    peerstate.update(path, change)
+    if args.undo:
+        print(f"no recovery from {args.node}; noond applies it at its next round ({path})")
+    elif pinned.through is not None:
+        print(
+            f"noond takes this node's own ops back from {args.node} up to seq {pinned.through} "
+            f"(what it holds now, from seq {claim.get('held')} here) at its next exchange with it"
+        )
+    else:
+        print(
+            f"noond takes this node's own ops back from {args.node} at its next exchange with it, "
+            "up to what it holds then (no daemon answered to say what it holds now)"
+        )
     return 0

@@ -116,7 +116,7 @@ def gather(settings: Settings, url: str, limit: int = 20) -> dict[str, Any]:
             reachable=True,
             uptime_seconds=status_doc.get("uptime_seconds"),
             rounds=status_doc.get("rounds"),
-            behind=status_doc.get("behind"),
+            behind=bool(status_doc.get("behind") or status_doc.get("claims")),
             protocol=status_doc.get("protocol"),
         )
     report["daemon"] = daemon
@@ -300,7 +300,7 @@ def run(args: argparse.Namespace) -> int:
             "(`noon doctor` checks the setup)"
         )
         return 1
-    report = gather(settings, args.url or daemon_api.local_url(), args.limit)
+    report = gather(settings, args.url or daemon_api.local_url(settings), args.limit)
     if args.json:
         print(json.dumps(report, indent=1))
     else:

@@ -24,6 +24,8 @@ from noon.core.collection import Blocker, Frontier, blocker, is_deleted, members
 from noon.core.ops import Key, Op, OpId
 from noon.store import cut, forgotten
 from noon.store.compact import Scan, in_scope, maintenance, rewrite, scan_dir
+from noon.store.lines import Envelope, last_complete
+from noon.store.peerstate import PeerState
 
 
 @dataclass
@@ -37,6 +39,55 @@ class CollectReport:
     """The members whose knowledge gated this collection."""
     bytes_before: int = 0
     bytes_after: int = 0
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Who may hold a collection back, and with what they reported (PROTOCOL.md §11.1): what
+    the daemon and ``noon compact`` both hand to :func:`collect_dir`."""
+
+    reports: dict[str, dict[str, int]]
+    admitted: frozenset[str]
+    excluded: frozenset[str]
+    retired: dict[str, int] | None
+    away: frozenset[str]
+
+    def collect(self, directory: Path, self_id: str) -> CollectReport:
+        return collect_dir(
+            directory,
+            self_id=self_id,
+            reports=self.reports,
+            admitted=self.admitted,
+            excluded=self.excluded,
+            retired=self.retired,
+            away=self.away,
+        )
+
+
+def gate_of(
+    state: PeerState,
+    *,
+    known: Iterable[str] = (),
+    excluded: Iterable[str] = (),
+    alive: Iterable[str] | None = None,
+) -> Gate:
+    """The gate from the daemon's state file. ``known``: the members a running daemon holds
+    (also those not saved yet); ``excluded``: revoked and departed nodes besides the file's;
+    ``alive``: the members answering now, given only when an away member that never saw an
+    element may be passed over (``NOOND_COLLECT_UNSEEN``).
+
+    Every node that ever proved its identity counts, also one not reached since the daemon
+    started: it may hold old versions it would show again. Retired members count only
+    through the retired frontier."""
+    out = frozenset(set(excluded) | state.revoked | state.departed | state.forgotten)
+    admitted = frozenset((set(known) | set(state.members) | set(state.reports)) - out)
+    return Gate(
+        reports={node: dict(r.frontier) for node, r in state.reports.items()},
+        admitted=admitted,
+        excluded=out,
+        retired=dict(state.retired) or None,
+        away=admitted - set(alive) if alive is not None else frozenset(),
+    )
 
 
 def collect_dir(
@@ -105,15 +156,12 @@ def complete_heads(scans: Mapping[str, Scan]) -> dict[str, int]:
     so it never counts as held)."""
     heads: dict[str, int] = {}
     for lines, _, _ in scans.values():
-        pending: int | None = None
-        for _, op in reversed(lines):
-            if op is None or (pending is not None and op.bat == pending):
-                continue
-            if op.bat is not None and op.bat > op.seq:
-                pending = op.bat
-                continue
-            heads[op.node] = max(heads.get(op.node, 0), op.seq)
-            break
+        last = last_complete(
+            (op, Envelope(op.node, op.seq, op.bat) if op is not None else None)
+            for _, op in reversed(lines)
+        ).last
+        if last is not None:
+            heads[last.node] = max(heads.get(last.node, 0), last.seq)
     return heads
 
 

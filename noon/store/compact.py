@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from noon.core.compaction import droppable
+from noon.core.gcpause import paused as paused_gc
 from noon.core.ops import Key, Op, OpError, OpId, decode
-from noon.names import shard_node
-from noon.store.shard import fsync_dir, locked
+from noon.store.shard import list_shards, locked, open_regular, write_file
 
 Scan = tuple[list[tuple[bytes, Op | None]], int, int]
 """A shard's complete lines with their ops (None: corrupt or blank), the offset after the last
@@ -43,7 +43,7 @@ class CompactReport:
 def _scan(path: Path) -> Scan:
     """Complete lines of a shard with their ops (None for corrupt or blank lines), the offset
     just after the last complete line, and the inode read."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = open_regular(path)
     try:
         st = os.fstat(fd)
         data = os.pread(fd, st.st_size, 0)
@@ -72,11 +72,12 @@ class DirScan:
 
 def scan_dir(directory: Path) -> DirScan:
     scans: dict[str, Scan] = {}
-    for name in sorted(n for n in os.listdir(directory) if shard_node(n) is not None):
-        try:
-            scans[name] = _scan(directory / name)
-        except FileNotFoundError:
-            continue
+    with paused_gc():
+        for name in list_shards(directory):
+            try:
+                scans[name] = _scan(directory / name)
+            except FileNotFoundError:
+                continue
     groups: dict[Key, dict[OpId, Op]] = defaultdict(dict)
     arrived: dict[str, int] = {}
     for lines, _, _ in scans.values():
@@ -131,9 +132,8 @@ def rewrite(path: Path, scan: Scan, drops: Set[OpId]) -> CompactReport:
         return CompactReport(path.name, len(ops), len(ops), corrupt)
     kept = [raw for raw, op in lines if op is None or op.id not in drops]
     body = b"".join(raw + b"\n" for raw in kept)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.compact.tmp")
     with locked(path):
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_regular(path)
         try:
             st = os.fstat(fd)
             if st.st_ino != inode or st.st_size < end:
@@ -143,12 +143,6 @@ def rewrite(path: Path, scan: Scan, drops: Set[OpId]) -> CompactReport:
             appended = os.pread(fd, st.st_size - end, end)
         finally:
             os.close(fd)
-        with open(tmp, "wb") as out:
-            out.write(body)
-            out.write(appended)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-        fsync_dir(path.parent)
+        write_file(path, [body, appended])
     after = sum(1 for _, op in lines if op is not None and op.id not in drops)
     return CompactReport(path.name, len(ops), after, corrupt)

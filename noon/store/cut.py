@@ -33,7 +33,10 @@ from pathlib import Path
 import orjson
 
 from noon.core.ops import OpId
-from noon.store.shard import fsync_dir, write_file
+from noon.store.shard import fsync_dir, open_regular, read_regular, write_file
+
+MAX_JOURNAL = 1 << 32
+"""A journal larger than this was not written by a collection."""
 
 
 def cut_lock_path(directory: Path) -> Path:
@@ -50,7 +53,7 @@ def _open(directory: Path) -> int | None:
     path = cut_lock_path(directory)
     try:
         path.parent.mkdir(exist_ok=True)
-        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        return open_regular(path, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
         if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
             return None
@@ -86,7 +89,7 @@ def end(directory: Path) -> None:
 def pending(directory: Path) -> frozenset[OpId]:
     """The ops of an unfinished collection (empty when none is under way)."""
     try:
-        raw = journal_path(directory).read_bytes()
+        raw = read_regular(journal_path(directory), MAX_JOURNAL)
     except FileNotFoundError:
         return frozenset()
     return frozenset((str(n), int(s)) for n, s in orjson.loads(raw)["ops"])
@@ -124,7 +127,7 @@ class ReadCut:
 
     def _load_journal(self) -> None:
         try:
-            st = journal_path(self.directory).stat()
+            st = os.lstat(journal_path(self.directory))
         except FileNotFoundError:
             self.hidden, self.ident = frozenset(), None
             return

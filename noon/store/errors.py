@@ -1,4 +1,5 @@
-"""The errors of the store a person must act on."""
+"""Errors of the store a person must act on, shared by every module of ``noon.store`` (so the
+replication layer needs nothing from the store's fold to raise them)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,10 @@ from pathlib import Path
 import orjson
 
 from noon.core.ops import Key, Op
-from noon.store.shard import fsync_dir
+from noon.store.shard import fsync_dir, open_regular, read_regular
+
+MAX_LEDGER = 1 << 32
+"""A ledger larger than this was not written by noon (one line per collection)."""
 
 
 def ledger_path(directory: Path) -> Path:
@@ -78,7 +81,7 @@ def record(directory: Path, keys: Iterable[Key], frontier: Mapping[str, int]) ->
         orjson.dumps({"frontier": dict(sorted(frontier.items())), "keys": [list(k) for k in keys]})
         + b"\n"
     )
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -99,16 +102,17 @@ def load(directory: Path) -> Forgotten:
     while it was appended is ignored: its collection removed nothing yet."""
     path = ledger_path(directory)
     try:
-        st = path.stat()
+        st = os.lstat(path)
+        ident = (st.st_ino, st.st_size, st.st_mtime_ns)
+        cached = _cache.get(path)
+        if cached is not None and cached[0] == ident:
+            return cached[1]
+        data = read_regular(path, MAX_LEDGER)
     except FileNotFoundError:
         _cache.pop(path, None)
         return Forgotten()
-    ident = (st.st_ino, st.st_size, st.st_mtime_ns)
-    cached = _cache.get(path)
-    if cached is not None and cached[0] == ident:
-        return cached[1]
     forgotten = Forgotten()
-    for raw in path.read_bytes().splitlines():
+    for raw in data.splitlines():
         try:
             entry = orjson.loads(raw)
             frontier = {str(n): int(s) for n, s in entry["frontier"].items()}

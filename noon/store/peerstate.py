@@ -14,7 +14,10 @@ from pathlib import Path
 
 from noon.core.ops import valid_node_id
 from noon.errors import NoonError
-from noon.store.shard import locked, write_file
+from noon.store.shard import NotRegular, locked, read_regular, write_file
+
+MAX_STATE = 256 << 20
+"""A state file larger than this was not written by noond."""
 
 
 class StateError(NoonError, ValueError):
@@ -34,6 +37,12 @@ class PeerState:
     """Per-author maximum of the frontiers of members gone longer than the retention window."""
     forgotten: set[str] = field(default_factory=set)
     """Members retired: their knowledge lives on in ``retired``; a new report brings them back."""
+    silent: dict[str, float] = field(default_factory=dict)
+    """Members that count for collection but never reported, with when they were first
+    counted: one silent longer than the retention window stops counting (PROTOCOL.md §11.1)."""
+    recover: dict[str, Confirmation] = field(default_factory=dict)
+    """Members the operator allowed to give this node back ops of its own shard
+    (``noon peers recover``), with what they claimed then (PROTOCOL.md §6.1)."""
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -48,9 +57,24 @@ class PeerState:
                 },
                 "retired": dict(sorted(self.retired.items())),
                 "forgotten": sorted(self.forgotten),
+                "silent": dict(sorted(self.silent.items())),
+                "recover": {
+                    node: {"through": c.through, "digest": c.digest, "at": c.at}
+                    for node, c in sorted(self.recover.items())
+                },
             },
             indent=1,
         ).encode()
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    through: int | None
+    """The highest own seq the member may give back (its claim when the operator confirmed;
+    None: whatever it claims when the daemon next sees the confirmation, then pinned)."""
+    digest: str | None
+    """The digest (16 hex digits) of the member's op at ``through``, when known."""
+    at: float
 
 
 @dataclass(frozen=True)
@@ -70,7 +94,9 @@ def _frontier(obj: object, where: str) -> dict[str, int]:
 
 def load(path: Path) -> PeerState:
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, MAX_STATE)
+    except NotRegular as exc:
+        raise StateError(f"{exc}: move it away") from None
     except FileNotFoundError:
         return PeerState()
     try:
@@ -103,7 +129,32 @@ def load(path: Path) -> PeerState:
         if not isinstance(at, int | float):
             raise StateError(f"{path}: report of {node} has no time")
         reports[node] = Report(_frontier(rep.get("frontier"), f"{path}: {node}"), float(at))
+    recover = {}
+    raw_recover = obj.get("recover", {})
+    if not isinstance(raw_recover, dict):
+        raise StateError(f"{path}: recover must be an object")
+    for node, c in raw_recover.items():
+        through, digest, at = (
+            (c.get(k) for k in ("through", "digest", "at"))
+            if isinstance(c, dict)
+            else (None, None, None)
+        )
+        if (
+            not valid_node_id(node)
+            or not (through is None or (type(through) is int and through > 0))
+            or not (digest is None or (isinstance(digest, str) and len(digest) == 16))
+            or not isinstance(at, int | float)
+        ):
+            raise StateError(f"{path}: bad recovery confirmation for {node!r}")
+        recover[node] = Confirmation(through, digest, float(at))
+    silent = obj.get("silent", {})
+    if not isinstance(silent, dict) or not all(
+        valid_node_id(k) and isinstance(v, int | float) for k, v in silent.items()
+    ):
+        raise StateError(f"{path}: silent must map node ids to times")
     return PeerState(
+        recover=recover,
+        silent={k: float(v) for k, v in silent.items()},
         members={k: v for k, v in members.items() if valid_node_id(k) and isinstance(v, str)},
         revoked=set(revoked),
         departed=set(departed),

@@ -1,5 +1,9 @@
-"""One shard file: the cross-process lock, appending a batch, repairing a torn tail, and the
-incremental reader.
+"""One shard file: opening it safely, the cross-process lock, the atomic file writer,
+repairing a torn tail, and the incremental reader.
+
+Nothing in ``NOON_DIR`` is opened through a symbolic link or unless it is a regular file
+(:func:`open_regular`): a FIFO, a directory or a link named like a shard is skipped by every
+listing (:func:`list_shards`) and treated as absent by every reader.
 
 File invariants (every writer keeps them, every reader relies on them):
 - Lines end with ``\\n``. Bytes after the last ``\\n`` are a torn write: readers never consume
@@ -15,13 +19,19 @@ File invariants (every writer keeps them, every reader relies on them):
 from __future__ import annotations
 
 import fcntl
+import mmap
 import os
-from collections.abc import Iterator
+import secrets
+import stat
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from noon.core.ops import Op, OpError, decode
+from noon.errors import NoonError
+from noon.names import shard_node
+from noon.store.lines import BatchGate, Buffer, Envelope, clean_end, last_complete, lines_backwards
 
 READ_CHUNK = 16 << 20
 
@@ -39,6 +49,121 @@ class Corrupt:
         return f"{self.shard}:{self.line}: {self.reason} ({self.excerpt})"
 
 
+class NotRegular(NoonError, FileNotFoundError):
+    """An entry of ``NOON_DIR`` named like a file noon uses that is not a regular file (a
+    symbolic link, a FIFO, a directory, a device). It is never opened through: every reader
+    treats it as absent (hence a :class:`FileNotFoundError`), and ``noon doctor`` names it."""
+
+
+def open_regular(path: Path, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
+    """Open ``path`` without following a symbolic link and without blocking on a FIFO; refuse
+    anything but a regular file (:class:`NotRegular`). A missing file raises
+    :class:`FileNotFoundError` as ``os.open`` does (unless ``flags`` create it)."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except FileNotFoundError:
+        raise
+    except OSError:  # ELOOP (a link), ENXIO (a FIFO without a reader), EISDIR, ...
+        if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
+            raise NotRegular(_not_regular(path)) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegular(_not_regular(path))
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _not_regular(path: Path) -> str:
+    return (
+        f"{path} is not a regular file (noon never opens a link, a FIFO or a directory in its "
+        "place); move it away"
+    )
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """The content of a regular file of at most ``limit`` bytes (see :func:`open_regular`);
+    a larger one raises :class:`NotRegular` too: it is not a file noon wrote."""
+    fd = open_regular(path)
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise NotRegular(f"{path} holds {size} bytes, more than the {limit} expected")
+        return os.pread(fd, size, 0)
+    finally:
+        os.close(fd)
+
+
+def list_shards(directory: Path) -> list[str]:
+    """The shard files of ``directory``, sorted: valid shard names that are regular files. A
+    link, FIFO or directory named like a shard is left out (see :func:`unsafe_entries`)."""
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return []
+    return sorted(
+        e.name
+        for e in entries
+        if shard_node(e.name) is not None and e.is_file(follow_symlinks=False)
+    )
+
+
+def unsafe_entries(directory: Path) -> list[tuple[str, str]]:
+    """Entries named like a shard (or its lock), or inside ``.noon``, that are not regular
+    files, with what they are: noon skips them everywhere, and ``noon doctor`` names them."""
+    out = []
+    for e in _entries(directory):
+        name = e.name.removesuffix(".lock")
+        if shard_node(name) is None or e.is_file(follow_symlinks=False):
+            continue
+        out.append((e.name, _kind(e)))
+    for e in _entries(directory / ".noon"):
+        if not e.is_file(follow_symlinks=False):
+            out.append((f".noon/{e.name}", _kind(e)))
+    return sorted(out)
+
+
+def _entries(directory: Path) -> list[os.DirEntry[str]]:
+    try:
+        return list(os.scandir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _kind(e: os.DirEntry[str]) -> str:
+    if e.is_symlink():
+        return "a symbolic link"
+    if e.is_dir(follow_symlinks=False):
+        return "a directory"
+    return "a FIFO, socket or device"
+
+
+@contextmanager
+def mapped(path: Path) -> Iterator[Buffer]:
+    """A shard's bytes, mapped read-only (``b""`` when it is missing, empty or not a regular
+    file). The mapping sees the inode opened: a compaction's rename does not disturb it."""
+    try:
+        fd = open_regular(path)
+    except FileNotFoundError:
+        fd = -1
+    buf: Buffer = b""
+    if fd >= 0:
+        try:
+            size = os.fstat(fd).st_size
+            if size:
+                buf = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+    try:
+        yield buf
+    finally:
+        if isinstance(buf, mmap.mmap):
+            buf.close()
+
+
 def lock_path(shard: Path) -> Path:
     return shard.with_name(shard.name + ".lock")
 
@@ -47,28 +172,52 @@ def lock_path(shard: Path) -> Path:
 def locked(shard: Path) -> Iterator[None]:
     """Hold the shard's cross-process lock. ``flock`` on a sidecar file that is never renamed,
     so it stays valid across compactions and is released by the kernel if the holder dies."""
-    fd = os.open(lock_path(shard), os.O_RDWR | os.O_CREAT, 0o644)
+    held = HeldLock(shard)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        os.close(fd)
+        held.release()
 
 
-def write_file(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically and durably: a crash leaves the old file or the
-    new one, never a mixture."""
+class HeldLock:
+    """The shard's cross-process lock as an object, for a holder that releases it later."""
+
+    def __init__(self, shard: Path) -> None:
+        self.shard = shard
+        self.fd = open_regular(lock_path(shard), os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def release(self) -> None:
+        os.close(self.fd)
+
+
+def write_file(
+    path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o644, durable: bool = True
+) -> None:
+    """Replace ``path`` with ``data`` (bytes, or chunks written in order) atomically: a crash
+    leaves the old file or the new one, never a mixture; ``durable`` also survives a power
+    loss (fsync of the file and its directory). The new file is created with ``mode`` (less
+    the umask); a link at ``path`` is replaced, never written through."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     try:
-        with open(tmp, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+        try:
+            for chunk in [data] if isinstance(data, bytes) else data:
+                write_all(fd, chunk)
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def fsync_dir(directory: Path) -> None:
@@ -77,26 +226,6 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _lines_backwards(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
-    """Complete lines of ``[0, end)`` from the last to the first, as (start offset, bytes).
-    ``end`` must sit just after a newline (or be 0)."""
-    buf = b""
-    pos = end  # file offset of buf[0] after the next read
-    while True:
-        cut = buf.rfind(b"\n", 0, len(buf) - 1) if buf else -1
-        while cut >= 0:
-            yield pos + cut + 1, buf[cut + 1 :]
-            buf = buf[: cut + 1]
-            cut = buf.rfind(b"\n", 0, len(buf) - 1)
-        if pos == 0:
-            if buf:
-                yield 0, buf
-            return
-        step = min(pos, 1 << 16)
-        pos -= step
-        buf = os.pread(fd, step, pos) + buf
 
 
 @dataclass
@@ -110,50 +239,34 @@ class Tail:
 
 def repair_tail(fd: int, node: str) -> Tail:
     """Under the lock: truncate a torn last line and an incomplete trailing batch of ``node``;
-    return the node's last op. Never touches a complete line that is not part of a torn batch."""
+    return the node's last op. Never touches a complete line that is not part of a torn batch
+    (a complete corrupt line is reported by readers and kept)."""
     size = os.fstat(fd).st_size
     if size == 0:
         return Tail(None)
-    tail_len = min(size, 1 << 16)
-    chunk = os.pread(fd, tail_len, size - tail_len)
-    clean = size
-    if not chunk.endswith(b"\n"):
-        nl = chunk.rfind(b"\n")
-        while nl < 0 and tail_len < size:
-            tail_len = min(size, tail_len * 4)
-            chunk = os.pread(fd, tail_len, size - tail_len)
-            nl = chunk.rfind(b"\n")
-        clean = size - tail_len + nl + 1 if nl >= 0 else 0
-    result = Tail(None, torn_bytes=size - clean)
-    batch_start: int | None = None
-    batch_end = 0
-    for start, raw in _lines_backwards(fd, clean):
-        if not raw.strip():
-            continue
-        try:
-            op = decode(raw)
-        except OpError:
-            continue  # a complete corrupt line: readers report it; it is never truncated
-        if op.node != node:
-            continue
-        if batch_start is not None:
-            if op.bat == batch_end:
-                batch_start = start
-                result.dropped_batch += 1
-                continue
-            result.last = op
-            break
-        if op.bat is not None and op.bat > op.seq:
-            batch_start, batch_end = start, op.bat
-            result.dropped_batch = 1
-            continue
-        result.last = op
-        break
-    cut = batch_start if batch_start is not None else clean
+    buf = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+    try:
+        clean = clean_end(buf)
+        gated = last_complete(_own_ops(buf, clean, node))
+    finally:
+        buf.close()
+    result = Tail(gated.last[1] if gated.last else None, size - clean, len(gated.unfinished))
+    cut = gated.unfinished[-1][0] if gated.unfinished else clean
     if cut < size:
         os.ftruncate(fd, cut)
         os.fsync(fd)
     return result
+
+
+def _own_ops(buf: Buffer, end: int, node: str) -> Iterator[tuple[tuple[int, Op], Envelope]]:
+    """From the end: ((line start, op), envelope) of the valid ops of ``node``."""
+    for start, raw in lines_backwards(buf, end):
+        try:
+            op = decode(raw)
+        except OpError:
+            continue
+        if op.node == node:
+            yield (start, op), Envelope(op.node, op.seq, op.bat)
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -196,7 +309,7 @@ class ShardReader:
         """What the file gained since the last poll; with ``max_bytes``, only what lies in the
         next ``max_bytes`` bytes (a batch that does not end there waits for a larger poll)."""
         result = Poll()
-        fd = os.open(self.path, os.O_RDONLY)  # FileNotFoundError: the caller decides
+        fd = open_regular(self.path)  # FileNotFoundError (or NotRegular): the caller decides
         try:
             st = os.fstat(fd)
             result.size = st.st_size
@@ -213,9 +326,7 @@ class ShardReader:
     def _read(self, fd: int, size: int, result: Poll) -> None:
         pos = self.offset
         line_no = self.line
-        pending: list[Op] = []
-        until = 0
-        author = ""
+        gate: BatchGate[Op] = BatchGate()
         leftover = b""
         read_at = pos
         while read_at < size:
@@ -233,31 +344,20 @@ class ShardReader:
                 start = nl + 1
                 pos += len(raw) + 1
                 line_no += 1
-                if not raw.strip():
-                    if not pending:
-                        self._commit(pos, line_no, raw)
-                    continue
                 try:
-                    op = decode(raw)
+                    op = decode(raw) if raw.strip() else None
                 except OpError as exc:
                     result.corrupt.append(
                         Corrupt(self.name, line_no, str(exc), raw[:80].decode("utf-8", "replace"))
                     )
-                    if not pending:
+                    op = None
+                if op is None:
+                    if not gate.open:
                         self._commit(pos, line_no, raw)
                     continue
-                if pending:
-                    pending.append(op)
-                    if op.bat is not None and op.node == author:
-                        until = max(until, op.bat)
-                    if op.node == author and op.seq >= until:
-                        result.ops.extend(pending)
-                        pending = []
-                        self._commit(pos, line_no, raw)
-                elif op.bat is not None and op.bat > op.seq:
-                    pending, until, author = [op], op.bat, op.node
-                else:
-                    result.ops.append(op)
+                visible = gate.feed(op, op.node, op.seq, op.bat)
+                if visible:
+                    result.ops.extend(visible)
                     self._commit(pos, line_no, raw)
             leftover = data[start:]
 

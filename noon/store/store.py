@@ -31,7 +31,7 @@ from noon.store.readmodel.model import Changes, ReadModel
 from noon.store.readmodel.schema import FILE_NAME
 from noon.store.readmodel.search import Search
 from noon.store.readmodel.state import FoldView, load_element
-from noon.store.shard import Corrupt, fsync_dir, locked, repair_tail, write_all
+from noon.store.shard import Corrupt, fsync_dir, locked, open_regular, repair_tail, write_all
 
 __all__ = ["Changes", "ForkDetected", "ShardBehind", "Store", "StoreError"]
 
@@ -134,7 +134,7 @@ class Store:
             return []
         with self.lock, self.model.cut.held(), locked(self.own):
             created = not self.own.exists()
-            fd = os.open(self.own, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+            fd = open_regular(self.own, os.O_RDWR | os.O_CREAT | os.O_APPEND)
             try:
                 tail = repair_tail(fd, self.node)
                 if tail.torn_bytes or tail.dropped_batch:

@@ -6,13 +6,12 @@ Independent of the fold, so it still answers when the fold refuses a forked dire
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from noon.core.hlc import physical
 from noon.names import shard_node
-from noon.store.shard import Corrupt, ShardReader
+from noon.store.shard import Corrupt, ShardReader, list_shards
 
 
 @dataclass
@@ -28,14 +27,6 @@ class ShardSurvey:
     """``node:seq`` of that op."""
     size: int = 0
     corrupt: list[Corrupt] = field(default_factory=list)
-
-
-def shard_files(directory: Path) -> list[str]:
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
-        return []
-    return sorted(n for n in names if shard_node(n) is not None)
 
 
 def survey(directory: Path, name: str) -> ShardSurvey:
@@ -59,4 +50,4 @@ def survey(directory: Path, name: str) -> ShardSurvey:
 
 
 def survey_dir(directory: Path) -> list[ShardSurvey]:
-    return [survey(directory, name) for name in shard_files(directory)]
+    return [survey(directory, name) for name in list_shards(directory)]

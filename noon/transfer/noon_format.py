@@ -21,8 +21,7 @@ from pathlib import Path
 
 from noon.core.ops import Op, OpError, decode
 from noon.names import shard_file, shard_node
-from noon.store.readmodel.model import shard_names
-from noon.store.shard import fsync_dir, locked, repair_tail, write_all
+from noon.store.shard import fsync_dir, list_shards, locked, repair_tail, write_all
 from noon.store.store import Store
 from noon.transfer import jsontext
 from noon.transfer.errors import TransferError
@@ -35,7 +34,7 @@ def export_lines(store: Store) -> Iterator[bytes]:
     """The export, line by line (without newlines)."""
     store.refresh()
     chosen: list[tuple[str, int, bytes]] = []
-    for name in shard_names(store.dir):
+    for name in list_shards(store.dir):
         try:
             raw = (store.dir / name).read_bytes()
         except FileNotFoundError:

@@ -19,7 +19,7 @@ import pytest
 from bench.mesh import Node, Pki, start_all, wait_until
 from noon.config import Settings
 from noon.core.ops import Draft
-from noon.store import replica
+from noon.store import receive, serve
 from noon.store.compact import compact_dir
 from noon.store.store import Store
 
@@ -33,8 +33,8 @@ def store(d: Path, node: str | None = None) -> Store:
 
 
 def page_after(src: Path, author: str, after: int) -> list:  # type: ignore[type-arg]
-    page = replica.read_after(src / f"{author}.jsonl", after, max_bytes=1 << 20)
-    return replica.parse_ops(page.body, author, max_ops=1000)
+    page = serve.read_after(src / f"{author}.jsonl", after, max_bytes=1 << 20)
+    return receive.parse_ops(page.body, author, max_ops=1000)
 
 
 def lagging_replica(tmp_path: Path) -> tuple[Path, Path]:
@@ -44,7 +44,7 @@ def lagging_replica(tmp_path: Path) -> tuple[Path, Path]:
     b.mkdir()
     author = store(a)
     author.write(lambda f: [Draft(KEY, {"text": "a secret, version 1"})])
-    replica.append(b, "a", page_after(a, "a", 0), fsync=False)
+    receive.append(b, "a", page_after(a, "a", 0), fsync=False)
     for i in range(2, 6):
         author.write(lambda f, i=i: [Draft(KEY, {"text": f"version {i}"})])
     compact_dir(a, ["a.jsonl"], history=0)
@@ -57,19 +57,19 @@ def test_appending_past_compacted_seqs_is_refused_and_the_whole_shard_replaces_i
 ) -> None:
     a, b = lagging_replica(tmp_path)
     before = (b / "a.jsonl").read_bytes()
-    with pytest.raises(replica.SkipsCompacted, match="compacted away"):
-        replica.append(b, "a", page_after(a, "a", 1), fsync=False)
+    with pytest.raises(receive.SkipsCompacted, match="compacted away"):
+        receive.append(b, "a", page_after(a, "a", 1), fsync=False)
     assert (b / "a.jsonl").read_bytes() == before  # nothing appended
     # Appending anyway is what used to happen: the deleted memory shows again (on a copy).
     old = tmp_path / "old"
     old.mkdir()
     (old / "a.jsonl").write_bytes(before)
-    replica.append(old, "a", page_after(a, "a", 1), fsync=False, allow_skip=True)
+    receive.append(old, "a", page_after(a, "a", 1), fsync=False, allow_skip=True)
     assert not store(old, "old").fold.elements[KEY].deleted
     # The fix: take the sender's whole copy.
     fetched = b / ".a.refetch.tmp"
     fetched.write_bytes((a / "a.jsonl").read_bytes())
-    assert replica.replace(b, "a", fetched, fsync=False)
+    assert receive.replace(b, "a", fetched, fsync=False)
     assert store(b, "b").fold.elements[KEY].deleted
     assert not fetched.exists()
 
@@ -79,7 +79,7 @@ def test_an_older_copy_never_replaces_a_newer_one(tmp_path: Path) -> None:
     fetched = b / ".a.refetch.tmp"
     fetched.write_bytes((b / "a.jsonl").read_bytes())
     (b / "a.jsonl").write_bytes((a / "a.jsonl").read_bytes())
-    assert not replica.replace(b, "a", fetched, fsync=False)
+    assert not receive.replace(b, "a", fetched, fsync=False)
     assert (b / "a.jsonl").read_bytes() == (a / "a.jsonl").read_bytes()
 
 
@@ -118,14 +118,14 @@ def test_relay_compaction_never_shows_a_superseded_version_on_a_replica_that_lag
         d.mkdir()
     store(a).write(lambda f: [Draft(KEY, {"text": "version 1"})])
     store(a).write(lambda f: [Draft(("content", "default", "other"), {"text": "keeps a's tail"})])
-    replica.append(r, "a", page_after(a, "a", 0), fsync=False)
-    replica.append(b, "a", page_after(a, "a", 0), fsync=False)
+    receive.append(r, "a", page_after(a, "a", 0), fsync=False)
+    receive.append(b, "a", page_after(a, "a", 0), fsync=False)
     writer = store(b)
     writer.write(lambda f: [Draft(KEY, {"text": "version 2"})])
     writer.write(lambda f: [Draft(KEY, {"text": "version 3"})])
     writer.write(lambda f: [Draft(("content", "default", "b-tail"), {"text": "keeps b's tail"})])
     compact_dir(b, ["a.jsonl", "b.jsonl"], history=0)
-    replica.append(r, "b", page_after(b, "b", 0), fsync=False)
+    receive.append(r, "b", page_after(b, "b", 0), fsync=False)
     heads = store(r, "r").fold.elements[KEY].heads or {}
     assert set(heads) == {("b", 2)}, f"r shows {sorted(heads)} as current versions"
 
@@ -144,7 +144,7 @@ def test_a_refetch_never_brings_back_what_this_replica_removed(tmp_path: Path) -
     (b / "a.jsonl").write_bytes(lines[0] + lines[2])  # b removed op 2 (and lacks op 4)
     fetched = b / ".a.refetch.tmp"
     fetched.write_bytes(b"".join(lines))
-    assert replica.replace(b, "a", fetched, fsync=False)
+    assert receive.replace(b, "a", fetched, fsync=False)
     assert (b / "a.jsonl").read_bytes() == lines[0] + lines[2] + lines[3]
 
 
@@ -164,17 +164,17 @@ def test_a_refetch_drops_a_stale_version_even_when_its_memory_was_deleted_elsewh
     theirs.write(lambda f: [Draft(KEY, None)])
     author = store(a)
     author.write(lambda f: [Draft(KEY, {"text": "a secret, version 1"})])
-    replica.append(b, "a", page_after(a, "a", 0), fsync=False)
-    replica.append(b, "c", page_after(c, "c", 0), fsync=False)
+    receive.append(b, "a", page_after(a, "a", 0), fsync=False)
+    receive.append(b, "c", page_after(c, "c", 0), fsync=False)
     for i in range(2, 6):
         author.write(lambda f, i=i: [Draft(KEY, {"text": f"version {i}"})])
     author.write(lambda f: [Draft(("content", "default", "tail"), {"text": "a's tail"})])
     compact_dir(a, ["a.jsonl"], history=0)
-    with pytest.raises(replica.SkipsCompacted):
-        replica.append(b, "a", page_after(a, "a", 1), fsync=False)
+    with pytest.raises(receive.SkipsCompacted):
+        receive.append(b, "a", page_after(a, "a", 1), fsync=False)
     fetched = b / ".a.refetch.tmp"
     fetched.write_bytes((a / "a.jsonl").read_bytes())
-    assert replica.replace(b, "a", fetched, fsync=False)
+    assert receive.replace(b, "a", fetched, fsync=False)
     heads = store(b, "b").fold.elements[KEY].heads or {}
     assert ("a", 1) not in heads, f"b shows {sorted(heads)} as current versions"
     assert set(heads) == {("a", 5), ("c", 2)}

@@ -14,15 +14,14 @@ from noon.graph.reader import GraphReader
 from noon.kg.graph import KgReader
 from noon.names import shard_node
 from noon.store import cut
-from noon.store.readmodel.model import shard_names
-from noon.store.shard import ShardReader
+from noon.store.shard import ShardReader, list_shards
 
 
 def fold_of_dir(directory: Path) -> Fold:
     """Every complete batch of every shard of ``directory``, folded from scratch."""
     hidden = cut.pending(directory)
     fold = Fold()
-    for name in shard_names(directory):
+    for name in list_shards(directory):
         node = shard_node(name)
         ops = ShardReader(directory / name).poll().ops
         fold.apply_all(op for op in ops if op.node == node and op.id not in hidden)

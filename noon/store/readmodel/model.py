@@ -32,6 +32,7 @@ from pathlib import Path
 import orjson
 
 from noon.core.fold import ForkError
+from noon.core.gcpause import paused
 from noon.core.hlc import Clock
 from noon.core.ops import Key, Op, decode
 from noon.names import shard_file, shard_node
@@ -40,7 +41,7 @@ from noon.store.errors import ForkDetected
 from noon.store.readmodel import schema
 from noon.store.readmodel.apply import Transaction
 from noon.store.readmodel.rows import key_of
-from noon.store.shard import Corrupt, ShardReader
+from noon.store.shard import Corrupt, ShardReader, list_shards, read_regular
 
 log = logging.getLogger("noon.readmodel")
 
@@ -62,20 +63,6 @@ class Changes:
 
     def __bool__(self) -> bool:
         return bool(self.keys or self.ops or self.reset)
-
-
-def shard_names(directory: Path) -> list[str]:
-    """Shard files of a directory: regular files (never followed through a link) with a valid
-    shard name. Anything else named like a shard is left alone."""
-    try:
-        entries = list(os.scandir(directory))
-    except FileNotFoundError:
-        return []
-    return sorted(
-        e.name
-        for e in entries
-        if shard_node(e.name) is not None and e.is_file(follow_symlinks=False)
-    )
 
 
 Cursor = tuple[str, int, int, int, bytes, bytes]
@@ -159,13 +146,13 @@ class ReadModel:
     def _fold(self) -> None:
         if self._settled():
             return
-        with self._folding():
+        with self._folding(), paused():
             self._fold_locked()
 
     def _settled(self) -> bool:
         """Nothing to fold: every shard is where its cursor says. Raises the fork found last
         while the shard files are still the ones it was found in."""
-        names = shard_names(self.dir)
+        names = list_shards(self.dir)
         seen = self._stat(names)
         forked = self._fork_record()
         if forked is not None:
@@ -191,7 +178,7 @@ class ReadModel:
     def _fold_locked(self) -> None:
         if self._settled():
             return  # another process folded it while this one waited
-        names = shard_names(self.dir)
+        names = list_shards(self.dir)
         seen = self._stat(names)
         journal = self._journal_mark()
         forked = self._fork_record()
@@ -480,11 +467,15 @@ def damaged(exc: sqlite3.DatabaseError) -> bool:
     return type(exc) is sqlite3.DatabaseError or isinstance(exc, sqlite3.IntegrityError)
 
 
+MAX_SHARD_READ = 1 << 34
+"""Bytes of a shard read whole to name the places of a fork."""
+
+
 def describe_fork(directory: Path, exc: ForkError) -> str:
     places = []
-    for name in shard_names(directory):
+    for name in list_shards(directory):
         try:
-            text = (directory / name).read_bytes()
+            text = read_regular(directory / name, MAX_SHARD_READ)
         except OSError:
             continue
         for no, raw in enumerate(text.split(b"\n"), 1):

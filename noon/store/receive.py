@@ -1,0 +1,239 @@
+"""The write side of replication: validate what a peer sends, append it to a replica (or to
+the own shard when recovering it), and merge a peer's whole copy of a shard into ours, keeping
+every invariant of :mod:`noon.store.shard`. What is served lives in :mod:`noon.store.serve`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from noon.core.compaction import stale_after_refetch
+from noon.core.ops import Key, Op, OpError, decode
+from noon.errors import NoonError
+from noon.names import shard_file
+from noon.store import forgotten
+from noon.store.compact import maintenance
+from noon.store.errors import ForkDetected
+from noon.store.lines import clean_end, digest_at
+from noon.store.shard import (
+    HeldLock,
+    fsync_dir,
+    list_shards,
+    locked,
+    mapped,
+    open_regular,
+    read_regular,
+    repair_tail,
+    write_all,
+    write_file,
+)
+
+
+class ReplicaError(NoonError, ValueError):
+    """Ops received from a peer that cannot be stored. The message says which line and why."""
+
+
+class SkipsCompacted(ReplicaError):
+    """Received ops skip seqs above this shard's head: the sender compacted them away.
+
+    Appending past them would be wrong, not just incomplete: the missing ops may be the ones
+    that superseded versions this replica still holds, and those would show again (a deleted
+    memory would come back here). The replica must instead take the sender's whole shard
+    (:func:`replace`)."""
+
+    def __init__(self, node: str, before: int, first: int) -> None:
+        super().__init__(
+            f"ops {node}:{before + 1}..{first - 1} were compacted away by the sender; this replica "
+            "must re-fetch the whole shard instead of appending past them"
+        )
+
+
+@dataclass(frozen=True)
+class Appended:
+    appended: int
+    skipped: int
+    head: int
+
+
+def parse_ops(body: bytes, node: str, *, max_ops: int) -> list[tuple[bytes, Op]]:
+    """Validate an NDJSON body of ops authored by ``node``: every line a valid op of that author,
+    seqs strictly increasing, the last batch complete. Raises :class:`ReplicaError` naming the
+    first bad line; nothing is stored from a body that fails."""
+    out: list[tuple[bytes, Op]] = []
+    prev = 0
+    for no, raw in enumerate(body.split(b"\n"), 1):
+        line = raw.rstrip(b"\r\t ")
+        if not line:
+            continue
+        if len(out) >= max_ops:
+            raise ReplicaError(f"more than {max_ops} ops in one body")
+        try:
+            op = decode(line)
+        except OpError as exc:
+            raise ReplicaError(f"line {no}: {exc}") from None
+        if op.node != node:
+            raise ReplicaError(f"line {no}: op of node {op.node!r} in the shard of {node!r}")
+        if op.seq <= prev:
+            raise ReplicaError(f"line {no}: seq {op.seq} does not follow seq {prev}")
+        prev = op.seq
+        out.append((line, op))
+    if out and out[-1][1].bat not in (None, out[-1][1].seq):
+        last = out[-1][1]
+        raise ReplicaError(
+            f"the last op (seq {last.seq}) belongs to a batch ending at seq {last.bat} that "
+            "the body does not complete"
+        )
+    return out
+
+
+def append(
+    directory: Path,
+    node: str,
+    ops: list[tuple[bytes, Op]],
+    *,
+    fsync: bool,
+    held: HeldLock | None = None,
+    allow_skip: bool = False,
+    consumed: int = 0,
+) -> Appended:
+    """Append validated ops (from :func:`parse_ops`) to ``node``'s shard under its lock (or
+    under ``held``, the same lock taken earlier by the caller).
+
+    Ops the shard already holds are skipped when byte-identical; one that differs raises
+    :class:`ForkDetected` and nothing is written. Ops at or below the shard's highest seq that
+    it no longer holds (compacted away) are skipped: the shard already moved past them. Used
+    for replicas and for recovering the node's own shard from a peer alike: in both cases the
+    lines are the author's, verbatim.
+
+    Unless ``allow_skip``, new ops that skip a seq above the head of a non-empty shard raise
+    :class:`SkipsCompacted` and nothing is written. ``consumed`` is the cursor of the pull this
+    body belongs to: ops up to it came in earlier pages (stored, or not stored again because
+    this node collected them: :mod:`noon.store.forgotten`), so no gap below it is a gap."""
+    path = directory / shard_file(node)
+    if held is not None and held.shard != path:
+        raise ValueError(f"the lock held is {held.shard}, not {path}")
+    with contextlib.nullcontext() if held is not None else locked(path):
+        created = not os.path.lexists(path)
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        try:
+            tail = repair_tail(fd, node)
+            last = tail.last.seq if tail.last else 0
+            skipped = 0
+            old = [(line, op) for line, op in ops if op.seq <= last]
+            if old:
+                with mapped(path) as buf:
+                    end = clean_end(buf)
+                    for _line, op in old:
+                        mine = digest_at(buf, end, op.seq)
+                        if mine is not None and mine != op.digest:
+                            raise ForkDetected(
+                                f"forked shard {path.name}: op {node}:{op.seq} received from a "
+                                f"peer differs from the one held here (digest {op.digest:016x} "
+                                f"vs {mine:016x}); refusing to merge"
+                            )
+                        skipped += 1
+            gone = forgotten.load(directory)
+            new = [(line, op) for line, op in ops if op.seq > last]
+            fresh = [line + b"\n" for line, op in new if not gone.covers(op)]
+            skipped += len(new) - len(fresh)
+            if last and not allow_skip:
+                expect = max(last, consumed) + 1
+                for _, op in ops:
+                    if op.seq >= expect:
+                        if op.seq != expect:
+                            raise SkipsCompacted(node, expect - 1, op.seq)
+                        expect += 1
+            if fresh:
+                write_all(fd, b"".join(fresh))
+                if fsync:
+                    os.fsync(fd)
+                    if created:
+                        fsync_dir(directory)
+            head = max([last] + [op.seq for _, op in ops])
+        finally:
+            os.close(fd)
+    return Appended(len(fresh), skipped, head)
+
+
+def _decoded(raw: bytes) -> list[tuple[bytes, Op]]:
+    out = []
+    for line in raw.splitlines():
+        if line.strip():
+            try:
+                out.append((line, decode(line)))
+            except OpError:
+                continue
+    return out
+
+
+def _read(path: Path) -> bytes:
+    """A shard's bytes (empty when it is missing or not a regular file)."""
+    try:
+        return read_regular(path, 1 << 40)
+    except FileNotFoundError:
+        return b""
+
+
+def _ops_on(directory: Path, keys: set[Key], *, besides: Path) -> list[Op]:
+    """Every op held in ``directory`` on one of ``keys``, in any shard but ``besides``."""
+    return [
+        op
+        for name in list_shards(directory)
+        if name != besides.name
+        for _, op in _decoded(_read(directory / name))
+        if op.el in keys
+    ]
+
+
+def replace(directory: Path, node: str, fetched: Path, *, fsync: bool) -> bool:
+    """Merge ``fetched`` (a peer's whole copy of ``node``'s shard, validated complete lines)
+    into this replica, atomically; see :class:`SkipsCompacted`. Not done when the shard
+    meanwhile got past the copy's head. Holds the directory's maintenance lock, so no
+    compaction or collection plans on the copy being replaced.
+
+    The result is the peer's copy, except at or below our old head: there an op we no longer
+    hold never comes back (we removed it: tombstone collection relies on that, PROTOCOL.md
+    §11.3), and an op the peer no longer holds goes when it would otherwise be a stale head
+    and its going exposes nothing (:func:`~noon.core.compaction.stale_after_refetch`)."""
+    path = directory / shard_file(node)
+    try:
+        with maintenance(directory), locked(path):
+            theirs = _decoded(_read(fetched))
+            mine = _decoded(_read(path))
+            ours = {op.seq: (line, op) for line, op in mine}
+            head = max(ours, default=0)
+            if not theirs or head > theirs[-1][1].seq:
+                return False
+            merged: dict[int, bytes] = {}
+            kept: list[Op] = []
+            gone = forgotten.load(directory)
+            for line, op in theirs:
+                held = ours.get(op.seq)
+                if op.seq > head:
+                    if not gone.covers(op):
+                        merged[op.seq] = line
+                        kept.append(op)
+                elif held is not None:
+                    if held[1].digest != op.digest:
+                        raise ForkDetected(
+                            f"forked shard {path.name}: op {node}:{op.seq} of the peer's copy "
+                            "differs from the one held here; refusing to merge"
+                        )
+                    merged[op.seq] = line
+                    kept.append(op)
+            missing = [op for seq, (_, op) in ours.items() if seq not in merged and op.known]
+            keys = {op.el for op in missing}
+            stale = stale_after_refetch(
+                missing,
+                [op for op in kept if op.el in keys] + _ops_on(directory, keys, besides=path),
+            )
+            for seq, (line, op) in ours.items():
+                if seq not in merged and op.id not in stale:
+                    merged[seq] = line
+            write_file(path, (merged[seq] + b"\n" for seq in sorted(merged)), durable=fsync)
+            return True
+    finally:
+        fetched.unlink(missing_ok=True)

@@ -1,0 +1,339 @@
+"""Exchange with one member (PROTOCOL.md §6): compare digests; when they differ, compare
+per-shard summaries (highest seq + digest of that op) and, per shard, pull what the member has
+beyond ours, push our own shard beyond what it has, hand our own shard to recovery when it has
+more of it than we do, and refuse (loudly) to merge a shard whose histories differ at the same
+seq. Every member runs under its own lock, so a slow or misbehaving one harms no other.
+
+Everything network-bound goes through :class:`~noond.client.Client`; a test gives it an
+in-process transport to run exchanges without processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from noon.core.collection import member_of
+from noon.core.ops import valid_node_id
+from noon.store import forgotten, receive, serve
+from noond.client import Client, PeerError, Unreachable
+from noond.config import parse_address
+from noond.forks import Forks
+from noond.membership import Member, Membership
+from noond.metrics import Metrics
+from noond.pull import Puller
+from noond.shards import Holdings, refused
+from noond.statefile import StateFile
+from noond.wire import (
+    MAX_GOSSIP,
+    Code,
+    WireError,
+    listing_root,
+    parse_listing,
+)
+
+log = logging.getLogger("noond")
+
+
+class Suggest(Protocol):
+    def __call__(
+        self, address: str, node: str | None, source: str, *, via: str | None = None
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class ExchangeSettings:
+    page_bytes: int
+    fsync: bool
+    digest: bool
+    """Start with ``/shards/digest`` (an idle exchange is one small request)."""
+    recovery_hold: float
+    """Seconds a confirmed recovery may hold the own shard's lock at a time."""
+    pull_budget: int = 256 << 20
+    """Bytes one exchange may pull from one member."""
+    pull_seconds: float = 30.0
+    """Seconds one exchange may spend pulling from one member."""
+    max_shard_bytes: int = 1 << 30
+    """Size at which a replica shard is no longer pulled or pushed to (per author)."""
+
+
+class Exchanger:
+    def __init__(
+        self,
+        *,
+        node: str,
+        client: Client,
+        holdings: Holdings,
+        membership: Membership,
+        forks: Forks,
+        metrics: Metrics,
+        settings: ExchangeSettings,
+        state: StateFile,
+        suggest: Suggest,
+    ) -> None:
+        from noond.recovery import Recovery  # recovery pages through this exchanger
+
+        self.node = node
+        self.client = client
+        self.holdings = holdings
+        self.dir = holdings.dir
+        self.membership = membership
+        self.forks = forks
+        self.metrics = metrics
+        self.settings = settings
+        self.state = state
+        self._suggest = suggest
+        self.puller = Puller(
+            node=node,
+            client=client,
+            holdings=holdings,
+            membership=membership,
+            forks=forks,
+            metrics=metrics,
+            settings=settings,
+        )
+        self.recovery = Recovery(self, state, hold=settings.recovery_hold)
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.waiting_for_floor: set[tuple[str, str]] = set()
+        """(member, shard) pairs already logged as holding less than a damaged shard needs."""
+
+    def _lock(self, node: str) -> asyncio.Lock:
+        return self._locks.setdefault(node, asyncio.Lock())
+
+    async def exchange(self, member: Member) -> None:
+        """A full exchange with one member; its outcome only ever affects that member."""
+        async with self._lock(member.node):
+            await self._guarded(member, self._sync(member))
+
+    async def push(self, member: Member, shard: str) -> None:
+        """Push one of our own shards to ``member`` from the head it acknowledged (a full
+        exchange when that head is unknown or an own shard is being recovered)."""
+        async with self._lock(member.node):
+            if self.recovery.behind or shard not in member.heads:
+                await self._guarded(member, self._sync(member))
+            else:
+                await self._guarded(member, self._push_from(member, shard, member.heads[shard]))
+
+    async def _guarded(self, member: Member, work: Awaitable[None]) -> None:
+        try:
+            await work
+        except Unreachable as exc:
+            self.membership.failed(member)
+            self.metrics.exchanges.labels("unreachable").inc()
+            log.info("peer %s unreachable (%s): %s", member.node, member.state, exc)
+        except PeerError as exc:
+            member.error = str(exc)
+            if exc.code == Code.IDENTITY:
+                self.membership.failed(member)  # someone else answers there: it moved
+            result = {
+                Code.PROTOCOL: "incompatible",
+                Code.FORBIDDEN: "refused",
+                Code.IDENTITY: "refused",
+            }.get(exc.code, "invalid")
+            self.metrics.exchanges.labels(result).inc()
+            if exc.code == Code.PROTOCOL:
+                log.error("peer %s is incompatible: %s", member.node, exc)
+            else:
+                log.warning("exchange with %s failed: %s", member.node, exc)
+        except receive.ReplicaError as exc:
+            member.error = f"sent invalid ops: {exc}"
+            self.metrics.exchanges.labels("invalid").inc()
+            log.warning("peer %s sent invalid ops, nothing stored: %s", member.node, exc)
+        except OSError as exc:  # this node's disk: full, or an entry that is not a file
+            self.metrics.exchanges.labels("local_error").inc()
+            log.error("exchange with %s stopped on a local file: %s", member.node, exc)
+        else:
+            self.membership.succeeded(member)
+            self.metrics.exchanges.labels("ok").inc()
+
+    async def refresh(self, members: list[Member], timeout: float) -> None:
+        """Ask each member what it holds now (a digest, and its listing when the roots
+        differ), all at once, for at most ``timeout`` seconds: what ``noon status`` shows as
+        lag is then seconds old, not a round old. Stores nothing."""
+
+        async def report(m: Member) -> None:
+            local = await self.holdings.summaries()
+            digest = await self.client.get_json(m.address, "/shards/digest", expect=m.node)
+            if digest.get("root") == listing_root(local):
+                heads = {n: s.seq for n, s in local.items()}
+            else:
+                listing = await self.client.get_json(m.address, "/shards", expect=m.node)
+                heads = {n: s.seq for n, s in parse_listing(listing).items()}
+            m.heads, m.reported_at = heads, time.time()
+
+        tasks = [asyncio.create_task(report(m)) for m in members]
+        if not tasks:
+            return
+        done, pending = await asyncio.wait(tasks, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        for task in done:
+            if task.exception() is not None:
+                log.info("fresh report failed: %s", task.exception())
+
+    async def _sync(self, m: Member) -> None:
+        with self.puller.budgeted(m.node):
+            await self._sync_within_budget(m)
+
+    async def _sync_within_budget(self, m: Member) -> None:
+        local = await self.holdings.summaries()
+        members_hash = None
+        if self.settings.digest:
+            d = await self.client.get_json(m.address, "/shards/digest", expect=m.node)
+            members_hash = d.get("members")
+            if d.get("root") == listing_root(local):
+                m.heads = {n: s.seq for n, s in local.items()}
+                m.reported_at = time.time()
+                await self._gossip(m, members_hash)
+                return
+        listing = await self.client.get_json(m.address, "/shards", expect=m.node)
+        try:
+            remote = parse_listing(listing)
+        except WireError as exc:
+            raise PeerError(str(exc)) from None
+        m.heads = {n: s.seq for n, s in remote.items()}
+        m.reported_at = time.time()
+        failure: Exception | None = None
+        revoked = self.state.revoked
+        for node in sorted(set(local) | set(remote)):
+            if refused(node, revoked) or (m.node, node) in self.forks:
+                continue
+            mine = local.get(node) or serve.Summary(node, 0, 0)
+            theirs = remote.get(node) or serve.Summary(node, 0, 0)
+            try:
+                await self._reconcile(m, node, mine, theirs)
+            except (PeerError, receive.ReplicaError) as exc:
+                # One unusable shard must not keep the member's other shards from syncing.
+                log.warning("shard %s with %s: %s", node, m.node, exc)
+                failure = failure or exc
+        await self._gossip(m, members_hash)
+        if failure is not None:
+            raise failure
+
+    async def _reconcile(
+        self, m: Member, node: str, mine: serve.Summary, theirs: serve.Summary
+    ) -> None:
+        floor = forgotten.load(self.dir).floor.get(node, 0)
+        if mine.seq < theirs.seq < floor:
+            # Our copy lost part of its file since we collected from it; this member holds
+            # less than we once did, and taking it would end the shard on an op we removed.
+            # Wait for a member holding at least the floor (noon/store/forgotten.py).
+            if (m.node, node) not in self.waiting_for_floor:
+                self.waiting_for_floor.add((m.node, node))
+                log.warning(
+                    "shard %s here ends at seq %d, below seq %d held before a "
+                    "collection (damaged?); %s holds only seq %d: waiting for a member "
+                    "that holds more",
+                    node,
+                    mine.seq,
+                    floor,
+                    m.node,
+                    theirs.seq,
+                )
+            return
+        own = member_of(node) == self.node  # our shard, or our import shard
+        if theirs.seq == mine.seq:
+            if own:
+                self.recovery.settled(m.node, node)
+            if mine.seq and theirs.digest != mine.digest:
+                self.forks.record(
+                    m.node,
+                    node,
+                    f"op {node}:{mine.seq} differs: digest "
+                    f"{mine.digest:016x} here, {theirs.digest:016x} there",
+                )
+        elif own:
+            if theirs.seq < mine.seq:
+                self.recovery.settled(m.node, node)
+                await self._push(m, node, theirs)
+            else:
+                await self.recovery.claimed(m, node, mine, theirs)
+        elif theirs.seq > mine.seq:
+            through = self.puller.through(m, node, theirs.seq)
+            if through > mine.seq and self.puller.may_pull(m, node):
+                await self.puller.pull(m, node, mine, through)
+
+    async def _gossip(self, m: Member, members_hash: Any) -> None:
+        if isinstance(members_hash, str) and members_hash == m.members_hash:
+            return
+        obj = await self.client.get_json(m.address, "/membership", expect=m.node)
+        entries = obj.get("peers")
+        if not isinstance(entries, list):
+            raise PeerError(f"{m.node}/membership: 'peers' is not a list")
+        for e in entries[:MAX_GOSSIP]:
+            if not isinstance(e, dict):
+                continue
+            node, address = e.get("node"), e.get("address")
+            if not valid_node_id(node) or not isinstance(address, str):
+                continue
+            try:
+                address = parse_address(address)
+            except ValueError:
+                continue
+            if node == m.node:
+                continue
+            self._suggest(address, node, "gossip", via=m.node)
+        if isinstance(members_hash, str):
+            m.members_hash = members_hash
+
+    # -- pushing the own shard --------------------------------------------------------------
+
+    async def _push(self, m: Member, shard: str, theirs: serve.Summary) -> None:
+        """Send one of our own shards beyond what ``m`` holds, after checking that what it
+        holds is our history (same op at its highest seq)."""
+        after = theirs.seq
+        if after:
+            mine = await asyncio.to_thread(serve.digest_of, self.holdings.path(shard), after)
+            if mine is not None and mine != theirs.digest:
+                self.forks.record(
+                    m.node,
+                    shard,
+                    f"peer holds a different op {shard}:"
+                    f"{after} ({theirs.digest:016x}, here {mine:016x})",
+                )
+                return
+        await self._push_from(m, shard, after)
+
+    async def _push_from(self, m: Member, shard: str, after: int) -> None:
+        if (m.node, shard) in self.forks:
+            return
+        own = self.holdings.path(shard)
+        check = await asyncio.to_thread(serve.digest_of, own, after) if after else None
+        checks = await asyncio.to_thread(serve.recent_digests, own, after) if after else []
+        while True:
+            page = await asyncio.to_thread(
+                serve.read_after, own, after, max_bytes=self.settings.page_bytes
+            )
+            if not page.ops:
+                return
+            try:
+                result = await self.client.push(
+                    m.address,
+                    expect=m.node,
+                    shard=shard,
+                    after=after,
+                    check=check,
+                    body=page.body,
+                    checks=checks,
+                )
+            except PeerError as exc:
+                self.metrics.pushes.labels(exc.code).inc()
+                if exc.code == Code.FORK:
+                    self.forks.record(m.node, shard, str(exc))
+                    return
+                if exc.code == Code.GAP:
+                    m.heads.pop(shard, None)  # the next round compares summaries again
+                raise
+            self.metrics.pushes.labels("ok").inc()
+            self.metrics.ops_pushed.inc(page.ops)
+            head = result.get("head")
+            m.heads[shard] = head if isinstance(head, int) else page.last
+            after, check, checks = page.last, None, []
+            if not page.more:
+                return
+
+    # -- pulling ----------------------------------------------------------------------------

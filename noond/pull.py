@@ -1,0 +1,251 @@
+"""Pulling other authors' shards from a member (PROTOCOL.md §6): page by page, each page
+validated as a whole before it is appended, within what one exchange may take from one member
+(:mod:`noond.budget`), no further than the shard's author reported holding when the member is a
+relay, up to the per-author quota; and taking a member's whole copy when ours lags behind a
+compaction there."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from noon.core.collection import member_of
+from noon.core.ops import Op
+from noon.store import receive, serve
+from noon.store.errors import ForkDetected
+from noon.store.shard import open_regular
+from noond.budget import Budget, BudgetSpent
+from noond.client import Client, OpsPage, PeerError
+from noond.forks import Forks
+from noond.membership import Member, Membership
+from noond.metrics import Metrics
+from noond.shards import Holdings
+from noond.wire import MAX_OPS_PER_PAGE, Code
+
+if TYPE_CHECKING:
+    from noond.exchange import ExchangeSettings
+
+log = logging.getLogger("noond")
+
+Ops = list[tuple[bytes, Op]]
+Pages = AsyncIterator[tuple[int, OpsPage, Ops]]
+"""(the cursor asked with, the page, its ops validated)."""
+
+
+class Puller:
+    def __init__(
+        self,
+        *,
+        node: str,
+        client: Client,
+        holdings: Holdings,
+        membership: Membership,
+        forks: Forks,
+        metrics: Metrics,
+        settings: ExchangeSettings,
+    ) -> None:
+        self.node = node
+        self.client = client
+        self.holdings = holdings
+        self.dir = holdings.dir
+        self.membership = membership
+        self.forks = forks
+        self.metrics = metrics
+        self.settings = settings
+        self._budgets: dict[str, Budget] = {}
+        self._refetching: dict[str, asyncio.Lock] = {}
+        """Per shard: a re-fetch under way (two members' exchanges may both find the gap)."""
+
+    def budget(self, member: str) -> Budget:
+        """The budget of ``member``'s exchange under way (a fresh one outside exchanges)."""
+        budget = self._budgets.get(member)
+        if budget is None:
+            budget = self._fresh_budget()
+        return budget
+
+    def _fresh_budget(self) -> Budget:
+        return Budget(self.settings.pull_budget, time.monotonic() + self.settings.pull_seconds)
+
+    @contextmanager
+    def budgeted(self, member: str) -> Iterator[None]:
+        """One exchange with ``member``: what it pulls inside shares one budget."""
+        self._budgets[member] = self._fresh_budget()
+        try:
+            yield
+        finally:
+            del self._budgets[member]
+
+    def through(self, m: Member, node: str, claimed: int) -> int:
+        """How far ``node``'s shard may be taken from ``m``: what it claims, but a relay no
+        further than the shard's author last said it holds itself (nobody holds more of a
+        shard than its author, unless the author lost data, and then it recovers first).
+        Without a report from the author, a relay is taken at its word (PROTOCOL.md §10)."""
+        author = self.membership.members.get(member_of(node))
+        if author is None or author.node == m.node or author.reported_at is None:
+            return claimed
+        reported = author.heads.get(node, 0)
+        if claimed > reported:
+            self.metrics.rejected.labels("beyond_author").inc()
+            log.warning(
+                "%s lists %s up to seq %d, but %s itself reported seq %d: taking no more than "
+                "its author holds",
+                m.node,
+                node,
+                claimed,
+                author.node,
+                reported,
+            )
+        return min(claimed, reported)
+
+    def may_pull(self, m: Member, node: str) -> bool:
+        """The per-author quota and the exchange's budget of new shards."""
+        try:
+            size = os.lstat(self.holdings.path(node)).st_size
+        except FileNotFoundError:
+            size = -1
+        if size < 0:
+            budget = self.budget(m.node)
+            if budget.new_shards <= 0:
+                self.metrics.rejected.labels("new_shards").inc()
+                log.warning(
+                    "%s lists more new shards than one exchange takes; %s waits", m.node, node
+                )
+                return False
+            budget.new_shards -= 1
+        elif size >= self.settings.max_shard_bytes and member_of(node) != self.node:
+            self.metrics.rejected.labels("quota").inc()
+            log.warning(
+                "shard %s holds %d bytes, the most this node keeps of one author "
+                "(NOOND_MAX_SHARD_BYTES); nothing more of it is taken",
+                node,
+                size,
+            )
+            return False
+        return True
+
+    async def pages(
+        self, m: Member, node: str, after: int, check: int | None, checks: serve.Checks
+    ) -> Pages:
+        """``m``'s ops of ``node`` beyond ``after``, page by page, each validated as a whole
+        (:func:`noon.store.receive.parse_ops`) and above the cursor."""
+        budget = self.budget(m.node)
+        while True:
+            if budget.spent:
+                raise BudgetSpent(f"pulled what one exchange may from {m.node}")
+            page = await self.client.pull(
+                m.address,
+                expect=m.node,
+                shard=node,
+                after=after,
+                check=check,
+                limit=self.settings.page_bytes,
+                checks=checks,
+            )
+            budget.bytes -= len(page.body)
+            ops: Ops = []
+            if page.body:
+                ops = await asyncio.to_thread(
+                    receive.parse_ops, page.body, node, max_ops=MAX_OPS_PER_PAGE
+                )
+            _check_page(m.node, node, after, page, ops)
+            yield after, page, ops
+            if not page.more or page.last <= after:
+                return
+            after, check, checks = page.last, None, []
+
+    def _spent(self, m: Member, node: str, exc: BudgetSpent) -> None:
+        self.metrics.rejected.labels("pull_budget").inc()
+        log.info("pull of %s from %s stops here: %s; it goes on next round", node, m.node, exc)
+
+    async def pull(self, m: Member, node: str, mine: serve.Summary, through: int) -> None:
+        """Fetch ``node``'s ops beyond ours up to ``through`` from ``m``, page by page, and
+        append them."""
+        after = mine.seq
+        check = mine.digest if mine.seq else None
+        local = self.holdings.path(node)
+        checks = await asyncio.to_thread(serve.recent_digests, local, after) if after else []
+        try:
+            async for after, _page, page_ops in self.pages(m, node, mine.seq, check, checks):
+                ops = [(line, op) for line, op in page_ops if op.seq <= through]
+                if not ops:
+                    return
+                try:
+                    done = await asyncio.to_thread(
+                        receive.append,
+                        self.dir,
+                        node,
+                        ops,
+                        fsync=self.settings.fsync,
+                        consumed=after,
+                    )
+                except ForkDetected as exc:
+                    self.forks.record(m.node, node, str(exc))
+                    return
+                except receive.SkipsCompacted as exc:
+                    log.info("pull of %s from %s: %s", node, m.node, exc)
+                    await self._refetch(m, node)
+                    return
+                self.metrics.ops_pulled.inc(done.appended)
+                if len(ops) < len(page_ops) or not self.may_pull(m, node):
+                    return
+        except BudgetSpent as exc:
+            self._spent(m, node, exc)
+        except PeerError as exc:
+            if exc.code == Code.FORK:
+                self.forks.record(m.node, node, str(exc))
+                return
+            raise
+
+    async def _refetch(self, m: Member, node: str) -> None:
+        """Take ``m``'s whole copy of ``node``'s shard in place of ours (ours lags behind a
+        compaction there: see :class:`noon.store.receive.SkipsCompacted`). Written to a hidden
+        file first and swapped in atomically, so a failure leaves our copy as it was."""
+        lock = self._refetching.setdefault(node, asyncio.Lock())
+        if lock.locked():
+            return  # another member's copy is being taken: one is enough
+        async with lock:
+            await self._refetch_from(m, node)
+
+    async def _refetch_from(self, m: Member, node: str) -> None:
+        fetched = self.dir / f".{node}.{m.node}.refetch.tmp"
+        try:
+            fd = open_regular(fetched, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            with open(fd, "wb") as out:
+                try:
+                    async for _, page, ops in self.pages(m, node, 0, None, ()):
+                        out.write(page.body)
+                        self.metrics.ops_pulled.inc(len(ops))
+                        if out.tell() > self.settings.max_shard_bytes:
+                            raise BudgetSpent(f"{node} is larger than NOOND_MAX_SHARD_BYTES")
+                except BudgetSpent as exc:
+                    self._spent(m, node, exc)
+                    return
+            done = await asyncio.to_thread(
+                receive.replace, self.dir, node, fetched, fsync=self.settings.fsync
+            )
+            log.warning(
+                "re-fetched the whole shard %s from %s (ours lagged behind a compaction there)%s",
+                node,
+                m.node,
+                "" if done else ": not needed",
+            )
+        finally:
+            fetched.unlink(missing_ok=True)
+
+
+def _check_page(member: str, node: str, after: int, page: OpsPage, ops: Ops) -> None:
+    """What every page must be (PROTOCOL.md §4), or the member breaks the protocol: ops above
+    the cursor, ``X-Noon-Last`` naming the last of them, ``X-Noon-More`` only on a page that
+    holds some (an empty page marked more would be asked for again and again)."""
+    if ops and ops[0][1].seq <= after:
+        raise PeerError(f"{member} served {node} ops at or below seq {after}")
+    last = ops[-1][1].seq if ops else after
+    if page.last != last:
+        raise PeerError(f"{member} says page of {node} ends at seq {page.last}, it ends at {last}")
+    if page.more and not ops:
+        raise PeerError(f"{member} marks an empty page of {node} as having more")
