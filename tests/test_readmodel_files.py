@@ -203,3 +203,23 @@ def test_a_fold_killed_mid_transaction_leaves_nothing_half_done(noon_dir: Path) 
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     as_the_shards_say(noon_dir)
+
+
+@pytest.mark.integration
+def test_noon_reindex_rebuilds_the_file_and_says_what_it_folded(noon_dir: Path) -> None:
+    fill(noon_dir, 40).close()
+    path = read_model_path(noon_dir)
+    before = path.stat().st_ino
+    out = subprocess.run(
+        [sys.executable, "-m", "noon", "reindex"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=subprocess_env(NOON_DIR=str(noon_dir), NOON_NODE_ID="n1"),
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "read model rebuilt: 40 ops folded" in out.stdout
+    assert "folding" in out.stderr  # the progress bar, on stderr
+    assert path.stat().st_ino != before
+    as_the_shards_say(noon_dir)
