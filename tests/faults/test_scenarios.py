@@ -101,14 +101,15 @@ def mount_tmpfs(path: Path, size: str) -> None:
 
 
 def fill(directory: Path) -> Path:
+    """Fill the disk (it may be full already: the read model grows there too)."""
     filler = directory / "filler"
-    with open(filler, "wb") as f:
-        try:
+    try:
+        with open(filler, "wb") as f:
             while True:
                 f.write(b"\0" * 65536)
                 f.flush()
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
     return filler
 
 
@@ -117,7 +118,7 @@ def test_a_full_disk_loses_no_acknowledged_write(tmp_path: Path, pki: Pki) -> No
     print(f"NOON_SEED={seed}")
     cluster = Cluster(tmp_path, pki, seed, Config(nodes=3, compact_every=0))
     victim = cluster.nodes[1]
-    mount_tmpfs(victim.dir, "4m")
+    mount_tmpfs(victim.dir, "8m")
     try:
         cluster.start()
         wait_until(lambda: cluster.history.writes >= 30, what="writes before the disk fills")
@@ -138,7 +139,7 @@ def test_a_full_disk_loses_no_acknowledged_write(tmp_path: Path, pki: Pki) -> No
             lambda: writer_log.read_text().count("No space left") >= 3,
             what="the writer to be refused again and again",
         )
-        filler.unlink()
+        filler.unlink(missing_ok=True)
         took = cluster.heal()
         report, _ = cluster.verify()
         assert not report.anomalies, f"NOON_SEED={seed}: " + "\n".join(report.anomalies)

@@ -145,6 +145,8 @@ def _configure(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA foreign_keys = OFF")
     conn.execute("PRAGMA busy_timeout = 600000")
     conn.execute("PRAGMA cache_size = -16000")
+    conn.execute("PRAGMA wal_autocheckpoint = 256")  # about 1 MiB of WAL between checkpoints
+    conn.execute("PRAGMA journal_size_limit = 4194304")  # and the file cut back after one
 
 
 def _create_if_missing(conn: sqlite3.Connection) -> None:
