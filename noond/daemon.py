@@ -26,7 +26,7 @@ from noond.admission import Admission
 from noond.client import Client, HttpTransport, Transport
 from noond.collection import Collector
 from noond.config import DaemonConfig, split_address
-from noond.exchange import Exchanger, ExchangeSettings
+from noond.exchange import Exchanger
 from noond.forks import Forks
 from noond.listener import Limits, Listener, descriptor_budget
 from noond.membership import Membership
@@ -36,6 +36,7 @@ from noond.server import build_app, build_metrics_app
 from noond.shards import Holdings
 from noond.statefile import StateFile
 from noond.wire import PROTOCOL, members_hash
+from noond.wiring import ExchangeSettings, Wiring
 
 log = logging.getLogger("noond")
 
@@ -84,25 +85,19 @@ class Daemon:
             max_body=config.max_body,
             metrics=self.metrics,
         )
-        self.exchanger = Exchanger(
-            node=self.node,
-            client=self.client,
-            holdings=self.holdings,
-            membership=self.membership,
-            forks=self.forks,
-            metrics=self.metrics,
-            settings=ExchangeSettings(
-                page_bytes=config.page_bytes,
-                fsync=config.store.fsync,
-                digest=config.digest,
-                recovery_hold=config.timeout * 3,
-                pull_budget=config.pull_budget,
-                pull_seconds=config.timeout * 3,
-                max_shard_bytes=config.max_shard_bytes,
-            ),
-            state=self.state,
-            suggest=self.suggest,
+        limits = ExchangeSettings(
+            page_bytes=config.page_bytes,
+            fsync=config.store.fsync,
+            digest=config.digest,
+            recovery_hold=config.timeout * 3,
+            pull_budget=config.pull_budget,
+            pull_seconds=config.timeout * 3,
+            max_shard_bytes=config.max_shard_bytes,
         )
+        wiring = Wiring(
+            self.node, self.client, self.holdings, self.membership, self.forks, self.metrics, limits
+        )
+        self.exchanger = Exchanger(wiring, state=self.state, suggest=self.suggest)
         self.admission = Admission(
             client=self.client,
             membership=self.membership,

@@ -14,19 +14,16 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from noon.core.collection import member_of
 from noon.core.ops import valid_node_id
 from noon.store import forgotten, receive, serve
-from noond.client import Client, PeerError, Unreachable
+from noond.client import PeerError, Unreachable
 from noond.config import parse_address
-from noond.forks import Forks
-from noond.membership import Member, Membership
-from noond.metrics import Metrics
+from noond.membership import Member
 from noond.pull import Puller
-from noond.shards import Holdings, refused
+from noond.shards import refused
 from noond.statefile import StateFile
 from noond.wire import (
     MAX_GOSSIP,
@@ -35,6 +32,7 @@ from noond.wire import (
     listing_root,
     parse_listing,
 )
+from noond.wiring import Wired, Wiring
 
 log = logging.getLogger("noond")
 
@@ -45,58 +43,15 @@ class Suggest(Protocol):
     ) -> None: ...
 
 
-@dataclass(frozen=True)
-class ExchangeSettings:
-    page_bytes: int
-    fsync: bool
-    digest: bool
-    """Start with ``/shards/digest`` (an idle exchange is one small request)."""
-    recovery_hold: float
-    """Seconds a confirmed recovery may hold the own shard's lock at a time."""
-    pull_budget: int = 256 << 20
-    """Bytes one exchange may pull from one member."""
-    pull_seconds: float = 30.0
-    """Seconds one exchange may spend pulling from one member."""
-    max_shard_bytes: int = 1 << 30
-    """Size at which a replica shard is no longer pulled or pushed to (per author)."""
-
-
-class Exchanger:
-    def __init__(
-        self,
-        *,
-        node: str,
-        client: Client,
-        holdings: Holdings,
-        membership: Membership,
-        forks: Forks,
-        metrics: Metrics,
-        settings: ExchangeSettings,
-        state: StateFile,
-        suggest: Suggest,
-    ) -> None:
+class Exchanger(Wired):
+    def __init__(self, wiring: Wiring, *, state: StateFile, suggest: Suggest) -> None:
         from noond.recovery import Recovery  # recovery pages through this exchanger
 
-        self.node = node
-        self.client = client
-        self.holdings = holdings
-        self.dir = holdings.dir
-        self.membership = membership
-        self.forks = forks
-        self.metrics = metrics
-        self.settings = settings
+        super().__init__(wiring)
         self.state = state
         self._suggest = suggest
-        self.puller = Puller(
-            node=node,
-            client=client,
-            holdings=holdings,
-            membership=membership,
-            forks=forks,
-            metrics=metrics,
-            settings=settings,
-        )
-        self.recovery = Recovery(self, state, hold=settings.recovery_hold)
+        self.puller = Puller(wiring)
+        self.recovery = Recovery(self, state, hold=wiring.settings.recovery_hold)
         self._locks: dict[str, asyncio.Lock] = {}
         self.waiting_for_floor: set[tuple[str, str]] = set()
         """(member, shard) pairs already logged as holding less than a damaged shard needs."""

@@ -12,7 +12,6 @@ import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 from noon.core.collection import member_of
 from noon.core.ops import Op
@@ -20,15 +19,10 @@ from noon.store import receive, serve
 from noon.store.errors import ForkDetected
 from noon.store.shard import open_regular
 from noond.budget import Budget, BudgetSpent
-from noond.client import Client, OpsPage, PeerError
-from noond.forks import Forks
-from noond.membership import Member, Membership
-from noond.metrics import Metrics
-from noond.shards import Holdings
+from noond.client import OpsPage, PeerError
+from noond.membership import Member
 from noond.wire import MAX_OPS_PER_PAGE, Code
-
-if TYPE_CHECKING:
-    from noond.exchange import ExchangeSettings
+from noond.wiring import Wired, Wiring
 
 log = logging.getLogger("noond")
 
@@ -37,26 +31,9 @@ Pages = AsyncIterator[tuple[int, OpsPage, Ops]]
 """(the cursor asked with, the page, its ops validated)."""
 
 
-class Puller:
-    def __init__(
-        self,
-        *,
-        node: str,
-        client: Client,
-        holdings: Holdings,
-        membership: Membership,
-        forks: Forks,
-        metrics: Metrics,
-        settings: ExchangeSettings,
-    ) -> None:
-        self.node = node
-        self.client = client
-        self.holdings = holdings
-        self.dir = holdings.dir
-        self.membership = membership
-        self.forks = forks
-        self.metrics = metrics
-        self.settings = settings
+class Puller(Wired):
+    def __init__(self, wiring: Wiring) -> None:
+        super().__init__(wiring)
         self._budgets: dict[str, Budget] = {}
         self._refetching: dict[str, asyncio.Lock] = {}
         """Per shard: a re-fetch under way (two members' exchanges may both find the gap)."""

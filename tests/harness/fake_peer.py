@@ -17,13 +17,14 @@ from noon.names import shard_file
 from noon.store import receive, serve
 from noon.store.errors import ForkDetected
 from noond.client import Client, Reply, Unreachable
-from noond.exchange import Exchanger, ExchangeSettings
+from noond.exchange import Exchanger
 from noond.forks import Forks
 from noond.membership import Member, Membership
 from noond.metrics import Metrics
 from noond.shards import Holdings
 from noond.statefile import StateFile
 from noond.wire import PROTOCOL, Code, PageHeaders, listing_root, parse_checks, summary_json
+from noond.wiring import ExchangeSettings, Wiring
 
 Route = Callable[["Request"], Awaitable[Reply]]
 
@@ -157,16 +158,10 @@ def local_node(directory: Path, node: str, peer: FakePeer, *, page_bytes: int = 
         max_body=32 << 20,
         metrics=metrics,
     )
+    limits = ExchangeSettings(page_bytes=page_bytes, fsync=False, digest=True, recovery_hold=5.0)
+    holdings = Holdings(directory, node, set)
     exchanger = Exchanger(
-        node=node,
-        client=client,
-        holdings=Holdings(directory, node, set),
-        membership=membership,
-        forks=forks,
-        metrics=metrics,
-        settings=ExchangeSettings(
-            page_bytes=page_bytes, fsync=False, digest=True, recovery_hold=5.0
-        ),
+        Wiring(node, client, holdings, membership, forks, metrics, limits),
         state=StateFile(directory / ".noon" / "noond.json", membership),
         suggest=lambda address, node, source, via=None: suggested.append((address, node, source)),
     )
