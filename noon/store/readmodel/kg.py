@@ -17,6 +17,7 @@ from typing import Any
 from noon.core.elements import entity_key, obs_key, rel_key
 from noon.core.ops import Key
 from noon.kg.graph import js_lower, matches, relation_dict
+from noon.store.readmodel.apply import chunks
 from noon.store.readmodel.documents import SEPARATOR, entity_texts
 from noon.store.readmodel.state import Database, StoredElement, load_element
 
@@ -143,23 +144,69 @@ class SqlKg:
         q = js_lower(query)
         if len(q) >= 3 and SEPARATOR not in q:
             phrase = '"' + q.replace('"', '""') + '"'
-            rows = self.conn.execute(
-                "SELECT e.name FROM entity_fts f JOIN entities e ON e.id = f.rowid "
-                "WHERE f.doc MATCH ? AND e.ns = ? ORDER BY e.w_hlc, e.w_node, e.w_seq",
-                (phrase, self.ns),
+            ids = self.conn.execute(
+                "SELECT rowid FROM entity_fts WHERE doc MATCH ?", (phrase,)
             ).fetchall()
         else:  # shorter than a trigram (or holding the separator): scan the documents
-            rows = self.conn.execute(
-                "SELECT e.name FROM entity_fts f JOIN entities e ON e.id = f.rowid "
-                "WHERE e.ns = ? AND instr(f.doc, ?) > 0 ORDER BY e.w_hlc, e.w_node, e.w_seq",
-                (self.ns, q if SEPARATOR not in q else ""),
+            ids = self.conn.execute(
+                "SELECT rowid FROM entity_fts WHERE instr(doc, ?) > 0",
+                (q if SEPARATOR not in q else "",),
             ).fetchall()
-        entities = []
-        for (name,) in rows:
-            e = self.entity_dict(name)
-            if matches((e["name"], e["entityType"], *e["observations"]), query):
-                entities.append(e)
+        entities = [
+            e
+            for e in self._shown(i for (i,) in ids)
+            if matches((e["name"], e["entityType"], *e["observations"]), query)
+        ]
         return self._with_relations(entities)
+
+    def _count(self) -> int:
+        row = self.conn.execute("SELECT count(*) FROM entities WHERE ns = ?", (self.ns,)).fetchone()
+        return int(row[0])
+
+    def _shown(self, ids: Iterable[int]) -> list[dict[str, Any]]:
+        """The entities of this namespace among the row ``ids``, as shown, in their order; read
+        in bulk (the search index first, then the rows: asked as one join, SQLite would probe
+        the index once per entity of the namespace). Many of them: one pass over the
+        namespace; fewer than a quarter of it: looked up by id."""
+        wanted = set(ids)
+        cols = f"id, {_ORDER}, name, type, after"
+        if len(wanted) > FEW and len(wanted) * 4 > self._count():
+            rows = self.conn.execute(
+                f"SELECT {cols} FROM entities WHERE ns = ? ORDER BY {_ORDER}", (self.ns,)
+            )
+            found = [row for row in rows if row[0] in wanted]
+            names: set[str] | None = {row[4] for row in found}
+            observations = self.conn.execute(
+                "SELECT entity, text, w_hlc FROM observations WHERE ns = ? "
+                f"ORDER BY entity, {_ORDER}",
+                (self.ns,),
+            ).fetchall()
+        else:
+            found = []
+            for part in chunks(sorted(wanted)):
+                marks = ",".join("?" * len(part))
+                found += self.conn.execute(
+                    f"SELECT {cols} FROM entities WHERE id IN ({marks}) AND ns = ?",
+                    (*part, self.ns),
+                ).fetchall()
+            found.sort(key=lambda row: row[1:4])
+            names = None
+            observations = []
+            for row in found:
+                observations += self.conn.execute(
+                    "SELECT entity, text, w_hlc FROM observations WHERE ns = ? AND entity = ? "
+                    f"ORDER BY {_ORDER}",
+                    (self.ns, row[4]),
+                ).fetchall()
+        after = {row[4]: row[6] for row in found}
+        observed: dict[str, list[str]] = {}
+        for entity, text, w_hlc in observations:
+            if (names is None or entity in names) and w_hlc > after.get(entity, w_hlc):
+                observed.setdefault(entity, []).append(text)
+        return [
+            {"name": name, "entityType": etype, "observations": observed.get(name, [])}
+            for _, _, _, _, name, etype, _ in found
+        ]
 
     def open(self, names: Iterable[str]) -> dict[str, Any]:
         found: list[tuple[Any, ...]] = []
