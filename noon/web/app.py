@@ -67,9 +67,9 @@ async def index(request: web.Request) -> web.StreamResponse:
     guard = request.app[GUARD]
     offered = request.query.get("token")
     if offered is not None:
-        response: web.StreamResponse = web.HTTPSeeOther("/")
-        guard.set_cookies(response, login=guard.token_ok(offered))
-        return response
+        redirect = web.HTTPSeeOther("/")
+        guard.set_cookies(redirect, login=guard.token_ok(offered))
+        raise redirect
     html = (STATIC / "index.html").read_text(encoding="utf-8")
     response = web.Response(
         text=html.replace("{{csrf}}", guard.csrf), content_type="text/html", charset="utf-8"

@@ -9,7 +9,8 @@ Its id is ``node:seq`` of its last op (for a batch, ``bat``), unique and stable 
 machine. Its *subject* is the memory (node id) or knowledge-graph entity its first op is about;
 the page groups by it ("one memory reads as one item").
 
-Review ops (kind ``review``) are not changes to review: they feed :class:`Reviews`.
+Review ops (kind ``review``) belong to the changes of the page (an approval, or a rollback
+with its mark) and also feed :class:`Reviews`.
 """
 
 from __future__ import annotations
@@ -181,7 +182,6 @@ class ChangeLog:
                 continue
             if key[0] == REVIEW and len(key) == 4:
                 self.reviews.apply(key, fold)
-                continue
             start = self._seen.get(key, 0)
             if start >= len(el.versions):
                 continue

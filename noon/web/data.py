@@ -379,7 +379,7 @@ class WebData:
 
         ops, node = self._write(fn)
         new = next((version_id(o) for o in ops if o.el[0] == CONTENT), None)
-        return {"version": new, "memory": self.memory(ns, node_view(node))}
+        return {"version": new, "memory": self._after(ns, uri, node)}
 
     # -- edit ------------------------------------------------------------------------------
 
