@@ -1,6 +1,6 @@
 // Memories: the tree beside the memory it opens; both follow live changes.
 
-import { clear, go, h } from "./dom.js";
+import { clear, go, h, quietly } from "./dom.js";
 import { MemoryView } from "./memory.js";
 import { Tree } from "./tree.js";
 
@@ -9,8 +9,8 @@ let state = null;
 function onChange(event) {
   if (!state) return;
   const d = event.detail;
-  if (d.reset) { state.tree.load(); state.view.reload(); return; }
-  state.tree.refresh(d.parents || []);
+  if (d.reset) { quietly(state.tree.load()); quietly(state.view.reload()); return; }
+  quietly(state.tree.refresh(d.parents || []));
   if (state.view.memory && (d.nodes || []).includes(state.view.memory.node)) state.view.changedElsewhere();
 }
 

@@ -2,7 +2,7 @@
 // one, or write the merged text (either replaces every version).
 
 import { get, post } from "./api.js";
-import { busy, clear, diffView, field, h, link, notice, when } from "./dom.js";
+import { busy, clear, diffView, field, h, link, notice, quietly, when } from "./dom.js";
 
 let root = null;
 
@@ -49,7 +49,7 @@ async function load() {
       : h("p", { class: "muted" }, "No conflicts: no memory has concurrent versions."));
 }
 
-function onChange() { if (root && !root.querySelector("textarea:focus")) load(); }
+function onChange() { if (root && !root.querySelector("textarea:focus")) quietly(load()); }
 
 export async function show(main) {
   root = h("div", { class: "conflicts" });

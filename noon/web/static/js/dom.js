@@ -83,3 +83,8 @@ export function go(name, params = {}) {
   const query = new URLSearchParams(params).toString();
   location.hash = `#/${name}${query ? `?${query}` : ""}`;
 }
+
+// Run a reload the page did not ask for (a live event): a failure is shown, not thrown.
+export function quietly(promise) {
+  return promise.catch((err) => notice(err.message, "error"));
+}

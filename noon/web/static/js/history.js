@@ -2,8 +2,8 @@
 // restore a text version (and what its later edits changed beside it), or undo one change.
 
 import { get, post } from "./api.js";
-import { busy, clear, h, link, notice } from "./dom.js";
-import { details, header, steps } from "./changes.js";
+import { busy, clear, h, link, notice, quietly } from "./dom.js";
+import { details, header, steps, summary } from "./changes.js";
 
 let state = null;
 
@@ -27,21 +27,24 @@ function entry(item) {
   const undo = h("button", { type: "button" }, "Undo this change…");
   undo.addEventListener("click", () => details(slot, item.ids, () => load()));
   actions.push(undo);
-  return h("li", { class: "card" }, header(item),
+  return h("li", { class: "card" }, header(item), summary(item),
     v ? h("p", {}, "Text version ", h("code", {}, v.version), v.current ? " (current)" : "", v.deleted ? " (deleted the memory)" : "") : null,
     steps(item.steps), h("div", { class: "actions" }, actions), slot);
 }
 
 async function load() {
-  const page = await get("/api/history", { uri: state.uri, limit: 50 });
+  const mine = state;
+  const page = await get("/api/history", { uri: mine.uri, limit: 50 });
+  if (state !== mine) return; // the person went elsewhere meanwhile
   state.version = page.version;
+  state.uri = `system://node/${page.node}`; // follows the memory through moves
   clear(state.root, h("h1", {}, "History of ", link(page.uri)),
     h("p", { class: "muted" }, `${page.total} change(s), newest first; versions compaction removed are not listed.`),
     h("ol", { class: "timeline" }, page.items.map(entry)));
 }
 
 function onChange(event) {
-  if (state && (event.detail.reset || (event.detail.nodes || []).includes(state.node))) load();
+  if (state && (event.detail.reset || (event.detail.nodes || []).includes(state.node))) quietly(load());
 }
 
 export async function show(main, params) {

@@ -2,7 +2,7 @@
 // sends the version it was loaded at: a memory changed meanwhile is refused, not overwritten).
 
 import { ApiError, get, post } from "./api.js";
-import { busy, clear, diffView, field, go, h, link, notice, when, who } from "./dom.js";
+import { busy, clear, diffView, field, go, h, link, notice, quietly, when, who } from "./dom.js";
 
 export class MemoryView {
   constructor() {
@@ -29,7 +29,7 @@ export class MemoryView {
   }
 
   changedElsewhere() {
-    if (!this.editing) { this.reload(); return; }
+    if (!this.editing) { quietly(this.reload()); return; }
     const slot = this.el.querySelector(".stale-slot");
     if (slot) clear(slot, h("p", { class: "notice warn" }, "This memory just changed elsewhere. Saving will be refused; ",
       h("button", { type: "button", onclick: () => { this.editing = false; this.reload(); } }, "load the new version")));
@@ -54,7 +54,7 @@ export class MemoryView {
       this.toolbar(m),
       h("div", { class: "stale-slot" }),
       h("div", { class: "editor" }),
-      h("section", { class: "text", "aria-label": "Text" }, glossed(m.text, m.glossary)),
+      h("section", { class: "text", "aria-label": "Memory text" }, glossed(m.text, m.glossary)),
       h("dl", { class: "meta" },
         m.placement ? [h("dt", {}, "Disclosure"), h("dd", {}, m.placement.disclosure || "(not set)")] : null,
         h("dt", {}, "Version"), h("dd", {}, h("code", {}, m.version)),

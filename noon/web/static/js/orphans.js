@@ -2,7 +2,7 @@
 // again, or delete it for good.
 
 import { get, post } from "./api.js";
-import { busy, clear, field, h, notice, when } from "./dom.js";
+import { busy, clear, field, h, notice, quietly, when } from "./dom.js";
 
 let root = null;
 
@@ -44,7 +44,7 @@ async function load() {
     page.total > page.items.length ? h("p", { class: "muted" }, `${page.total - page.items.length} more not shown.`) : null);
 }
 
-function onChange() { if (root && !root.contains(document.activeElement)) load(); }
+function onChange() { if (root && !root.contains(document.activeElement)) quietly(load()); }
 
 export async function show(main) {
   root = h("div", { class: "orphans" });

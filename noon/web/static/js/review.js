@@ -3,13 +3,13 @@
 // queue on every machine.
 
 import { get, post } from "./api.js";
-import { busy, clear, go, h, notice } from "./dom.js";
+import { busy, clear, go, h, notice, quietly } from "./dom.js";
 import { details, header, summary } from "./changes.js";
 
 let state = null;
 
 function onChange() {
-  if (state && !state.root.querySelector(".details:not(:empty)")) load();
+  if (state && !state.root.querySelector(".details:not(:empty)")) quietly(load());
 }
 
 async function act(button, call, message) {
@@ -39,8 +39,10 @@ function card(item) {
 
 // Load the first page of the list again, or (`append`) the next older page.
 async function load(append = false) {
-  const { list, params } = state;
-  const page = await get("/api/changes", { view: params.view, group: params.group, limit: 30, before: append ? state.next : null });
+  const mine = state;
+  const { list, params } = mine;
+  const page = await get("/api/changes", { view: params.view, group: params.group, limit: 30, before: append ? mine.next : null });
+  if (state !== mine) return; // the person went elsewhere meanwhile
   if (!append) clear(list);
   page.items.forEach((item) => list.append(card(item)));
   if (!list.childElementCount) list.append(h("p", { class: "muted" }, params.view === "pending" ? "Nothing to review: every change by an agent has been approved or rolled back." : "No changes."));
