@@ -319,6 +319,79 @@ def build_rows(raw: dict[str, Any]) -> list[Row]:
         rows.append(
             Row("collection", f"  collection time, {c['scenario']}", "ms", c["collect_s"] * 1000)
         )
+    rows += web_rows(raw.get("web"), uri["tools"])
+    return rows
+
+
+def web_rows(web: dict[str, Any] | None, tools: dict[str, Any]) -> list[Row]:
+    """The page at the URI tools' store size, beside an MCP session on the same store."""
+    if not web:
+        return []
+    n = _k(web["memories"])
+    same = tools.get("memories") == web["memories"]
+    read = tools.get("read_memory_warm", {}) if same else {}
+    rows = [
+        Row("web", f"noon web start (loads {n} memories)", "s", web["start_s"]),
+        Row(
+            "web",
+            f"first render of the tree over HTTP, {n} memories, first visit",
+            "ms",
+            web["tree_http_ms"]["cold"],
+        ),
+        Row(
+            "web",
+            f"first render of the tree over HTTP, {n} memories, p50 / p99",
+            "ms",
+            web["tree_http_ms"]["p50"],
+            web["tree_http_ms"]["p99"],
+        ),
+        Row(
+            "web",
+            f"first render of a memory over HTTP, {n} memories, p50 / p99",
+            "ms",
+            web["memory_http_ms"]["p50"],
+            web["memory_http_ms"]["p99"],
+            anchor="read_memory through stdio MCP" if read else "",
+            anchor_value=read.get("p50"),
+            anchor_p99=read.get("p99"),
+        ),
+        Row(
+            "web",
+            f"first 100 of a topic's {_k(max(1, web['memories'] // 100))} children, p50 / p99",
+            "ms",
+            web["topic_children_http_ms"]["p50"],
+            web["topic_children_http_ms"]["p99"],
+        ),
+        Row(
+            "web",
+            f"review queue, first page, {n} memories' changes, p50 / p99",
+            "ms",
+            web["review_http_ms"]["p50"],
+            web["review_http_ms"]["p99"],
+        ),
+    ]
+    browser = web.get("browser")
+    if browser:
+        rows += [
+            Row("web", f"tree drawn in headless Chromium, {n} memories", "ms", browser["tree_ms"]),
+            Row(
+                "web",
+                f"memory drawn in headless Chromium, {n} memories",
+                "ms",
+                browser["memory_ms"],
+            ),
+        ]
+    serve_rss = tools.get("rss_mib", {}).get("rss") if same else None
+    rows.append(
+        Row(
+            "web",
+            f"page server RSS, {n} memories",
+            "MiB",
+            web["rss_mib"]["rss"],
+            anchor="noon serve on the same store" if serve_rss else "",
+            anchor_value=serve_rss,
+        )
+    )
     return rows
 
 
