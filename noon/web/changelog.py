@@ -161,6 +161,7 @@ class ChangeLog:
         """Versions of each element already indexed (a fold's version lists only grow)."""
         self.generation = 0
         """Bumped on every update: cached answers computed at an older generation are stale."""
+        self._pending: dict[str, tuple[int, int]] = {}
 
     def rebuild(self, fold: Fold) -> None:
         """Index the whole fold again (a new store, or a store reset)."""
@@ -225,6 +226,18 @@ class ChangeLog:
         """Changes about ``about`` (any of their ops), newest first."""
         found = [self.changes[c] for c in self.by_subject.get((ns, about), ())]
         return sorted(found, key=lambda c: c.stamp, reverse=True)
+
+    def pending_count(self, ns: str) -> int:
+        """Changes of ``ns`` waiting for review (kept until the log changes again)."""
+        cached = self._pending.get(ns)
+        if cached is not None and cached[0] == self.generation:
+            return cached[1]
+        through = self.reviews.through(ns)
+        count = sum(
+            1 for c in self.changes.values() if c.namespace == ns and self.pending(c, through)
+        )
+        self._pending[ns] = (self.generation, count)
+        return count
 
     def pending(self, change: Change, through: dict[str, int]) -> bool:
         """Made by an agent (not through the page) and not reviewed yet."""

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from noon.config import Settings
-from noon.core.elements import CONTENT, KG_KINDS, REVIEW, review_key
+from noon.core.elements import CONTENT, review_key
 from noon.core.ops import Draft, Key, Op, valid_node_id
 from noon.errors import NoonError
 from noon.graph import plan, undo
@@ -128,7 +128,7 @@ class WebData:
 
         def fn(g: Graph) -> dict[str, Any]:
             spaces = {ns for ns, sp in g.spaces.items() if sp.nodes} | {self.settings.namespace}
-            spaces |= {key[1] for key in self.store.fold.elements if key[0] in KG_KINDS}
+            spaces |= {ns for ns, sp in kg_live.index_for(self.store).spaces.items() if sp.entities}
             return {
                 "node": self.settings.node_id,
                 "namespace": self.settings.namespace,
@@ -317,11 +317,8 @@ class WebData:
 
         def fn(g: Graph) -> tuple[list[Draft], int]:
             (change,) = self._changes(ns, [change_id])
-            keys = [
-                key
-                for key, el in self.store.fold.elements.items()
-                if key[0] == REVIEW and key[1:3] == (ns, change.id) and not el.deleted
-            ]
+            verdicts = self.log.reviews.verdicts.get((ns, change.id), {})
+            keys = [review_key(ns, change.id, reviewer) for reviewer in verdicts]
             if not keys:
                 raise WebError(f"Change {change.id} has no verdict of its own to withdraw.")
             return [Draft(k, None) for k in keys], len(keys)

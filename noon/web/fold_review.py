@@ -150,7 +150,7 @@ def listing(
     return {
         "items": items,
         "next": f"{last[0]}:{last[1]}:{last[2]}" if more and last else None,
-        "pending": sum(1 for c in log.newest(ns) if log.pending(c, through)),
+        "pending": log.pending_count(ns),
         "frontier": fold.frontier(),
     }
 
