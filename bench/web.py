@@ -168,8 +168,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--memories", type=int, default=10_000)
     ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument(
+        "--dir", type=Path, help="measure a store built before (by bench.uri_latency.build)"
+    )
     args = ap.parse_args()
-    print(json.dumps(run(args.memories, args.repeats), indent=1))
+    if args.dir:
+        print(json.dumps(measure(args.dir, args.memories, args.repeats), indent=1))
+    else:
+        print(json.dumps(run(args.memories, args.repeats), indent=1))
 
 
 if __name__ == "__main__":

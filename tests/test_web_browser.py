@@ -74,6 +74,11 @@ async def test_browse_and_search(tmp_path: Path) -> None:
             assert await results.count() == 1
             await results.first.get_by_role("link", name="core://user").click()
             await view.locator("h1.uri", has_text="core://user").wait_for()
+            await view.get_by_role("button", name="Add to boot").click()
+            await view.get_by_role("button", name="Remove from boot").wait_for()
+            await page.goto("/#/browse")
+            boot = page.locator("article.memory ul li")
+            await boot.get_by_role("link", name="core://user").wait_for()
             await page.get_by_role("link", name="Knowledge graph").click()
             await page.get_by_text("0 entities").wait_for()
 

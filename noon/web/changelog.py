@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS, REVIEW
 from noon.core.fold import Fold
 from noon.core.ops import Key, Op
+from noon.store.store import paused_gc
 
 WEB_CLIENT = "web"
 """The client name of every write the page makes; its changes are never queued for review."""
@@ -30,13 +31,6 @@ UPTO = "upto"
 
 def change_id(op: Op) -> str:
     return f"{op.node}:{op.bat or op.seq}"
-
-
-def parse_change_id(text: str) -> tuple[str, int] | None:
-    node, sep, seq = text.rpartition(":")
-    if not sep or not node or not seq.isdigit() or len(seq) > 16:
-        return None
-    return node, int(seq)
 
 
 def subject(op: Op, fold: Fold) -> str | None:
@@ -60,16 +54,22 @@ def subject(op: Op, fold: Fold) -> str | None:
     return None
 
 
-@dataclass
 class Change:
-    id: str
-    namespace: str
-    added: list[Op] = field(default_factory=list)
-    stamp: tuple[int, str, int] = (0, "", 0)
-    """The greatest ``(hlc, node, seq)`` of its ops: changes are listed by it."""
-    subjects: list[str] = field(default_factory=list)
-    """Distinct subjects, in op order; the first is the change's subject."""
-    _sorted: bool = True
+    """One change: its ops (in seq order), when it happened, and what it is about."""
+
+    __slots__ = ("_first", "_sorted", "added", "id", "namespace", "stamp", "subjects")
+
+    def __init__(self, cid: str, namespace: str) -> None:
+        self.id = cid
+        self.namespace = namespace
+        self.added: list[Op] = []
+        self.stamp: tuple[int, str, int] = (0, "", 0)
+        """The greatest ``(hlc, node, seq)`` of its ops: changes are listed by it."""
+        self.subjects: dict[str, None] = {}
+        """Distinct subjects of its ops (an ordered set)."""
+        self._first: tuple[int, str | None] = (1 << 62, None)
+        """(seq, subject) of its first op that is about something."""
+        self._sorted = True
 
     @property
     def ops(self) -> list[Op]:
@@ -80,16 +80,21 @@ class Change:
         return self.added
 
     @property
+    def subject(self) -> str | None:
+        """What its first op is about (the memory or entity the page files it under)."""
+        return self._first[1]
+
+    @property
     def author(self) -> str:
-        return self.ops[0].node
+        return self.added[0].node
 
     @property
     def seq(self) -> int:
-        return max(op.seq for op in self.ops)
+        return max(op.seq for op in self.added)
 
     @property
     def client(self) -> str:
-        return self.ops[0].by or "unknown"
+        return self.added[0].by or "unknown"
 
 
 @dataclass
@@ -166,46 +171,53 @@ class ChangeLog:
     def rebuild(self, fold: Fold) -> None:
         """Index the whole fold again (a new store, or a store reset)."""
         self.changes, self.by_subject, self.reviews, self._seen = {}, {}, Reviews(), {}
-        self.order = []
-        self._index(fold, fold.elements, listed=False)
-        self.order = sorted((c.stamp, c.id) for c in self.changes.values())
+        with paused_gc():  # ~one object per op and no cycles: full collections would rescan
+            touched = self._index(fold, fold.elements)
+            for change in touched:
+                change.stamp = max(op.order for op in change.added)
+            self.order = sorted((c.stamp, c.id) for c in self.changes.values())
         self.generation += 1
 
     def update(self, fold: Fold, keys: Iterable[Key]) -> None:
         """Index what the fold gained on ``keys``."""
-        self._index(fold, keys, listed=True)
+        for change in self._index(fold, keys):
+            self._unlist(change)
+            change.stamp = max(op.order for op in change.added)
+            bisect.insort(self.order, (change.stamp, change.id))
         self.generation += 1
 
-    def _index(self, fold: Fold, keys: Iterable[Key], *, listed: bool) -> None:
+    def _index(self, fold: Fold, keys: Iterable[Key]) -> list[Change]:
+        """Add the versions of ``keys`` not indexed yet; return the changes that grew."""
+        grown: dict[str, Change] = {}
+        changes, seen = self.changes, self._seen
         for key in keys:
             el = fold.elements.get(key)
             if el is None:
                 continue
             if key[0] == REVIEW and len(key) == 4:
                 self.reviews.apply(key, fold)
-            start = self._seen.get(key, 0)
-            if start >= len(el.versions):
+            start = seen.get(key, 0)
+            versions = el.versions
+            if start >= len(versions):
                 continue
-            self._seen[key] = len(el.versions)
-            for op in el.versions[start:]:
-                self._add(op, fold, listed)
-
-    def _add(self, op: Op, fold: Fold, listed: bool) -> None:
-        cid = change_id(op)
-        change = self.changes.get(cid)
-        if change is None:
-            change = self.changes[cid] = Change(cid, op.el[1])
-        elif listed:
-            self._unlist(change)
-        change.added.append(op)
-        change._sorted = False
-        change.stamp = max(change.stamp, op.order)
-        if listed:
-            bisect.insort(self.order, (change.stamp, cid))
-        about = subject(op, fold)
-        if about is not None and about not in change.subjects:
-            change.subjects.append(about)
-            self.by_subject.setdefault((change.namespace, about), set()).add(cid)
+            seen[key] = len(versions)
+            for op in versions[start:] if start else versions:
+                cid = change_id(op)
+                change = changes.get(cid)
+                if change is None:
+                    change = changes[cid] = Change(cid, key[1])
+                change.added.append(op)
+                change._sorted = False
+                grown[cid] = change
+                about = subject(op, fold)
+                if about is None:
+                    continue
+                if op.seq < change._first[0]:
+                    change._first = (op.seq, about)
+                if about not in change.subjects:
+                    change.subjects[about] = None
+                    self.by_subject.setdefault((change.namespace, about), set()).add(cid)
+        return list(grown.values())
 
     def _unlist(self, change: Change) -> None:
         i = bisect.bisect_left(self.order, (change.stamp, change.id))

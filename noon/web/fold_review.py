@@ -87,7 +87,7 @@ def head(graph: Graph, ns: str, log: ChangeLog, change: Change, through: dict[st
         "client": change.client,
         "machine": change.author,
         "ops": len(ops),
-        "subject": _subject(graph, ns, change.subjects[0] if change.subjects else None),
+        "subject": _subject(graph, ns, change.subject),
         "what": [journal.describe(graph, op) for op in ops[:SUMMARY_OPS]],
         "more": max(0, len(ops) - SUMMARY_OPS),
         "status": state,
@@ -132,7 +132,7 @@ def listing(
         if group == "change":
             items.append(head(graph, ns, log, change, through))
             continue
-        about = change.subjects[0] if change.subjects else change.id
+        about = change.subject or change.id
         if about in seen:
             continue
         seen.add(about)

@@ -1,6 +1,7 @@
 // Memories: the tree beside the memory it opens; both follow live changes.
 
-import { clear, go, h, quietly } from "./dom.js";
+import { get } from "./api.js";
+import { clear, go, h, link, quietly } from "./dom.js";
 import { MemoryView } from "./memory.js";
 import { Tree } from "./tree.js";
 
@@ -27,8 +28,17 @@ export async function show(main, params) {
     window.addEventListener("noon-change", onChange);
     await tree.load();
   }
-  if (uri) await state.view.open(uri);
-  else clear(state.view.el, h("p", { class: "muted" }, "Choose a memory in the tree, or search."));
+  if (uri) {
+    await state.view.open(uri);
+    state.tree.mark(uri);
+    return;
+  }
+  const boot = await get("/api/boot");
+  clear(state.view.el, h("p", { class: "muted" }, "Choose a memory in the tree, or search."),
+    h("h2", {}, "Boot memories"),
+    h("p", { class: "muted" }, "Every session of every agent starts by reading these (system://boot)."),
+    boot.length ? h("ul", {}, boot.map((b) => h("li", {}, link(b.uri), b.deleted ? " (deleted)" : "")))
+      : h("p", {}, "None yet: open a memory and choose Add to boot."));
 }
 
 export function leave() {

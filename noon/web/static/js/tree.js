@@ -99,6 +99,13 @@ export class Tree {
     }
   }
 
+  // Show `uri` as the selected row when it is loaded.
+  mark(uri) {
+    this.el.querySelectorAll('[aria-selected="true"]').forEach((x) => x.removeAttribute("aria-selected"));
+    const li = [...this.el.querySelectorAll('[role="treeitem"]')].find((x) => x.dataset.uri === uri);
+    if (li) li.setAttribute("aria-selected", "true");
+  }
+
   select(li) {
     this.el.querySelectorAll('[aria-selected="true"]').forEach((x) => x.removeAttribute("aria-selected"));
     li.setAttribute("aria-selected", "true");
