@@ -330,57 +330,35 @@ def web_rows(web: dict[str, Any] | None, tools: dict[str, Any]) -> list[Row]:
     n = _k(web["memories"])
     same = tools.get("memories") == web["memories"]
     read = tools.get("read_memory_warm", {}) if same else {}
+    tree = web["tree_http_ms"]
     rows = [
         Row("web", f"noon web start (loads {n} memories)", "s", web["start_s"]),
-        Row(
-            "web",
-            f"first render of the tree over HTTP, {n} memories, first visit",
-            "ms",
-            web["tree_http_ms"]["cold"],
-        ),
-        Row(
-            "web",
-            f"first render of the tree over HTTP, {n} memories, p50 / p99",
-            "ms",
-            web["tree_http_ms"]["p50"],
-            web["tree_http_ms"]["p99"],
-        ),
-        Row(
-            "web",
-            f"first render of a memory over HTTP, {n} memories, p50 / p99",
-            "ms",
-            web["memory_http_ms"]["p50"],
-            web["memory_http_ms"]["p99"],
-            anchor="read_memory through stdio MCP" if read else "",
-            anchor_value=read.get("p50"),
-            anchor_p99=read.get("p99"),
-        ),
-        Row(
-            "web",
-            f"first 100 of a topic's {_k(max(1, web['memories'] // 100))} children, p50 / p99",
-            "ms",
-            web["topic_children_http_ms"]["p50"],
-            web["topic_children_http_ms"]["p99"],
-        ),
-        Row(
-            "web",
-            f"review queue, first page, {n} memories' changes, p50 / p99",
-            "ms",
-            web["review_http_ms"]["p50"],
-            web["review_http_ms"]["p99"],
-        ),
+        Row("web", f"tree over HTTP, {n} memories, first visit", "ms", tree["cold"]),
     ]
-    browser = web.get("browser")
-    if browser:
-        rows += [
-            Row("web", f"tree drawn in headless Chromium, {n} memories", "ms", browser["tree_ms"]),
+    for key, what in (
+        ("tree_http_ms", "tree over HTTP"),
+        ("memory_http_ms", "a memory over HTTP"),
+        ("topic_children_http_ms", f"first 100 of {_k(max(1, web['memories'] // 100))} children"),
+        ("review_http_ms", "review queue, first page"),
+    ):
+        anchored = key == "memory_http_ms" and bool(read)
+        rows.append(
             Row(
                 "web",
-                f"memory drawn in headless Chromium, {n} memories",
+                f"{what}, {n} memories, p50 / p99",
                 "ms",
-                browser["memory_ms"],
-            ),
-        ]
+                web[key]["p50"],
+                web[key]["p99"],
+                anchor="read_memory through stdio MCP" if anchored else "",
+                anchor_value=read.get("p50") if anchored else None,
+                anchor_p99=read.get("p99") if anchored else None,
+            )
+        )
+    for key, what in (("tree_ms", "tree"), ("memory_ms", "a memory")):
+        if web.get("browser"):
+            rows.append(
+                Row("web", f"{what} drawn in headless Chromium, {n}", "ms", web["browser"][key])
+            )
     serve_rss = tools.get("rss_mib", {}).get("rss") if same else None
     rows.append(
         Row(

@@ -24,10 +24,13 @@ import http.client
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -72,61 +75,94 @@ def _series(port: int, paths: list[str], repeats: int) -> dict[str, float]:
     return {"cold": cold, **percentiles([_timed(port, paths) for _ in range(repeats)])}
 
 
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+"""Flags for the system's Chromium under Playwright (never a browser Playwright downloads)."""
+
+
+def chromium() -> str | None:
+    """The system's Chromium (Debian's ``chromium`` package), if installed."""
+    for candidate in ("/usr/bin/chromium", shutil.which("chromium")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
 def _browser(url: str, memory: str) -> dict[str, float] | None:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         return None
-    chromium = "/usr/bin/chromium"
-    if not os.access(chromium, os.X_OK):
+    executable = chromium()
+    if executable is None:
         return None
-    args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"]
-    args += ["--disable-background-networking", "--disable-component-update", "--disable-sync"]
     out: dict[str, float] = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=args)
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page()
-            page.set_default_timeout(120_000)
-            t0 = time.perf_counter()
-            page.goto(f"{url}/#/browse")
-            page.locator('[role="treeitem"][data-uri="core://topic0"]').wait_for()
-            out["tree_ms"] = (time.perf_counter() - t0) * 1000
-            page2 = browser.new_page()
-            page2.set_default_timeout(120_000)
-            t0 = time.perf_counter()
-            page2.goto(f"{url}/#/browse?uri={memory}")
-            page2.locator("article.memory .body").wait_for()
-            out["memory_ms"] = (time.perf_counter() - t0) * 1000
+            for name, path, drawn in (
+                ("tree_ms", "/#/browse", '[role="treeitem"][data-uri="core://topic0"]'),
+                ("memory_ms", f"/#/browse?uri={memory}", "article.memory .body"),
+            ):
+                page = browser.new_page()  # a new page: nothing cached from the last one
+                page.set_default_timeout(120_000)
+                t0 = time.perf_counter()
+                page.goto(url + path)
+                page.locator(drawn).wait_for()
+                out[name] = (time.perf_counter() - t0) * 1000
         finally:
             browser.close()
     return out
 
 
-def measure(directory: Path, memories: int, repeats: int) -> dict[str, Any]:
+@contextmanager
+def web_server(
+    directory: Path, node: str, *args: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A ``noon web`` process on ``directory`` listening on a free loopback port: yields its
+    base URL and the process; stops it afterwards. Its log goes to ``<directory>.web.log``."""
     log = directory.with_name(directory.name + ".web.log")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NOON_FSYNC": "false"}
-    t0 = time.perf_counter()
-    with open(log, "wb") as out:
-        command = ["web", "--listen", "127.0.0.1:0", "--dir", str(directory), "--node-id", "bench"]
+    command = ["web", "--listen", "127.0.0.1:0", "--dir", str(directory), "--node-id", node]
+    with open(log, "ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "noon", *command],
+            [sys.executable, "-m", "noon", *command, *args],
             stdout=out,
             stderr=out,
             stdin=subprocess.DEVNULL,
             cwd=ROOT,
-            env=env,
+            env=env or {**os.environ, "PYTHONPATH": str(ROOT), "NOON_FSYNC": "false"},
         )
     try:
 
-        def port() -> int | None:
+        def started() -> str | None:
             if proc.poll() is not None:
                 raise RuntimeError(f"noon web exited: {log.read_text()[-2000:]}")
-            m = re.search(r"serving the page on http://127\.0\.0\.1:(\d+)/", log.read_text())
-            return int(m.group(1)) if m else None
+            m = re.search(r"serving the page on (http://\S+)/", log.read_text())
+            return m.group(1) if m else None
 
-        bound = wait_until(port, timeout=600, what="noon web to listen")
+        yield wait_until(started, timeout=600, what="noon web to listen"), proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def measure(directory: Path, memories: int, repeats: int) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    with web_server(directory, "bench") as (url, proc):
         started = time.perf_counter() - t0
+        bound = int(url.rsplit(":", 1)[1])
         per = max(1, memories // 100)
         memory = f"core://topic50/m{per // 2}"
         tree = ["/", *ASSETS, "/api/info", "/api/domains"]
@@ -142,16 +178,9 @@ def measure(directory: Path, memories: int, repeats: int) -> dict[str, Any]:
             ),
             "review_http_ms": _series(bound, ["/api/changes?limit=30"], repeats),
         }
-        result["browser"] = _browser(f"http://127.0.0.1:{bound}", memory)
+        result["browser"] = _browser(url, memory)
         result["rss_mib"] = rss_mib(proc.pid)
         return result
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def run(memories: int, repeats: int = 20) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from noon.core.elements import boot_key, content_key, edge_key, entity_key, keyword_key, obs_key
 from noon.core.fold import Fold
-from noon.core.ops import AUTO, Draft, Key, Op, decode, encode
+from noon.core.ops import Draft, Key, Op
 from noon.graph import plan, undo
 from noon.graph.model import Graph, live_text, version_id
 from noon.graph.uri import Uri
@@ -43,77 +43,29 @@ def value(key: Key, n: int) -> dict[str, Any]:
     return {}
 
 
-class Writer:
-    """One machine: a fold, and batches stamped the way the store stamps them."""
-
-    clock = 0
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.fold = Fold()
-        self.seq = 0
-        self.log: list[Op] = []
-
-    def write(self, drafts: list[Draft]) -> list[Op]:
-        last = self.seq + len(drafts)
-        written: dict[Key, tuple[str, int]] = {}
-        ops = []
-        for d in drafts:
-            self.seq += 1
-            Writer.clock += 1
-            if d.prev != AUTO:
-                prev = d.prev
-            elif d.el in written:
-                prev = (written[d.el],)
-            else:
-                el = self.fold.elements.get(d.el)
-                prev = tuple(sorted(el.heads)) if el is not None and el.heads else None
-            written[d.el] = (self.name, self.seq)
-            line = encode(
-                node=self.name,
-                seq=self.seq,
-                hlc=Writer.clock << 16,
-                el=d.el,
-                val=d.val,
-                prev=prev,  # type: ignore[arg-type]
-                by="agent",
-                bat=last if len(drafts) > 1 else None,
-            )
-            op = decode(line)
-            self.fold.apply(op)
-            ops.append(op)
-        self.log += ops
-        return ops
-
-    def receive(self, ops: list[Op]) -> None:
-        self.fold.apply_all(ops)
-
-
 def read(fold: Fold, key: Key) -> dict[str, Any] | None:
     el = fold.elements.get(key)
     return None if el is None or el.deleted else el.winner.val
 
 
-def lookup(fold: Fold) -> undo.Lookup:
-    def state(key: Key) -> undo.ElementState:
-        el = fold.elements.get(key)
-        if el is None:
-            return undo.ElementState((), {})
-        return undo.ElementState(tuple(el.heads.values()), {v.id: v for v in el.versions})
-
-    return state
-
-
 ITEM = st.tuples(st.integers(0, len(KEYS) - 1), st.booleans(), st.integers(0, 99))
-BATCH = st.tuples(st.just("batch"), st.integers(0, 2), st.lists(ITEM, min_size=1, max_size=4))
+ITEMS = st.lists(ITEM, min_size=1, max_size=4, unique_by=lambda item: item[0])
+BATCH = st.tuples(st.just("batch"), st.integers(0, 2), ITEMS)
 SYNC = st.tuples(st.just("sync"), st.integers(0, 2), st.integers(0, 2))
 HISTORY = st.lists(st.one_of(BATCH, BATCH, SYNC), min_size=1, max_size=30)
 
 
-def play(history: list[Any], pick: int) -> tuple[list[Writer], list[Op], dict[Key, Any]]:
+def write(r: Replica, drafts: list[Draft]) -> list[Op]:
+    """Append ``drafts`` as one batch of ``r``; return its ops."""
+    before = len(r.log)
+    r.write(lambda g: (drafts, None))
+    return r.log[before:]
+
+
+def play(history: list[Any], pick: int) -> tuple[list[Replica], list[Op], dict[Key, Any]]:
     """Run ``history`` on three machines; return them, the ops of the picked batch of machine
     0 and what its elements read on machine 0 just before it."""
-    writers = [Writer(f"w{i}") for i in range(3)]
+    writers = [Replica(name) for name in ("a", "b", "c")]
     mine = [i for i, step in enumerate(history) if step[0] == "batch" and step[1] == 0]
     chosen = mine[pick % len(mine)] if mine else None
     change: list[Op] = []
@@ -126,14 +78,14 @@ def play(history: list[Any], pick: int) -> tuple[list[Writer], list[Op], dict[Ke
         drafts = [Draft(KEYS[k], None if gone else value(KEYS[k], n)) for k, gone, n in step[2]]
         if i == chosen:
             before = {d.el: read(w.fold, d.el) for d in drafts}
-            change = w.write(drafts)
+            change = write(w, drafts)
         else:
-            w.write(drafts)
+            write(w, drafts)
     return writers, change, before
 
 
-def merged(writers: list[Writer]) -> Writer:
-    page = Writer("page")
+def merged(writers: list[Replica]) -> Replica:
+    page = Replica("page")
     for w in writers:
         page.receive(w.log)
     return page
@@ -145,8 +97,8 @@ def test_a_rolled_back_change_reads_as_before_it_everywhere(history: list[Any], 
     if not change:
         return
     page = merged(writers)
-    planned = undo.undo([change], lookup(page.fold))
-    page.write(planned.drafts)
+    planned = undo.undo([change], undo.fold_lookup(page.fold))
+    write(page, planned.drafts)
     for key, was in before.items():
         assert read(page.fold, key) == was, key
         heads = page.fold.elements[key].heads.values() if key in page.fold.elements else []
@@ -163,13 +115,13 @@ def test_a_rollback_rolled_back_reads_as_before_the_rollback(history: list[Any],
     if not change:
         return
     page = merged(writers)
-    first = undo.undo([change], lookup(page.fold))
+    first = undo.undo([change], undo.fold_lookup(page.fold))
     mid = {key: read(page.fold, key) for key in {op.el for op in change}}
-    rollback = page.write(first.drafts)
+    rollback = write(page, first.drafts)
     if not rollback:
         return
-    again = undo.undo([rollback], lookup(page.fold))
-    page.write(again.drafts)
+    again = undo.undo([rollback], undo.fold_lookup(page.fold))
+    write(page, again.drafts)
     for op in rollback:
         assert read(page.fold, op.el) == mid[op.el]
 
@@ -183,7 +135,7 @@ def test_preview_says_what_it_restores_and_what_was_edited_since(
         return
     page = merged(writers)
     ids = {op.id for op in change}
-    preview = undo.preview([change], lookup(page.fold))
+    preview = undo.preview([change], undo.fold_lookup(page.fold))
     assert not preview.problems
     for step in preview.steps:
         assert step.before == before[step.key]
@@ -207,7 +159,7 @@ def test_a_replaced_version_no_longer_held_is_refused(history: list[Any], pick: 
         return
     page = merged(writers)
     gone_key, gone = named[0]
-    full = lookup(page.fold)
+    full = undo.fold_lookup(page.fold)
 
     def compacted(key: Key) -> undo.ElementState:
         state = full(key)
@@ -251,7 +203,7 @@ def test_rolling_back_the_last_tool_call_restores_the_whole_graph(steps: list[An
     change = r.log[before:]
     if not change:
         return
-    r.write(lambda g: (undo.undo([change], lookup(r.fold)).drafts, None))
+    r.write(lambda g: (undo.undo([change], undo.fold_lookup(r.fold)).drafts, None))
     assert graph_view(r.graph) == seen
 
 
@@ -283,7 +235,7 @@ def test_rolling_a_memory_back_to_a_version_restores_the_metadata_of_then(
     # The batches that wrote the versions after the target (each with its metadata edit).
     newer = {v.bat or v.seq for v in versions[k + 1 :]}
     later = [[op for op in r.log if (op.bat or op.seq) == b] for b in sorted(newer)]
-    planned = undo.to_version(target, later, lookup(r.fold))
+    planned = undo.to_version(target, later, undo.fold_lookup(r.fold))
     assert bool(planned.drafts) == (k < len(versions) - 1)
     r.write(lambda g: (planned.drafts, None))
     _, pl = plan.resolve_memory(r.graph, NS, Uri("core", ("m",)))

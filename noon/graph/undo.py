@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from noon.core.elements import BOOT, CONTENT, EDGE, ENTITY, KEYWORD, OBS, REL, REVIEW
-from noon.core.fold import pick_winner
+from noon.core.fold import Fold, pick_winner
 from noon.core.ops import Draft, Key, Op, OpId
 from noon.errors import NoonError
 
@@ -44,6 +44,18 @@ class ElementState:
 
 
 Lookup = Callable[[Key], ElementState]
+
+
+def fold_lookup(fold: Fold) -> Lookup:
+    """Element states read from an in-memory fold (a read model supplies its own lookup)."""
+
+    def state(key: Key) -> ElementState:
+        el = fold.elements.get(key)
+        if el is None:
+            return ElementState((), {})
+        return ElementState(tuple(el.heads.values()), {v.id: v for v in el.versions})
+
+    return state
 
 
 @dataclass(frozen=True)

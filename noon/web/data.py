@@ -337,7 +337,7 @@ class WebData:
 
         def fn(g: Graph) -> tuple[list[Draft], int]:
             changes = self._changes(ns, ids)
-            state = fold_review.lookup(self.store.fold)
+            state = undo.fold_lookup(self.store.fold)
             planned = undo.undo([c.ops for c in changes], state)
             now = fold_review.basis((s.key for s in planned.steps), state)
             if basis is not None and basis != now:
@@ -369,7 +369,7 @@ class WebData:
             if el is None or target is None:
                 raise NotFound(f"Version {version[:80]} of '{uri}' is not held here.")
             later = fold_review.later_changes(self.log, target, el.versions)
-            planned = undo.to_version(target, later, fold_review.lookup(self.store.fold))
+            planned = undo.to_version(target, later, undo.fold_lookup(self.store.fold))
             if not planned.drafts:
                 raise WebError(f"'{uri}' already reads as version {version}.")
             return planned.drafts, node

@@ -28,18 +28,6 @@ class CursorError(NoonError, ValueError):
     pass
 
 
-def lookup(fold: Fold) -> undo.Lookup:
-    """Each element's current heads and held versions, for :mod:`noon.graph.undo`."""
-
-    def state(key: Key) -> undo.ElementState:
-        el = fold.elements.get(key)
-        if el is None:
-            return undo.ElementState((), {})
-        return undo.ElementState(tuple(el.heads.values()), {v.id: v for v in el.versions})
-
-    return state
-
-
 def basis(keys: Iterable[Key], state: undo.Lookup) -> str:
     """A fingerprint of the current heads of every element an undo touches: a rollback the page
     previewed is refused when it differs at write time."""
@@ -198,7 +186,7 @@ def steps(graph: Graph, ns: str, preview: undo.Undo) -> list[dict[str, Any]]:
 
 
 def details(graph: Graph, fold: Fold, log: ChangeLog, ns: str, changes: list[Change]) -> dict:
-    state = lookup(fold)
+    state = undo.fold_lookup(fold)
     preview = undo.preview([c.ops for c in changes], state)
     through = log.reviews.through(ns)
     return {
@@ -219,7 +207,7 @@ def timeline(
 ) -> dict[str, Any]:
     el = graph.content(ns, node)
     changes = log.of_subject(ns, node)
-    state = lookup(fold)
+    state = undo.fold_lookup(fold)
     through = log.reviews.through(ns)
     items = []
     for change in changes[offset : offset + limit]:

@@ -4,36 +4,16 @@ browser: ``playwright install`` is not used). Tests skip with a reason when it i
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from bench.web import CHROMIUM_ARGS, chromium
+
 TIMEOUT_MS = 20_000
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
-
-
-def chromium() -> str | None:
-    for candidate in (
-        "/usr/bin/chromium",
-        shutil.which("chromium"),
-        shutil.which("chromium-browser"),
-    ):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 def skip_without_browser() -> pytest.MarkDecorator:
@@ -57,7 +37,7 @@ async def browser_page(base_url: str) -> AsyncIterator[object]:
 
     errors: list[str] = []
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=chromium(), args=ARGS)
+        browser = await p.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
         try:
             context = await browser.new_context(
                 base_url=base_url, viewport={"width": 1280, "height": 820}

@@ -4,8 +4,6 @@ subprocess (for the browser tests)."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -14,7 +12,8 @@ from typing import Any
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient, TestServer
 
-from bench.mesh import ROOT, free_port, subprocess_env, wait_until
+from bench.mesh import free_port, subprocess_env
+from bench.web import web_server
 from noon.config import Settings
 from noon.graph import plan
 from noon.graph.model import Graph
@@ -127,32 +126,9 @@ async def page_server(
 def web_process(
     directory: Path, node: str = "laptop", *args: str, env: dict[str, str] | None = None
 ) -> Iterator[str]:
-    """``noon web --listen 127.0.0.1:0`` on ``directory``; yields its base URL. Its log goes
-    to ``<directory>.web.log``."""
-    log_path = directory.with_name(directory.name + ".web.log")
-    with open(log_path, "ab") as log:
-        command = ["web", "--listen", "127.0.0.1:0", "--dir", str(directory), "--node-id", node]
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "noon", *command, *args],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            env=env or subprocess_env(NOON_FSYNC="false"),
-            cwd=ROOT,
-        )
-    try:
-
-        def started() -> str | None:
-            if proc.poll() is not None:
-                raise AssertionError(f"noon web exited: {log_path.read_text()[-2000:]}")
-            m = re.search(r"serving the page on (http://\S+)/", log_path.read_text())
-            return m.group(1) if m else None
-
-        yield wait_until(started, what="noon web to listen")
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    """``noon web`` on ``directory`` (a free loopback port); yields its base URL."""
+    with web_server(directory, node, *args, env=env or subprocess_env(NOON_FSYNC="false")) as (
+        url,
+        _,
+    ):
+        yield url
