@@ -18,7 +18,8 @@ from noon.graph.uri import UriError
 from noon.kg.plan import KGError
 from noon.store.store import StoreError
 from noon.web import routes, security
-from noon.web.data import NotFound, Stale, WebData, WebError
+from noon.web.data import WebData
+from noon.web.errors import NotFound, Stale, WebError
 from noon.web.inputs import BadInput, Body, json_body
 from noon.web.live import Live
 from noon.web.routes import DATA, POOL

@@ -24,42 +24,25 @@ from typing import Any, TypeVar
 
 from noon.config import Settings
 from noon.core.elements import CONTENT, review_key
-from noon.core.ops import Draft, Key, Op, valid_node_id
-from noon.errors import NoonError
+from noon.core.ops import Draft, Key, Op
 from noon.graph import plan, undo
 from noon.graph.model import Graph, Placement, live_text, version_id
 from noon.graph.search import snippet, tokens
 from noon.graph.uri import NODE_VIEW, Uri, node_view, parse
 from noon.kg import live as kg_live
-from noon.kg.graph import View
 from noon.mcp.graph_service import GraphService, service
 from noon.ops_cli import status
 from noon.store.store import Changes, Store
 from noon.web import fold_review, fold_views
-from noon.web.changelog import UPTO, WEB_CLIENT, Change, ChangeLog
+from noon.web.changelog import WEB_CLIENT, Change, ChangeLog
 from noon.web.diff import text_diff
+from noon.web.errors import NotFound, Stale, WebError
 
 T = TypeVar("T")
 MAX_IDS = 1000
 """Change ids one approve or rollback may name."""
 MAX_LIVE_KEYS = 500
 """Changed elements reported one by one to the live feed; beyond, the page reloads its view."""
-
-
-class WebError(NoonError, ValueError):
-    """A request the page's data layer refuses; the message says what to do."""
-
-
-class NotFound(WebError):
-    pass
-
-
-class Stale(WebError):
-    """What the page showed changed meanwhile; ``current`` says what is current now."""
-
-    def __init__(self, message: str, current: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.current = current
 
 
 class WebData:
@@ -98,19 +81,6 @@ class WebData:
 
     def _write(self, fn: Callable[[Graph], tuple[list[Draft], T]]) -> tuple[list[Op], T]:
         return self.svc.write(fn, WEB_CLIENT)
-
-    @staticmethod
-    def _expect(graph: Graph, ns: str, node: str, expected: str | None) -> None:
-        if expected is None:
-            return
-        el = graph.content(ns, node)
-        current = version_id(el.winner) if el is not None else None
-        if current != expected:
-            raise Stale(
-                f"This memory changed since the page loaded it (you saw version {expected}, it "
-                f"is now {current}). Look at the new version and redo the edit.",
-                {"version": current},
-            )
 
     def _memory_of(self, graph: Graph, ns: str, node: str, at: Uri | None) -> dict[str, Any]:
         found = graph.resolve(ns, at) if at is not None else None
@@ -283,29 +253,12 @@ class WebData:
         that replicate: approving here clears the queue of every machine. ``{written}``."""
         me = self.settings.node_id
 
+        if not ids and not through:
+            raise WebError("Name the changes to approve (ids) or a frontier (through).")
+
         def fn(g: Graph) -> tuple[list[Draft], int]:
-            drafts = [
-                Draft(review_key(ns, c.id, me), {"verdict": "approved"})
-                for c in (self._changes(ns, ids) if ids else [])
-                if self.log.reviews.verdict(ns, c) is None
-            ]
-            if through:
-                fold = self.store.fold
-                for author, seq in through.items():
-                    if not valid_node_id(author) or not isinstance(seq, int) or seq < 0:
-                        raise WebError(f"Bad frontier entry {author[:80]!r}: {seq!r:.40}.")
-                    if seq > fold.max_seq(author):
-                        raise WebError(
-                            f"Cannot approve changes of {author} up to {seq}: this machine holds "
-                            f"them only up to {fold.max_seq(author)}."
-                        )
-                el = fold.elements.get(review_key(ns, UPTO, me))
-                mine = dict((el.winner.val or {}).get("through", {})) if el else {}
-                merged = {a: max(s, mine.get(a, 0)) for a, s in through.items()}
-                if any(mine.get(a, 0) < s for a, s in merged.items()):
-                    drafts.append(Draft(review_key(ns, UPTO, me), {"through": {**mine, **merged}}))
-            if not ids and not through:
-                raise WebError("Name the changes to approve (ids) or a frontier (through).")
+            changes = self._changes(ns, ids) if ids else []
+            drafts = fold_review.approval(self.log, self.store.fold, ns, changes, through, me)
             return drafts, len(drafts)
 
         _, written = self._write(fn)
@@ -337,17 +290,7 @@ class WebData:
 
         def fn(g: Graph) -> tuple[list[Draft], int]:
             changes = self._changes(ns, ids)
-            state = undo.fold_lookup(self.store.fold)
-            planned = undo.undo([c.ops for c in changes], state)
-            now = fold_review.basis((s.key for s in planned.steps), state)
-            if basis is not None and basis != now:
-                raise Stale(
-                    "What these changes touched was edited since you looked: review the new "
-                    "state and roll back again.",
-                    {"basis": now},
-                )
-            marks = [Draft(review_key(ns, c.id, me), {"verdict": "rolled_back"}) for c in changes]
-            return [*planned.drafts, *marks], len(planned.drafts)
+            return fold_review.rollback(self.store.fold, ns, changes, basis, me)
 
         ops, written = self._write(fn)
         return {"written": written, "batch": f"{ops[-1].node}:{ops[-1].seq}" if ops else None}
@@ -361,7 +304,7 @@ class WebData:
 
         def fn(g: Graph) -> tuple[list[Draft], str]:
             node, _, _ = plan.locate(g, ns, uri)
-            self._expect(g, ns, node, expected_version)
+            fold_views.expect_version(g, ns, node, expected_version)
             el = g.content(ns, node)
             target = next(
                 (v for v in (el.versions if el else ()) if version_id(v) == version), None
@@ -393,7 +336,7 @@ class WebData:
 
         def fn(g: Graph) -> tuple[list[Draft], str]:
             node, _, pl = plan.locate(g, ns, uri)
-            self._expect(g, ns, node, expected)
+            fold_views.expect_version(g, ns, node, expected)
             return make(g, node, pl), node
 
         _, node = self._write(fn)
@@ -510,7 +453,7 @@ class WebData:
 
         def fn(g: Graph) -> tuple[list[Draft], tuple[int, str]]:
             node, _, pl = plan.locate(g, ns, uri)
-            self._expect(g, ns, node, expected_version)
+            fold_views.expect_version(g, ns, node, expected_version)
             drafts, deleted = plan.delete(g, ns, node, uri.strip(), pl, recursive)
             return drafts, (deleted, node)
 
@@ -561,24 +504,7 @@ class WebData:
             raise WebError("Pass either keep (a version) or text (the merged text).")
 
         def fn(g: Graph) -> tuple[list[Draft], None]:
-            el = g.content(ns, node)
-            if el is None:
-                raise NotFound(f"No memory {node_view(node)}.")
-            heads = sorted(version_id(h) for h in el.heads.values())
-            if sorted(expected_heads) != heads:
-                raise Stale(
-                    "The concurrent versions changed since the page loaded them.", {"heads": heads}
-                )
-            if text is not None:
-                return [plan.set_text(ns, node, text)], None
-            chosen = next((h for h in el.heads.values() if version_id(h) == keep), None)
-            if chosen is None:
-                raise WebError(
-                    f"{keep} is not one of the concurrent versions ({', '.join(heads)})."
-                )
-            if chosen.val is None:
-                return plan.delete(g, ns, node, node_view(node), None, False)[0], None
-            return [plan.set_text(ns, node, chosen.val["text"])], None
+            return fold_views.settle(g, ns, node, keep, text, expected_heads), None
 
         self._write(fn)
         return self._read(lambda g: {"resolved": not fold_views.conflicted(g, ns, node)})
@@ -619,22 +545,7 @@ class WebData:
         """One entity: ``{name, type, observations: [text], relations: [{from, to,
         relationType}], changes: [change heads, newest first]}``."""
 
-        def fn(view: View) -> dict[str, Any]:
-            if view.entity(name) is None:
-                raise NotFound(f"No entity named {name[:200]!r}.")
-            e = view.entity_dict(name)
-            rels = [
-                {"from": k[2], "to": k[3], "relationType": k[4]}
-                for k, _ in view.relations_touching([name])
-            ]
-            return {
-                "name": name,
-                "type": e["entityType"],
-                "observations": list(e["observations"]),
-                "relations": rels,
-            }
-
-        shown = kg_live.read(self.store, ns, fn)
+        shown = kg_live.read(self.store, ns, lambda view: fold_views.entity(view, name))
 
         def changes(g: Graph) -> list[dict[str, Any]]:
             through = self.log.reviews.through(ns)

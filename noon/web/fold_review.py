@@ -8,16 +8,17 @@ import hashlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from noon.core.elements import CONTENT
+from noon.core.elements import CONTENT, review_key
 from noon.core.fold import Fold
-from noon.core.ops import Key, Op, valid_node_id
+from noon.core.ops import Draft, Key, Op, valid_node_id
 from noon.errors import NoonError
 from noon.graph import undo
 from noon.graph.model import Graph, op_time_ms, version_id
 from noon.graph.views import show_uri
 from noon.ops_cli import journal
-from noon.web.changelog import WEB_CLIENT, Change, ChangeLog, change_id, subject
+from noon.web.changelog import UPTO, WEB_CLIENT, Change, ChangeLog, change_id, subject
 from noon.web.diff import text_diff, value_diff
+from noon.web.errors import Stale, WebError
 from noon.web.fold_views import namer, who
 
 SUMMARY_OPS = 6
@@ -249,3 +250,53 @@ def later_changes(log: ChangeLog, version: Op, versions: Iterable[Op]) -> list[l
         if op.order > version.order:
             ids[change_id(op)] = None
     return [log.changes[c].ops for c in ids if c in log.changes]
+
+
+def approval(
+    log: ChangeLog,
+    fold: Fold,
+    ns: str,
+    changes: list[Change],
+    through: dict[str, int] | None,
+    me: str,
+) -> list[Draft]:
+    """Review ops approving ``changes`` (those without a verdict yet) and, with ``through``,
+    every change of those authors up to those seqs (merged into this machine's watermark)."""
+    drafts = [
+        Draft(review_key(ns, c.id, me), {"verdict": "approved"})
+        for c in changes
+        if log.reviews.verdict(ns, c) is None
+    ]
+    if through:
+        for author, seq in through.items():
+            if not valid_node_id(author):
+                raise WebError(f"Bad frontier entry {author[:80]!r}: not a node id.")
+            if seq > fold.max_seq(author):
+                raise WebError(
+                    f"Cannot approve changes of {author} up to {seq}: this machine holds them "
+                    f"only up to {fold.max_seq(author)}."
+                )
+        el = fold.elements.get(review_key(ns, UPTO, me))
+        mine = dict((el.winner.val or {}).get("through", {})) if el else {}
+        if any(mine.get(a, 0) < s for a, s in through.items()):
+            merged = {**mine, **{a: max(s, mine.get(a, 0)) for a, s in through.items()}}
+            drafts.append(Draft(review_key(ns, UPTO, me), {"through": merged}))
+    return drafts
+
+
+def rollback(
+    fold: Fold, ns: str, changes: list[Change], basis_seen: str | None, me: str
+) -> tuple[list[Draft], int]:
+    """The drafts undoing ``changes`` plus their rolled-back marks, and how many elements they
+    restore. Refused (:class:`Stale`) when what they touched no longer has ``basis_seen``."""
+    state = undo.fold_lookup(fold)
+    planned = undo.undo([c.ops for c in changes], state)
+    now = basis((s.key for s in planned.steps), state)
+    if basis_seen is not None and basis_seen != now:
+        raise Stale(
+            "What these changes touched was edited since you looked: review the new state and "
+            "roll back again.",
+            {"basis": now},
+        )
+    marks = [Draft(review_key(ns, c.id, me), {"verdict": "rolled_back"}) for c in changes]
+    return [*planned.drafts, *marks], len(planned.drafts)

@@ -9,13 +9,15 @@ from typing import Any
 
 from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS
 from noon.core.fold import Fold
-from noon.core.ops import Key, Op
+from noon.core.ops import Draft, Key, Op
+from noon.graph import plan
 from noon.graph.glossary import Glossary, _fold, _wordish
 from noon.graph.model import Graph, Placement, live_text, op_time_ms, version_id
 from noon.graph.uri import Uri, is_root, node_view, root_domain
 from noon.graph.views import show_uri
 from noon.kg.graph import View
 from noon.web.diff import text_diff
+from noon.web.errors import NotFound, Stale, WebError
 
 SNIPPET = 140
 
@@ -296,4 +298,54 @@ def touched(graph: Graph, fold: Fold, keys: set[Key]) -> dict[str, Any]:
             ns: {**e, "nodes": sorted(e["nodes"]), "parents": sorted(e["parents"])}
             for ns, e in spaces.items()
         }
+    }
+
+
+def expect_version(graph: Graph, ns: str, node: str, expected: str | None) -> None:
+    """Refuse (:class:`Stale`) when the memory's version is no longer ``expected``."""
+    if expected is None:
+        return
+    el = graph.content(ns, node)
+    current = version_id(el.winner) if el is not None else None
+    if current != expected:
+        raise Stale(
+            f"This memory changed since the page loaded it (you saw version {expected}, it is "
+            f"now {current}). Look at the new version and redo the edit.",
+            {"version": current},
+        )
+
+
+def settle(
+    graph: Graph, ns: str, node: str, keep: str | None, text: str | None, expected: list[str]
+) -> list[Draft]:
+    """The write that settles a memory's concurrent versions: the kept version's text (or its
+    deletion), or ``text``; it names every head. Refused when the heads are not ``expected``."""
+    el = graph.content(ns, node)
+    if el is None:
+        raise NotFound(f"No memory {node_view(node)}.")
+    heads = sorted(version_id(h) for h in el.heads.values())
+    if sorted(expected) != heads:
+        raise Stale("The concurrent versions changed since the page loaded them.", {"heads": heads})
+    if text is not None:
+        return [plan.set_text(ns, node, text)]
+    chosen = next((h for h in el.heads.values() if version_id(h) == keep), None)
+    if chosen is None:
+        raise WebError(f"{keep} is not one of the concurrent versions ({', '.join(heads)}).")
+    if chosen.val is None:
+        return plan.delete(graph, ns, node, node_view(node), None, False)[0]
+    return [plan.set_text(ns, node, chosen.val["text"])]
+
+
+def entity(view: View, name: str) -> dict[str, Any]:
+    if view.entity(name) is None:
+        raise NotFound(f"No entity named {name[:200]!r}.")
+    e = view.entity_dict(name)
+    rels = [
+        {"from": k[2], "to": k[3], "relationType": k[4]} for k, _ in view.relations_touching([name])
+    ]
+    return {
+        "name": name,
+        "type": e["entityType"],
+        "observations": list(e["observations"]),
+        "relations": rels,
     }

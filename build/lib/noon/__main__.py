@@ -1,0 +1,5 @@
+import sys
+
+from noon.cli import main
+
+sys.exit(main())

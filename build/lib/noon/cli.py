@@ -1,0 +1,72 @@
+"""The ``noon`` command. Each subcommand lives in its own module, which provides
+``configure(parser)`` and ``run(args) -> int``; this file only routes to them."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from noon import logs
+from noon.config import ConfigError
+from noon.store.store import StoreError
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: (module, one-line help)
+    "serve": ("noon.mcp.command", "run the MCP server (stdio by default)"),
+    "web": ("noon.web.command", "the page: browse, edit, review and undo what agents remember"),
+    "import": ("noon.transfer.import_command", "import memories from another server or an export"),
+    "export": ("noon.transfer.export_command", "export memories (official jsonl or noon format)"),
+    "status": ("noon.ops_cli.status", "show this node, its shards, peers and conflicts"),
+    "compact": ("noon.ops_cli.compact", "drop superseded operations from the shards"),
+    "certs": ("noon.ops_cli.certs", "create the private CA and issue node certificates"),
+    "peers": ("noon.ops_cli.peers", "list, depart or revoke peers"),
+    "log": ("noon.ops_cli.log", "recent changes: who changed what, from which machine, when"),
+    "history": ("noon.ops_cli.history", "every version of one memory (URI) and who wrote it"),
+    "query": ("noon.ops_cli.query", "search URI memories and the knowledge graph"),
+    "doctor": ("noon.ops_cli.doctor", "check this node's setup and say how to fix problems"),
+    "demo": ("noon.demo", "start three local nodes and watch memories replicate"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="noon",
+        description="Shared, durable, conflict-free memory for AI agents across your machines.",
+        epilog="Settings come from NOON_* environment variables; see the README. Start with "
+        "`noon demo`; on a real machine `noon doctor` checks the setup and `noon status` shows "
+        "replication. docs/operating.md describes every command.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in COMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and module_name.startswith(exc.name):
+                continue  # not built yet in this version
+            raise
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        module.configure(cmd)
+        cmd.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "run", None):
+        parser.print_help()
+        return 2
+    try:
+        logs.setup(logging.DEBUG if args.verbose else logging.INFO)
+        return int(args.run(args) or 0)
+    except (ConfigError, StoreError, ValueError, OSError) as exc:
+        print(f"noon: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

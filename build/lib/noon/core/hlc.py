@@ -1,0 +1,78 @@
+"""Hybrid logical clock (Kulkarni et al.): 48 bits of physical milliseconds, 16 bits of counter.
+
+A stamp is one integer, ``physical_ms << 16 | counter``, so stamps compare as integers and
+serialise as one JSON number.
+
+Invariants kept by :class:`Clock`:
+- ``tick`` returns a stamp strictly greater than every stamp it returned or observed before,
+  whatever the wall clock does (it may step back, stall or jump).
+- ``observe`` never moves the clock more than ``max_skew_ms`` ahead of the wall clock: a remote
+  stamp further in the future is clamped, and the clamp is counted. The remote op keeps its own
+  stamp (ordering is by the op's stamp); only the local clock is protected from being dragged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+COUNTER_BITS = 16
+COUNTER_MAX = (1 << COUNTER_BITS) - 1
+PHYSICAL_MAX = (1 << 48) - 1
+DEFAULT_MAX_SKEW_MS = 60_000
+
+
+def pack(physical_ms: int, counter: int) -> int:
+    """Build a stamp from its two parts."""
+    if not 0 <= physical_ms <= PHYSICAL_MAX:
+        raise ValueError(f"HLC physical time out of range: {physical_ms}")
+    if not 0 <= counter <= COUNTER_MAX:
+        raise ValueError(f"HLC counter out of range: {counter}")
+    return (physical_ms << COUNTER_BITS) | counter
+
+
+def physical(stamp: int) -> int:
+    """Milliseconds since the Unix epoch carried by a stamp."""
+    return stamp >> COUNTER_BITS
+
+
+def counter(stamp: int) -> int:
+    """Logical counter carried by a stamp."""
+    return stamp & COUNTER_MAX
+
+
+def is_valid(stamp: object) -> bool:
+    """True for an integer that fits in 64 bits as a stamp."""
+    return isinstance(stamp, int) and not isinstance(stamp, bool) and 0 <= stamp < (1 << 64)
+
+
+@dataclass
+class Clock:
+    """The clock of one node in one process. Not thread-safe; the store serialises access."""
+
+    last: int = 0
+    max_skew_ms: int = DEFAULT_MAX_SKEW_MS
+    clamped: int = 0
+    """How many observed stamps were further ahead of the wall clock than ``max_skew_ms``."""
+
+    def tick(self, wall_ms: int) -> int:
+        """A new stamp for a local event, strictly greater than any stamp seen so far."""
+        last_physical = physical(self.last)
+        if wall_ms > last_physical:
+            self.last = pack(min(wall_ms, PHYSICAL_MAX), 0)
+        elif counter(self.last) < COUNTER_MAX:
+            self.last += 1
+        else:
+            # Counter exhausted within one millisecond: borrow the next millisecond.
+            self.last = pack(last_physical + 1, 0)
+        return self.last
+
+    def observe(self, remote: int, wall_ms: int) -> bool:
+        """Merge a stamp seen on another node's op. Returns True when it had to be clamped."""
+        limit = pack(min(wall_ms + self.max_skew_ms, PHYSICAL_MAX), COUNTER_MAX)
+        clamped = remote > limit
+        if clamped:
+            self.clamped += 1
+            remote = limit
+        if remote > self.last:
+            self.last = remote
+        return clamped

@@ -1,0 +1,280 @@
+"""The operation: one JSON object per line of a shard.
+
+Wire and file form (keys in this order when noon writes; readers accept any order)::
+
+    {"v":1,"node":"laptop","seq":42,"hlc":116..,"el":["content","default","laptop.40"],
+     "val":{"text":"..."},"prev":[["laptop",40]],"by":"claude-code","bat":43}
+
+- ``v``: format version. An op with a newer version is *unknown*: its envelope (``node``,
+  ``seq``, ``hlc``) is still read so it can be stored, deduplicated and relayed, but the fold
+  skips it. The envelope fields keep their meaning in every future version.
+- ``node``/``seq``: the op's identity. ``seq`` is the author's gapless counter, starting at 1.
+- ``hlc``: hybrid logical clock stamp (see :mod:`noon.core.hlc`).
+- ``el``: element key ``[kind, namespace, *parts]`` (see :mod:`noon.core.elements`).
+- ``val``: the value; absent means tombstone.
+- ``prev``: the ops on the element the writer held as current (its heads), which this op
+  replaces; absent when the element was new to the writer.
+- ``by``: the client that wrote it (MCP ``clientInfo`` name, ``cli``, ``import``).
+- ``bat``: present on every op of a multi-op batch: the seq of the batch's last op. A reader
+  applies a batch only once it holds an op of that author with ``seq >= bat``, so a batch torn
+  by a crash is never half-visible.
+
+Fields a version does not know are ignored on read and preserved, since shards are only ever
+rewritten line by line, verbatim.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from noon.core.elements import MAX_KEY_PART, InvalidValue, kind_of
+from noon.errors import NoonError
+
+FORMAT_VERSION = 1
+MAX_LINE = 4 << 20
+MAX_PREV = 256
+MAX_KEY_PARTS = 16
+MAX_CLIENT = 128
+MAX_BATCH = 100_000
+MAX_SEQ = (1 << 53) - 1
+
+NODE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+OpId = tuple[str, int]
+Key = tuple[str, ...]
+
+
+class OpError(NoonError, ValueError):
+    """A line that is not a valid operation. The message says what is wrong with it."""
+
+
+def valid_node_id(node: object) -> bool:
+    return isinstance(node, str) and bool(NODE_ID.match(node)) and ".." not in node
+
+
+class Op:
+    """One decoded operation. Immutable by convention; shared between fold states."""
+
+    __slots__ = ("bat", "by", "digest", "el", "hlc", "known", "node", "prev", "seq", "val")
+
+    def __init__(
+        self,
+        node: str,
+        seq: int,
+        hlc: int,
+        el: Key,
+        val: dict[str, Any] | None,
+        prev: tuple[OpId, ...] | None,
+        by: str | None,
+        bat: int | None,
+        known: bool,
+        digest: int,
+    ) -> None:
+        self.node = node
+        self.seq = seq
+        self.hlc = hlc
+        self.el = el
+        self.val = val
+        self.prev = prev
+        self.by = by
+        self.bat = bat
+        self.known = known
+        self.digest = digest
+
+    @property
+    def id(self) -> OpId:
+        return (self.node, self.seq)
+
+    @property
+    def order(self) -> tuple[int, str, int]:
+        """The total order used for last-writer-wins: greater wins."""
+        return (self.hlc, self.node, self.seq)
+
+    @property
+    def is_tombstone(self) -> bool:
+        return self.val is None
+
+    def __repr__(self) -> str:
+        what = "del" if self.val is None else "put"
+        return f"Op({self.node}:{self.seq} {what} {list(self.el)} hlc={self.hlc})"
+
+
+def line_digest(line: bytes) -> int:
+    """A 64-bit fingerprint of a line, used to tell a duplicate from a fork. Never zero."""
+    return int.from_bytes(hashlib.blake2b(line, digest_size=8).digest(), "big") or 1
+
+
+def _fail(msg: str) -> OpError:
+    return OpError(msg)
+
+
+def _int(obj: Mapping[str, Any], name: str, lo: int, hi: int) -> int:
+    v = obj.get(name)
+    if type(v) is not int or not lo <= v <= hi:
+        raise _fail(f"{name!r} must be an integer in [{lo}, {hi}], got {v!r:.40}")
+    return v
+
+
+_names: dict[str, str] = {}
+
+
+def _name(s: str) -> str:
+    """Share one string object per node id, kind and namespace: a million ops name only a
+    handful of them, and the memoised check keeps validation off the hot path."""
+    known = _names.get(s)
+    if known is None:
+        if len(_names) > 100_000:
+            _names.clear()
+        known = _names[s] = s
+    return known
+
+
+_node_ids: dict[str, str] = {}
+"""Node ids already validated. Kept apart from ``_names``: a namespace or a client name may be
+any string (even empty), and must never pass for a node id."""
+
+
+def _node(v: object, what: str) -> str:
+    if type(v) is str:
+        known = _node_ids.get(v)
+        if known is not None:
+            return known
+        if valid_node_id(v):
+            if len(_node_ids) > 100_000:
+                _node_ids.clear()
+            known = _node_ids[v] = _name(v)
+            return known
+    raise _fail(f"{what} is not a valid node id: {v!r:.80}")
+
+
+def decode(line: bytes) -> Op:
+    """Decode and validate one line (without its newline). Raises :class:`OpError`."""
+    line = line.rstrip(b"\r\n\t ")
+    if len(line) > MAX_LINE:
+        raise _fail(f"line is longer than {MAX_LINE} bytes")
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise _fail(f"not JSON: {exc}") from None
+    if type(obj) is not dict:
+        raise _fail(f"not a JSON object but {type(obj).__name__}")
+    return from_object(obj, line_digest(line))
+
+
+def from_object(obj: Mapping[str, Any], digest: int) -> Op:
+    """Validate a parsed JSON object as an op. Kept lean: it runs once per op on a cold fold."""
+    version = _int(obj, "v", 1, 2**31)
+    node = _node(obj.get("node"), "'node'")
+    seq = _int(obj, "seq", 1, MAX_SEQ)
+    stamp = obj.get("hlc")
+    if type(stamp) is not int or not 0 <= stamp < 1 << 64:
+        raise _fail(f"'hlc' must be a 64-bit unsigned integer, got {stamp!r:.40}")
+    bat = obj.get("bat")
+    if bat is not None:
+        bat = _int(obj, "bat", seq, seq + MAX_BATCH)
+    if version > FORMAT_VERSION:
+        return Op(node, seq, stamp, (), None, None, None, bat, False, digest)
+
+    el = obj.get("el")
+    if type(el) is not list or not 2 <= len(el) <= MAX_KEY_PARTS:
+        raise _fail(f"'el' must be a list of 2 to {MAX_KEY_PARTS} strings, got {el!r:.200}")
+    for part in el:
+        if type(part) is not str or len(part) > MAX_KEY_PART:
+            raise _fail(f"'el' parts must be strings of at most {MAX_KEY_PART} characters")
+    el[0] = _name(el[0])
+    el[1] = _name(el[1])
+    key: Key = tuple(el)
+    kind = kind_of(key)
+
+    val = obj.get("val")
+    if val is not None and type(val) is not dict:
+        raise _fail(f"'val' must be an object or absent, got {type(val).__name__}")
+
+    prev_raw = obj.get("prev")
+    prev: tuple[OpId, ...] | None = None
+    if prev_raw is not None:
+        if type(prev_raw) is not list or len(prev_raw) > MAX_PREV:
+            raise _fail(f"'prev' must be a list of at most {MAX_PREV} [node, seq] pairs")
+        pairs = []
+        for p in prev_raw:
+            if type(p) is not list or len(p) != 2 or type(p[1]) is not int or not p[1] >= 1:
+                raise _fail(f"'prev' entry must be [node, seq], got {p!r:.100}")
+            pairs.append((_node(p[0], "'prev' entry node"), p[1]))
+        prev = tuple(pairs)
+
+    by = obj.get("by")
+    if by is not None:
+        if type(by) is not str or len(by) > MAX_CLIENT:
+            raise _fail(f"'by' must be a string of at most {MAX_CLIENT} characters")
+        by = _name(by)
+
+    known = kind is not None
+    if kind is not None and val is not None:
+        try:
+            kind.validate(val)
+        except InvalidValue as exc:
+            raise _fail(f"invalid value for {key[0]!r}: {exc}") from None
+    return Op(node, seq, stamp, key, val, prev, by, bat, known, digest)
+
+
+def encode(
+    *,
+    node: str,
+    seq: int,
+    hlc: int,
+    el: Key,
+    val: Mapping[str, Any] | None,
+    prev: tuple[OpId, ...] | None = None,
+    by: str | None = None,
+    bat: int | None = None,
+) -> bytes:
+    """Encode an op as one line, without the newline, in noon's canonical key order."""
+    obj: dict[str, Any] = {"v": FORMAT_VERSION, "node": node, "seq": seq, "hlc": hlc, "el": el}
+    if val is not None:
+        obj["val"] = val
+    if prev is not None:
+        obj["prev"] = [list(p) for p in prev]
+    if by is not None:
+        obj["by"] = by
+    if bat is not None:
+        obj["bat"] = bat
+    return orjson.dumps(obj)
+
+
+AUTO = "auto"
+"""``Draft.prev`` default: name the element's current heads (a write that saw the current
+state). Pass an explicit tuple to name what a client actually saw."""
+
+
+class Draft:
+    """An op to be written: the store stamps node, seq, hlc, provenance and batch."""
+
+    __slots__ = ("el", "prev", "val")
+
+    def __init__(
+        self,
+        el: Key,
+        val: dict[str, Any] | None,
+        prev: tuple[OpId, ...] | str | None = AUTO,
+    ) -> None:
+        kind = kind_of(el)
+        if kind is None:
+            raise OpError(f"unknown element kind or wrong key length: {list(el)!r:.200}")
+        if any(not isinstance(p, str) or len(p) > MAX_KEY_PART for p in el):
+            raise OpError("element key parts must be strings of bounded length")
+        if val is not None:
+            try:
+                kind.validate(val)
+            except InvalidValue as exc:
+                raise OpError(f"invalid value for {el[0]!r}: {exc}") from None
+        self.el = el
+        self.val = val
+        self.prev = prev
+
+    def __repr__(self) -> str:
+        return f"Draft({list(self.el)}, {self.val!r:.60})"

@@ -1,0 +1,164 @@
+"""The nine tools of the official memory server as pure functions of the folded state.
+
+Mutations return the drafts to write (one all-or-nothing batch) and the result to show; reads
+return the result. Semantics follow the official server exactly on one machine:
+- create_entities / create_relations skip what already exists, but do not dedupe within one
+  call (a relation listed twice is created twice, as two occurrences). Entities are the one
+  exception: an entity's identity is its name, so a name listed twice in one call is created
+  once (the first listing wins) - see docs/knowledge-graph.md.
+- add_observations appends contents the entity does not hold yet (as it was before this item),
+  keeps duplicates within an item, sees earlier items of the same call, and aborts the whole
+  call on a missing entity.
+- deletes remove every occurrence; delete_entities cascades to relations touching the names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from noon.core.elements import MAX_KEY_PART, entity_key, rel_key
+from noon.core.ops import Draft, Key
+from noon.errors import NoonError
+from noon.kg.graph import View, obs_key, obs_text, obs_value
+
+
+class KGError(NoonError):
+    """A call the official server refuses; the message is the official error text."""
+
+
+@dataclass
+class Planned:
+    drafts: list[Draft] = field(default_factory=list)
+    result: Any = None
+
+
+def _check_part(what: str, value: str) -> None:
+    if len(value) > MAX_KEY_PART:
+        raise KGError(f"{what} is longer than {MAX_KEY_PART} characters: {value[:40]!r}...")
+
+
+class _Batch:
+    """Drafts of one call, each key at most once (the last draft for a key wins)."""
+
+    def __init__(self) -> None:
+        self.drafts: dict[Key, Draft] = {}
+
+    def put(self, key: Key, val: dict[str, Any]) -> None:
+        self.drafts.pop(key, None)
+        self.drafts[key] = Draft(key, val)
+
+    def delete(self, key: Key) -> None:
+        self.drafts.pop(key, None)
+        self.drafts[key] = Draft(key, None)
+
+    def list(self) -> list[Draft]:
+        return list(self.drafts.values())
+
+
+def create_entities(view: View, entities: Sequence[dict[str, Any]]) -> Planned:
+    batch = _Batch()
+    created: list[dict[str, Any]] = []
+    taken: set[str] = set()
+    for item in entities:
+        name, etype, observations = item["name"], item["entityType"], item["observations"]
+        if name in taken or view.entity(name) is not None:
+            continue
+        _check_part("entity name", name)
+        _check_part("entity type", etype)
+        taken.add(name)
+        val: dict[str, Any] = {"type": etype}
+        old = view.fold.elements.get(entity_key(view.ns, name))
+        if old is not None:
+            val["after"] = old.winner.hlc  # a tombstone: start a fresh incarnation
+        batch.put(entity_key(view.ns, name), val)
+        slots: dict[str, int] = {}
+        for text in observations:
+            slot = slots[text] = slots.get(text, -1) + 1
+            batch.put(obs_key(view.ns, name, text, slot), obs_value(text))
+        created.append({"name": name, "entityType": etype, "observations": list(observations)})
+    return Planned(batch.list(), created)
+
+
+def _live_relation_keys(view: View, src: str, dst: str, rtype: str) -> list[Key]:
+    return [
+        k
+        for k in view.space.rels_by_end.get(src, ())
+        if k[2] == src and k[3] == dst and k[4] == rtype and view.live(k) is not None
+    ]
+
+
+def create_relations(view: View, relations: Sequence[dict[str, Any]]) -> Planned:
+    batch = _Batch()
+    created: list[dict[str, str]] = []
+    slots: dict[tuple[str, str, str], int] = {}
+    for item in relations:
+        triple = (item["from"], item["to"], item["relationType"])
+        if _live_relation_keys(view, *triple):
+            continue
+        for what, part in zip(("from", "to", "relationType"), triple, strict=True):
+            _check_part(what, part)
+        slot = slots[triple] = slots.get(triple, -1) + 1
+        batch.put(rel_key(view.ns, *triple, slot), {})
+        created.append({"from": triple[0], "to": triple[1], "relationType": triple[2]})
+    return Planned(batch.list(), created)
+
+
+def add_observations(view: View, items: Sequence[dict[str, Any]]) -> Planned:
+    batch = _Batch()
+    results: list[dict[str, Any]] = []
+    current: dict[str, list[str]] = {}
+    for item in items:
+        name, contents = item["entityName"], item["contents"]
+        if view.entity(name) is None:
+            raise KGError(f"Entity with name {name} not found")
+        held = current.get(name)
+        if held is None:
+            held = current[name] = view.observations(name)
+        before = set(held)
+        added = [c for c in contents if c not in before]
+        slots: dict[str, int] = {}
+        for text in added:
+            slot = slots[text] = slots.get(text, -1) + 1
+            batch.put(obs_key(view.ns, name, text, slot), obs_value(text))
+        held.extend(added)
+        results.append({"entityName": name, "addedObservations": added})
+    return Planned(batch.list(), results)
+
+
+def delete_entities(view: View, names: Iterable[str]) -> Planned:
+    batch = _Batch()
+    wanted = list(dict.fromkeys(names))
+    for name in wanted:
+        key = entity_key(view.ns, name)
+        if view.live(key) is None:
+            continue
+        batch.delete(key)
+        for k in view.space.obs.get(name, ()):
+            if view.live(k) is not None:
+                batch.delete(k)
+    for k, _ in view.relations_touching(wanted):
+        batch.delete(k)
+    return Planned(batch.list(), "Entities deleted successfully")
+
+
+def delete_observations(view: View, deletions: Sequence[dict[str, Any]]) -> Planned:
+    batch = _Batch()
+    for item in deletions:
+        name = item["entityName"]
+        if view.entity(name) is None:
+            continue
+        doomed = set(item["observations"])
+        for k, el in view.observation_elements(name):
+            if obs_text(k, el) in doomed:
+                batch.delete(k)
+    return Planned(batch.list(), "Observations deleted successfully")
+
+
+def delete_relations(view: View, relations: Sequence[dict[str, Any]]) -> Planned:
+    batch = _Batch()
+    for item in relations:
+        for k in _live_relation_keys(view, item["from"], item["to"], item["relationType"]):
+            batch.delete(k)
+    return Planned(batch.list(), "Relations deleted successfully")

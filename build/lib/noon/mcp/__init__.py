@@ -1,0 +1,1 @@
+"""The MCP edge: tool and resource tables and the ``noon serve`` server around the store."""

@@ -1,0 +1,405 @@
+"""The MCP server: tool and resource tables turned into the SDK's low-level ``Server``.
+
+The low-level server is used (not ``MCPServer``) so the tables' schemas go on the wire verbatim
+and errors read exactly as the official memory server's. One ``Server`` serves one store; the
+namespace is the settings' one, or per HTTP request the ``X-Noon-Namespace`` header.
+
+Resource notifications reach subscribers of both protocol eras: legacy ``resources/subscribe``
+(kept per session) and 2026-07-28 ``subscriptions/listen`` (through the SDK's listen handler and
+bus). They fire after every write of a tool (the official server notifies even when a call
+changed nothing), and for changes from anywhere else - another process on this machine, or a
+replica shard that ``noond`` extended - which a background task picks up by polling
+``store.refresh()`` every :data:`POLL_SECONDS` while anyone is subscribed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+import threading
+from collections.abc import AsyncIterator, Collection
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import mcp.types as types
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
+from mcp.shared.exceptions import MCPError
+
+from noon.config import Settings
+from noon.core.elements import KG_KINDS
+from noon.core.ops import Key
+from noon.mcp.spec import ResourceSpec, ToolContext, ToolResult, ToolSpec
+from noon.mcp.validation import ArgumentValidator
+from noon.store.store import Changes, Store, StoreError
+
+log = logging.getLogger("noon.mcp")
+
+FAMILIES = frozenset(("uri", "kg"))
+POLL_SECONDS = 0.2
+"""How often changes from other writers are looked for while someone is subscribed."""
+NAMESPACE_HEADER = "x-noon-namespace"
+NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+KG_SCHEME = "memory://"
+
+
+def package_version() -> str:
+    try:
+        return version("noon")
+    except PackageNotFoundError:
+        return "0.0.0"
+
+
+def _load_family(family: str) -> tuple[list[ToolSpec], list[ResourceSpec], str | None]:
+    if family == "kg":
+        from noon.mcp.kg_tools import KG_RESOURCES, KG_TOOLS
+
+        return KG_TOOLS, KG_RESOURCES, None
+    try:
+        module = importlib.import_module("noon.mcp.uri_tools")
+    except ModuleNotFoundError as exc:
+        if exc.name in ("noon.mcp.uri_tools", "noon.mcp"):
+            log.warning("the URI-graph tools are not part of this build; serving without them")
+            return [], [], None
+        raise
+    return (
+        list(module.URI_TOOLS),
+        list(getattr(module, "URI_RESOURCES", [])),
+        getattr(module, "INSTRUCTIONS", None),
+    )
+
+
+def _affects(uri: str, namespace: str, keys: set[Key]) -> bool:
+    """Whether changed element keys can change what ``uri`` shows in ``namespace``: the
+    knowledge-graph resource follows the knowledge-graph kinds, every other resource (URI-graph
+    nodes and views) the other kinds."""
+    kg = uri.startswith(KG_SCHEME)
+    return any(k[1] == namespace and (k[0] in KG_KINDS) == kg for k in keys)
+
+
+def _connection(session: Any) -> Any:
+    """The connection behind a per-request ``ServerSession`` (the SDK builds one session object
+    per request; subscriptions belong to the connection)."""
+    return getattr(session, "_connection", session)
+
+
+@dataclass
+class _Subscriber:
+    """One legacy session's subscriptions (``resources/subscribe``)."""
+
+    session: Any
+    """A request's session; its standalone channel outlives the request."""
+    connection: Any
+    """Kept referenced so its ``id`` (the registry key) cannot be reused."""
+    namespace: str
+    uris: set[str] = field(default_factory=set)
+
+
+class Notifier:
+    """Collects the keys every refresh of the store reports and tells subscribers."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.bus = InMemorySubscriptionBus()
+        self.legacy: dict[int, _Subscriber] = {}
+        self.listening: dict[int, tuple[str, frozenset[str]]] = {}
+        """Open listen streams: request key -> (namespace, URIs)."""
+        self._pending: set[Key] = set()
+        self._reset = False
+        self._guard = threading.Lock()
+        store.listeners.append(self._collect)
+
+    def _collect(self, changes: Changes) -> None:  # runs in whatever thread refreshed
+        if not self.active:
+            return  # nobody to tell; a later subscriber only cares about later changes
+        with self._guard:
+            self._pending |= changes.keys
+            self._reset = self._reset or changes.reset
+
+    @property
+    def active(self) -> bool:
+        return bool(self.legacy or self.listening)
+
+    def subscribe(self, session: Any, namespace: str, uri: str) -> None:
+        conn = _connection(session)
+        sub = self.legacy.get(id(conn))
+        if sub is None:
+            sub = self.legacy[id(conn)] = _Subscriber(session, conn, namespace)
+        sub.uris.add(uri)
+
+    def unsubscribe(self, session: Any, uri: str) -> None:
+        conn = _connection(session)
+        sub = self.legacy.get(id(conn))
+        if sub is not None:
+            sub.uris.discard(uri)
+            if not sub.uris:
+                del self.legacy[id(conn)]
+
+    async def flush(self, always: Collection[tuple[str, str]] = ()) -> None:
+        """Notify everyone subscribed to a resource the pending changes affect, plus the
+        ``(namespace, uri)`` pairs in ``always``."""
+        with self._guard:
+            keys, reset = self._pending, self._reset
+            self._pending, self._reset = set(), False
+
+        def hit(namespace: str, uri: str) -> bool:
+            return (namespace, uri) in always or reset or _affects(uri, namespace, keys)
+
+        for sid, sub in list(self.legacy.items()):
+            for uri in sorted(sub.uris):
+                if hit(sub.namespace, uri):
+                    try:
+                        await sub.session.send_resource_updated(uri)
+                    except Exception:  # the session is gone: forget it
+                        log.debug("dropping a closed subscriber session", exc_info=True)
+                        self.legacy.pop(sid, None)
+                        break
+        published: set[str] = set()
+        for namespace, uris in list(self.listening.values()):
+            for uri in uris:
+                if uri not in published and hit(namespace, uri):
+                    published.add(uri)
+                    await self.bus.publish(ResourceUpdated(uri=uri))
+
+    async def poll_forever(self) -> None:
+        while True:
+            await anyio.sleep(POLL_SECONDS)
+            if not self.active:
+                continue
+            try:
+                await anyio.to_thread.run_sync(self.store.refresh)
+            except StoreError as exc:
+                log.warning("refresh failed: %s", exc)
+                continue
+            await self.flush()
+
+
+class NoonServer(Server[Any]):
+    """The SDK's low-level server, advertising ``listChanged`` on tools and resources by default
+    (as the official memory server does), whichever transport creates the options."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True, resources_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def _namespace(ctx: ServerRequestContext[Any, Any], default: str) -> str:
+    headers = getattr(ctx.request, "headers", None)
+    raw = headers.get(NAMESPACE_HEADER) if headers is not None else None
+    if not raw:
+        return default
+    if not NAMESPACE.match(raw):
+        raise MCPError(
+            code=types.INVALID_PARAMS,
+            message=f"invalid {NAMESPACE_HEADER} header {raw[:80]!r}: use 1 to 64 letters, "
+            "digits, '.', '_' or '-'",
+        )
+    return raw
+
+
+def _client(ctx: ServerRequestContext[Any, Any]) -> str:
+    params = ctx.session.client_params
+    if params is not None and params.client_info.name:
+        return str(params.client_info.name)[:128]
+    return "mcp"
+
+
+def create_server(
+    store: Store,
+    settings: Settings,
+    families: set[str] | frozenset[str] = FAMILIES,
+    *,
+    instructions: str | None = None,
+    name: str = "noon",
+) -> NoonServer:
+    """A low-level MCP server with the tools and resources of ``families`` on ``store``."""
+    unknown = set(families) - FAMILIES
+    if unknown:
+        raise ValueError(f"unknown tool families {sorted(unknown)}; known: {sorted(FAMILIES)}")
+    tools: dict[str, tuple[ToolSpec, str, ArgumentValidator]] = {}
+    resources: dict[str, tuple[ResourceSpec, str]] = {}
+    for family in ("uri", "kg"):
+        if family not in families:
+            continue
+        fam_tools, fam_resources, fam_instructions = _load_family(family)
+        for spec in fam_tools:
+            if spec.name in tools:
+                raise ValueError(f"two tools named {spec.name!r}")
+            # The drop-in keeps the official server's messages byte for byte; noon's own tools
+            # also suggest the argument a misspelled one probably meant.
+            validator = ArgumentValidator(spec.input_schema, hints=family != "kg")
+            tools[spec.name] = (spec, family, validator)
+        for res in fam_resources:
+            resources[res.uri] = (res, family)
+        if instructions is None and fam_instructions:
+            instructions = fam_instructions
+    notifier = Notifier(store)
+    family_uris = {fam: {uri for uri, (_, f) in resources.items() if f == fam} for fam in FAMILIES}
+
+    def tool_context(ctx: ServerRequestContext[Any, Any], family: str) -> ToolContext:
+        namespace = _namespace(ctx, settings.namespace)
+
+        async def changed() -> None:
+            await notifier.flush({(namespace, uri) for uri in family_uris[family]})
+
+        return ToolContext(
+            store=store,
+            settings=settings,
+            namespace=namespace,
+            client=_client(ctx),
+            changed=changed,
+        )
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=spec.name,
+                    title=spec.title,
+                    description=spec.description,
+                    input_schema=spec.input_schema,
+                    output_schema=spec.output_schema,
+                    annotations=spec.annotations,
+                    execution=types.ToolExecution(task_support="forbidden"),
+                )
+                for spec, _, _ in tools.values()
+            ]
+        )
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> ToolResult:
+        entry = tools.get(params.name)
+        if entry is None:
+            return _error(f"MCP error -32602: Tool {params.name} not found")
+        spec, family, validator = entry
+        args = dict(params.arguments or {})
+        problems = validator.problems(args)
+        if problems:
+            return _error(
+                "MCP error -32602: Input validation error: Invalid arguments for tool "
+                f"{spec.name}: " + "\n".join(problems)
+            )
+        try:
+            return await spec.handler(args, tool_context(ctx, family))
+        except (StoreError, OSError) as exc:
+            log.warning("tool %s failed: %s", spec.name, exc)
+            return _error(str(exc))
+        except MCPError:
+            raise
+        except Exception as exc:  # a bug: keep serving, say what broke, log the traceback
+            log.exception("tool %s crashed", spec.name)
+            return _error(f"Internal error in {spec.name}: {type(exc).__name__}: {exc}")
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=res.uri,
+                    name=res.name,
+                    title=res.title,
+                    description=res.description,
+                    mime_type=res.mime_type,
+                )
+                for res, _ in resources.values()
+            ]
+        )
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        entry = resources.get(uri)
+        if entry is None:
+            raise MCPError(
+                code=types.INVALID_PARAMS, message=f"MCP error -32602: Resource {uri} not found"
+            )
+        res, family = entry
+        tctx = tool_context(ctx, family)
+        text = await anyio.to_thread.run_sync(lambda: res.read(tctx))
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type=res.mime_type, text=text)]
+        )
+
+    async def subscribe(
+        ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        notifier.subscribe(ctx.session, _namespace(ctx, settings.namespace), str(params.uri))
+        return types.EmptyResult()
+
+    async def unsubscribe(
+        ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        notifier.unsubscribe(ctx.session, str(params.uri))
+        return types.EmptyResult()
+
+    listen_handler = ListenHandler(notifier.bus)
+
+    async def listen(
+        ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        uris = frozenset(params.notifications.resource_subscriptions or ())
+        token = id(ctx)
+        notifier.listening[token] = (_namespace(ctx, settings.namespace), uris)
+        try:
+            return await listen_handler(ctx, params)
+        finally:
+            notifier.listening.pop(token, None)
+
+    @asynccontextmanager
+    async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(notifier.poll_forever)
+            try:
+                yield {}
+            finally:
+                tg.cancel_scope.cancel()
+
+    server = NoonServer(
+        name,
+        version=package_version(),
+        instructions=instructions,
+        lifespan=lifespan,
+        get_tool_input_schema=lambda n: tools[n][0].input_schema if n in tools else None,
+        on_list_tools=list_tools,
+        # call_tool may answer with a result's wire form (a dict): the SDK passes it through
+        # unvalidated, which spares large results a model round trip (see kg_tools._text).
+        on_call_tool=call_tool,  # type: ignore[arg-type]
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_subscribe_resource=subscribe,
+        on_unsubscribe_resource=unsubscribe,
+        on_subscriptions_listen=listen,
+    )
+    server.noon_notifier = notifier  # type: ignore[attr-defined]
+    return server
+
+
+def initialization_options(server: Server[Any]) -> InitializationOptions:
+    """Capabilities as the official memory server advertises them (tools and resources
+    ``listChanged``, resources ``subscribe``)."""
+    return server.create_initialization_options(
+        NotificationOptions(tools_changed=True, resources_changed=True)
+    )

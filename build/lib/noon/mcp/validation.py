@@ -1,0 +1,183 @@
+"""Tool arguments checked against a tool's input schema, reported the way the official memory
+server (zod through the TypeScript SDK) reports them: one line per problem, in schema order,
+``Invalid input: expected string, received undefined at entities[0].entityType``."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from typing import Any
+
+from jsonschema import Draft7Validator
+from jsonschema.exceptions import ValidationError
+
+Path = tuple[str | int, ...]
+
+
+def js_type(value: object) -> str:
+    """What zod calls the type of a value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def format_path(path: Sequence[str | int]) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def _schema_at(schema: dict[str, Any], path: Path) -> dict[str, Any]:
+    for part in path:
+        if isinstance(part, int):
+            schema = schema.get("items", {})
+        else:
+            schema = schema.get("properties", {}).get(part, {})
+    return schema
+
+
+def _position(schema: dict[str, Any], path: Path) -> tuple[int, ...]:
+    """Sort key: where each path step sits in the schema (properties in declaration order)."""
+    key = []
+    for part in path:
+        if isinstance(part, int):
+            key.append(part)
+            schema = schema.get("items", {})
+        else:
+            props = list(schema.get("properties", {}))
+            key.append(props.index(part) if part in props else len(props))
+            schema = schema.get("properties", {}).get(part, {})
+    return tuple(key)
+
+
+_UNKNOWN = "\x00unknown"
+"""Path marker of an unknown-keys problem: sorts last, not shown."""
+
+
+def _line(path: Path, text: str) -> str:
+    shown = path[:-1] if path and path[-1] == _UNKNOWN else path
+    return f"{text} at {format_path(shown)}" if shown else text
+
+
+_SIMPLE_KEYWORDS = frozenset(
+    (
+        "$schema",
+        "type",
+        "properties",
+        "required",
+        "items",
+        "additionalProperties",
+        "description",
+        "title",
+        "default",
+    )
+)
+_TYPES: dict[str, Any] = {
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
+
+
+def _simple(schema: Any) -> bool:
+    """Whether :func:`_fast_valid` understands every keyword of ``schema``."""
+    if not isinstance(schema, dict) or not set(schema) <= _SIMPLE_KEYWORDS:
+        return False
+    if not isinstance(schema.get("type", "object"), str):
+        return False
+    if schema.get("type", "object") not in _TYPES:
+        return False
+    extra = schema.get("additionalProperties", True)
+    return (
+        all(_simple(s) for s in schema.get("properties", {}).values())
+        and ("items" not in schema or _simple(schema["items"]))
+        and isinstance(extra, bool)
+    )
+
+
+def _fast_valid(schema: dict[str, Any], value: Any) -> bool:
+    """The same verdict as jsonschema for the keywords :func:`_simple` accepts, much faster
+    (a bulk create_entities is validated in microseconds, not tens of milliseconds)."""
+    kind = schema.get("type")
+    if kind is not None and not _TYPES[kind](value):
+        return False
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        if any(name not in value for name in schema.get("required", ())):
+            return False
+        if schema.get("additionalProperties", True) is False and any(k not in props for k in value):
+            return False
+        return all(_fast_valid(props[k], v) for k, v in value.items() if k in props)
+    if isinstance(value, list) and "items" in schema:
+        items = schema["items"]
+        return all(_fast_valid(items, v) for v in value)
+    return True
+
+
+class ArgumentValidator:
+    def __init__(self, schema: dict[str, Any], *, hints: bool = False) -> None:
+        self.schema = schema
+        self.hints = hints
+        self.validator = Draft7Validator(schema)
+        self.simple = _simple(schema)
+
+    def problems(self, args: dict[str, Any]) -> list[str]:
+        """Every problem with ``args``, one line each; empty when they are valid."""
+        if self.simple and _fast_valid(self.schema, args):
+            return []
+        found: dict[Path, str] = {}
+        for error in self.validator.iter_errors(args):
+            for path, text in self._describe(error):
+                found.setdefault(path, text)
+        ordered = sorted(found.items(), key=lambda item: _position(self.schema, item[0]))
+        return [_line(path, text) for path, text in ordered]
+
+    def _describe(self, error: ValidationError) -> list[tuple[Path, str]]:
+        path: Path = tuple(error.absolute_path)
+        value: Any = error.validator_value
+        schema: Any = error.schema
+        instance: Any = error.instance
+        if error.validator == "required":
+            missing = [p for p in value if p not in instance]
+            out = []
+            for name in missing:
+                expected = _schema_at(self.schema, (*path, name)).get("type", "value")
+                text = f"Invalid input: expected {expected}, received undefined"
+                out.append(((*path, name), text))
+            return out
+        if error.validator == "type":
+            expected = value
+            got = js_type(instance)
+            return [(path, f"Invalid input: expected {expected}, received {got}")]
+        if error.validator == "additionalProperties":
+            allowed = set(schema.get("properties", {}))
+            extra = sorted(k for k in instance if k not in allowed)
+            text = ", ".join(f'"{k}"' for k in extra)
+            plural = "s" if len(extra) > 1 else ""
+            if self.hints:
+                guesses = [
+                    f'"{k}" -> "{m[0]}"'
+                    for k in extra
+                    if (m := difflib.get_close_matches(k, sorted(allowed), n=1, cutoff=0.6))
+                ]
+                if guesses:
+                    text += f" (did you mean {', '.join(guesses)}?)"
+            # UNKNOWN sorts after every declared property, as zod lists unknown keys last
+            return [((*path, _UNKNOWN), f"Unrecognized key{plural}: {text}")]
+        return [(path, f"Invalid input: {error.message}")]

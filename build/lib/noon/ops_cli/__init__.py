@@ -1,0 +1,1 @@
+"""Operator subcommands of the ``noon`` CLI."""

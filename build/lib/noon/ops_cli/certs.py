@@ -1,0 +1,74 @@
+"""``noon certs init`` and ``noon certs issue NODE``: the private CA and node certificates that
+noond's mutual TLS needs (see docs/noond.md, "Certificates")."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from noon import certs
+from noon.config import Settings
+
+
+def default_ca_dir() -> Path:
+    raw = os.environ.get("NOON_CA_DIR", "").strip()
+    return Path(raw).expanduser() if raw else Path("~/.config/noon/ca").expanduser()
+
+
+def default_cert_dir() -> Path:
+    return Settings.from_env().dir / "certs"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="certs_command", metavar="ACTION", required=True)
+    init = sub.add_parser("init", help="create the private CA (once per person)")
+    init.add_argument("--ca-dir", type=Path, help="default: $NOON_CA_DIR or ~/.config/noon/ca")
+    init.add_argument("--name", default="noon CA", help="the CA's common name")
+    init.add_argument("--days", type=int, default=3650)
+    init.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing CA (invalidates every node certificate)",
+    )
+    issue = sub.add_parser("issue", help="issue a key and certificate for a node id")
+    issue.add_argument("node", help="the node id (its NOON_NODE_ID); becomes the CN")
+    issue.add_argument("--ca-dir", type=Path, help="default: $NOON_CA_DIR or ~/.config/noon/ca")
+    issue.add_argument(
+        "--out", type=Path, help="output directory (default: $NOON_DIR/certs, where noond looks)"
+    )
+    issue.add_argument(
+        "--host",
+        action="append",
+        default=[],
+        help="extra DNS name or IP for the certificate (repeatable)",
+    )
+    issue.add_argument("--days", type=int, default=825)
+    issue.add_argument("--force", action="store_true", help="re-issue over existing files")
+
+
+def run(args: argparse.Namespace) -> int:
+    ca_dir = args.ca_dir or default_ca_dir()
+    if args.certs_command == "init":
+        ca = certs.init_ca(ca_dir, name=args.name, days=args.days, force=args.force)
+        print(f"CA created: {ca.cert} (key {ca.key}, keep it private)")
+        print("next: `noon certs issue <node>` for every machine")
+        return 0
+    try:
+        paths = certs.issue_node_cert(
+            ca_dir,
+            args.node,
+            args.out or default_cert_dir(),
+            days=args.days,
+            hosts=args.host,
+            force=args.force,
+        )
+    except certs.CertFileMissingError as exc:
+        print(f"noon: {exc}; create the CA first with `noon certs init`")
+        return 1
+    except certs.CertError as exc:
+        print(f"noon: {exc}")
+        return 1
+    print(f"issued {paths.cert} and {paths.key} for node {paths.node_id} (CA copy: {paths.ca})")
+    print(f"copy these three files to {paths.node_id}'s $NOON_DIR/certs/")
+    return 0

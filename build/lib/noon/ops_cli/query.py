@@ -1,0 +1,91 @@
+"""``noon query TEXT``: search the URI memories (ranked full-text search, the one behind the
+``search_memory`` tool) and the knowledge graph (the official server's ``search_nodes``
+semantics: case-insensitive substring of a name, type or observation)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from noon.graph.model import Graph, live_text, version_id
+from noon.graph.search import SearchIndex, snippet
+from noon.kg.graph import Index, View
+from noon.ops_cli.status import settings_from
+from noon.store.store import Store
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Search memories by words (ranked over content, URIs, disclosures and keywords; "
+        "prefixes match too) and knowledge-graph entities by substring."
+    )
+    parser.add_argument("text", nargs="+", help="what to look for")
+    parser.add_argument("-n", "--limit", type=int, default=10, help="memories shown (default 10)")
+    parser.add_argument("--dir", type=Path, help="shard directory (default: $NOON_DIR)")
+    parser.add_argument("--node-id", help="this node's id (default: $NOON_NODE_ID)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def search(store: Store, namespace: str, text: str, limit: int) -> dict[str, Any]:
+    graph = Graph(store.fold)
+    index = SearchIndex(graph)
+
+    def placed(node: str) -> bool:
+        return graph.is_live(namespace, node) and bool(graph.uris(namespace, node))
+
+    memories = []
+    for hit in index.search(namespace, text, limit, placed):
+        el = graph.content(namespace, hit.node)
+        memories.append(
+            {
+                "uri": str(graph.uris(namespace, hit.node)[0][0]),
+                "node_id": hit.node,
+                "score": hit.score,
+                "version": version_id(el.winner) if el else None,
+                "snippet": snippet(live_text(el) if el else "", text, hit.matched),
+            }
+        )
+    kg = View(store.fold, Index.build(store.fold), namespace).search(text)
+    return {
+        "query": text,
+        "memories": memories,
+        "entities": kg["entities"],
+        "relations": kg["relations"],
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    out = [f"memories matching {result['query']!r}: {len(result['memories'])}"]
+    for m in result["memories"]:
+        out.append(f"  {m['uri']}  (score {m['score']})")
+        out.append(f"    {m['snippet']}")
+    out.append(f"knowledge-graph entities: {len(result['entities'])}")
+    for e in result["entities"]:
+        out.append(f"  kg://{e['name']} ({e['entityType']})")
+        for o in e["observations"][:5]:
+            out.append(f"    - {o}")
+        if len(e["observations"]) > 5:
+            out.append(f"    ... {len(e['observations']) - 5} more")
+    for r in result["relations"]:
+        out.append(f"  {r['from']} --{r['relationType']}--> {r['to']}")
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    if not settings.dir.is_dir():
+        print(f"noon: {settings.dir} does not exist; set NOON_DIR")
+        return 1
+    text = " ".join(args.text).strip()
+    if not text:
+        print("noon: nothing to search for")
+        return 1
+    store = Store(settings)
+    try:
+        result = search(store, settings.namespace, text, max(1, args.limit))
+    finally:
+        store.close()
+    print(json.dumps(result, indent=1) if args.json else render(result))
+    return 0

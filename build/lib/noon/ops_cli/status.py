@@ -1,0 +1,315 @@
+"""``noon status``: this node, its shards (ops, highest seq, last write) and how far each peer is
+behind or ahead on each of them, the peers' health, memories with concurrent versions, and the
+deleted elements the daemon keeps frozen because a member could still bring them back.
+
+Peers and frozen tombstones come from the local daemon (``/status`` and ``/peers`` over mutual
+TLS with this node's own certificate). Without a daemon, the state file's last reports stand in
+for the peers, and what is frozen is unknown; shards and conflicts always come from the files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from noon.config import Settings
+from noon.core.elements import CONTENT
+from noon.core.fold import Element
+from noon.core.hlc import physical
+from noon.core.ops import Key
+from noon.graph.model import Graph
+from noon.graph.views import show_uri
+from noon.ops_cli import daemon_api
+from noon.ops_cli.peers import state_path
+from noon.store import peerstate
+from noon.store.store import ForkDetected, Store
+from noon.store.survey import survey_dir
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Show this node, its shards with op counts and each peer's lag on them, the peers' "
+        "health, memories with concurrent versions (conflicts) and deleted elements kept frozen "
+        "for a member that could still bring them back. Asks the local noond; without one, "
+        "reads the shard files and the daemon's state file."
+    )
+    parser.add_argument("--dir", type=Path, help="shard directory (default: $NOON_DIR)")
+    parser.add_argument("--node-id", help="this node's id (default: $NOON_NODE_ID)")
+    parser.add_argument("--url", help="daemon base URL (default: from NOOND_LISTEN, on loopback)")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=20,
+        help="conflicts and frozen elements listed at most (default 20)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, object] = {}
+    if getattr(args, "dir", None):
+        overrides["dir"] = args.dir
+    if getattr(args, "node_id", None):
+        overrides["node_id"] = args.node_id
+    return Settings.from_env(**overrides)  # type: ignore[arg-type]
+
+
+def iso(seconds: float | None) -> str | None:
+    if not seconds:
+        return None
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def live_heads(el: Element) -> list[Any]:
+    return [h for h in (el.heads or {}).values() if h.val is not None]
+
+
+def conflicts(store: Store, limit: int) -> tuple[int, list[dict[str, Any]]]:
+    """Elements with more than one live head (concurrent versions nobody resolved yet)."""
+    found: list[tuple[Key, Element]] = [
+        (key, el) for key, el in store.fold.elements.items() if len(live_heads(el)) > 1
+    ]
+    found.sort(key=lambda kv: kv[0])
+    graph = Graph(store.fold) if found else None
+    out = []
+    for key, el in found[:limit]:
+        item: dict[str, Any] = {"element": list(key)}
+        if key[0] == CONTENT and graph is not None:
+            item["uri"] = show_uri(graph, key[1], key[2])
+        item["heads"] = [
+            {
+                "version": f"{h.node}:{h.seq}",
+                "by": h.by,
+                "node": h.node,
+                "time": iso(physical(h.hlc) / 1000),
+                "winner": h is el.winner,
+            }
+            for h in sorted(live_heads(el), key=lambda o: o.order, reverse=True)
+        ]
+        out.append(item)
+    return len(found), out
+
+
+def gather(
+    settings: Settings, url: str, limit: int = 20, store: Store | None = None
+) -> dict[str, Any]:
+    """Everything ``noon status`` shows, as one JSON-ready dict. Conflicts come from ``store``
+    when given (a long-running caller's own), else from a store opened for the purpose."""
+    report: dict[str, Any] = {
+        "node": settings.node_id,
+        "dir": str(settings.dir),
+        "namespace": settings.namespace,
+    }
+    daemon: dict[str, Any] = {"url": url, "reachable": False}
+    peers_doc: dict[str, Any] | None = None
+    status_doc: dict[str, Any] | None = None
+    try:
+        status_doc = daemon_api.get_json(url, "/status", settings)
+        peers_doc = daemon_api.get_json(url, "/peers", settings)
+    except daemon_api.Unreachable as exc:
+        daemon["error"] = str(exc)
+    if status_doc is not None and status_doc.get("node") != settings.node_id:
+        daemon["error"] = (
+            f"the daemon at {url} is node {status_doc.get('node')!r}, not {settings.node_id!r}"
+        )
+        status_doc = peers_doc = None
+    if status_doc is not None:
+        daemon.update(
+            reachable=True,
+            uptime_seconds=status_doc.get("uptime_seconds"),
+            rounds=status_doc.get("rounds"),
+            behind=status_doc.get("behind"),
+            protocol=status_doc.get("protocol"),
+        )
+    report["daemon"] = daemon
+
+    peers: list[dict[str, Any]] = []
+    heads: dict[str, dict[str, int]] = {}
+    if peers_doc is not None:
+        report["peers_source"] = "daemon"
+        for p in peers_doc.get("peers", []):
+            peers.append(
+                {
+                    "node": p.get("node"),
+                    "address": p.get("address"),
+                    "state": p.get("state"),
+                    "last_ok": iso(p.get("last_ok")),
+                    "reported_at": iso(p.get("reported_at")),
+                    "error": p.get("error"),
+                }
+            )
+            heads[str(p.get("node"))] = dict(p.get("heads") or {})
+        report["revoked"] = peers_doc.get("revoked", [])
+        report["departed"] = peers_doc.get("departed", [])
+    else:
+        path = state_path(settings)
+        report["peers_source"] = f"state file {path} (last reports; no daemon answered)"
+        try:
+            state = peerstate.load(path)
+        except (OSError, peerstate.StateError) as exc:
+            state = peerstate.PeerState()
+            report["peers_error"] = str(exc)
+        for node in sorted(set(state.members) | set(state.reports)):
+            rep = state.reports.get(node)
+            peers.append(
+                {
+                    "node": node,
+                    "address": state.members.get(node),
+                    "state": "unknown",
+                    "last_ok": None,
+                    "reported_at": iso(rep.at) if rep else None,
+                    "error": None,
+                }
+            )
+            heads[node] = dict(rep.frontier) if rep else {}
+        report["revoked"] = sorted(state.revoked)
+        report["departed"] = sorted(state.departed)
+    report["peers"] = peers
+
+    shards = []
+    for s in survey_dir(settings.dir):
+        shards.append(
+            {
+                "shard": s.node,
+                "file": s.file,
+                "ops": s.ops,
+                "seq": s.seq,
+                "bytes": s.size,
+                "last_write": iso(s.newest_ms / 1000),
+                "corrupt": len(s.corrupt),
+                # > 0: the peer lacks that many ops of this shard; < 0: it holds more than here.
+                "lag": {node: s.seq - h.get(s.node, 0) for node, h in sorted(heads.items())},
+            }
+        )
+    report["shards"] = shards
+
+    forks = list(status_doc.get("forks", [])) if status_doc else []
+    try:
+        own = store or Store(settings)
+    except ForkDetected as exc:
+        forks.append({"peer": None, "shard": None, "error": str(exc)})
+        report["conflicts_total"], report["conflicts"] = None, []
+    else:
+        try:
+            with own.lock:
+                report["conflicts_total"], report["conflicts"] = conflicts(own, limit)
+        finally:
+            if own is not store:
+                own.close()
+    report["forks"] = forks
+
+    collection = status_doc.get("collection") if status_doc else None
+    if isinstance(collection, dict) and collection.get("ran"):
+        report["frozen"] = {
+            "known": True,
+            "count": collection.get("frozen", 0),
+            "kept": list(collection.get("kept", []))[:limit],
+        }
+    else:
+        why = "the daemon has not run a collection yet" if status_doc else "no daemon answered"
+        report["frozen"] = {"known": False, "count": None, "kept": [], "note": why}
+    return report
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def _lag(value: int) -> str:
+    if value == 0:
+        return "in sync"
+    return f"lacks {value}" if value > 0 else f"ahead {-value}"
+
+
+def render(r: dict[str, Any]) -> str:
+    out = [f"node {r['node']}  dir {r['dir']}  namespace {r['namespace']}"]
+    d = r["daemon"]
+    if d["reachable"]:
+        behind = "  OWN SHARD BEHIND A PEER" if d.get("behind") else ""
+        out.append(
+            f"daemon {d['url']}: up {d.get('uptime_seconds', 0):.0f} s, "
+            f"{d.get('rounds')} rounds{behind}"
+        )
+    else:
+        out.append(f"daemon {d['url']}: not reachable ({d.get('error')})")
+    out.append("")
+    peer_names = [p["node"] for p in r["peers"]]
+    if r["shards"]:
+        head = ["SHARD", "OPS", "SEQ", "LAST WRITE", "CORRUPT", *peer_names]
+        rows = [head] + [
+            [
+                s["shard"],
+                str(s["ops"]),
+                str(s["seq"]),
+                s["last_write"] or "-",
+                str(s["corrupt"]),
+                *(_lag(s["lag"][n]) if n in s["lag"] else "?" for n in peer_names),
+            ]
+            for s in r["shards"]
+        ]
+        out += _table(rows)
+    else:
+        out.append("no shards yet (nothing written here or replicated)")
+    out.append("")
+    out.append(f"peers ({r['peers_source']}):")
+    if r["peers"]:
+        rows = [["NODE", "ADDRESS", "STATE", "LAST OK", "LAST REPORT", "ERROR"]] + [
+            [
+                p["node"],
+                p["address"] or "-",
+                p["state"] or "-",
+                p["last_ok"] or "-",
+                p["reported_at"] or "-",
+                (p["error"] or "")[:60],
+            ]
+            for p in r["peers"]
+        ]
+        out += ["  " + line for line in _table(rows)]
+    else:
+        out.append("  none known")
+    for label in ("revoked", "departed"):
+        if r.get(label):
+            out.append(f"{label}: {', '.join(r[label])}")
+    out.append("")
+    if r["conflicts_total"] is None:
+        out.append("conflicts: unknown (the directory is forked, see below)")
+    else:
+        out.append(f"conflicts: {r['conflicts_total']}")
+    for c in r["conflicts"]:
+        out.append(f"  {c.get('uri') or '/'.join(c['element'])}")
+        for h in c["heads"]:
+            mark = " (shown)" if h["winner"] else ""
+            out.append(
+                f"    {h['version']}{mark} by {h['by'] or 'unknown'} on {h['node']} at {h['time']}"
+            )
+    f = r["frozen"]
+    if f["known"]:
+        out.append(f"frozen tombstones: {f['count']}")
+        for k in f["kept"]:
+            out.append(f"  {'/'.join(k['element'])}: kept for {k['member']} ({k['reason']})")
+    else:
+        out.append(f"frozen tombstones: unknown ({f['note']})")
+    for fork in r["forks"]:
+        where = f" (shard {fork['shard']} with {fork['peer']})" if fork.get("shard") else ""
+        out.append(f"FORK{where}: {fork['error']}")
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    if not settings.dir.is_dir():
+        print(
+            f"noon: {settings.dir} does not exist; set NOON_DIR or write a memory first "
+            "(`noon doctor` checks the setup)"
+        )
+        return 1
+    report = gather(settings, args.url or daemon_api.local_url(), args.limit)
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print(render(report))
+    return 0

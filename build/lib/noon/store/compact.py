@@ -1,0 +1,154 @@
+"""Compaction: rewrite a shard without the ops that can no longer affect any read.
+
+The decision is the pure :func:`noon.core.compaction.droppable`, made on a fresh full read of
+every shard under a directory-wide compaction lock (two compactions planning on each other's
+old files could each drop the last op naming a version). The rewrite keeps every other line
+verbatim and in place (unknown ops, corrupt lines, other authors' ops), goes to a temp file,
+and is swapped in by rename under the shard's own lock after copying whatever was appended
+meanwhile, so a concurrent append is never lost and waits only for that short copy.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Iterator, Set
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from noon.core.compaction import droppable
+from noon.core.ops import Key, Op, OpError, OpId, decode
+from noon.names import shard_node
+from noon.store.shard import fsync_dir, locked
+
+Scan = tuple[list[tuple[bytes, Op | None]], int, int]
+"""A shard's complete lines with their ops (None: corrupt or blank), the offset after the last
+complete line, and the inode read."""
+
+
+@dataclass(frozen=True)
+class CompactReport:
+    shard: str
+    before: int
+    after: int
+    corrupt_kept: int
+    done: bool = True
+
+    @property
+    def dropped(self) -> int:
+        return self.before - self.after
+
+
+def _scan(path: Path) -> Scan:
+    """Complete lines of a shard with their ops (None for corrupt or blank lines), the offset
+    just after the last complete line, and the inode read."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        st = os.fstat(fd)
+        data = os.pread(fd, st.st_size, 0)
+    finally:
+        os.close(fd)
+    end = data.rfind(b"\n") + 1
+    lines: list[tuple[bytes, Op | None]] = []
+    for raw in data[:end].split(b"\n")[:-1]:
+        try:
+            op = decode(raw) if raw.strip() else None
+        except OpError:
+            op = None
+        lines.append((raw, op))
+    return lines, end, st.st_ino
+
+
+@dataclass
+class DirScan:
+    """Every shard of a directory, read in full: the basis of a compaction or a collection."""
+
+    scans: dict[str, Scan]
+    groups: dict[Key, list[Op]]
+    arrived: dict[str, int]
+    """Highest seq held per author, over every shard."""
+
+
+def scan_dir(directory: Path) -> DirScan:
+    scans: dict[str, Scan] = {}
+    for name in sorted(n for n in os.listdir(directory) if shard_node(n) is not None):
+        try:
+            scans[name] = _scan(directory / name)
+        except FileNotFoundError:
+            continue
+    groups: dict[Key, dict[OpId, Op]] = defaultdict(dict)
+    arrived: dict[str, int] = {}
+    for lines, _, _ in scans.values():
+        for _, op in lines:
+            if op is not None:
+                arrived[op.node] = max(arrived.get(op.node, 0), op.seq)
+                if op.known:
+                    groups[op.el].setdefault(op.id, op)
+    return DirScan(scans, {k: list(v.values()) for k, v in groups.items()}, arrived)
+
+
+@contextmanager
+def maintenance(directory: Path) -> Iterator[None]:
+    """The directory-wide lock every compaction and collection holds while it plans and
+    rewrites: two planning on each other's old files could each drop the last op naming a
+    version, and that version would come back as a head."""
+    state = directory / ".noon"
+    state.mkdir(exist_ok=True)
+    with locked(state / "compact"):
+        yield
+
+
+def compact_dir(directory: Path, shards: list[str], *, history: int) -> list[CompactReport]:
+    """Compact the named shards of ``directory`` (file names), one rename each."""
+    with maintenance(directory):
+        found = scan_dir(directory)
+        targets = [name for name in shards if name in found.scans]
+        scope: set[OpId] = set()
+        for name in targets:
+            scope |= in_scope(found.scans[name][0])
+        # One plan for every target (see maintenance()).
+        drops = droppable(found.groups, lambda op: op.id in scope, history, found.arrived)
+        return [rewrite(directory / name, found.scans[name], drops) for name in targets]
+
+
+def in_scope(lines: list[tuple[bytes, Op | None]]) -> set[OpId]:
+    """Ops of a shard that may go: all but each author's last (it holds the seq high-water
+    mark and closes the last batch)."""
+    last: dict[str, int] = {}
+    for _, op in lines:
+        if op is not None:
+            last[op.node] = max(last.get(op.node, 0), op.seq)
+    return {op.id for _, op in lines if op is not None and last[op.node] != op.seq}
+
+
+def rewrite(path: Path, scan: Scan, drops: Set[OpId]) -> CompactReport:
+    """Rewrite one shard without the ops in ``drops``; everything else stays verbatim."""
+    lines, end, inode = scan
+    ops = [op for _, op in lines if op is not None]
+    corrupt = sum(1 for raw, op in lines if op is None and raw.strip())
+    if not any(op.id in drops for op in ops):
+        return CompactReport(path.name, len(ops), len(ops), corrupt)
+    kept = [raw for raw, op in lines if op is None or op.id not in drops]
+    body = b"".join(raw + b"\n" for raw in kept)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.compact.tmp")
+    with locked(path):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            st = os.fstat(fd)
+            if st.st_ino != inode or st.st_size < end:
+                # Rewritten by someone else since the scan (only possible without the
+                # maintenance lock): leave it, the next run will do.
+                return CompactReport(path.name, len(ops), len(ops), corrupt, done=False)
+            appended = os.pread(fd, st.st_size - end, end)
+        finally:
+            os.close(fd)
+        with open(tmp, "wb") as out:
+            out.write(body)
+            out.write(appended)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
+    after = sum(1 for _, op in lines if op is not None and op.id not in drops)
+    return CompactReport(path.name, len(ops), after, corrupt)

@@ -1,0 +1,153 @@
+"""Writing imported memories through the import shard, idempotently, with progress.
+
+Each write is one all-or-nothing batch of at most :data:`CHUNK` items, planned against the fresh
+state, so re-running an import (also one cut short by a crash) adds only what is missing.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from tqdm import tqdm
+
+from noon.config import Settings
+from noon.core.elements import boot_key, content_key, edge_key, keyword_key
+from noon.core.fold import Fold
+from noon.core.ops import Draft, Key
+from noon.kg import plan
+from noon.kg.live import mutate
+from noon.store.store import Store
+from noon.transfer.nocturne import NocturneData
+from noon.transfer.official import OfficialGraph
+
+CLIENT = "import"
+CHUNK = 2000
+PROGRESS_FROM = 5000
+"""Show a progress bar (stderr) for inputs with at least this many items."""
+IMPORT_SUFFIX = "-import"
+
+T = TypeVar("T")
+
+
+def import_settings(settings: Settings) -> Settings:
+    """The settings of the import shard: node id ``<node>-import``."""
+    base = settings.node_id[: 64 - len(IMPORT_SUFFIX)]
+    return replace(settings, node_id=base + IMPORT_SUFFIX)
+
+
+def _chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _bar(total: int, what: str) -> tqdm[Any]:
+    return tqdm(
+        total=total,
+        desc=what,
+        unit=" items",
+        file=sys.stderr,
+        disable=total < PROGRESS_FROM,
+        leave=False,
+    )
+
+
+def import_official(store: Store, namespace: str, graph: OfficialGraph, source: str) -> str:
+    total = len(graph.entities) + len(graph.relations)
+    made_e = made_r = 0
+    with _bar(total, "importing") as bar:
+        for chunk in _chunks(graph.entities):
+            created = mutate(store, namespace, plan.create_entities, chunk, CLIENT)
+            made_e += len(created)  # type: ignore[arg-type]
+            bar.update(len(chunk))
+        for chunk in _chunks(graph.relations):
+            created = mutate(store, namespace, plan.create_relations, chunk, CLIENT)
+            made_r += len(created)  # type: ignore[arg-type]
+            bar.update(len(chunk))
+    return (
+        f"Imported {made_e} of {len(graph.entities)} entities and {made_r} of "
+        f"{len(graph.relations)} relations from {source} into namespace {namespace!r}."
+    )
+
+
+def _write_absent(store: Store, items: Sequence[tuple[Key, dict[str, Any]]], bar: Any) -> int:
+    written = 0
+    for chunk in _chunks(items):
+
+        def absent(fold: Fold, chunk: Sequence[tuple[Key, dict[str, Any]]] = chunk) -> list[Draft]:
+            return [Draft(k, v) for k, v in chunk if k not in fold.elements]
+
+        written += len(store.write(absent, client=CLIENT))
+        bar.update(len(chunk))
+    return written
+
+
+def _texts(fold: Fold, key: Key) -> list[str | None]:
+    el = fold.elements.get(key)
+    if el is None or el.versions is None:
+        return []
+    ordered = sorted(el.versions, key=lambda op: op.order)
+    return [op.val.get("text") if op.val else None for op in ordered]
+
+
+def import_nocturne(store: Store, data: NocturneData, source: str, default_ns: str) -> str:
+    namespaces = sorted(
+        {p.namespace for p in data.placements}
+        | {k[0] for k in data.keywords}
+        | {b[0] for b in data.boot}
+        | {default_ns}
+    )
+    # Content lives per namespace: a node is written into every namespace that places it; a
+    # node placed nowhere (an orphan in Nocturne) goes to the default one, where noon lists it
+    # as an orphan instead of losing it.
+    homes: dict[str, set[str]] = {}
+    for p in data.placements:
+        homes.setdefault(p.namespace, set()).add(p.child)
+    placed_somewhere = set().union(*homes.values()) if homes else set()
+    homes.setdefault(default_ns, set()).update(set(data.versions) - placed_somewhere)
+    total = sum(len(data.versions[n]) for nodes in homes.values() for n in nodes)
+    total += len(data.placements) + len(data.keywords) + len(data.boot)
+    versions_written = 0
+    depth = max((len(v) for v in data.versions.values()), default=0)
+    with _bar(total, "importing") as bar:
+        # one version level per batch, so each version's prev names the one before
+        for level in range(depth):
+            todo = [
+                (content_key(ns, node), {"text": versions[level]}, versions[:level])
+                for ns in namespaces
+                for node, versions in data.versions.items()
+                if node in homes.get(ns, ()) and len(versions) > level
+            ]
+            for chunk in _chunks(todo):
+
+                def next_version(fold: Fold, chunk: Sequence[Any] = chunk) -> list[Draft]:
+                    return [
+                        Draft(key, val) for key, val, before in chunk if _texts(fold, key) == before
+                    ]
+
+                versions_written += len(store.write(next_version, client=CLIENT))
+                bar.update(len(chunk))
+        placements = [
+            (
+                edge_key(p.namespace, p.parent, p.name),
+                {"child": p.child, "priority": p.priority, "disclosure": p.disclosure},
+            )
+            for p in data.placements
+        ]
+        placed = _write_absent(store, placements, bar)
+        keywords: list[tuple[Key, dict[str, Any]]] = [
+            (keyword_key(ns, kw, node), {}) for ns, kw, node in data.keywords
+        ]
+        bound = _write_absent(store, keywords, bar)
+        boots: list[tuple[Key, dict[str, Any]]] = [
+            (boot_key(ns, node), {}) for ns, node in data.boot
+        ]
+        booted = _write_absent(store, boots, bar)
+    return (
+        f"Imported from {source}: {versions_written} content versions of "
+        f"{len(data.versions)} memories, {placed} of {len(placements)} placements, {bound} of "
+        f"{len(keywords)} keywords and {booted} of {len(boots)} boot entries "
+        "(what was already present is skipped)."
+    )

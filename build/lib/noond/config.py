@@ -1,0 +1,288 @@
+"""Daemon settings: ``NOOND_*`` environment variables, overridden by command-line flags.
+
+Every setting, its variable and its default is documented in ``docs/noond.md``. A bad value
+fails at start with the variable's name; nothing silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import re
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from noon.config import ConfigError, Settings, env_bool, env_float, env_int
+from noon.core.ops import valid_node_id
+
+DEFAULT_PORT = 7707
+PROTOCOL = 1
+CAPABILITIES = ("digest", "gzip", "check", "checks", "membership", "graph")
+
+ADDRESS_RE = re.compile(r"^(?:[A-Za-z0-9._-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):(\d{1,5})$")
+
+
+def parse_address(raw: str, default_port: int = DEFAULT_PORT, *, any_port: bool = False) -> str:
+    """Normalise ``host``, ``host:port``, ``v6``, ``[v6]:port`` to ``host:port`` (v6 in
+    brackets). Raises ValueError on anything else (paths, userinfo, bad ports). ``any_port``
+    admits port 0 (listen on an ephemeral port)."""
+    raw = raw.strip()
+    if not raw:
+        raise ValueError("empty address")
+    try:
+        ip = ipaddress.ip_address(raw)
+    except ValueError:
+        pass
+    else:
+        return f"[{ip}]:{default_port}" if ip.version == 6 else f"{ip}:{default_port}"
+    if ":" not in raw or (raw.startswith("[") and raw.endswith("]")):
+        raw = f"{raw}:{default_port}"
+    m = ADDRESS_RE.fullmatch(raw)
+    if not m or not (0 if any_port else 1) <= int(m.group(1)) <= 65535:
+        raise ValueError(f"not a host:port address: {raw!r}")
+    return raw
+
+
+def split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class Seed:
+    address: str
+    node: str | None
+
+
+def parse_seeds(raw: str, default_port: int) -> list[Seed]:
+    """``node@host:port`` or ``host:port``, separated by commas or whitespace."""
+    seeds = []
+    for item in re.split(r"[,\s]+", raw.strip()):
+        if not item:
+            continue
+        node, sep, addr = item.rpartition("@")
+        if sep and not valid_node_id(node):
+            raise ValueError(f"invalid node id in seed {item!r}")
+        seeds.append(Seed(parse_address(addr, default_port), node or None))
+    return seeds
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    store: Settings
+    listen_host: str = "0.0.0.0"
+    listen_port: int = DEFAULT_PORT
+    advertise: str = ""
+    source_ip: str = ""
+    """Local IP outgoing connections are bound to (multi-homed hosts; the fault suite uses
+    it to tell daemons apart on loopback). Empty: the kernel chooses."""
+    seeds: tuple[Seed, ...] = ()
+    dns_srv: tuple[str, ...] = ()
+    dns_nameserver: str = ""
+    tailscale: bool = False
+    tailscale_port: int = DEFAULT_PORT
+    discover_interval: float = 300.0
+    interval: float = 30.0
+    push: bool = True
+    watch_interval: float = 0.2
+    suspect_after: int = 3
+    dead_after: int = 6
+    dead_retry: float = 300.0
+    tls: bool = True
+    allow_plaintext: bool = False
+    cert: Path | None = None
+    key: Path | None = None
+    ca: Path | None = None
+    revoked: frozenset[str] = frozenset()
+    departed: frozenset[str] = frozenset()
+    max_body: int = 32 << 20
+    page_bytes: int = 1 << 20
+    timeout: float = 10.0
+    digest: bool = True
+    state_file: Path | None = None
+    concurrency: int = 16
+    collect: bool = True
+    """Physically remove deleted elements once no member can bring them back."""
+    collect_unseen: bool = False
+    """Also collect an element an away member never saw (its last report covers none of it).
+    Faster, but a report can be stale (see PROTOCOL.md, Tombstone collection): opt-in."""
+    forget_after: float = 180 * 86400.0
+    """Retire a member not heard from for this long (its frontier joins the retired one)."""
+    metrics_listen: str = ""
+    """``host:port`` of a plaintext listener serving only /metrics and /health."""
+
+    @property
+    def node(self) -> str:
+        return self.store.node_id
+
+    @property
+    def state_path(self) -> Path:
+        return self.state_file or self.store.dir / ".noon" / "noond.json"
+
+    def tls_files(self) -> tuple[Path, Path, Path]:
+        certs = self.store.dir / "certs"
+        return (
+            self.cert or certs / f"{self.node}.crt",
+            self.key or certs / f"{self.node}.key",
+            self.ca or certs / "ca.crt",
+        )
+
+    def check(self) -> None:
+        if self.dead_after < self.suspect_after:
+            raise ConfigError(
+                f"NOOND_DEAD_AFTER ({self.dead_after}) must be at least NOOND_SUSPECT_AFTER "
+                f"({self.suspect_after})"
+            )
+        if not self.tls and not is_loopback(self.listen_host) and not self.allow_plaintext:
+            raise ConfigError(
+                f"NOOND_TLS=off on a non-loopback address ({self.listen_host}) needs the explicit "
+                "opt-in NOOND_ALLOW_PLAINTEXT=true: anyone who can reach the port could push any "
+                "shard"
+            )
+
+
+def _get(env: Mapping[str, str], name: str) -> str:
+    return env.get(name, "").strip()
+
+
+def _ids(env: Mapping[str, str], name: str) -> frozenset[str]:
+    ids = [i for i in re.split(r"[,\s]+", _get(env, name)) if i]
+    bad = [i for i in ids if not valid_node_id(i)]
+    if bad:
+        raise ConfigError(f"{name}: invalid node ids {bad}")
+    return frozenset(ids)
+
+
+def _path(env: Mapping[str, str], name: str) -> Path | None:
+    raw = _get(env, name)
+    return Path(raw).expanduser() if raw else None
+
+
+FLAGS: dict[str, str] = {
+    # flag dest: environment variable
+    "dir": "NOON_DIR",
+    "node_id": "NOON_NODE_ID",
+    "listen": "NOOND_LISTEN",
+    "advertise": "NOOND_ADVERTISE",
+    "peers": "NOOND_PEERS",
+    "dns_srv": "NOOND_DNS_SRV",
+    "dns_nameserver": "NOOND_DNS_NAMESERVER",
+    "tailscale": "NOOND_TAILSCALE",
+    "interval": "NOOND_INTERVAL",
+    "tls": "NOOND_TLS",
+    "allow_plaintext": "NOOND_ALLOW_PLAINTEXT",
+    "cert": "NOOND_TLS_CERT",
+    "key": "NOOND_TLS_KEY",
+    "ca": "NOOND_TLS_CA",
+}
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    for dest, env in FLAGS.items():
+        parser.add_argument(
+            "--" + dest.replace("_", "-"),
+            dest=dest,
+            default=None,
+            metavar="VALUE",
+            help=f"overrides {env}",
+        )
+
+
+def from_env(
+    env: Mapping[str, str] | None = None, args: argparse.Namespace | None = None
+) -> DaemonConfig:
+    env = dict(os.environ if env is None else env)
+    if args is not None:
+        for dest, name in FLAGS.items():
+            value = getattr(args, dest, None)
+            if value is not None:
+                env[name] = str(value)
+    store = Settings.from_env(env)
+    listen = _get(env, "NOOND_LISTEN") or f"0.0.0.0:{DEFAULT_PORT}"
+    if listen.isdigit():
+        listen = f"0.0.0.0:{listen}"
+    try:
+        host, port = split_address(parse_address(listen, any_port=True))
+    except ValueError as exc:
+        raise ConfigError(f"NOOND_LISTEN: {exc}") from None
+    advertise = _get(env, "NOOND_ADVERTISE")
+    if advertise:
+        try:
+            advertise = parse_address(advertise, port)
+        except ValueError as exc:
+            raise ConfigError(f"NOOND_ADVERTISE: {exc}") from None
+    else:
+        shown = socket.gethostname() if host in ("0.0.0.0", "::", "") else host
+        advertise = parse_address(f"[{shown}]" if ":" in shown else shown, port, any_port=True)
+    source_ip = _get(env, "NOOND_SOURCE_IP")
+    if source_ip:
+        try:
+            source_ip = str(ipaddress.ip_address(source_ip))
+        except ValueError:
+            raise ConfigError(f"NOOND_SOURCE_IP: not an IP address: {source_ip!r}") from None
+    try:
+        seeds = tuple(parse_seeds(_get(env, "NOOND_PEERS"), port))
+    except ValueError as exc:
+        raise ConfigError(f"NOOND_PEERS: {exc}") from None
+    nameserver = _get(env, "NOOND_DNS_NAMESERVER")
+    if nameserver:
+        try:
+            nameserver = parse_address(nameserver, 53)
+        except ValueError as exc:
+            raise ConfigError(f"NOOND_DNS_NAMESERVER: {exc}") from None
+    metrics_listen = _get(env, "NOOND_METRICS_LISTEN")
+    if metrics_listen:
+        try:
+            metrics_listen = parse_address(metrics_listen, any_port=True)
+        except ValueError as exc:
+            raise ConfigError(f"NOOND_METRICS_LISTEN: {exc}") from None
+    config = DaemonConfig(
+        store=store,
+        listen_host=host,
+        listen_port=port,
+        advertise=advertise,
+        source_ip=source_ip,
+        seeds=seeds,
+        dns_srv=tuple(d for d in re.split(r"[,\s]+", _get(env, "NOOND_DNS_SRV")) if d),
+        dns_nameserver=nameserver,
+        tailscale=env_bool(env, "NOOND_TAILSCALE", False),
+        tailscale_port=env_int(env, "NOOND_TAILSCALE_PORT", port, 1),
+        discover_interval=env_float(env, "NOOND_DISCOVER_INTERVAL", 300.0),
+        interval=env_float(env, "NOOND_INTERVAL", 30.0, 0.05),
+        push=env_bool(env, "NOOND_PUSH", True),
+        watch_interval=env_float(env, "NOOND_WATCH_INTERVAL", 0.2, 0.01),
+        suspect_after=env_int(env, "NOOND_SUSPECT_AFTER", 3, 1),
+        dead_after=env_int(env, "NOOND_DEAD_AFTER", 6, 1),
+        dead_retry=env_float(env, "NOOND_DEAD_RETRY", 300.0),
+        tls=env_bool(env, "NOOND_TLS", True),
+        allow_plaintext=env_bool(env, "NOOND_ALLOW_PLAINTEXT", False),
+        cert=_path(env, "NOOND_TLS_CERT"),
+        key=_path(env, "NOOND_TLS_KEY"),
+        ca=_path(env, "NOOND_TLS_CA"),
+        revoked=_ids(env, "NOOND_REVOKED"),
+        departed=_ids(env, "NOOND_DEPARTED"),
+        max_body=env_int(env, "NOOND_MAX_BODY", 32 << 20, 4096),
+        page_bytes=env_int(env, "NOOND_PAGE_BYTES", 1 << 20, 1024),
+        timeout=env_float(env, "NOOND_TIMEOUT", 10.0, 0.1),
+        digest=env_bool(env, "NOOND_DIGEST", True),
+        state_file=_path(env, "NOOND_STATE"),
+        concurrency=env_int(env, "NOOND_CONCURRENCY", 16, 1),
+        collect=env_bool(env, "NOOND_COLLECT", True),
+        collect_unseen=env_bool(env, "NOOND_COLLECT_UNSEEN", False),
+        forget_after=env_float(env, "NOOND_FORGET_AFTER", 180 * 86400.0, 1.0),
+        metrics_listen=metrics_listen,
+    )
+    config.check()
+    return config

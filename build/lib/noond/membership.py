@@ -1,0 +1,180 @@
+"""Members and candidates.
+
+A *candidate* is an address someone suggested (a seed, DNS SRV, Tailscale, gossip from a member,
+an inbound caller). It becomes a *member* only after it answered ``/info`` over mTLS with the
+node id its certificate proves: nothing unverified is ever exchanged with, so a bogus or stale
+entry can never stall anything (noonien §9.1). Candidates that do not answer back off
+exponentially and are bounded in number.
+
+Members carry liveness: ``alive``, then ``suspect`` after ``suspect_after`` consecutive failed
+exchanges, then ``dead`` after ``dead_after``; a dead member is tried again every
+``dead_retry`` seconds, and any success or inbound request makes it alive again.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+MAX_CANDIDATES = 1024
+MAX_MEMBERS = 10_000
+BACKOFF_BASE = 1.0
+BACKOFF_CAP = 300.0
+
+
+@dataclass
+class Member:
+    node: str
+    address: str
+    state: str = "alive"
+    failures: int = 0
+    last_ok: float = 0.0
+    next_try: float = 0.0
+    error: str = ""
+    """The last reason an exchange failed although the peer answered (protocol, bad data)."""
+    heads: dict[str, int] = field(default_factory=dict)
+    """What the peer holds, per shard (= per author), as last reported or acknowledged: its
+    frontier, the input tombstone collection needs from every member."""
+    reported_at: float | None = None
+    """Unix time ``heads`` was last set from the peer's own answer; None: not since start."""
+    members_hash: str = ""
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "node": self.node,
+            "address": self.address,
+            "state": self.state,
+            "failures": self.failures,
+            "last_ok": round(self.last_ok, 3),
+            "error": self.error,
+            "heads": dict(sorted(self.heads.items())),
+            "reported_at": self.reported_at,
+        }
+
+
+@dataclass
+class Candidate:
+    address: str
+    node: str | None
+    source: str
+    failures: int = 0
+    next_try: float = 0.0
+
+
+class Membership:
+    def __init__(
+        self, self_node: str, *, suspect_after: int, dead_after: int, dead_retry: float
+    ) -> None:
+        self.self_node = self_node
+        self.suspect_after = suspect_after
+        self.dead_after = dead_after
+        self.dead_retry = dead_retry
+        self.members: dict[str, Member] = {}
+        self.candidates: dict[str, Candidate] = {}
+        self.ignored: set[str] = set()
+        """Revoked and departed nodes: never admitted, never exchanged with."""
+        self.self_addresses: set[str] = set()
+
+    def suggest(self, address: str, node: str | None, source: str) -> None:
+        """Consider an address. Our own and known members' addresses are not candidates. A
+        new address for a member is one when the member itself announces it (inbound, proven
+        by its certificate) or while the member is not alive (it restarted elsewhere); so a
+        live member's address never flaps on hearsay."""
+        if node is not None and (node == self.self_node or node in self.ignored):
+            return
+        if address in self.self_addresses:
+            return
+        if any(m.address == address for m in self.members.values()):
+            return
+        if (
+            node is not None
+            and node in self.members
+            and self.members[node].state == "alive"
+            and source != "inbound"
+        ):
+            return
+        existing = self.candidates.get(address)
+        if existing is not None:
+            if node and not existing.node:
+                existing.node = node
+            if source == "inbound":
+                existing.next_try = 0.0  # it just called us: it is up now
+            return
+        if len(self.candidates) >= MAX_CANDIDATES:
+            return
+        self.candidates[address] = Candidate(address, node, source)
+
+    def due_candidates(self, now: float | None = None) -> list[Candidate]:
+        now = time.monotonic() if now is None else now
+        return [c for c in self.candidates.values() if c.next_try <= now]
+
+    def candidate_failed(self, cand: Candidate, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        cand.failures += 1
+        cand.next_try = now + min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (cand.failures - 1))
+
+    def admit(self, node: str, address: str) -> Member | None:
+        """A candidate proved to be ``node``: make (or update) it a member."""
+        self.candidates.pop(address, None)
+        if node == self.self_node:
+            self.self_addresses.add(address)
+            return None
+        if node in self.ignored:
+            return None
+        member = self.members.get(node)
+        if member is None:
+            if len(self.members) >= MAX_MEMBERS:
+                return None
+            member = self.members[node] = Member(node, address)
+        member.address = address
+        self.succeeded(member)
+        return member
+
+    def contactable(self, now: float | None = None) -> list[Member]:
+        now = time.monotonic() if now is None else now
+        return [
+            m
+            for m in self.members.values()
+            if m.node not in self.ignored and (m.state != "dead" or m.next_try <= now)
+        ]
+
+    def alive(self) -> list[Member]:
+        return [
+            m for m in self.members.values() if m.state == "alive" and m.node not in self.ignored
+        ]
+
+    def succeeded(self, member: Member) -> None:
+        member.state = "alive"
+        member.failures = 0
+        member.last_ok = time.time()
+        member.error = ""
+
+    def failed(self, member: Member, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        member.failures += 1
+        if member.failures >= self.dead_after:
+            member.state = "dead"
+            member.next_try = now + self.dead_retry
+        elif member.failures >= self.suspect_after:
+            member.state = "suspect"
+
+    def heard_from(self, node: str) -> None:
+        """An authenticated inbound request from ``node``: it is up."""
+        member = self.members.get(node)
+        if member is not None and member.state != "alive":
+            member.state = "alive"
+            member.failures = 0
+            member.next_try = 0.0
+
+    def ignore(self, nodes: set[str]) -> None:
+        self.ignored = set(nodes)
+        for node in nodes:
+            self.members.pop(node, None)
+        for addr in [a for a, c in self.candidates.items() if c.node in nodes]:
+            del self.candidates[addr]
+
+    def counts(self) -> dict[str, int]:
+        out = {"alive": 0, "suspect": 0, "dead": 0}
+        for m in self.members.values():
+            out[m.state] += 1
+        return out
