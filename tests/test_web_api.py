@@ -559,3 +559,19 @@ async def test_live_connections_are_bounded(tmp_path: Path, count: int) -> None:
         assert r.status == 503 and "Too many live pages" in (await r.json())["error"]
         for o in opened:
             o.close()
+
+
+async def test_rolling_back_a_create_says_what_becomes_of_memories_placed_under_it(
+    tmp_path: Path,
+) -> None:
+    async with page_server(tmp_path) as page:
+        seed(page.store)
+        _, queue = await page.get("/api/changes", view="all", limit="50")
+        agent = next(i for i in queue["items"] if i["subject"]["label"] == "core://agent")
+        _, detail = await page.get("/api/change", id=agent["id"])
+        text = next(s for s in detail["steps"] if s["kind"] == "content")
+        assert "1 memory(ies) placed under it since stay, listed as orphans" in text["restore"]
+        status, _ = await page.post("/api/changes/rollback", {"ids": [agent["id"]]})
+        assert status == 200
+        _, orphans = await page.get("/api/orphans")
+        assert [o["snippet"] for o in orphans["items"]] == ["Answer tersely."]

@@ -8,7 +8,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from noon.core.elements import CONTENT, review_key
+from noon.core.elements import CONTENT, edge_key, review_key
 from noon.core.fold import Fold
 from noon.core.ops import Draft, Key, Op, valid_node_id
 from noon.errors import NoonError
@@ -160,6 +160,7 @@ def _text(value: dict[str, Any] | None) -> str | None:
 
 def steps(graph: Graph, ns: str, preview: undo.Undo) -> list[dict[str, Any]]:
     name = namer(graph, ns)
+    undone = {s.key for s in preview.steps if s.draft is not None}
     out = []
     for step in preview.steps:
         kind = step.key[0]
@@ -177,6 +178,16 @@ def steps(graph: Graph, ns: str, preview: undo.Undo) -> list[dict[str, Any]]:
         if kind == CONTENT:
             entry["memory"] = show_uri(graph, ns, step.key[2])
             entry["diff"] = text_diff(_text(step.before), _text(step.after))
+            kids = sum(
+                1
+                for kid in graph.children(ns, step.key[2])
+                if edge_key(ns, step.key[2], kid.key_name) not in undone
+            )
+            if step.draft is not None and step.before is None and kids:
+                entry["restore"] += (
+                    f"; the {kids} memory(ies) placed under it since stay, listed as orphans "
+                    "unless another URI reaches them"
+                )
             for side in ("before", "after", "current"):
                 if entry[side] is not None:
                     entry[side] = {"chars": len(entry[side]["text"])}
