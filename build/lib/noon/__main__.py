@@ -1,5 +1,0 @@
-import sys
-
-from noon.cli import main
-
-sys.exit(main())

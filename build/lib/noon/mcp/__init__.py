@@ -1,1 +1,0 @@
-"""The MCP edge: tool and resource tables and the ``noon serve`` server around the store."""

@@ -1,1 +1,0 @@
-"""The I/O edge around the core: shard files in ``NOON_DIR``, locks, snapshots, compaction."""
