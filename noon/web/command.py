@@ -11,14 +11,8 @@ import os
 import socket
 import sys
 
-from aiohttp import web
-
 from noon.config import ConfigError
 from noon.mcp.command import is_loopback, parse_host_port, settings_from
-from noon.store.store import Store
-from noon.web.app import create_app
-from noon.web.data import WebData
-from noon.web.security import Guard, allowed_hosts
 
 DEFAULT_LISTEN = "127.0.0.1:7708"
 
@@ -51,6 +45,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The server's modules load here, not with the parser: `noon` builds every subcommand's
+    # parser on each run, and aiohttp's web stack has no business in `noon serve`'s start.
+    from aiohttp import web
+
+    from noon.store.store import Store
+    from noon.web.app import create_app
+    from noon.web.data import WebData
+    from noon.web.security import Guard, allowed_hosts
+
     settings = settings_from(args)
     try:
         host, port = parse_host_port(args.listen)
