@@ -97,7 +97,7 @@ def test_a_rolled_back_change_reads_as_before_it_everywhere(history: list[Any], 
     if not change:
         return
     page = merged(writers)
-    planned = undo.undo([change], undo.fold_lookup(page.fold))
+    planned = undo.undo([change], undo.element_lookup(page.fold.elements.get))
     write(page, planned.drafts)
     for key, was in before.items():
         assert read(page.fold, key) == was, key
@@ -115,12 +115,12 @@ def test_a_rollback_rolled_back_reads_as_before_the_rollback(history: list[Any],
     if not change:
         return
     page = merged(writers)
-    first = undo.undo([change], undo.fold_lookup(page.fold))
+    first = undo.undo([change], undo.element_lookup(page.fold.elements.get))
     mid = {key: read(page.fold, key) for key in {op.el for op in change}}
     rollback = write(page, first.drafts)
     if not rollback:
         return
-    again = undo.undo([rollback], undo.fold_lookup(page.fold))
+    again = undo.undo([rollback], undo.element_lookup(page.fold.elements.get))
     write(page, again.drafts)
     for op in rollback:
         assert read(page.fold, op.el) == mid[op.el]
@@ -135,7 +135,7 @@ def test_preview_says_what_it_restores_and_what_was_edited_since(
         return
     page = merged(writers)
     ids = {op.id for op in change}
-    preview = undo.preview([change], undo.fold_lookup(page.fold))
+    preview = undo.preview([change], undo.element_lookup(page.fold.elements.get))
     assert not preview.problems
     for step in preview.steps:
         assert step.before == before[step.key]
@@ -159,7 +159,7 @@ def test_a_replaced_version_no_longer_held_is_refused(history: list[Any], pick: 
         return
     page = merged(writers)
     gone_key, gone = named[0]
-    full = undo.fold_lookup(page.fold)
+    full = undo.element_lookup(page.fold.elements.get)
 
     def compacted(key: Key) -> undo.ElementState:
         state = full(key)
@@ -203,7 +203,7 @@ def test_rolling_back_the_last_tool_call_restores_the_whole_graph(steps: list[An
     change = r.log[before:]
     if not change:
         return
-    r.write(lambda g: (undo.undo([change], undo.fold_lookup(r.fold)).drafts, None))
+    r.write(lambda g: (undo.undo([change], undo.element_lookup(r.fold.elements.get)).drafts, None))
     assert graph_view(r.graph) == seen
 
 
@@ -235,7 +235,7 @@ def test_rolling_a_memory_back_to_a_version_restores_the_metadata_of_then(
     # The batches that wrote the versions after the target (each with its metadata edit).
     newer = {v.bat or v.seq for v in versions[k + 1 :]}
     later = [[op for op in r.log if (op.bat or op.seq) == b] for b in sorted(newer)]
-    planned = undo.to_version(target, later, undo.fold_lookup(r.fold))
+    planned = undo.to_version(target, later, undo.element_lookup(r.fold.elements.get))
     assert bool(planned.drafts) == (k < len(versions) - 1)
     r.write(lambda g: (planned.drafts, None))
     _, pl = plan.resolve_memory(r.graph, NS, Uri("core", ("m",)))

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from noon.core.elements import BOOT, CONTENT, EDGE, ENTITY, KEYWORD, OBS, REL, REVIEW
-from noon.core.fold import Fold, pick_winner
+from noon.core.fold import pick_winner
 from noon.core.ops import Draft, Key, Op, OpId
 from noon.errors import NoonError
+from noon.graph.reader import ElementLike
 
 Value = dict[str, Any] | None
 
@@ -46,11 +47,12 @@ class ElementState:
 Lookup = Callable[[Key], ElementState]
 
 
-def fold_lookup(fold: Fold) -> Lookup:
-    """Element states read from an in-memory fold (a read model supplies its own lookup)."""
+def element_lookup(element: Callable[[Key], ElementLike | None]) -> Lookup:
+    """Element states read through ``element``: a :class:`~noon.graph.reader.GraphReader`'s
+    (the read model's, or an in-memory graph's), or an in-memory fold's ``elements.get``."""
 
     def state(key: Key) -> ElementState:
-        el = fold.elements.get(key)
+        el = element(key)
         if el is None:
             return ElementState((), {})
         return ElementState(tuple(el.heads.values()), {v.id: v for v in el.versions})

@@ -19,6 +19,7 @@ Tables, by job:
   changed since it last looked, whoever folded it.
 - the URI graph: ``memories``, ``placements``, ``keywords``, ``boot``, ``memory_fts``.
 - the knowledge graph: ``entities``, ``observations``, ``relations``, ``entity_fts``.
+- ``reviews``: the review state of the web page's queue (live ``review`` elements).
 - ``corrupt``: complete lines of a shard that are not valid ops (reported, skipped).
 """
 
@@ -33,7 +34,7 @@ from pathlib import Path
 
 log = logging.getLogger("noon.readmodel")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FILE_NAME = "readmodel.sqlite3"
 
 TABLES = """
@@ -80,6 +81,10 @@ CREATE TABLE boot (ns TEXT, node TEXT, PRIMARY KEY (ns, node)) WITHOUT ROWID;
 CREATE VIRTUAL TABLE memory_fts USING fts5 (
     text, uri, disclosure, keywords, tokenize = 'unicode61 remove_diacritics 2'
 );
+CREATE TABLE reviews (
+    ns TEXT, subject TEXT, reviewer TEXT, val TEXT, w_node TEXT, w_seq INTEGER, w_hlc INTEGER,
+    PRIMARY KEY (ns, subject, reviewer)
+) WITHOUT ROWID;
 CREATE TABLE entities (
     id INTEGER PRIMARY KEY, ns TEXT, name TEXT, type TEXT, after INTEGER,
     w_hlc INTEGER, w_node TEXT, w_seq INTEGER, UNIQUE (ns, name)
