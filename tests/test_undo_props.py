@@ -16,7 +16,8 @@ from noon.core.elements import boot_key, content_key, edge_key, entity_key, keyw
 from noon.core.fold import Fold
 from noon.core.ops import Draft, Key, Op
 from noon.graph import plan, undo
-from noon.graph.model import Graph, live_text, version_id
+from noon.graph.model import Graph
+from noon.graph.reader import live_text, version_id
 from noon.graph.uri import Uri
 from tests.harness.graphsim import NS, STEP, Replica, apply_step
 

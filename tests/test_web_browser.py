@@ -19,7 +19,8 @@ from mcp.client.streamable_http import streamable_http_client
 from bench.mesh import Node, Pki, start_all, subprocess_env, wait_until
 from noon.core.elements import review_key
 from noon.graph import plan
-from noon.graph.model import Graph, live_text
+from noon.graph.model import Graph
+from noon.graph.reader import live_text
 from noon.graph.uri import parse
 from noon.mcp.graph_service import service
 from tests.harness.browser import browser_page, screenshot, skip_without_browser

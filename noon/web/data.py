@@ -1,12 +1,16 @@
 """Everything the page reads and writes, in one narrow class: :class:`WebData`.
 
-The routes and the page call only these methods and see only the JSON-ready values they return,
-so this module is the one to re-implement on another read model (its helpers
-:mod:`noon.web.changelog`, :mod:`noon.web.fold_views` and :mod:`noon.web.fold_review` serve it
-alone). Today it runs on the store's in-memory fold: reads through
-:func:`noon.mcp.graph_service.service` (``read`` gives a consistent graph), writes through the
-planning functions of the MCP tools (:mod:`noon.graph.plan`, and :mod:`noon.graph.undo` for
-rollbacks), appended as one batch per call with the client ``web``.
+The routes and the page call only these methods and see only the JSON-ready values they return.
+The page is one more reader of the machine's shared read model (``NOON_DIR/.noon/``): every read
+refreshes it and runs on one snapshot of it through :func:`noon.mcp.graph_service.service`;
+writes go through the planning functions of the MCP tools (:mod:`noon.graph.plan`, and
+:mod:`noon.graph.undo` for rollbacks), appended as one batch per call with the client ``web``.
+The process keeps no index of the store: the review queue, a memory's timeline, "approve all"
+and the pending count are queries of the op log (:mod:`noon.store.readmodel.changes`); only the
+pending count is kept, per namespace, until the read model's generation moves. Its helpers, by
+job: :mod:`noon.web.views` (memories, children, conflicts, orphans, the knowledge graph),
+:mod:`noon.web.queue` (the review queue and approvals), :mod:`noon.web.rollback` (what a change
+did and its undo), :mod:`noon.web.timeline` (a memory's or an entity's changes).
 
 Conventions: ``ns`` is a namespace; ``uri`` is a memory URI or ``system://node/<id>`` (how
 orphans and deleted memories are addressed); times are milliseconds since the epoch; a version
@@ -23,26 +27,27 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from noon.config import Settings
-from noon.core.elements import CONTENT, review_key
+from noon.core.elements import CONTENT
 from noon.core.ops import Draft, Key, Op
-from noon.graph import plan, undo
-from noon.graph.model import Graph, Placement, live_text, version_id
+from noon.graph import plan
+from noon.graph.reader import Placement, live_text, version_id
 from noon.graph.search import snippet, tokens
 from noon.graph.uri import NODE_VIEW, Uri, node_view, parse
-from noon.kg import live as kg_live
 from noon.mcp.graph_service import GraphService, service
+from noon.mcp.uri_read import search as ranked
 from noon.ops_cli import status
+from noon.store.readmodel import changes, overview
+from noon.store.readmodel.graph import SqlGraph
 from noon.store.store import Changes, Store
-from noon.web import fold_review, fold_views
-from noon.web.changelog import WEB_CLIENT, Change, ChangeLog
-from noon.web.diff import text_diff
-from noon.web.errors import NotFound, Stale, WebError
+from noon.web import edits, queue, rollback, timeline, views
+from noon.web.errors import NotFound, WebError
+from noon.web.queue import WEB_CLIENT
 
 T = TypeVar("T")
-MAX_IDS = 1000
-"""Change ids one approve or rollback may name."""
 MAX_LIVE_KEYS = 500
 """Changed elements reported one by one to the live feed; beyond, the page reloads its view."""
+PENDING_CACHED = 64
+"""Namespaces whose pending count is kept (each until the read model's generation moves)."""
 
 
 class WebData:
@@ -54,41 +59,51 @@ class WebData:
         self.settings = settings
         self.daemon_url = daemon_url
         self.svc: GraphService = service(store)
-        self.log = ChangeLog()
         self._touched: set[Key] = set()
         self._reset = False
         self._guard = threading.Lock()
+        self._pending: dict[str, tuple[int, changes.Pending]] = {}
+        """Namespace -> (read-model generation, its pending changes); read under the lock."""
         with store.lock:
             store.refresh()
-            self.log.rebuild(store.fold)
             store.listeners.append(self._on_changes)
 
     # -- plumbing --------------------------------------------------------------------------
 
-    def _on_changes(self, changes: Changes) -> None:
-        if changes.reset:
-            self.log.rebuild(self.store.fold)
-        else:
-            self.log.update(self.store.fold, changes.keys)
+    def _on_changes(self, changed: Changes) -> None:
+        """Every refresh of the store, whichever process folded: remember what to tell the
+        live pages."""
         with self._guard:
-            if changes.reset or len(self._touched) + len(changes.keys) > MAX_LIVE_KEYS:
+            if changed.reset or len(self._touched) + len(changed.keys) > MAX_LIVE_KEYS:
                 self._reset, self._touched = True, set()
             elif not self._reset:
-                self._touched |= changes.keys
+                self._touched |= changed.keys
 
-    def _read(self, fn: Callable[[Graph], T]) -> T:
+    def _read(self, fn: Callable[[SqlGraph], T]) -> T:
         return self.svc.read(lambda s: fn(s.graph))
 
-    def _write(self, fn: Callable[[Graph], tuple[list[Draft], T]]) -> tuple[list[Op], T]:
+    def _write(self, fn: Callable[[SqlGraph], tuple[list[Draft], T]]) -> tuple[list[Op], T]:
         return self.svc.write(fn, WEB_CLIENT)
 
-    def _memory_of(self, graph: Graph, ns: str, node: str, at: Uri | None) -> dict[str, Any]:
+    def _memory_of(self, graph: SqlGraph, ns: str, node: str, at: Uri | None) -> dict[str, Any]:
         found = graph.resolve(ns, at) if at is not None else None
         pl = found[1] if found is not None and found[0] == node else None
-        shown = fold_views.memory(graph, self.svc.glossary, ns, node, at if pl else None, pl)
+        shown = views.memory(graph, self.svc.glossary, ns, node, at if pl else None, pl)
         if shown is None:
             raise NotFound(f"No memory {node_view(node)}.")
         return shown
+
+    def _pending_of(self, graph: SqlGraph, ns: str) -> changes.Pending:
+        """The changes of ``ns`` waiting for review, counted once per read-model generation."""
+        generation = self.store.model.generation
+        cached = self._pending.get(ns)
+        if cached is not None and cached[0] == generation:
+            return cached[1]
+        found = changes.pending(graph.conn, ns, WEB_CLIENT)
+        if len(self._pending) >= PENDING_CACHED:
+            self._pending.clear()
+        self._pending[ns] = (generation, found)
+        return found
 
     # -- browse ----------------------------------------------------------------------------
 
@@ -96,9 +111,8 @@ class WebData:
         """``{node, namespace (the default), namespaces}``: namespaces holding memories or
         knowledge-graph data, and the default one."""
 
-        def fn(g: Graph) -> dict[str, Any]:
-            spaces = {ns for ns, sp in g.spaces.items() if sp.nodes} | {self.settings.namespace}
-            spaces |= {ns for ns, sp in kg_live.index_for(self.store).spaces.items() if sp.entities}
+        def fn(g: SqlGraph) -> dict[str, Any]:
+            spaces = overview.namespaces(g.conn) | {self.settings.namespace}
             return {
                 "node": self.settings.node_id,
                 "namespace": self.settings.namespace,
@@ -110,32 +124,13 @@ class WebData:
     def domains(self, ns: str) -> list[dict[str, Any]]:
         """``[{domain, children}]``: ``core`` and every domain holding a memory, with the number
         of memories at its top."""
-        return self._read(
-            lambda g: [
-                {"domain": d, "children": fold_views.count_children(g, ns, f"@{d}")}
-                for d in g.domains(ns)
-            ]
-        )
+        return self._read(lambda g: views.domains(g, ns))
 
     def children(self, ns: str, uri: str, offset: int, limit: int) -> dict[str, Any]:
         """One page of the children of a memory or of a domain root (``core://``), by priority
         then name: ``{uri, node, total, offset, items: [{name, uri, node, priority, disclosure,
         children (how many it has), snippet, deleted, conflicted, boot}]}``."""
-
-        def fn(g: Graph) -> dict[str, Any]:
-            base: Uri | None
-            if uri.strip().startswith(NODE_VIEW):
-                node = plan.locate(g, ns, uri)[0]
-                base = g.primary_uri(ns, node)
-            else:
-                base = parse(uri)
-                found = g.resolve(ns, base)
-                if found is None:
-                    raise NotFound(f"'{uri}' not found (moved or deleted meanwhile?).")
-                node = found[0]
-            return fold_views.children(g, ns, node, base, offset, limit)
-
-        return self._read(fn)
+        return self._read(lambda g: views.children(g, ns, uri, offset, limit))
 
     def memory(self, ns: str, uri: str) -> dict[str, Any]:
         """One memory: ``{namespace, uri, node, version, text, deleted, conflicted, orphan,
@@ -147,7 +142,7 @@ class WebData:
         ``text``), children (count), breadcrumbs [{name, uri}], modified {time, client,
         machine}}``."""
 
-        def fn(g: Graph) -> dict[str, Any]:
+        def fn(g: SqlGraph) -> dict[str, Any]:
             node, at, _ = plan.locate(g, ns, uri)
             return self._memory_of(g, ns, node, at)
 
@@ -156,24 +151,26 @@ class WebData:
     def search(self, ns: str, query: str, domain: str | None, limit: int) -> list[dict[str, Any]]:
         """``search_memory``'s ranking: ``[{uri, node_id, score, priority, disclosure, version,
         snippet}]``."""
-        from noon.mcp.uri_tools import search as rank
 
         def fn(s: GraphService) -> list[dict[str, Any]]:
-            _, data = rank(s, ns, query, domain, limit)
+            _, data = ranked(s, ns, query, domain, limit)
             terms = tuple(tokens(query))
+            out = []
             for r in data["results"]:
-                el = s.graph.content(ns, r["node_id"])
-                r["snippet"] = snippet(live_text(el) if el else "", query, terms)
-            return list(data["results"])
+                node = r.pop("memory_id")
+                el = s.graph.content(ns, node)
+                text = live_text(el) if el else ""
+                out.append({**r, "node_id": node, "snippet": snippet(text, query, terms)})
+            return out
 
         return self.svc.read(fn)
 
     def boot_list(self, ns: str) -> list[dict[str, Any]]:
         """The boot memories: ``[{uri, node, deleted}]``."""
 
-        def fn(g: Graph) -> list[dict[str, Any]]:
+        def fn(g: SqlGraph) -> list[dict[str, Any]]:
             rows = [
-                {"uri": fold_views.namer(g, ns)(n), "node": n, "deleted": not g.is_live(ns, n)}
+                {"uri": views.namer(g, ns)(n), "node": n, "deleted": not g.is_live(ns, n)}
                 for n in g.boot_nodes(ns)
             ]
             return sorted(rows, key=lambda r: r["uri"])
@@ -196,30 +193,15 @@ class WebData:
         if view not in ("pending", "reviewed", "all") or group not in ("change", "memory"):
             raise WebError("view is pending, reviewed or all; group is change or memory.")
         try:
-            before_at = fold_review.cursor(before)
-        except fold_review.CursorError as exc:
+            before_at = queue.cursor(before)
+        except queue.CursorError as exc:
             raise WebError(str(exc)) from None
-        return self._read(
-            lambda g: fold_review.listing(
-                g, self.store.fold, self.log, ns, view, group, before_at, limit
-            )
-        )
 
-    def _changes(self, ns: str, ids: list[str]) -> list[Change]:
-        if not ids:
-            raise WebError("Name at least one change id.")
-        if len(ids) > MAX_IDS:
-            raise WebError(f"At most {MAX_IDS} changes at once.")
-        out = []
-        for cid in dict.fromkeys(ids):
-            change = self.log.changes.get(cid)
-            if change is None or change.namespace != ns:
-                raise NotFound(
-                    f"No change {cid[:80]!r} in namespace {ns!r} (compacted away after later "
-                    "edits, or not replicated here yet)."
-                )
-            out.append(change)
-        return out
+        def fn(g: SqlGraph) -> dict[str, Any]:
+            pending = self._pending_of(g, ns)
+            return queue.listing(g, self.store.fold, ns, view, group, before_at, limit, pending)
+
+        return self._read(fn)
 
     def change(self, ns: str, ids: list[str]) -> dict[str, Any]:
         """One change, or several taken together (a memory's group): ``{changes: [heads as in
@@ -229,9 +211,7 @@ class WebData:
         writes, overwrites_later, basis}}``. ``before`` is an element's value before the first
         of the changes, ``after`` what they left, ``current`` what reads show now (texts are
         given as ``{chars}``: see ``diff``); pass ``undo.basis`` back to :meth:`rollback`."""
-        return self._read(
-            lambda g: fold_review.details(g, self.store.fold, self.log, ns, self._changes(ns, ids))
-        )
+        return self._read(lambda g: rollback.details(g, ns, queue.named(g.conn, ns, ids)))
 
     def history(self, ns: str, uri: str, offset: int, limit: int) -> dict[str, Any]:
         """A memory's timeline, newest first: every change that touched it (its texts,
@@ -239,9 +219,9 @@ class WebData:
         [{...as in changes, version (the text version it wrote: {version, deleted, current}
         or None), steps (as in :meth:`change`, those about this memory)}]}``."""
 
-        def fn(g: Graph) -> dict[str, Any]:
+        def fn(g: SqlGraph) -> dict[str, Any]:
             node = plan.locate(g, ns, uri)[0]
-            return fold_review.timeline(g, self.store.fold, self.log, ns, node, offset, limit)
+            return timeline.timeline(g, ns, node, offset, limit)
 
         return self._read(fn)
 
@@ -256,9 +236,9 @@ class WebData:
         if not ids and not through:
             raise WebError("Name the changes to approve (ids) or a frontier (through).")
 
-        def fn(g: Graph) -> tuple[list[Draft], int]:
-            changes = self._changes(ns, ids) if ids else []
-            drafts = fold_review.approval(self.log, self.store.fold, ns, changes, through, me)
+        def fn(g: SqlGraph) -> tuple[list[Draft], int]:
+            refs = queue.named(g.conn, ns, ids) if ids else []
+            drafts = queue.approval(g, self.store.fold, ns, refs, through, me)
             return drafts, len(drafts)
 
         _, written = self._write(fn)
@@ -268,13 +248,10 @@ class WebData:
         """Put a change back in the queue (its verdicts from every machine are deleted). A
         change approved by "approve all" stays approved. ``{written}``."""
 
-        def fn(g: Graph) -> tuple[list[Draft], int]:
-            (change,) = self._changes(ns, [change_id])
-            verdicts = self.log.reviews.verdicts.get((ns, change.id), {})
-            keys = [review_key(ns, change.id, reviewer) for reviewer in verdicts]
-            if not keys:
-                raise WebError(f"Change {change.id} has no verdict of its own to withdraw.")
-            return [Draft(k, None) for k in keys], len(keys)
+        def fn(g: SqlGraph) -> tuple[list[Draft], int]:
+            (found,) = queue.named(g.conn, ns, [change_id])
+            drafts = queue.withdrawal(g.conn, ns, found)
+            return drafts, len(drafts)
 
         _, written = self._write(fn)
         return {"written": written}
@@ -288,9 +265,8 @@ class WebData:
         (the rollback's own change id: undo it to undo the rollback)}``."""
         me = self.settings.node_id
 
-        def fn(g: Graph) -> tuple[list[Draft], int]:
-            changes = self._changes(ns, ids)
-            return fold_review.rollback(self.store.fold, ns, changes, basis, me)
+        def fn(g: SqlGraph) -> tuple[list[Draft], int]:
+            return rollback.rollback(g, ns, queue.named(g.conn, ns, ids), basis, me)
 
         ops, written = self._write(fn)
         return {"written": written, "batch": f"{ops[-1].node}:{ops[-1].seq}" if ops else None}
@@ -302,20 +278,10 @@ class WebData:
         then, and what the later text edits changed beside it (priority, placement, keywords,
         boot) as it was before them. ``{version (the new one), memory}``."""
 
-        def fn(g: Graph) -> tuple[list[Draft], str]:
+        def fn(g: SqlGraph) -> tuple[list[Draft], str]:
             node, _, _ = plan.locate(g, ns, uri)
-            fold_views.expect_version(g, ns, node, expected_version)
-            el = g.content(ns, node)
-            target = next(
-                (v for v in (el.versions if el else ()) if version_id(v) == version), None
-            )
-            if el is None or target is None:
-                raise NotFound(f"Version {version[:80]} of '{uri}' is not held here.")
-            later = fold_review.later_changes(self.log, target, el.versions)
-            planned = undo.to_version(target, later, undo.fold_lookup(self.store.fold))
-            if not planned.drafts:
-                raise WebError(f"'{uri}' already reads as version {version}.")
-            return planned.drafts, node
+            views.expect_version(g, ns, node, expected_version)
+            return rollback.to_version(g, ns, uri, node, version), node
 
         ops, node = self._write(fn)
         new = next((version_id(o) for o in ops if o.el[0] == CONTENT), None)
@@ -328,22 +294,22 @@ class WebData:
         ns: str,
         uri: str,
         expected: str | None,
-        make: Callable[[Graph, str, Placement | None], list[Draft]],
+        make: Callable[[SqlGraph, str, Placement | None], list[Draft]],
     ) -> dict[str, Any]:
         """Plan ``make(graph, node, placement)`` on the memory ``uri`` names, after checking
         ``expected``; write it; return the memory as it is now (at the same URI when it still
         resolves)."""
 
-        def fn(g: Graph) -> tuple[list[Draft], str]:
+        def fn(g: SqlGraph) -> tuple[list[Draft], str]:
             node, _, pl = plan.locate(g, ns, uri)
-            fold_views.expect_version(g, ns, node, expected)
+            views.expect_version(g, ns, node, expected)
             return make(g, node, pl), node
 
         _, node = self._write(fn)
         return self._after(ns, uri, node)
 
     def _after(self, ns: str, uri: str, node: str) -> dict[str, Any]:
-        def fn(g: Graph) -> dict[str, Any]:
+        def fn(g: SqlGraph) -> dict[str, Any]:
             at = None if uri.strip().startswith(NODE_VIEW) else parse(uri)
             if at is not None and (g.resolve(ns, at) or ("", None))[0] != node:
                 at = g.primary_uri(ns, node)
@@ -355,28 +321,11 @@ class WebData:
         """Replace a memory's text (settles concurrent versions). Returns the memory."""
         if not text.strip():
             raise WebError("The text is empty: write something, or delete the memory.")
-
-        def make(g: Graph, node: str, pl: Placement | None) -> list[Draft]:
-            el = g.content(ns, node)
-            if el is not None and live_text(el) == text and not (el.conflicted or el.deleted):
-                raise WebError("Nothing changed: the text is the same as the current version.")
-            return [plan.set_text(ns, node, text)]
-
-        return self._edit(ns, uri, expected_version, make)
+        return self._edit(ns, uri, expected_version, lambda g, n, _: edits.text(g, ns, n, text))
 
     def preview_text(self, ns: str, uri: str, text: str) -> dict[str, Any]:
         """The diff a save would make: ``{version, diff}`` (writes nothing)."""
-
-        def fn(g: Graph) -> dict[str, Any]:
-            node = plan.locate(g, ns, uri)[0]
-            el = g.content(ns, node)
-            current = live_text(el) if el is not None else ""
-            return {
-                "version": version_id(el.winner) if el else None,
-                "diff": text_diff(current, text),
-            }
-
-        return self._read(fn)
+        return self._read(lambda g: views.preview(g, ns, plan.locate(g, ns, uri)[0], text))
 
     def set_placement(
         self,
@@ -390,19 +339,8 @@ class WebData:
         """Set the priority and/or disclosure of the placement ``uri`` names (each URI of a
         memory has its own). ``expected_placement`` is the placement's version as loaded."""
 
-        def make(g: Graph, node: str, pl: Placement | None) -> list[Draft]:
-            if pl is None:
-                raise WebError("Priority and disclosure belong to a URI: open the memory by URI.")
-            if expected_placement is not None and version_id(pl.op) != expected_placement:
-                raise Stale(
-                    "This URI's priority or disclosure changed since the page loaded it.",
-                    {"placement": version_id(pl.op)},
-                )
-            prio = plan.check_priority(priority if priority is not None else pl.priority)
-            disc = plan.check_disclosure(disclosure) if disclosure is not None else pl.disclosure
-            if (prio, disc) == (pl.priority, pl.disclosure):
-                raise WebError("Nothing changed: same priority and disclosure.")
-            return [plan.place(g, ns, pl.parent, pl.key_name, node, prio, disc)]
+        def make(g: SqlGraph, node: str, pl: Placement | None) -> list[Draft]:
+            return edits.placement(g, ns, node, pl, priority, disclosure, expected_placement)
 
         return self._edit(ns, uri, expected_version, make)
 
@@ -414,7 +352,7 @@ class WebData:
             raise WebError("The text is empty.")
         at = parse(parent)
 
-        def fn(g: Graph) -> tuple[list[Draft], tuple[str, Uri]]:
+        def fn(g: SqlGraph) -> tuple[list[Draft], tuple[str, Uri]]:
             drafts, node, uri = plan.create(g, ns, at, title, text, priority, disclosure)
             return drafts, (node, uri)
 
@@ -427,10 +365,8 @@ class WebData:
         """Another URI for the memory (priority and disclosure default to this placement's)."""
         at = parse(new_uri)
 
-        def make(g: Graph, node: str, pl: Placement | None) -> list[Draft]:
-            prio = priority if priority is not None else (pl.priority if pl else 0)
-            disc = disclosure if disclosure is not None else (pl.disclosure if pl else "")
-            return [plan.alias(g, ns, at, node, prio, disc)]
+        def make(g: SqlGraph, node: str, pl: Placement | None) -> list[Draft]:
+            return edits.alias(g, ns, node, pl, at, priority, disclosure)
 
         self._edit(ns, uri, None, make)
         return self.memory(ns, str(at))
@@ -438,22 +374,16 @@ class WebData:
     def move(self, ns: str, uri: str, new_uri: str, expected_version: str | None) -> dict:
         """Move or rename the memory at ``uri`` (one atomic batch). Returns it at its new URI."""
         at = parse(new_uri)
-
-        def make(g: Graph, node: str, pl: Placement | None) -> list[Draft]:
-            if pl is None:
-                raise WebError("Place an orphan from the Orphans page (it needs a disclosure).")
-            return plan.move(g, ns, node, pl, at, None, None)
-
-        self._edit(ns, uri, expected_version, make)
+        self._edit(ns, uri, expected_version, lambda g, n, pl: edits.move(g, ns, n, pl, at))
         return self.memory(ns, str(at))
 
     def delete(self, ns: str, uri: str, recursive: bool, expected_version: str | None) -> dict:
         """Remove the URI; with its last URI the memory is deleted (``recursive``: also the
         memories below that nothing else reaches). ``{deleted (memories), node}``."""
 
-        def fn(g: Graph) -> tuple[list[Draft], tuple[int, str]]:
+        def fn(g: SqlGraph) -> tuple[list[Draft], tuple[int, str]]:
             node, _, pl = plan.locate(g, ns, uri)
-            fold_views.expect_version(g, ns, node, expected_version)
+            views.expect_version(g, ns, node, expected_version)
             drafts, deleted = plan.delete(g, ns, node, uri.strip(), pl, recursive)
             return drafts, (deleted, node)
 
@@ -462,27 +392,11 @@ class WebData:
 
     def keywords(self, ns: str, uri: str, add: list[str], remove: list[str]) -> dict[str, Any]:
         """Bind and unbind glossary keywords. Returns the memory."""
-
-        def make(g: Graph, node: str, pl: Placement | None) -> list[Draft]:
-            drafts, _ = plan.triggers(g, ns, node, add, remove)
-            if not drafts:
-                raise WebError("Nothing changed: those keywords were already so.")
-            return drafts
-
-        return self._edit(ns, uri, None, make)
+        return self._edit(ns, uri, None, lambda g, n, _: edits.keywords(g, ns, n, add, remove))
 
     def boot(self, ns: str, add: list[str], remove: list[str]) -> list[dict[str, Any]]:
         """Add memories to (or remove them from) the boot list. Returns the boot list."""
-
-        def fn(g: Graph) -> tuple[list[Draft], None]:
-            adds = [plan.locate(g, ns, u)[0] for u in add]
-            removes = [plan.locate(g, ns, u)[0] for u in remove]
-            drafts = plan.boot(g, ns, adds, removes)
-            if not drafts:
-                raise WebError("Nothing changed: the boot list already reads so.")
-            return drafts, None
-
-        self._write(fn)
+        self._write(lambda g: (edits.boot(g, ns, add, remove), None))
         return self.boot_list(ns)
 
     # -- conflicts and orphans -------------------------------------------------------------
@@ -492,7 +406,7 @@ class WebData:
         deleted_while_placed, heads, winner, versions: [{version, text, winner, diff (from the
         shown text), time, client, machine}]} | {kind: placement, parent_uri, name, heads,
         winner, versions: [{version, child, priority, winner, ...}]}]``."""
-        return self._read(lambda g: fold_views.conflicts(g, ns))
+        return self._read(lambda g: views.conflicts(g, ns))
 
     def resolve(
         self, ns: str, node: str, keep: str | None, text: str | None, expected_heads: list[str]
@@ -503,16 +417,16 @@ class WebData:
         if (keep is None) == (text is None):
             raise WebError("Pass either keep (a version) or text (the merged text).")
 
-        def fn(g: Graph) -> tuple[list[Draft], None]:
-            return fold_views.settle(g, ns, node, keep, text, expected_heads), None
+        def fn(g: SqlGraph) -> tuple[list[Draft], None]:
+            return views.settle(g, ns, node, keep, text, expected_heads), None
 
         self._write(fn)
-        return self._read(lambda g: {"resolved": not fold_views.conflicted(g, ns, node)})
+        return self._read(lambda g: {"resolved": not views.conflicted(g, ns, node)})
 
     def orphans(self, ns: str, offset: int, limit: int) -> dict[str, Any]:
         """Live memories no domain root reaches: ``{total, offset, items: [{node, uri,
         snippet, unreachable_under, children, modified}]}``."""
-        return self._read(lambda g: fold_views.orphans(g, ns, offset, limit))
+        return self._read(lambda g: views.orphans(g, ns, offset, limit))
 
     def place_orphan(
         self, ns: str, node: str, new_uri: str, priority: int, disclosure: str
@@ -521,7 +435,7 @@ class WebData:
         at = parse(new_uri)
         plan.check_disclosure(disclosure)
 
-        def fn(g: Graph) -> tuple[list[Draft], None]:
+        def fn(g: SqlGraph) -> tuple[list[Draft], None]:
             found, _, _ = plan.locate(g, ns, node_view(node))
             return plan.move(g, ns, found, None, at, priority, disclosure), None
 
@@ -538,22 +452,17 @@ class WebData:
         """Knowledge-graph entities in creation order, or those ``search_nodes`` finds for
         ``query`` (case-insensitive substring of name, type or an observation): ``{total,
         offset, items: [{name, type, observations (count), first}]}``."""
-
-        return kg_live.read(self.store, ns, lambda v: fold_views.entities(v, query, offset, limit))
+        return self._read(lambda g: views.entities(self.store.kg(ns), query, offset, limit))
 
     def entity(self, ns: str, name: str) -> dict[str, Any]:
         """One entity: ``{name, type, observations: [text], relations: [{from, to,
         relationType}], changes: [change heads, newest first]}``."""
 
-        shown = kg_live.read(self.store, ns, lambda view: fold_views.entity(view, name))
+        def fn(g: SqlGraph) -> dict[str, Any]:
+            shown = views.entity(self.store.kg(ns), name)
+            return {**shown, "changes": timeline.entity_changes(g, ns, name)}
 
-        def changes(g: Graph) -> list[dict[str, Any]]:
-            through = self.log.reviews.through(ns)
-            found = self.log.of_subject(ns, f"kg:{name}")[:50]
-            return [fold_review.head(g, ns, self.log, c, through) for c in found]
-
-        shown["changes"] = self._read(changes)
-        return shown
+        return self._read(fn)
 
     # -- mesh and live ---------------------------------------------------------------------
 
@@ -581,4 +490,4 @@ class WebData:
         if not keys:
             return None
 
-        return self._read(lambda g: fold_views.touched(g, self.store.fold, keys))
+        return self._read(lambda g: views.touched(g, keys))

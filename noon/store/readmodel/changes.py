@@ -1,10 +1,17 @@
 """Changes as a person reviews them, read from the op log: one tool call (the ops of one author
-sharing ``bat``) or one lone op, newest first; and the review state written by the web page.
+sharing ``bat``) or one lone op; and the review state written by the web page.
 
-A change's id is ``node:seq`` of its last op (its ``bat``), the same on every machine. Listing
-walks the ops of a namespace by stamp, newest first; the first op met of a change is its newest,
-so changes come out in the order of their newest op without grouping the whole log. Only ops
-the shards still hold are listed: a version compaction dropped is gone from its change.
+A change's id is ``node:seq`` of its last op (its ``bat``), the same on every machine. Its ops
+are the held ops of that author between the op before the batch and that seq: a batch's seqs
+are consecutive, so the span is found by walking the primary key back from the id. It is listed
+by its *stamp*, the greatest ``(hlc, node, seq)`` of its ops: a walk of a namespace's ops newest
+first meets each change first at its newest op, so changes come out in order without grouping
+the whole log.
+
+A change is *reviewed* when a verdict names it (``review(ns, change id, reviewer)``) or when its
+seq is at most its author's watermark (``review(ns, "upto", reviewer)``: "approve all", the
+greatest over every reviewer counts). Only ops the shards still hold are listed: a version
+compaction dropped is gone from its change.
 """
 
 from __future__ import annotations
@@ -16,82 +23,181 @@ from typing import Any
 
 import orjson
 
+from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS
 from noon.core.ops import Key, Op
 from noon.store.readmodel.rows import ROW, key_text, op_of
+from noon.store.readmodel.state import load_op
 
 UPTO = "upto"
 """The review subject whose value is a watermark: ``{"through": {author: seq}}``."""
+Stamp = tuple[int, str, int]
+_KNOWN = "key IS NOT NULL"
+"""Ops of a kind this version does not know are stored without a key and never listed."""
 
 
 def change_id(op: Op) -> str:
     return f"{op.node}:{op.bat or op.seq}"
 
 
-@dataclass
-class Change:
+def subject(conn: sqlite3.Connection, op: Op) -> str | None:
+    """The memory (node id) or ``kg:<entity>`` an op is about; None for review ops. A removed
+    placement is about the memory its replaced version placed (``@edge:<parent>/<name>`` when
+    that version is not held)."""
+    key = op.el
+    kind = key[0]
+    if kind in (CONTENT, BOOT):
+        return key[2]
+    if kind == KEYWORD:
+        return key[3]
+    if kind == EDGE:
+        if op.val is not None:
+            return str(op.val.get("child"))
+        placed = [p for p in (load_op(conn, i) for i in op.prev or ()) if p and p.val is not None]
+        if placed:
+            return str(min(placed, key=lambda o: o.order).val["child"])  # type: ignore[index]
+        return f"@edge:{key[2]}/{key[3]}"
+    if kind in KG_KINDS:
+        return f"kg:{key[2]}"
+    return None
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A change as a list needs it, read without any op's value."""
+
     id: str
     namespace: str
+    author: str
+    seq: int
+    """The seq of its id: its last op's (a watermark covers the change up to there)."""
+    low: int
+    """Its ops are the author's held ops with ``low < seq <= self.seq``."""
+    client: str
+    stamp: Stamp
+
+
+def ref(conn: sqlite3.Connection, cid: str) -> Ref | None:
+    """The change ``cid`` (``node:seq``), or None when none of its ops is held."""
+    node, _, seq_text = cid.rpartition(":")
+    if not seq_text.isdigit() or len(seq_text) > 18:
+        return None
+    last = int(seq_text)
+    row = conn.execute("SELECT bat FROM ops WHERE node = ? AND seq = ?", (node, last)).fetchone()
+    if row is not None and row[0] is None:
+        low = last - 1  # a lone op
+    else:
+        found = conn.execute(
+            "SELECT seq FROM ops WHERE node = ? AND seq <= ? AND (bat IS NULL OR bat != ?) "
+            "ORDER BY seq DESC LIMIT 1",
+            (node, last, last),
+        ).fetchone()
+        low = found[0] if found is not None else -1
+    newest = conn.execute(
+        f"SELECT hlc, seq, ns, client FROM ops WHERE node = ? AND seq > ? AND seq <= ? "
+        f"AND {_KNOWN} ORDER BY hlc DESC, seq DESC LIMIT 1",
+        (node, low, last),
+    ).fetchone()
+    if newest is None:
+        return None
+    hlc, seq, ns, client = newest
+    return Ref(f"{node}:{last}", ns, node, last, low, client or "unknown", (hlc, node, seq))
+
+
+def _ops(conn: sqlite3.Connection, r: Ref, where: str = "", limit: int = -1) -> list[Op]:
+    rows = conn.execute(
+        f"SELECT {ROW} FROM ops WHERE node = ? AND seq > ? AND seq <= ? AND {_KNOWN} {where} "
+        "ORDER BY seq LIMIT ?",
+        (r.author, r.low, r.seq, limit),
+    )
+    return [op_of(row) for row in rows]
+
+
+@dataclass(frozen=True)
+class Head:
+    """A change as a list shows it: how many ops, its first ones, and what it is about."""
+
+    ref: Ref
+    count: int
+    first: list[Op]
+    subject: str | None
+    """What its first op that is about something is about (the page files it there)."""
+
+
+def head(conn: sqlite3.Connection, r: Ref, first: int) -> Head:
+    """``r`` with its op count, its ``first`` ops (in the order its author wrote them) and its
+    subject; reads the values of those ops only."""
+    (count,) = conn.execute(
+        f"SELECT count(*) FROM ops WHERE node = ? AND seq > ? AND seq <= ? AND {_KNOWN}",
+        (r.author, r.low, r.seq),
+    ).fetchone()
+    about = _ops(conn, r, "AND key NOT LIKE '[\"review\",%'", 1)
+    what = subject(conn, about[0]) if about else None
+    return Head(r, int(count), _ops(conn, r, limit=first), what)
+
+
+@dataclass
+class Change:
+    ref: Ref
     ops: list[Op]
     """Its ops still held, in seq order (the order its author wrote them)."""
 
     @property
-    def stamp(self) -> tuple[int, str, int]:
-        """The greatest ``(hlc, node, seq)`` of its ops: changes are listed by it."""
-        return max(op.order for op in self.ops)
+    def id(self) -> str:
+        return self.ref.id
 
-    @property
-    def author(self) -> str:
-        return self.ops[0].node
 
-    @property
-    def seq(self) -> int:
-        return self.ops[-1].seq
-
-    @property
-    def client(self) -> str:
-        return self.ops[0].by or "unknown"
+def load_ops(conn: sqlite3.Connection, r: Ref) -> list[Op]:
+    """Every op the change ``r`` still holds, in seq order."""
+    return _ops(conn, r)
 
 
 def load(conn: sqlite3.Connection, cid: str) -> Change | None:
-    """The change ``cid`` (``node:seq``), or None when none of its ops is held."""
-    node, _, seq_text = cid.rpartition(":")
-    if not seq_text.isdigit():
-        return None
-    last = int(seq_text)
-    ops: list[Op] = []
-    cursor = conn.execute(
-        f"SELECT {ROW} FROM ops WHERE node = ? AND seq <= ? ORDER BY seq DESC", (node, last)
-    )
-    while rows := cursor.fetchmany(64):
-        for row in rows:
-            op = op_of(row) if row[5] is not None else None
-            if op is None:
-                continue  # an op of a kind this version does not know: not listed
-            if (op.bat or op.seq) != last:
-                cursor.close()
-                return _change(ops)
-            ops.append(op)
-        if ops and ops[-1].bat is None:
-            break  # a lone op is its own change
-    return _change(ops)
+    """The change ``cid`` with every op it still holds, or None when it holds none."""
+    r = ref(conn, cid)
+    return None if r is None else Change(r, load_ops(conn, r))
 
 
-def _change(ops: list[Op]) -> Change | None:
-    if not ops:
-        return None
-    ops.sort(key=lambda o: o.seq)
-    return Change(change_id(ops[-1]), ops[0].el[1], ops)
+def _marks(marks: dict[str, int]) -> tuple[str, list[Any]]:
+    """An SQL expression of ``node``: its watermark in ``marks`` (0 when it has none)."""
+    if not marks:
+        return "0", []
+    whens = " ".join("WHEN ? THEN ?" for _ in marks)
+    return f"(CASE node {whens} ELSE 0 END)", [x for pair in marks.items() for x in pair]
+
+
+_VERDICT = (
+    "EXISTS (SELECT 1 FROM reviews r WHERE r.ns = ops.ns "
+    "AND r.subject = ops.node || ':' || coalesce(ops.bat, ops.seq))"
+)
 
 
 def newest(
-    conn: sqlite3.Connection, ns: str, before: tuple[int, str, int] | None = None
-) -> Iterator[Change]:
-    """Changes of ``ns``, newest first, each older than ``before`` when given."""
-    where, args = "ns = ?", [ns]
+    conn: sqlite3.Connection,
+    ns: str,
+    before: Stamp | None = None,
+    *,
+    reviewed: bool | None = None,
+    skip_client: str = "",
+    since: int | None = None,
+) -> Iterator[Ref]:
+    """Changes of ``ns``, newest first, each older than ``before`` when given. With
+    ``reviewed`` (True or False), only the changes not made by ``skip_client`` that are (or
+    are not) reviewed. ``since``: no wanted change has an op older than this ``hlc`` (the walk
+    stops there; see :func:`pending`)."""
+    where = f"ns = ? AND {_KNOWN}"
+    args: list[Any] = [ns]
     if before is not None:
         where += " AND (hlc < ? OR (hlc = ? AND (node < ? OR (node = ? AND seq < ?))))"
         hlc, node, seq = before
         args += [hlc, hlc, node, node, seq]
+    if since is not None:
+        where += " AND hlc >= ?"
+        args.append(since)
+    if reviewed is not None:
+        mark, mark_args = _marks(through(conn, ns))
+        covered = f"(coalesce(bat, seq) <= {mark} OR {_VERDICT})"
+        where += f" AND coalesce(client, '') != ? AND {'' if reviewed else 'NOT '}{covered}"
+        args += [skip_client, *mark_args]
     cursor = conn.execute(
         f"SELECT node, seq, bat FROM ops WHERE {where} ORDER BY hlc DESC, node DESC, seq DESC",
         args,
@@ -103,41 +209,52 @@ def newest(
             if cid in seen:
                 continue
             seen.add(cid)
-            change = load(conn, cid)
-            if change is not None and (before is None or change.stamp < before):
-                yield change
+            r = ref(conn, cid)
+            if r is not None and (before is None or r.stamp < before):
+                yield r
 
 
-def touching(conn: sqlite3.Connection, keys: Iterable[Key]) -> list[Change]:
-    """Every change holding an op on one of ``keys``, newest first."""
+def about(conn: sqlite3.Connection, keys: Iterable[Key], what: str) -> list[Ref]:
+    """The changes holding an op on one of ``keys`` whose :func:`subject` is ``what``, newest
+    first (pass the keys of :func:`~noon.store.readmodel.journal.memory_keys` or
+    ``entity_keys``: every op about a memory or an entity is on one of them)."""
     ids: set[str] = set()
     for key in keys:
-        for node, seq, bat in conn.execute(
-            "SELECT node, seq, bat FROM ops WHERE eid = (SELECT id FROM elements WHERE key = ?)",
+        for row in conn.execute(
+            f"SELECT {ROW} FROM ops WHERE eid = (SELECT id FROM elements WHERE key = ?)",
             (key_text(key),),
         ):
-            ids.add(f"{node}:{bat or seq}")
-    found = [c for c in (load(conn, cid) for cid in ids) if c is not None]
-    return sorted(found, key=lambda c: c.stamp, reverse=True)
+            op = op_of(row)
+            if change_id(op) not in ids and subject(conn, op) == what:
+                ids.add(change_id(op))
+    found = [r for r in (ref(conn, cid) for cid in ids) if r is not None]
+    return sorted(found, key=lambda r: r.stamp, reverse=True)
 
 
 @dataclass(frozen=True)
 class Verdict:
     reviewer: str
     value: dict[str, Any]
-    order: tuple[int, str, int]
+    order: Stamp
     """The review op's ``(hlc, node, seq)``: the latest verdict of a change is the one shown."""
+    batch: str
+    """The change that wrote it (a rollback's own id, for a ``rolled_back`` verdict)."""
 
 
 def verdicts(conn: sqlite3.Connection, ns: str, ids: Iterable[str]) -> dict[str, list[Verdict]]:
     """The live verdicts on each of the changes ``ids``, by change id."""
     out: dict[str, list[Verdict]] = {}
     for cid in set(ids):
-        for reviewer, val, node, seq, hlc in conn.execute(
-            "SELECT reviewer, val, w_node, w_seq, w_hlc FROM reviews WHERE ns = ? AND subject = ?",
+        for reviewer, val, node, seq, hlc, bat in conn.execute(
+            "SELECT r.reviewer, r.val, r.w_node, r.w_seq, r.w_hlc, o.bat FROM reviews r "
+            "LEFT JOIN ops o ON o.node = r.w_node AND o.seq = r.w_seq "
+            "WHERE r.ns = ? AND r.subject = ?",
             (ns, cid),
         ):
-            out.setdefault(cid, []).append(Verdict(reviewer, orjson.loads(val), (hlc, node, seq)))
+            order = (hlc, node, seq)
+            out.setdefault(cid, []).append(
+                Verdict(reviewer, orjson.loads(val), order, f"{node}:{bat or seq}")
+            )
     return out
 
 
@@ -147,23 +264,42 @@ def through(conn: sqlite3.Connection, ns: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for (val,) in conn.execute("SELECT val FROM reviews WHERE ns = ? AND subject = ?", (ns, UPTO)):
         marks = orjson.loads(val).get("through")
-        for author, seq in (marks or {}).items():
+        for author, seq in (marks or {}).items() if isinstance(marks, dict) else ():
             if isinstance(seq, int) and seq > out.get(author, 0):
                 out[author] = seq
     return out
 
 
-def unreviewed_count(conn: sqlite3.Connection, ns: str, skip_client: str) -> int:
-    """Changes of ``ns`` not made by ``skip_client`` that no verdict and no watermark covers
-    (one pass over the namespace's op log, in SQLite)."""
+@dataclass(frozen=True)
+class Pending:
+    count: int
+    """Changes of the namespace waiting for review."""
+    since: int | None
+    """No op of a waiting change is older than this ``hlc`` (None: nothing waits)."""
+
+
+_SKIP_SCAN = f"""
+WITH RECURSIVE walk(seq) AS (
+    SELECT min(seq) FROM ops WHERE node = :node AND seq > :mark
+    UNION ALL
+    SELECT (SELECT min(n.seq) FROM ops n WHERE n.node = :node AND n.seq > coalesce(o.bat, o.seq))
+    FROM walk JOIN ops o ON o.node = :node AND o.seq = walk.seq
+)
+SELECT count(*), min(ops.hlc) FROM walk JOIN ops ON ops.node = :node AND ops.seq = walk.seq
+WHERE ops.ns = :ns AND ops.{_KNOWN} AND coalesce(ops.client, '') != :skip AND NOT {_VERDICT}
+"""
+
+
+def pending(conn: sqlite3.Connection, ns: str, skip_client: str) -> Pending:
+    """How many changes of ``ns`` not made by ``skip_client`` no verdict and no watermark
+    covers. Per author, a skip-scan from its watermark that visits each change once (one index
+    seek each), never each op: after "approve all" it costs what arrived since."""
     marks = through(conn, ns)
-    row = conn.execute(
-        "SELECT count(*) FROM (SELECT o.node, coalesce(o.bat, o.seq) AS last FROM ops o "
-        "WHERE o.ns = ? AND o.key IS NOT NULL AND coalesce(o.client, '') != ? "
-        "GROUP BY o.node, last) c "
-        "WHERE NOT EXISTS (SELECT 1 FROM reviews r WHERE r.ns = ? "
-        "AND r.subject = c.node || ':' || c.last) "
-        "AND c.last > coalesce((SELECT value FROM json_each(?) WHERE key = c.node), 0)",
-        (ns, skip_client, ns, orjson.dumps(marks).decode()),
-    ).fetchone()
-    return int(row[0])
+    count, since = 0, None
+    for (node,) in conn.execute("SELECT node FROM highwater").fetchall():
+        args = {"node": node, "mark": marks.get(node, 0), "ns": ns, "skip": skip_client}
+        n, oldest = conn.execute(_SKIP_SCAN, args).fetchone()
+        count += n
+        if oldest is not None and (since is None or oldest < since):
+            since = oldest
+    return Pending(count, since)

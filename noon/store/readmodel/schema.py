@@ -13,6 +13,7 @@ Tables, by job:
   so a node whose own shard was restored from an old backup cannot reuse seqs.
 - ``ops``: every op folded, by identity, with its digest (a duplicate and a fork tell themselves
   apart by it), its namespace and element key, and its value: the op log, history and rollback.
+  ``child`` is the memory a placement op places (indexed): every placement a memory ever had.
 - ``elements`` / ``heads``: per element key, the winner and the heads that :mod:`noon.core.fold`
   decided (``heads`` rows only when there are several: a conflict).
 - ``changes``: the element keys each generation touched, so every process can tell what
@@ -34,7 +35,7 @@ from pathlib import Path
 
 log = logging.getLogger("noon.readmodel")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 FILE_NAME = "readmodel.sqlite3"
 
 TABLES = """
@@ -49,9 +50,11 @@ CREATE TABLE corrupt (
 CREATE TABLE highwater (node TEXT PRIMARY KEY, seq INTEGER) WITHOUT ROWID;
 CREATE TABLE ops (
     node TEXT, seq INTEGER, digest INTEGER, hlc INTEGER, ns TEXT, key TEXT, tomb INTEGER,
-    val TEXT, prev TEXT, client TEXT, bat INTEGER, eid INTEGER, PRIMARY KEY (node, seq)
+    val TEXT, prev TEXT, client TEXT, bat INTEGER, eid INTEGER, child TEXT,
+    PRIMARY KEY (node, seq)
 ) WITHOUT ROWID;
 CREATE INDEX ops_by_element ON ops (eid) WHERE eid IS NOT NULL;
+CREATE INDEX ops_by_child ON ops (ns, child) WHERE child IS NOT NULL;
 CREATE INDEX ops_by_time ON ops (ns, hlc);
 CREATE TABLE elements (
     id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, kind TEXT, ns TEXT, w_node TEXT,

@@ -1,21 +1,23 @@
-"""The page's views of memories, computed from the in-memory graph (used only by
+"""The page's views of memories, read from the machine's read model (used only by
 :mod:`noon.web.data`, whose docstrings describe the shapes): a memory with its glossary spans,
-a page of children, conflicts and orphans."""
+a page of children, conflicts, orphans, the knowledge graph, and what a batch of changed keys
+means for what a page shows."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS
-from noon.core.fold import Fold
+from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS, edge_key
 from noon.core.ops import Draft, Key, Op
 from noon.graph import plan
 from noon.graph.glossary import Glossary, _fold, _wordish
-from noon.graph.model import Graph, Placement, live_text, op_time_ms, version_id
-from noon.graph.uri import Uri, is_root, node_view, root_domain
+from noon.graph.reader import ElementLike, Placement, live_text, op_time_ms, version_id
+from noon.graph.uri import NODE_VIEW, Uri, is_root, node_view, parse, root, root_domain
 from noon.graph.views import show_uri
-from noon.kg.graph import View
+from noon.kg.graph import KgReader
+from noon.store.readmodel.graph import SqlGraph
+from noon.store.readmodel.overview import child_counts
 from noon.web.diff import text_diff
 from noon.web.errors import NotFound, Stale, WebError
 
@@ -32,7 +34,7 @@ def who(op: Op) -> dict[str, Any]:
     return {"time": op_time_ms(op), "client": op.by or "unknown", "machine": op.node}
 
 
-def namer(graph: Graph, ns: str) -> Callable[[str], str]:
+def namer(graph: SqlGraph, ns: str) -> Callable[[str], str]:
     """Node ids (and domain roots) as the URIs the page shows."""
 
     def name(ident: str) -> str:
@@ -41,16 +43,47 @@ def namer(graph: Graph, ns: str) -> Callable[[str], str]:
     return name
 
 
-def count_children(graph: Graph, ns: str, node: str) -> int:
-    space = graph.spaces.get(ns)
-    return len(space.children.get(node, {})) if space else 0
+def count_children(graph: SqlGraph, ns: str, node: str) -> int:
+    return child_counts(graph.conn, ns, [node])[node]
 
 
-def children(graph: Graph, ns: str, node: str, base: Uri | None, offset: int, limit: int) -> dict:
+def placement_version(graph: SqlGraph, ns: str, pl: Placement) -> str | None:
+    """The version of the edge element that yields ``pl``: its winner, or for a placement
+    listed beside a concurrent one (``name~xxxxxxxx``), the newest head that places its child."""
+    el = graph.element(edge_key(ns, pl.parent, pl.key_name))
+    if el is None:
+        return None
+    if pl.name != pl.key_name:
+        heads = [h for h in el.heads.values() if h.val is not None and h.val["child"] == pl.child]
+        if heads:
+            return version_id(max(heads, key=lambda o: o.order))
+    return version_id(el.winner)
+
+
+def domains(graph: SqlGraph, ns: str) -> list[dict[str, Any]]:
+    found = graph.domains(ns)
+    counts = child_counts(graph.conn, ns, [root(d) for d in found])
+    return [{"domain": d, "children": counts[root(d)]} for d in found]
+
+
+def children(graph: SqlGraph, ns: str, uri: str, offset: int, limit: int) -> dict[str, Any]:
+    """A page of the children of the memory or domain root ``uri`` names."""
+    base: Uri | None
+    if uri.strip().startswith(NODE_VIEW):
+        node = plan.locate(graph, ns, uri)[0]
+        base = graph.primary_uri(ns, node)
+    else:
+        base = parse(uri)
+        found = graph.resolve(ns, base)
+        if found is None:
+            raise NotFound(f"'{uri}' not found (moved or deleted meanwhile?).")
+        node = found[0]
     kids = graph.children(ns, node)
+    shown = kids[offset : offset + limit]
     boot = graph.boot_nodes(ns)
+    counts = child_counts(graph.conn, ns, (kid.child for kid in shown))
     items = []
-    for kid in kids[offset : offset + limit]:
+    for kid in shown:
         el = graph.content(ns, kid.child)
         items.append(
             {
@@ -59,24 +92,23 @@ def children(graph: Graph, ns: str, node: str, base: Uri | None, offset: int, li
                 "node": kid.child,
                 "priority": kid.priority,
                 "disclosure": kid.disclosure,
-                "children": count_children(graph, ns, kid.child),
+                "children": counts[kid.child],
                 "snippet": snip(live_text(el)) if el is not None else "",
                 "deleted": el is None or el.deleted,
                 "conflicted": bool(el is not None and el.conflicted),
                 "boot": kid.child in boot,
             }
         )
-    shown = str(base) if base else node_view(node)
-    return {"uri": shown, "node": node, "total": len(kids), "offset": offset, "items": items}
+    where = str(base) if base else node_view(node)
+    return {"uri": where, "node": node, "total": len(kids), "offset": offset, "items": items}
+
+
+def _heads(el: ElementLike) -> list[Op]:
+    return sorted(el.heads.values(), key=lambda o: o.order, reverse=True)
 
 
 def memory(
-    graph: Graph,
-    glossary: Glossary,
-    ns: str,
-    node: str,
-    at: Uri | None,
-    pl: Placement | None,
+    graph: SqlGraph, glossary: Glossary, ns: str, node: str, at: Uri | None, pl: Placement | None
 ) -> dict[str, Any] | None:
     el = graph.content(ns, node)
     if el is None:
@@ -87,14 +119,15 @@ def memory(
     name = namer(graph, ns)
     heads = []
     if el.conflicted:
-        for h in sorted(el.heads.values(), key=lambda o: o.order, reverse=True):
+        for h in _heads(el):
             body = h.val["text"] if h.val is not None else None
+            winner = h.id == el.winner.id
             heads.append(
                 {
                     "version": version_id(h),
                     "text": body,
-                    "winner": h is el.winner,
-                    "diff": None if h is el.winner else text_diff(text, body),
+                    "winner": winner,
+                    "diff": None if winner else text_diff(text, body),
                     **who(h),
                 }
             )
@@ -120,7 +153,7 @@ def memory(
             "name": pl.name,
             "priority": pl.priority,
             "disclosure": pl.disclosure,
-            "version": version_id(pl.op),
+            "version": placement_version(graph, ns, pl),
         },
         "aliases": [{"uri": str(u), "priority": p} for u, p in uris if u != shown],
         "placements": [
@@ -141,8 +174,14 @@ def memory(
     }
 
 
+def preview(graph: SqlGraph, ns: str, node: str, text: str) -> dict[str, Any]:
+    el = graph.content(ns, node)
+    current = live_text(el) if el is not None else ""
+    return {"version": version_id(el.winner) if el else None, "diff": text_diff(current, text)}
+
+
 def glossary_spans(
-    graph: Graph, glossary: Glossary, ns: str, node: str, text: str
+    graph: SqlGraph, glossary: Glossary, ns: str, node: str, text: str
 ) -> list[dict[str, Any]]:
     """Where bound keywords occur in ``text`` and the memories they link to, with the matching
     and word-boundary rule of the glossary that ``read_memory`` shows."""
@@ -176,18 +215,28 @@ def glossary_spans(
     return out
 
 
-def conflicts(graph: Graph, ns: str) -> list[dict[str, Any]]:
+def conflicts(graph: SqlGraph, ns: str) -> list[dict[str, Any]]:
     name = namer(graph, ns)
     out: list[dict[str, Any]] = []
     for key, el in graph.conflicts(ns):
-        heads = sorted(el.heads.values(), key=lambda o: o.order, reverse=True)
-        base = {
-            "heads": [version_id(h) for h in heads],
-            "winner": version_id(el.winner),
-        }
+        heads = _heads(el)
+        win = el.winner.id
+        base = {"heads": [version_id(h) for h in heads], "winner": version_id(el.winner)}
         if key[0] == CONTENT:
             node = key[2]
             shown = live_text(el)
+            versions = [
+                {
+                    "version": version_id(h),
+                    "text": h.val["text"] if h.val is not None else None,
+                    "winner": h.id == win,
+                    "diff": None
+                    if h.id == win or h.val is None
+                    else text_diff(shown, h.val["text"]),
+                    **who(h),
+                }
+                for h in heads
+            ]
             out.append(
                 {
                     **base,
@@ -195,47 +244,39 @@ def conflicts(graph: Graph, ns: str) -> list[dict[str, Any]]:
                     "node": node,
                     "uri": show_uri(graph, ns, node),
                     "deleted_while_placed": el.deleted,
-                    "versions": [
-                        {
-                            "version": version_id(h),
-                            "text": h.val["text"] if h.val is not None else None,
-                            "winner": h is el.winner,
-                            "diff": None
-                            if h is el.winner or h.val is None
-                            else text_diff(shown, h.val["text"]),
-                            **who(h),
-                        }
-                        for h in heads
-                    ],
+                    "versions": versions,
                 }
             )
         else:
+            versions = [
+                {
+                    "version": version_id(h),
+                    "child": name(h.val["child"]) if h.val is not None else None,
+                    "priority": h.val["priority"] if h.val is not None else None,
+                    "winner": h.id == win,
+                    **who(h),
+                }
+                for h in heads
+            ]
             out.append(
                 {
                     **base,
                     "kind": "placement",
                     "parent_uri": name(key[2]),
                     "name": key[3],
-                    "versions": [
-                        {
-                            "version": version_id(h),
-                            "child": name(h.val["child"]) if h.val is not None else None,
-                            "priority": h.val["priority"] if h.val is not None else None,
-                            "winner": h is el.winner,
-                            **who(h),
-                        }
-                        for h in heads
-                    ],
+                    "versions": versions,
                 }
             )
     return out
 
 
-def orphans(graph: Graph, ns: str, offset: int, limit: int) -> dict[str, Any]:
+def orphans(graph: SqlGraph, ns: str, offset: int, limit: int) -> dict[str, Any]:
     name = namer(graph, ns)
     found = graph.orphans(ns)
+    shown = found[offset : offset + limit]
+    counts = child_counts(graph.conn, ns, shown)
     items = []
-    for n in found[offset : offset + limit]:
+    for n in shown:
         el = graph.content(ns, n)
         items.append(
             {
@@ -245,23 +286,25 @@ def orphans(graph: Graph, ns: str, offset: int, limit: int) -> dict[str, Any]:
                 "unreachable_under": [
                     f"{name(p.parent).rstrip('/')}/{p.name}" for p in graph.placements(ns, n)
                 ],
-                "children": count_children(graph, ns, n),
+                "children": counts[n],
                 "modified": who(el.winner) if el is not None else None,
             }
         )
     return {"total": len(found), "offset": offset, "items": items}
 
 
-def conflicted(graph: Graph, ns: str, node: str) -> bool:
+def conflicted(graph: SqlGraph, ns: str, node: str) -> bool:
     el = graph.content(ns, node)
     return el is not None and el.conflicted
 
 
-def entities(view: View, query: str | None, offset: int, limit: int) -> dict[str, Any]:
+def entities(kg: KgReader, query: str | None, offset: int, limit: int) -> dict[str, Any]:
     if query:
-        found = view.search(query)["entities"]
+        found = kg.search(query)["entities"]
+        total, shown = len(found), found[offset : offset + limit]
     else:
-        found = [view.entity_dict(n) for n in view.entity_names()]
+        names = kg.entity_names()
+        total, shown = len(names), [kg.entity_dict(n) for n in names[offset : offset + limit]]
     items = [
         {
             "name": e["name"],
@@ -269,12 +312,27 @@ def entities(view: View, query: str | None, offset: int, limit: int) -> dict[str
             "observations": len(e["observations"]),
             "first": snip(e["observations"][0]) if e["observations"] else "",
         }
-        for e in found[offset : offset + limit]
+        for e in shown
     ]
-    return {"total": len(found), "offset": offset, "items": items}
+    return {"total": total, "offset": offset, "items": items}
 
 
-def touched(graph: Graph, fold: Fold, keys: set[Key]) -> dict[str, Any]:
+def entity(kg: KgReader, name: str) -> dict[str, Any]:
+    if kg.entity(name) is None:
+        raise NotFound(f"No entity named {name[:200]!r}.")
+    e = kg.entity_dict(name)
+    rels = [
+        {"from": k[2], "to": k[3], "relationType": k[4]} for k in kg.relation_keys_touching([name])
+    ]
+    return {
+        "name": name,
+        "type": e["entityType"],
+        "observations": list(e["observations"]),
+        "relations": rels,
+    }
+
+
+def touched(graph: SqlGraph, keys: set[Key]) -> dict[str, Any]:
     """What changed elements mean for the views a page shows (see ``WebData.poll``)."""
     spaces: dict[str, dict[str, Any]] = {}
     for key in keys:
@@ -287,7 +345,7 @@ def touched(graph: Graph, fold: Fold, keys: set[Key]) -> dict[str, Any]:
             entry["nodes"].add(key[3])
         elif key[0] == EDGE:
             entry["parents"].add(key[2])
-            el = fold.elements.get(key)
+            el = graph.element(key)
             for v in el.versions[-2:] if el is not None else ():
                 if v.val is not None:  # the child placed or moved away: its URIs changed
                     entry["nodes"].add(v.val["child"])
@@ -301,7 +359,7 @@ def touched(graph: Graph, fold: Fold, keys: set[Key]) -> dict[str, Any]:
     }
 
 
-def expect_version(graph: Graph, ns: str, node: str, expected: str | None) -> None:
+def expect_version(graph: SqlGraph, ns: str, node: str, expected: str | None) -> None:
     """Refuse (:class:`Stale`) when the memory's version is no longer ``expected``."""
     if expected is None:
         return
@@ -316,7 +374,7 @@ def expect_version(graph: Graph, ns: str, node: str, expected: str | None) -> No
 
 
 def settle(
-    graph: Graph, ns: str, node: str, keep: str | None, text: str | None, expected: list[str]
+    graph: SqlGraph, ns: str, node: str, keep: str | None, text: str | None, expected: list[str]
 ) -> list[Draft]:
     """The write that settles a memory's concurrent versions: the kept version's text (or its
     deletion), or ``text``; it names every head. Refused when the heads are not ``expected``."""
@@ -334,18 +392,3 @@ def settle(
     if chosen.val is None:
         return plan.delete(graph, ns, node, node_view(node), None, False)[0]
     return [plan.set_text(ns, node, chosen.val["text"])]
-
-
-def entity(view: View, name: str) -> dict[str, Any]:
-    if view.entity(name) is None:
-        raise NotFound(f"No entity named {name[:200]!r}.")
-    e = view.entity_dict(name)
-    rels = [
-        {"from": k[2], "to": k[3], "relationType": k[4]} for k, _ in view.relations_touching([name])
-    ]
-    return {
-        "name": name,
-        "type": e["entityType"],
-        "observations": list(e["observations"]),
-        "relations": rels,
-    }
