@@ -62,6 +62,10 @@ async def test_bad_reads_are_refused_with_a_message(tmp_path: Path) -> None:
             ("/api/search", {"q": "tea", "domain": "nope"}, 400, "Unknown domain"),
             ("/api/changes", {"view": "mine"}, 400, "view is pending"),
             ("/api/changes", {"before": "garbage"}, 400, "Bad cursor"),
+            ("/api/changes", {"before": "9" * 30 + ":laptop:1"}, 400, "Bad cursor"),
+            ("/api/changes", {"before": "1²:laptop:1"}, 400, "Bad cursor"),
+            ("/api/change", {"id": "laptop:" + "9" * 30}, 404, "No change"),
+            ("/api/change", {"id": "laptop:²"}, 404, "No change"),
             ("/api/change", {}, 400, "Give 1 to 1000 'id'"),
             ("/api/change", {"id": "laptop:999"}, 404, "No change"),
             ("/api/history", {"uri": "core://nowhere"}, 400, "not found"),
@@ -575,3 +579,31 @@ async def test_rolling_back_a_create_says_what_becomes_of_memories_placed_under_
         assert status == 200
         _, orphans = await page.get("/api/orphans")
         assert [o["snippet"] for o in orphans["items"]] == ["Answer tersely."]
+
+
+async def test_a_peers_watermark_naming_thousands_of_authors_costs_only_the_authors_held(
+    tmp_path: Path,
+) -> None:
+    """Approve-all marks replicate from every machine; one naming 10,000 authors (the most a
+    review value may) covers what it names of the authors held here, and the queue answers as
+    fast as ever to the honest page."""
+    from noon.core.ops import encode
+
+    async with page_server(tmp_path) as page:
+        seed(page.store)
+        _, queue = await page.get("/api/changes")
+        assert queue["pending"] == 5
+        held = queue["frontier"]["laptop"]
+        marks = {f"ghost{i:05}": 10**6 for i in range(9_999)} | {"laptop": held - 1}
+        line = encode(
+            node="peer", seq=1, hlc=1 << 40, el=review_key(NS, "upto", "peer"),
+            val={"through": marks}, by="web",
+        )  # fmt: skip
+        (tmp_path / "peer.jsonl").write_bytes(line + b"\n")
+        started = time.monotonic()
+        _, queue = await page.get("/api/changes", view="all", limit="200")
+        _, pending = await page.get("/api/changes")
+        took = time.monotonic() - started
+        assert pending["pending"] == 1 and [i["ops"] for i in pending["items"]] == [1]
+        assert [i["status"] for i in queue["items"]].count("pending") == 1
+        assert took < 5, took

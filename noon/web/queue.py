@@ -42,7 +42,8 @@ def cursor(text: str | None) -> Stamp | None:
         return None
     hlc, _, rest = text.partition(":")
     node, _, seq = rest.rpartition(":")
-    if not hlc.isdigit() or not seq.isdigit() or not valid_node_id(node) or len(seq) > 18:
+    digits = f"{hlc}{seq}".isascii() and hlc.isdigit() and seq.isdigit()
+    if not digits or not valid_node_id(node) or max(int(hlc), int(seq)) >= 1 << 63:
         raise CursorError(f"Bad cursor {text[:80]!r}: pass back the 'next' of a listing.")
     return int(hlc), node, int(seq)
 

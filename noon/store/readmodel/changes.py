@@ -44,18 +44,23 @@ def subject(conn: sqlite3.Connection, op: Op) -> str | None:
     placement is about the memory its replaced version placed (``@edge:<parent>/<name>`` when
     that version is not held)."""
     key = op.el
-    kind = key[0]
-    if kind in (CONTENT, BOOT):
-        return key[2]
-    if kind == KEYWORD:
-        return key[3]
-    if kind == EDGE:
+    if key[0] == EDGE:
         if op.val is not None:
             return str(op.val.get("child"))
         placed = [p for p in (load_op(conn, i) for i in op.prev or ()) if p and p.val is not None]
         if placed:
             return str(min(placed, key=lambda o: o.order).val["child"])  # type: ignore[index]
         return f"@edge:{key[2]}/{key[3]}"
+    return _by_key(key)
+
+
+def _by_key(key: Key) -> str | None:
+    """The subject of any op on ``key`` but a placement's."""
+    kind = key[0]
+    if kind in (CONTENT, BOOT):
+        return key[2]
+    if kind == KEYWORD:
+        return key[3]
     if kind in KG_KINDS:
         return f"kg:{key[2]}"
     return None
@@ -79,7 +84,7 @@ class Ref:
 def ref(conn: sqlite3.Connection, cid: str) -> Ref | None:
     """The change ``cid`` (``node:seq``), or None when none of its ops is held."""
     node, _, seq_text = cid.rpartition(":")
-    if not seq_text.isdigit() or len(seq_text) > 18:
+    if not (seq_text.isascii() and seq_text.isdigit()) or int(seq_text) >= 1 << 63:
         return None
     last = int(seq_text)
     row = conn.execute("SELECT bat FROM ops WHERE node = ? AND seq = ?", (node, last)).fetchone()
@@ -157,8 +162,9 @@ def load(conn: sqlite3.Connection, cid: str) -> Change | None:
     return None if r is None else Change(r, load_ops(conn, r))
 
 
-def _marks(marks: dict[str, int]) -> tuple[str, list[Any]]:
-    """An SQL expression of ``node``: its watermark in ``marks`` (0 when it has none)."""
+def _marks(conn: sqlite3.Connection, ns: str) -> tuple[str, list[Any]]:
+    """An SQL expression of ``node``: its watermark (0 when it has none)."""
+    marks = through(conn, ns)
     if not marks:
         return "0", []
     whens = " ".join("WHEN ? THEN ?" for _ in marks)
@@ -194,7 +200,7 @@ def newest(
         where += " AND hlc >= ?"
         args.append(since)
     if reviewed is not None:
-        mark, mark_args = _marks(through(conn, ns))
+        mark, mark_args = _marks(conn, ns)
         covered = f"(coalesce(bat, seq) <= {mark} OR {_VERDICT})"
         where += f" AND coalesce(client, '') != ? AND {'' if reviewed else 'NOT '}{covered}"
         args += [skip_client, *mark_args]
@@ -220,13 +226,21 @@ def about(conn: sqlite3.Connection, keys: Iterable[Key], what: str) -> list[Ref]
     ``entity_keys``: every op about a memory or an entity is on one of them)."""
     ids: set[str] = set()
     for key in keys:
-        for row in conn.execute(
-            f"SELECT {ROW} FROM ops WHERE eid = (SELECT id FROM elements WHERE key = ?)",
+        for node, seq, bat, child in conn.execute(
+            "SELECT node, seq, bat, child FROM ops "
+            "WHERE eid = (SELECT id FROM elements WHERE key = ?)",
             (key_text(key),),
         ):
-            op = op_of(row)
-            if change_id(op) not in ids and subject(conn, op) == what:
-                ids.add(change_id(op))
+            cid = f"{node}:{bat or seq}"
+            if cid in ids:
+                continue
+            if key[0] == EDGE and child is None:  # a removed placement: what did it place?
+                op = load_op(conn, (node, seq))
+                about_it = op is not None and subject(conn, op) == what
+            else:
+                about_it = (child if key[0] == EDGE else _by_key(key)) == what
+            if about_it:
+                ids.add(cid)
     found = [r for r in (ref(conn, cid) for cid in ids) if r is not None]
     return sorted(found, key=lambda r: r.stamp, reverse=True)
 
@@ -260,14 +274,17 @@ def verdicts(conn: sqlite3.Connection, ns: str, ids: Iterable[str]) -> dict[str,
 
 def through(conn: sqlite3.Connection, ns: str) -> dict[str, int]:
     """Per author, the seq up to which every change is reviewed: the greatest of every
-    reviewing machine's watermark."""
-    out: dict[str, int] = {}
-    for (val,) in conn.execute("SELECT val FROM reviews WHERE ns = ? AND subject = ?", (ns, UPTO)):
-        marks = orjson.loads(val).get("through")
-        for author, seq in (marks or {}).items() if isinstance(marks, dict) else ():
-            if isinstance(seq, int) and seq > out.get(author, 0):
-                out[author] = seq
-    return out
+    reviewing machine's watermark. Only authors this machine ever held count (a watermark
+    naming others has nothing to cover here), so what a list costs is bounded by them."""
+    return {
+        author: int(seq)
+        for author, seq in conn.execute(
+            "SELECT j.key, max(j.value) FROM reviews r, json_each(r.val, '$.through') j "
+            "WHERE r.ns = ? AND r.subject = ? AND j.type = 'integer' AND j.value > 0 "
+            "AND j.key IN (SELECT node FROM highwater) GROUP BY j.key",
+            (ns, UPTO),
+        )
+    }
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,192 @@
+"""The page's review queue, memory timelines, entity changes and pending count, which ``noon
+web`` answers with queries of the machine's read model, agree with a fresh in-memory fold of the
+same shards (tests/harness/review_oracle.py) on random multi-node histories: agents writing on
+two machines, each machine's page approving changes one by one or all at once, withdrawing
+verdicts, rolling changes back and editing as the person, shards delivered in pieces (batches
+cut mid-way) and compacted. Checked while the history unfolds (the pending count is kept per
+read-model generation: it must follow every fold) and at the end, every listing paged through
+its cursor."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from noon.config import Settings
+from noon.core.elements import REVIEW, review_key
+from noon.core.ops import Draft
+from noon.graph import undo
+from noon.graph.uri import node_view
+from noon.store.compact import compact_dir
+from noon.store.store import Store
+from noon.web.data import WebData
+from tests.harness.graphsim import NS, Replica, apply_kg_step, apply_step
+from tests.harness.oracle import fold_of_dir
+from tests.harness.review_oracle import WEB, Oracle
+
+NODES = ("a", "b")
+EXAMPLES = int(os.environ.get("NOON_MODEL_EXAMPLES", "40"))
+KINDS = {
+    "write": 30,
+    "kg": 8,
+    "sync": 6,
+    "deliver": 16,
+    "approve": 6,
+    "approve_all": 3,
+    "unreview": 3,
+    "rollback": 4,
+    "web_edit": 4,
+    "compact": 2,
+    "check": 4,
+}
+URI_STEPS = ["create"] * 4 + ["alias", "move", "move", "delete", "trigger", "boot", "edit", "edit"]
+KG_STEPS = ["entity", "entity", "observe", "relate", "forget", "unobserve"]
+PEOPLE = ["ann", "bob"]
+
+
+def events(rnd: random.Random) -> list[tuple[str, str, Any]]:
+    out: list[tuple[str, str, Any]] = []
+    for _ in range(rnd.randint(20, 90)):
+        kind = rnd.choices(list(KINDS), weights=list(KINDS.values()))[0]
+        node = rnd.choice(NODES)
+        arg: Any = rnd.randint(0, 50)
+        if kind in ("write", "web_edit"):
+            arg = (rnd.choice(URI_STEPS), rnd.randint(0, 50), rnd.randint(0, 50),
+                   rnd.choice("abcdef"), rnd.randint(0, 1))  # fmt: skip
+        elif kind == "kg":
+            arg = (rnd.choice(KG_STEPS), rnd.choice(PEOPLE), rnd.choice(PEOPLE), "tea")
+        elif kind == "deliver":
+            arg = rnd.randint(1, 12)
+        out.append((kind, node, arg))
+    return out
+
+
+def page_action(r: Replica, kind: str, pick: int) -> None:
+    """What the page of machine ``r`` writes (client ``web``), planned on what ``r`` holds."""
+    seen = Oracle(r.fold, NS)
+    agents = [c for c in seen.changes if c.client != WEB]
+    drafts: list[Draft] = []
+    if kind == "approve" and agents:
+        chosen = agents[pick % len(agents)]
+        drafts = [Draft(review_key(NS, chosen.id, r.node), {"verdict": "approved"})]
+    elif kind == "approve_all" and agents:
+        drafts = [Draft(review_key(NS, "upto", r.node), {"through": r.fold.frontier()})]
+    elif kind == "unreview":
+        held = sorted(
+            k
+            for k, el in r.fold.elements.items()
+            if k[0] == REVIEW and k[2] != "upto" and not el.deleted
+        )
+        drafts = [Draft(held[pick % len(held)], None)] if held else []
+    elif kind == "rollback" and agents:
+        chosen = agents[pick % len(agents)]
+        try:
+            planned = undo.undo([chosen.ops], undo.element_lookup(r.fold.elements.get))
+        except undo.UndoError:
+            return
+        mark = Draft(review_key(NS, chosen.id, r.node), {"verdict": "rolled_back"})
+        drafts = [*planned.drafts, mark]
+    if drafts:
+        r.write(lambda g: (drafts, None), client=WEB)
+
+
+def subject(item: dict[str, Any]) -> str | None:
+    s = item["subject"]
+    if s is None:
+        return None
+    return {"memory": s["label"], "entity": f"kg:{s.get('name')}"}.get(
+        s["kind"], f"@edge:{s['label']}"
+    )
+
+
+def shown(item: dict[str, Any]) -> dict[str, Any]:
+    by = item["reviewed_by"]
+    return {
+        **{k: item[k] for k in ("id", "time", "client", "machine", "ops", "status")},
+        "subject": subject(item),
+        "reviewed_by": None if by is None else (by["machine"], by["batch"]),
+    }
+
+
+def compare(data: WebData, directory: Path) -> None:
+    fold = fold_of_dir(directory)
+    o = Oracle(fold, NS)
+    for view in ("pending", "reviewed", "all"):
+        items: list[dict[str, Any]] = []
+        before = None
+        while True:
+            page = data.changes(NS, view, "change", before, 3)
+            assert page["pending"] == o.pending()
+            items += page["items"]
+            before = page["next"]
+            if before is None:
+                break
+        assert [shown(i) for i in items] == o.listing(view), view
+        grouped = data.changes(NS, view, "memory", None, 200)["items"]
+        assert [{**shown(i), "ids": i["ids"]} for i in grouped] == o.by_memory(view), view
+    for node in sorted(o.graph.memory_nodes(NS)):
+        history = data.history(NS, node_view(node), 0, 200)
+        assert [i["id"] for i in history["items"]] == o.timeline(node), node
+        assert history["total"] == len(o.timeline(node))
+    for name in o.graph_entities():
+        assert [c["id"] for c in data.entity(NS, name)["changes"]] == o.entity_changes(name)
+
+
+def run(tmp: Path, history: list[tuple[str, str, Any]]) -> None:
+    writers = {n: Replica(n) for n in NODES}
+    config = Settings.from_env({}, dir=tmp, node_id="m", fsync=False, compact_after=0)
+    store = Store(config)
+    data = WebData(store, config)
+    delivered = dict.fromkeys(NODES, 0)
+
+    def deliver(r: Replica, count: int) -> None:
+        lines = r.lines[delivered[r.node] : delivered[r.node] + count]
+        if lines:
+            with open(tmp / f"{r.node}.jsonl", "ab") as f:
+                f.write(b"".join(line + b"\n" for line in lines))
+            delivered[r.node] += len(lines)
+
+    try:
+        for kind, who, arg in history:
+            r = writers[who]
+            if kind == "write":
+                apply_step(r, arg)
+            elif kind == "web_edit":
+                r.client = WEB
+                apply_step(r, arg)
+                r.client = Replica.client
+            elif kind == "kg":
+                apply_kg_step(r, arg)
+            elif kind == "sync":
+                other = writers[NODES[1 - NODES.index(who)]]
+                r.receive([op for op in other.log if not r.fold.holds(op.node, op.seq)])
+            elif kind == "deliver":
+                deliver(r, arg)
+            elif kind == "compact" and (tmp / f"{who}.jsonl").exists():
+                compact_dir(tmp, [f"{who}.jsonl"], history=arg % 3)
+            elif kind == "check":
+                compare(data, tmp)
+            else:
+                page_action(r, kind, arg)
+        for r in writers.values():
+            deliver(r, len(r.lines))
+        compare(data, tmp)
+    finally:
+        store.close()
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(st.randoms(use_true_random=False))
+def test_the_queue_timelines_and_pending_count_agree_with_a_fresh_fold(
+    tmp_path_factory: Any, rnd: random.Random
+) -> None:
+    run(tmp_path_factory.mktemp("queue"), events(rnd))
