@@ -190,3 +190,38 @@ def test_the_queue_timelines_and_pending_count_agree_with_a_fresh_fold(
     tmp_path_factory: Any, rnd: random.Random
 ) -> None:
     run(tmp_path_factory.mktemp("queue"), events(rnd))
+
+
+def test_changes_whose_ops_interleave_in_time_are_listed_once_in_order(tmp_path: Path) -> None:
+    """Two machines writing at the same moment: one batch's ops stamped between another's. Each
+    change is listed once, by its newest op, on every page."""
+    from noon.core.elements import content_key
+    from noon.core.ops import encode
+
+    def line(node: str, seq: int, hlc: int, name: str, bat: int | None) -> bytes:
+        el = content_key(NS, name)
+        return encode(node=node, seq=seq, hlc=hlc << 16, el=el, val={"text": name}, bat=bat)
+
+    shards = {
+        "a": [line("a", 1, 10, "a1", 3), line("a", 2, 12, "a2", 3), line("a", 3, 15, "a3", 3),
+              line("a", 4, 16, "a4", None)],
+        "b": [line("b", 1, 11, "b1", 2), line("b", 2, 13, "b2", 2), line("b", 3, 14, "b3", None)],
+    }  # fmt: skip
+    for node, lines in shards.items():
+        (tmp_path / f"{node}.jsonl").write_bytes(b"".join(x + b"\n" for x in lines))
+    config = Settings.from_env({}, dir=tmp_path, node_id="m", fsync=False)
+    store = Store(config)
+    try:
+        data = WebData(store, config)
+        expected = Oracle(fold_of_dir(tmp_path), NS).listing("all")
+        assert [c["id"] for c in expected] == ["a:4", "a:3", "b:3", "b:2"]
+        for limit in (1, 2, 50):
+            items, before = [], None
+            while True:
+                page = data.changes(NS, "all", "change", before, limit)
+                items += page["items"]
+                if (before := page["next"]) is None:
+                    break
+            assert [shown(i) for i in items] == expected, limit
+    finally:
+        store.close()

@@ -124,10 +124,10 @@ def item(graph: SqlGraph, review: Review, h: Head) -> dict[str, Any]:
         "time": r.stamp[0] >> 16,
         "client": r.client,
         "machine": r.author,
-        "ops": h.count,
+        "ops": r.count,
         "subject": _subject(graph, review.ns, h.subject),
         "what": [words.describe(graph, op) for op in h.first],
-        "more": max(0, h.count - len(h.first)),
+        "more": max(0, r.count - len(h.first)),
         "status": review.status(r),
         "reviewed_by": None
         if verdict is None

@@ -79,6 +79,8 @@ class Ref:
     """Its ops are the author's held ops with ``low < seq <= self.seq``."""
     client: str
     stamp: Stamp
+    count: int
+    """Its ops still held."""
 
 
 def ref(conn: sqlite3.Connection, cid: str) -> Ref | None:
@@ -97,15 +99,16 @@ def ref(conn: sqlite3.Connection, cid: str) -> Ref | None:
             (node, last, last),
         ).fetchone()
         low = found[0] if found is not None else -1
-    newest = conn.execute(
-        f"SELECT hlc, seq, ns, client FROM ops WHERE node = ? AND seq > ? AND seq <= ? "
-        f"AND {_KNOWN} ORDER BY hlc DESC, seq DESC LIMIT 1",
-        (node, low, last),
-    ).fetchone()
-    if newest is None:
+    span = f"FROM ops WHERE node = ? AND seq > ? AND seq <= ? AND {_KNOWN}"
+    count, hlc = conn.execute(f"SELECT count(*), max(hlc) {span}", (node, low, last)).fetchone()
+    if not count:
         return None
-    hlc, seq, ns, client = newest
-    return Ref(f"{node}:{last}", ns, node, last, low, client or "unknown", (hlc, node, seq))
+    seq, ns, client = conn.execute(
+        f"SELECT seq, ns, client {span} AND hlc = ? ORDER BY seq DESC LIMIT 1",
+        (node, low, last, hlc),
+    ).fetchone()
+    stamp = (hlc, node, seq)
+    return Ref(f"{node}:{last}", ns, node, last, low, client or "unknown", stamp, count)
 
 
 def _ops(conn: sqlite3.Connection, r: Ref, where: str = "", limit: int = -1) -> list[Op]:
@@ -119,25 +122,20 @@ def _ops(conn: sqlite3.Connection, r: Ref, where: str = "", limit: int = -1) -> 
 
 @dataclass(frozen=True)
 class Head:
-    """A change as a list shows it: how many ops, its first ones, and what it is about."""
+    """A change as a list shows it: its first ops, and what it is about."""
 
     ref: Ref
-    count: int
     first: list[Op]
     subject: str | None
     """What its first op that is about something is about (the page files it there)."""
 
 
 def head(conn: sqlite3.Connection, r: Ref, first: int) -> Head:
-    """``r`` with its op count, its ``first`` ops (in the order its author wrote them) and its
-    subject; reads the values of those ops only."""
-    (count,) = conn.execute(
-        f"SELECT count(*) FROM ops WHERE node = ? AND seq > ? AND seq <= ? AND {_KNOWN}",
-        (r.author, r.low, r.seq),
-    ).fetchone()
+    """``r`` with its ``first`` ops (in the order its author wrote them) and its subject; reads
+    the values of those ops only."""
     about = _ops(conn, r, "AND key NOT LIKE '[\"review\",%'", 1)
     what = subject(conn, about[0]) if about else None
-    return Head(r, int(count), _ops(conn, r, limit=first), what)
+    return Head(r, _ops(conn, r, limit=first), what)
 
 
 @dataclass
@@ -189,35 +187,46 @@ def newest(
     """Changes of ``ns``, newest first, each older than ``before`` when given. With
     ``reviewed`` (True or False), only the changes not made by ``skip_client`` that are (or
     are not) reviewed. ``since``: no wanted change has an op older than this ``hlc`` (the walk
-    stops there; see :func:`pending`)."""
-    where = f"ns = ? AND {_KNOWN}"
-    args: list[Any] = [ns]
-    if before is not None:
-        where += " AND (hlc < ? OR (hlc = ? AND (node < ? OR (node = ? AND seq < ?))))"
-        hlc, node, seq = before
-        args += [hlc, hlc, node, node, seq]
+    stops there; see :func:`pending`).
+
+    Each step asks for the newest op below the last one met, leaving out the ops of the change
+    just listed: a batch of a thousand ops is stepped over inside SQLite, not row by row here.
+    """
+    # The terms on the index's columns first: SQLite tests them in this order, so the ops of the
+    # change just listed are stepped over before any other column is read.
+    where = f"{_KNOWN}"
+    fixed: list[Any] = []
     if since is not None:
-        where += " AND hlc >= ?"
-        args.append(since)
+        where = f"hlc >= ? AND {where}"
+        fixed.append(since)
     if reviewed is not None:
         mark, mark_args = _marks(conn, ns)
         covered = f"(coalesce(bat, seq) <= {mark} OR {_VERDICT})"
         where += f" AND coalesce(client, '') != ? AND {'' if reviewed else 'NOT '}{covered}"
-        args += [skip_client, *mark_args]
-    cursor = conn.execute(
-        f"SELECT node, seq, bat FROM ops WHERE {where} ORDER BY hlc DESC, node DESC, seq DESC",
-        args,
+        fixed += [skip_client, *mark_args]
+    step = (
+        "SELECT node, seq, bat, hlc FROM ops WHERE ns = ? AND hlc <= ? "
+        "AND (hlc < ? OR node < ? OR (node = ? AND seq < ?)) "
+        f"AND NOT (node = ? AND seq > ? AND seq <= ?) AND {where} "
+        "ORDER BY hlc DESC, node DESC, seq DESC LIMIT 1"
     )
-    seen: set[str] = set()
-    while rows := cursor.fetchmany(256):
-        for node, seq, bat in rows:
-            cid = f"{node}:{bat or seq}"
-            if cid in seen:
-                continue
-            seen.add(cid)
-            r = ref(conn, cid)
-            if r is not None and (before is None or r.stamp < before):
-                yield r
+    at = before or ((1 << 63) - 1, "", 0)
+    skip: tuple[str, int, int] = ("", 0, 0)
+    listed: dict[str, Ref | None] = {}
+    while True:
+        hlc, node, seq = at
+        row = conn.execute(step, (ns, hlc, hlc, node, node, seq, *skip, *fixed)).fetchone()
+        if row is None:
+            return
+        node, seq, bat, hlc = row
+        at = (hlc, node, seq)
+        cid = f"{node}:{bat or seq}"
+        met = cid in listed
+        r = listed[cid] if met else ref(conn, cid)
+        listed[cid] = r
+        skip = (r.author, r.low, r.seq) if r is not None else (node, seq - 1, seq)
+        if not met and r is not None and (before is None or r.stamp < before):
+            yield r
 
 
 def about(conn: sqlite3.Connection, keys: Iterable[Key], what: str) -> list[Ref]:
