@@ -34,7 +34,6 @@ from noon.graph.reader import Placement, live_text, version_id
 from noon.graph.search import snippet, tokens
 from noon.graph.uri import NODE_VIEW, Uri, node_view, parse
 from noon.mcp.graph_service import GraphService, service
-from noon.mcp.uri_read import search as ranked
 from noon.ops_cli import status
 from noon.store.readmodel import changes, overview
 from noon.store.readmodel.graph import SqlGraph
@@ -151,6 +150,7 @@ class WebData:
     def search(self, ns: str, query: str, domain: str | None, limit: int) -> list[dict[str, Any]]:
         """``search_memory``'s ranking: ``[{uri, node_id, score, priority, disclosure, version,
         snippet}]``."""
+        from noon.mcp.uri_read import search as ranked  # the MCP SDK: 2 s of start, paid here
 
         def fn(s: GraphService) -> list[dict[str, Any]]:
             _, data = ranked(s, ns, query, domain, limit)

@@ -79,6 +79,8 @@ class Ref:
     """Its ops are the author's held ops with ``low < seq <= self.seq``."""
     client: str
     stamp: Stamp
+    oldest: Stamp
+    """The least ``(hlc, node, seq)`` of its ops."""
     count: int
     """Its ops still held."""
 
@@ -100,15 +102,29 @@ def ref(conn: sqlite3.Connection, cid: str) -> Ref | None:
         ).fetchone()
         low = found[0] if found is not None else -1
     span = f"FROM ops WHERE node = ? AND seq > ? AND seq <= ? AND {_KNOWN}"
-    count, hlc = conn.execute(f"SELECT count(*), max(hlc) {span}", (node, low, last)).fetchone()
+    count, newest, oldest = conn.execute(
+        f"SELECT count(*), max(hlc), min(hlc) {span}", (node, low, last)
+    ).fetchone()
     if not count:
         return None
     seq, ns, client = conn.execute(
         f"SELECT seq, ns, client {span} AND hlc = ? ORDER BY seq DESC LIMIT 1",
-        (node, low, last, hlc),
+        (node, low, last, newest),
     ).fetchone()
-    stamp = (hlc, node, seq)
-    return Ref(f"{node}:{last}", ns, node, last, low, client or "unknown", stamp, count)
+    (first,) = conn.execute(
+        f"SELECT seq {span} AND hlc = ? ORDER BY seq LIMIT 1", (node, low, last, oldest)
+    ).fetchone()
+    return Ref(
+        f"{node}:{last}",
+        ns,
+        node,
+        last,
+        low,
+        client or "unknown",
+        (newest, node, seq),
+        (oldest, node, first),
+        count,
+    )
 
 
 def _ops(conn: sqlite3.Connection, r: Ref, where: str = "", limit: int = -1) -> list[Op]:
@@ -189,8 +205,10 @@ def newest(
     are not) reviewed. ``since``: no wanted change has an op older than this ``hlc`` (the walk
     stops there; see :func:`pending`).
 
-    Each step asks for the newest op below the last one met, leaving out the ops of the change
-    just listed: a batch of a thousand ops is stepped over inside SQLite, not row by row here.
+    Each step asks for the newest op below the last one met. When nothing but the ops of the
+    change just met lies between its newest and its oldest op (one tool call is stamped at one
+    moment), the walk goes on below its oldest; otherwise the next step leaves its ops out.
+    Either way a batch of a thousand ops is passed over inside SQLite, not row by row here.
     """
     # The terms on the index's columns first: SQLite tests them in this order, so the ops of the
     # change just listed are stepped over before any other column is read.
@@ -225,8 +243,20 @@ def newest(
         r = listed[cid] if met else ref(conn, cid)
         listed[cid] = r
         skip = (r.author, r.low, r.seq) if r is not None else (node, seq - 1, seq)
+        if r is not None and r.oldest < at and _alone(conn, ns, r):
+            at, skip = r.oldest, ("", 0, 0)
         if not met and r is not None and (before is None or r.stamp < before):
             yield r
+
+
+def _alone(conn: sqlite3.Connection, ns: str, r: Ref) -> bool:
+    """Whether no op of ``ns`` but ``r``'s own is stamped between its oldest and newest."""
+    found = conn.execute(
+        "SELECT 1 FROM ops WHERE ns = ? AND hlc >= ? AND hlc <= ? "
+        "AND NOT (node = ? AND seq > ? AND seq <= ?) LIMIT 1",
+        (ns, r.oldest[0], r.stamp[0], r.author, r.low, r.seq),
+    ).fetchone()
+    return found is None
 
 
 def about(conn: sqlite3.Connection, keys: Iterable[Key], what: str) -> list[Ref]:
