@@ -5,7 +5,7 @@ two machines, each machine's page approving changes one by one or all at once, w
 verdicts, rolling changes back and editing as the person, shards delivered in pieces (batches
 cut mid-way) and compacted. Checked while the history unfolds (the pending count is kept per
 read-model generation: it must follow every fold) and at the end, every listing paged through
-its cursor."""
+its cursor; and each memory's children as the page lists them (counts, snippets, state)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,12 @@ from noon.config import Settings
 from noon.core.elements import REVIEW, review_key
 from noon.core.ops import Draft
 from noon.graph import undo
+from noon.graph.reader import live_text
 from noon.graph.uri import node_view
 from noon.store.compact import compact_dir
 from noon.store.store import Store
 from noon.web.data import WebData
+from noon.web.views import snip
 from tests.harness.graphsim import NS, Replica, apply_kg_step, apply_step
 from tests.harness.oracle import fold_of_dir
 from tests.harness.review_oracle import WEB, Oracle
@@ -113,6 +115,26 @@ def shown(item: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def shown_child(item: dict[str, Any]) -> tuple[Any, ...]:
+    keys = ("name", "node", "priority", "children", "snippet", "deleted", "conflicted", "boot")
+    return tuple(item[k] for k in keys)
+
+
+def expected_children(o: Oracle, node: str) -> list[tuple[Any, ...]]:
+    """A memory's children as the in-memory graph has them."""
+    out = []
+    boot = o.graph.boot_nodes(NS)
+    for kid in o.graph.children(NS, node):
+        el = o.graph.content(NS, kid.child)
+        text = snip(live_text(el)) if el is not None else ""
+        grand = len(o.graph.children(NS, kid.child))
+        deleted, conflicted = el is None or el.deleted, el is not None and el.conflicted
+        out.append(
+            (kid.name, kid.child, kid.priority, grand, text, deleted, conflicted, kid.child in boot)
+        )
+    return out
+
+
 def compare(data: WebData, directory: Path) -> None:
     fold = fold_of_dir(directory)
     o = Oracle(fold, NS)
@@ -130,6 +152,8 @@ def compare(data: WebData, directory: Path) -> None:
         grouped = data.changes(NS, view, "memory", None, 200)["items"]
         assert [{**shown(i), "ids": i["ids"]} for i in grouped] == o.by_memory(view), view
     for node in sorted(o.graph.memory_nodes(NS)):
+        kids = data.children(NS, node_view(node), 0, 200)["items"]
+        assert [shown_child(k) for k in kids] == expected_children(o, node), node
         history = data.history(NS, node_view(node), 0, 200)
         assert [i["id"] for i in history["items"]] == o.timeline(node), node
         assert history["total"] == len(o.timeline(node))
@@ -193,8 +217,8 @@ def test_the_queue_timelines_and_pending_count_agree_with_a_fresh_fold(
 
 
 def test_changes_whose_ops_interleave_in_time_are_listed_once_in_order(tmp_path: Path) -> None:
-    """Two machines writing at the same moment: one batch's ops stamped between another's. Each
-    change is listed once, by its newest op, on every page."""
+    """Two machines writing at the same moment: one batch's ops stamped between another's, one at
+    the same hlc as its first. Each change is listed once, by its newest op, on every page."""
     from noon.core.elements import content_key
     from noon.core.ops import encode
 
@@ -205,7 +229,7 @@ def test_changes_whose_ops_interleave_in_time_are_listed_once_in_order(tmp_path:
     shards = {
         "a": [line("a", 1, 10, "a1", 3), line("a", 2, 12, "a2", 3), line("a", 3, 15, "a3", 3),
               line("a", 4, 16, "a4", None)],
-        "b": [line("b", 1, 11, "b1", 2), line("b", 2, 13, "b2", 2), line("b", 3, 14, "b3", None)],
+        "b": [line("b", 1, 10, "b1", 2), line("b", 2, 13, "b2", 2), line("b", 3, 14, "b3", None)],
     }  # fmt: skip
     for node, lines in shards.items():
         (tmp_path / f"{node}.jsonl").write_bytes(b"".join(x + b"\n" for x in lines))

@@ -17,7 +17,7 @@ from noon.graph.uri import NODE_VIEW, Uri, is_root, node_view, parse, root, root
 from noon.graph.views import show_uri
 from noon.kg.graph import KgReader
 from noon.store.readmodel.graph import SqlGraph
-from noon.store.readmodel.overview import child_counts
+from noon.store.readmodel.overview import child_counts, summaries
 from noon.web.diff import text_diff
 from noon.web.errors import NotFound, Stale, WebError
 
@@ -82,9 +82,10 @@ def children(graph: SqlGraph, ns: str, uri: str, offset: int, limit: int) -> dic
     shown = kids[offset : offset + limit]
     boot = graph.boot_nodes(ns)
     counts = child_counts(graph.conn, ns, (kid.child for kid in shown))
+    texts = summaries(graph.conn, ns, (kid.child for kid in shown))
     items = []
     for kid in shown:
-        el = graph.content(ns, kid.child)
+        about = texts.get(kid.child)
         items.append(
             {
                 "name": kid.name,
@@ -93,9 +94,9 @@ def children(graph: SqlGraph, ns: str, uri: str, offset: int, limit: int) -> dic
                 "priority": kid.priority,
                 "disclosure": kid.disclosure,
                 "children": counts[kid.child],
-                "snippet": snip(live_text(el)) if el is not None else "",
-                "deleted": el is None or el.deleted,
-                "conflicted": bool(el is not None and el.conflicted),
+                "snippet": snip(about.text) if about is not None else "",
+                "deleted": about is None or about.deleted,
+                "conflicted": about is not None and about.conflicted,
                 "boot": kid.child in boot,
             }
         )

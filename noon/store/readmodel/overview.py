@@ -1,10 +1,15 @@
-"""Counts the web page shows beside the URI graph: the namespaces in use, and how many children
-each memory of a page has (one grouped query instead of reading every child's row)."""
+"""What the web page shows of many memories at once, beside the URI graph: the namespaces in
+use, how many children each memory of a page has, and each one's text and state (grouped
+queries for a page of memories instead of a few per memory)."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
+from dataclasses import dataclass
+
+from noon.core.elements import content_key
+from noon.store.readmodel.rows import key_of, key_text
 
 _DISTINCT_NS = """
 WITH RECURSIVE walk(ns) AS (
@@ -39,3 +44,35 @@ def child_counts(conn: sqlite3.Connection, ns: str, nodes: Iterable[str]) -> dic
         ):
             out[parent] = int(count)
     return out
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A memory as a list shows it."""
+
+    text: str
+    """The text shown: its winner's, or for a deleted memory its last live version's."""
+    deleted: bool
+    conflicted: bool
+
+
+def summaries(conn: sqlite3.Connection, ns: str, nodes: Iterable[str]) -> dict[str, Summary]:
+    """The memories among ``nodes`` that have a text, in two queries for a page of them."""
+    wanted = sorted(set(nodes))
+    found: dict[str, Summary] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        conflicted = {
+            key_of(k)[2]
+            for (k,) in conn.execute(
+                f"SELECT key FROM elements WHERE key IN ({marks}) AND nheads > 1",
+                [key_text(content_key(ns, n)) for n in chunk],
+            )
+        }
+        for node, text, deleted in conn.execute(
+            f"SELECT node, text, deleted FROM memories WHERE ns = ? AND node IN ({marks})",
+            (ns, *chunk),
+        ):
+            found[node] = Summary(text, bool(deleted), node in conflicted)
+    return found
