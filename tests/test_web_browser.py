@@ -8,6 +8,7 @@ README are taken here (``NOON_SCREENSHOTS=1`` writes them to docs/screenshots)."
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import mcp.types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from bench.mesh import Node, Pki, start_all, subprocess_env, wait_until
 from noon.core.elements import review_key
@@ -40,6 +42,22 @@ def text_of(directory: Path, node: str, uri: str) -> str | None:
         return live_text(el) if el is not None else None  # type: ignore[arg-type]
     finally:
         store.close()
+
+
+async def open_with_keyboard(page: Any, tree: Any, uri: str, child: str) -> None:
+    """Open ``uri`` in the tree with the Right key until ``child`` shows. The live update of
+    a change just made may redraw the tree between the focus and the key press (the press
+    then reaches nothing): press again, for 30 s at most."""
+    deadline = time.monotonic() + 30
+    while True:
+        await tree.locator(f'[data-uri="{uri}"]').focus()
+        await page.keyboard.press("ArrowRight")
+        try:
+            await tree.locator(f'[data-uri="{child}"]').wait_for(timeout=3000)
+            return
+        except PlaywrightTimeout:
+            if time.monotonic() > deadline:
+                raise
 
 
 async def test_browse_and_search(tmp_path: Path) -> None:
@@ -246,9 +264,7 @@ async def test_a_move_is_undone_from_the_history(tmp_path: Path) -> None:
             await page.locator(".notice", has_text="Rolled back").wait_for()
             await page.goto("/#/browse")
             await tree.locator('[data-uri="core://style"]').wait_for(state="detached")
-            await tree.locator('[data-uri="core://agent"]').focus()
-            await page.keyboard.press("ArrowRight")
-            await tree.locator('[data-uri="core://agent/style"]').wait_for()
+            await open_with_keyboard(page, tree, "core://agent", "core://agent/style")
     store.close()
     assert text_of(d, "laptop", "core://agent/style") == "Answer tersely."
     assert text_of(d, "laptop", "core://style") is None
