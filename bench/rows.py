@@ -323,6 +323,57 @@ def build_rows(raw: dict[str, Any]) -> list[Row]:
         rows.append(
             Row("collection", f"  collection time, {c['scenario']}", "ms", c["collect_s"] * 1000)
         )
+    rows += web_rows(raw.get("web"), uri["tools"])
+    return rows
+
+
+def web_rows(web: dict[str, Any] | None, tools: dict[str, Any]) -> list[Row]:
+    """The page at the URI tools' store size, beside an MCP session on the same store."""
+    if not web:
+        return []
+    n = _k(web["memories"])
+    same = tools.get("memories") == web["memories"]
+    read = tools.get("read_memory_warm", {}) if same else {}
+    tree = web["tree_http_ms"]
+    rows = [
+        Row("web", f"noon web start (loads {n} memories)", "s", web["start_s"]),
+        Row("web", f"tree over HTTP, {n} memories, first visit", "ms", tree["cold"]),
+    ]
+    for key, what in (
+        ("tree_http_ms", "tree over HTTP"),
+        ("memory_http_ms", "a memory over HTTP"),
+        ("topic_children_http_ms", f"first 100 of {_k(max(1, web['memories'] // 100))} children"),
+        ("review_http_ms", "review queue, first page"),
+    ):
+        anchored = key == "memory_http_ms" and bool(read)
+        rows.append(
+            Row(
+                "web",
+                f"{what}, {n} memories, p50 / p99",
+                "ms",
+                web[key]["p50"],
+                web[key]["p99"],
+                anchor="read_memory through stdio MCP" if anchored else "",
+                anchor_value=read.get("p50") if anchored else None,
+                anchor_p99=read.get("p99") if anchored else None,
+            )
+        )
+    for key, what in (("tree_ms", "tree"), ("memory_ms", "a memory")):
+        if web.get("browser"):
+            rows.append(
+                Row("web", f"{what} drawn in headless Chromium, {n}", "ms", web["browser"][key])
+            )
+    serve_rss = tools.get("rss_mib", {}).get("rss") if same else None
+    rows.append(
+        Row(
+            "web",
+            f"page server RSS, {n} memories",
+            "MiB",
+            web["rss_mib"]["rss"],
+            anchor="noon serve on the same store" if serve_rss else "",
+            anchor_value=serve_rss,
+        )
+    )
     return rows
 
 

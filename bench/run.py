@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import collection, core, floors, kg_latency, noond_mesh, uri_latency
+from bench import collection, core, floors, kg_latency, noond_mesh, uri_latency, web
 from bench.rows import Row, build_rows, format_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -44,6 +44,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "idle_exchanges": 6,
         "imports": 1,
         "collection": 200,
+        "web_repeats": 3,
     },
     "default": {
         "kg": [1000, 10_000],
@@ -60,6 +61,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "idle_exchanges": 60,
         "imports": 3,
         "collection": 2000,
+        "web_repeats": 20,
     },
     "large": {
         "kg": [1000, 10_000, 50_000],
@@ -76,6 +78,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "idle_exchanges": 100,
         "imports": 3,
         "collection": 2000,
+        "web_repeats": 20,
     },
 }
 """``mcp_calls`` create_entities calls of one entity and one observation = 2 ops each, so the
@@ -103,6 +106,7 @@ def measure(size: str) -> dict[str, Any]:
         "URI tools", lambda: uri_latency.run(s["memories"], s["first_answer_ops"], s["uri_calls"])
     )
     raw["collection"] = _step("tombstone collection", lambda: collection.measure(s["collection"]))
+    raw["web"] = _step("web page", lambda: web.run(s["memories"], s["web_repeats"]))
     with tempfile.TemporaryDirectory(prefix="noon-bench-") as tmp:
         raw["mesh"] = _step(
             "noond mesh",

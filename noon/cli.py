@@ -16,6 +16,7 @@ from noon.errors import NoonError
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, one-line help)
     "serve": ("noon.mcp.command", "run the MCP server (stdio by default)"),
+    "web": ("noon.web.command", "the page: browse, edit, review and undo what agents remember"),
     "import": ("noon.transfer.import_command", "import memories from another server or an export"),
     "export": ("noon.transfer.export_command", "export memories (official jsonl or noon format)"),
     "status": ("noon.ops_cli.status", "show this node, its shards, peers and conflicts"),

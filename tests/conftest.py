@@ -39,6 +39,7 @@ TEST_CONTROLS = frozenset(
         "NOON_NEMESIS_NODES",
         "NOON_NEMESIS_DISK_DAMAGE",
         "NOON_NEMESIS_RELAY_COMPACTION",
+        "NOON_SCREENSHOTS",
     }
 )
 """Variables that steer the suite itself, not noon: kept."""

@@ -43,6 +43,8 @@ def test_tiny_run_writes_results_and_the_performance_section(tmp_path: Path) -> 
         "40 ops written through MCP on 1 of 3 nodes",
         "fresh node pulls 500 ops (incl. its startup)",
         "wire bytes of an idle round, 100 shards held",
+        "a memory over HTTP, 200 memories, p50 / p99",
+        "page server RSS, 200 memories",
     ):
         assert expected in names, expected
     assert all(r["value"] > 0 for r in results["rows"])

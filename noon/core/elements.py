@@ -71,6 +71,24 @@ def _anything(val: Mapping[str, Any]) -> None:
     return None
 
 
+REVIEW_VERDICTS = frozenset(("approved", "rolled_back"))
+MAX_REVIEW_AUTHORS = 10_000
+
+
+def _review(val: Mapping[str, Any]) -> None:
+    verdict = val.get("verdict")
+    if verdict is not None and verdict not in REVIEW_VERDICTS:
+        raise InvalidValue(f"field 'verdict' must be one of {sorted(REVIEW_VERDICTS)}")
+    through = val.get("through")
+    if through is None:
+        return
+    if not isinstance(through, dict) or len(through) > MAX_REVIEW_AUTHORS:
+        raise InvalidValue(f"field 'through' must map at most {MAX_REVIEW_AUTHORS} nodes to seqs")
+    for node, seq in through.items():
+        if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq < 2**53:
+            raise InvalidValue(f"field 'through' has a bad seq for {node!r:.80}")
+
+
 CONTENT = "content"
 EDGE = "edge"
 KEYWORD = "keyword"
@@ -78,6 +96,7 @@ BOOT = "boot"
 ENTITY = "entity"
 OBS = "obs"
 REL = "rel"
+REVIEW = "review"
 KG_KINDS = frozenset((ENTITY, OBS, REL))
 """The kinds of the knowledge graph (the drop-in for the official memory server)."""
 
@@ -104,6 +123,9 @@ KINDS: dict[str, Kind] = {
         Kind(ENTITY, 1, False, _entity),  # (name) -> {"type"}
         Kind(OBS, 3, False, _anything),  # (entity, observation, slot) -> {} or {"text"}
         Kind(REL, 4, False, _anything),  # (from, to, relation type, slot) -> {}
+        # review state of the web page (replicated: approving on one machine clears the queue on
+        # every machine); one element per reviewing machine, so two machines never conflict
+        Kind(REVIEW, 2, False, _review),  # (change id or "upto", reviewer node) -> see below
     )
 }
 
@@ -140,6 +162,13 @@ def obs_key(ns: str, entity: str, observation_id: str, slot: int) -> tuple[str, 
 
 def rel_key(ns: str, src: str, dst: str, rtype: str, slot: int) -> tuple[str, ...]:
     return (REL, ns, src, dst, rtype, str(slot))
+
+
+def review_key(ns: str, subject: str, reviewer: str) -> tuple[str, ...]:
+    """The review of ``subject`` by machine ``reviewer``. ``subject`` is a change id
+    ``node:seq`` (value ``{"verdict": "approved" | "rolled_back"}``), or ``"upto"`` (value
+    ``{"through": {author: seq}}``: every change of each author up to that seq is reviewed)."""
+    return (REVIEW, ns, subject, reviewer)
 
 
 def kind_of(key: tuple[str, ...]) -> Kind | None:

@@ -78,6 +78,12 @@ def describe(graph: GraphReader, op: Op) -> str:
     if kind == "rel":
         verb = "deleted relation" if gone else "related"
         return f"{verb} kg://{key[2]} --{key[4]}--> kg://{key[3]}"
+    if kind == "review" and len(key) == 4:
+        if key[2] == "upto":
+            return "withdrew an approval of everything" if gone else "approved every change held"
+        if gone:
+            return f"returned change {key[2]} to the review queue"
+        return f"{str(val.get('verdict', 'approved')).replace('_', ' ')} change {key[2]}"
     return f"{'deleted' if gone else 'wrote'} {'/'.join(key)}"
 
 

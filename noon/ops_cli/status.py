@@ -91,8 +91,11 @@ def _conflicts(store: Store, limit: int) -> tuple[int, list[dict[str, Any]]]:
     return len(found), out
 
 
-def gather(settings: Settings, url: str, limit: int = 20) -> dict[str, Any]:
-    """Everything ``noon status`` shows, as one JSON-ready dict."""
+def gather(
+    settings: Settings, url: str, limit: int = 20, store: Store | None = None
+) -> dict[str, Any]:
+    """Everything ``noon status`` shows, as one JSON-ready dict. Conflicts come from ``store``
+    when given (a long-running caller's own), else from a store opened for the purpose."""
     report: dict[str, Any] = {
         "node": settings.node_id,
         "dir": str(settings.dir),
@@ -183,15 +186,17 @@ def gather(settings: Settings, url: str, limit: int = 20) -> dict[str, Any]:
 
     forks = list(status_doc.get("forks", [])) if status_doc else []
     try:
-        store = Store(settings)
+        own = store or Store(settings)
     except ForkDetected as exc:
         forks.append({"peer": None, "shard": None, "error": str(exc)})
         report["conflicts_total"], report["conflicts"] = None, []
     else:
         try:
-            report["conflicts_total"], report["conflicts"] = conflicts(store, limit)
+            with own.lock:
+                report["conflicts_total"], report["conflicts"] = conflicts(own, limit)
         finally:
-            store.close()
+            if own is not store:
+                own.close()
     report["forks"] = forks
 
     collection = status_doc.get("collection") if status_doc else None

@@ -26,6 +26,8 @@ class Replica:
 
     clock = 0
     ids = 0
+    client = "prop"
+    """The client name its writes carry unless one is given."""
 
     def __init__(self, node: str) -> None:
         if node == "a":  # a new history: replay it exactly
@@ -39,7 +41,10 @@ class Replica:
         self.lines: list[bytes] = []
         """This node's shard, line by line, as written."""
 
-    def write(self, fn: Any) -> Any:
+    def write(self, fn: Any, client: str | None = None) -> Any:
+        """Plan ``fn(graph) -> (drafts, info)`` and append the drafts as one batch written by
+        ``client`` (default: :attr:`client`); return ``info``."""
+
         def next_id() -> str:
             Replica.ids += 1
             return f"{Replica.ids:024x}"
@@ -65,7 +70,7 @@ class Replica:
                 el=d.el,
                 val=d.val,
                 prev=prev,
-                by="prop",
+                by=client or self.client,
                 bat=last if len(drafts) > 1 else None,
             )
             ops.append(decode(line))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
-from noon.core.elements import EDGE, ENTITY, KEYWORD, OBS, REL, boot_key, content_key
+from noon.core.elements import KEYWORD, OBS, REL, boot_key, content_key, entity_key
 from noon.core.ops import Key, Op
 from noon.store.readmodel.rows import ROW, key_of, key_text, op_of
 
@@ -52,23 +52,26 @@ def versions(conn: sqlite3.Connection, keys: Iterable[Key]) -> list[Op]:
     return ops
 
 
+def _under(
+    conn: sqlite3.Connection, parts: tuple[str, ...], where: str = "", *args: str
+) -> list[Key]:
+    """Element keys that start with ``parts`` (a range of the key index, since a key's text is
+    its JSON list), optionally filtered by ``where``."""
+    low = key_text(parts)[:-1] + ","
+    high = low[:-1] + chr(ord(",") + 1)
+    sql = "SELECT key FROM elements WHERE key >= ? AND key < ?" + (f" AND {where}" if where else "")
+    return [key_of(k) for (k,) in conn.execute(sql, (low, high, *args))]
+
+
 def memory_keys(conn: sqlite3.Connection, ns: str, node: str) -> list[Key]:
     """Every element that is part of memory ``node``: its content, every placement that ever
     put it somewhere (while a version of it is held), its keywords and its boot membership."""
     keys: list[Key] = [content_key(ns, node), boot_key(ns, node)]
+    keys += _under(conn, (KEYWORD, ns), "json_extract(key, '$[3]') = ?", node)
     keys += [
         key_of(k)
         for (k,) in conn.execute(
-            "SELECT key FROM elements WHERE ns = ? AND kind = ? AND json_extract(key, '$[3]') = ?",
-            (ns, KEYWORD, node),
-        )
-    ]
-    keys += [
-        key_of(k)
-        for (k,) in conn.execute(
-            "SELECT DISTINCT key FROM ops WHERE ns = ? AND key LIKE ? "
-            "AND json_extract(val, '$.child') = ? ORDER BY key",
-            (ns, f'["{EDGE}",%', node),
+            "SELECT DISTINCT key FROM ops WHERE ns = ? AND child = ? ORDER BY key", (ns, node)
         )
     ]
     return keys
@@ -76,20 +79,10 @@ def memory_keys(conn: sqlite3.Connection, ns: str, node: str) -> list[Key]:
 
 def entity_keys(conn: sqlite3.Connection, ns: str, name: str) -> list[Key]:
     """The entity's element, its observations, and the relations starting or ending at it."""
-    found = [
-        key_of(k)
-        for (k,) in conn.execute(
-            "SELECT key FROM elements WHERE ns = ? AND kind IN (?, ?) "
-            "AND json_extract(key, '$[2]') = ?",
-            (ns, ENTITY, OBS, name),
-        )
-    ]
-    found += [
-        key_of(k)
-        for (k,) in conn.execute(
-            "SELECT key FROM elements WHERE ns = ? AND kind = ? "
-            "AND (json_extract(key, '$[2]') = ? OR json_extract(key, '$[3]') = ?)",
-            (ns, REL, name, name),
-        )
-    ]
-    return sorted(found)
+    entity = entity_key(ns, name)
+    held = conn.execute("SELECT 1 FROM elements WHERE key = ?", (key_text(entity),)).fetchone()
+    found = [entity] if held else []
+    found += _under(conn, (OBS, ns, name))
+    found += _under(conn, (REL, ns, name))
+    found += _under(conn, (REL, ns), "json_extract(key, '$[3]') = ?", name)
+    return sorted(set(found))

@@ -20,7 +20,9 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
-from noon.core.elements import BOOT, CONTENT, EDGE, ENTITY, KEYWORD, OBS, REL
+import orjson
+
+from noon.core.elements import BOOT, CONTENT, EDGE, ENTITY, KEYWORD, OBS, REL, REVIEW
 from noon.core.ops import Key, Op, OpId
 from noon.graph.reader import placements_of
 from noon.store.readmodel import documents
@@ -58,6 +60,7 @@ class Projection:
         self.entities: list[tuple[Any, ...]] = []
         self.observations: list[tuple[Any, ...]] = []
         self.relations: list[tuple[Any, ...]] = []
+        self.reviews: list[tuple[Any, ...]] = []
         self.docs = documents.Dirty()
         self.glossaries: set[str] = set()
 
@@ -97,6 +100,8 @@ class Projection:
             self._obs(key, winner)
         elif kind == REL:
             self._rel(key, winner)
+        elif kind == REVIEW:
+            self._review(key, winner)
 
     def gone(self, eid: int, key: Key) -> None:
         """No version of the element is left (collected, or its shard is gone)."""
@@ -122,6 +127,8 @@ class Projection:
             self._obs(key, None)
         elif kind == REL:
             self._rel(key, None)
+        elif kind == REVIEW:
+            self._review(key, None)
 
     # -- the URI graph ---------------------------------------------------------------------
 
@@ -242,6 +249,26 @@ class Projection:
             return
         self.relations.append((ns, src, dst, rtype, slot, winner.hlc, winner.node, winner.seq))
 
+    def _review(self, key: Key, winner: Op | None) -> None:
+        _, ns, subject, reviewer = key
+        if winner is None or winner.val is None:
+            self.conn.execute(
+                "DELETE FROM reviews WHERE ns = ? AND subject = ? AND reviewer = ?",
+                (ns, subject, reviewer),
+            )
+            return
+        self.reviews.append(
+            (
+                ns,
+                subject,
+                reviewer,
+                orjson.dumps(winner.val).decode(),
+                winner.node,
+                winner.seq,
+                winner.hlc,
+            )
+        )
+
     # -- write -----------------------------------------------------------------------------
 
     def finish(self) -> None:
@@ -263,6 +290,7 @@ class Projection:
             "INSERT OR REPLACE INTO observations VALUES (?,?,?,?,?,?,?,?)", self.observations
         )
         c.executemany("INSERT OR REPLACE INTO relations VALUES (?,?,?,?,?,?,?,?)", self.relations)
+        c.executemany("INSERT OR REPLACE INTO reviews VALUES (?,?,?,?,?,?,?)", sorted(self.reviews))
         for ns in self.glossaries:
             c.execute(
                 "INSERT INTO glossary (ns, version) VALUES (?, 1) "

@@ -13,12 +13,14 @@ from typing import Any
 
 import orjson
 
+from noon.core.elements import EDGE
 from noon.core.ops import Key, Op, OpId
 
 ROW = "node, seq, digest, hlc, ns, key, tomb, val, prev, client, bat"
-COLUMNS = ROW + ", eid"
-"""What :func:`op_row` writes: :data:`ROW` and the id of the op's element."""
-"""The columns of ``ops``, in the order :func:`op_row` gives and :func:`op_of` reads."""
+"""The columns of ``ops`` that :func:`op_of` reads, in its order."""
+COLUMNS = ROW + ", eid, child"
+"""What :func:`op_row` writes: :data:`ROW`, the id of the op's element and, for a placement
+(an ``edge`` op with a value), the memory it places."""
 
 _SIGN = 1 << 63
 _LIVE: dict[str, Any] = {}
@@ -68,7 +70,13 @@ def op_row(op: Op, kt: str | None, eid: int | None) -> tuple[Any, ...]:
         op.by,
         op.bat,
         eid,
+        _child(op) if known else None,
     )
+
+
+def _child(op: Op) -> str | None:
+    child = op.val.get("child") if op.el[0] == EDGE and op.val is not None else None
+    return child if isinstance(child, str) else None
 
 
 def op_of(row: tuple[Any, ...]) -> Op:

@@ -13,12 +13,14 @@ Tables, by job:
   so a node whose own shard was restored from an old backup cannot reuse seqs.
 - ``ops``: every op folded, by identity, with its digest (a duplicate and a fork tell themselves
   apart by it), its namespace and element key, and its value: the op log, history and rollback.
+  ``child`` is the memory a placement op places (indexed): every placement a memory ever had.
 - ``elements`` / ``heads``: per element key, the winner and the heads that :mod:`noon.core.fold`
   decided (``heads`` rows only when there are several: a conflict).
 - ``changes``: the element keys each generation touched, so every process can tell what
   changed since it last looked, whoever folded it.
 - the URI graph: ``memories``, ``placements``, ``keywords``, ``boot``, ``memory_fts``.
 - the knowledge graph: ``entities``, ``observations``, ``relations``, ``entity_fts``.
+- ``reviews``: the review state of the web page's queue (live ``review`` elements).
 - ``corrupt``: complete lines of a shard that are not valid ops (reported, skipped).
 """
 
@@ -33,7 +35,7 @@ from pathlib import Path
 
 log = logging.getLogger("noon.readmodel")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3
 FILE_NAME = "readmodel.sqlite3"
 
 TABLES = """
@@ -48,9 +50,11 @@ CREATE TABLE corrupt (
 CREATE TABLE highwater (node TEXT PRIMARY KEY, seq INTEGER) WITHOUT ROWID;
 CREATE TABLE ops (
     node TEXT, seq INTEGER, digest INTEGER, hlc INTEGER, ns TEXT, key TEXT, tomb INTEGER,
-    val TEXT, prev TEXT, client TEXT, bat INTEGER, eid INTEGER, PRIMARY KEY (node, seq)
+    val TEXT, prev TEXT, client TEXT, bat INTEGER, eid INTEGER, child TEXT,
+    PRIMARY KEY (node, seq)
 ) WITHOUT ROWID;
 CREATE INDEX ops_by_element ON ops (eid) WHERE eid IS NOT NULL;
+CREATE INDEX ops_by_child ON ops (ns, child) WHERE child IS NOT NULL;
 CREATE INDEX ops_by_time ON ops (ns, hlc);
 CREATE TABLE elements (
     id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, kind TEXT, ns TEXT, w_node TEXT,
@@ -80,6 +84,10 @@ CREATE TABLE boot (ns TEXT, node TEXT, PRIMARY KEY (ns, node)) WITHOUT ROWID;
 CREATE VIRTUAL TABLE memory_fts USING fts5 (
     text, uri, disclosure, keywords, tokenize = 'unicode61 remove_diacritics 2'
 );
+CREATE TABLE reviews (
+    ns TEXT, subject TEXT, reviewer TEXT, val TEXT, w_node TEXT, w_seq INTEGER, w_hlc INTEGER,
+    PRIMARY KEY (ns, subject, reviewer)
+) WITHOUT ROWID;
 CREATE TABLE entities (
     id INTEGER PRIMARY KEY, ns TEXT, name TEXT, type TEXT, after INTEGER,
     w_hlc INTEGER, w_node TEXT, w_seq INTEGER, UNIQUE (ns, name)

@@ -1,0 +1,124 @@
+"""The page server: the aiohttp application (security checks, JSON errors, the API, the live
+feed and the static page shipped in ``noon/web/static``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from aiohttp import web
+
+from noon.core.ops import OpError
+from noon.graph.plan import GraphError
+from noon.graph.quote import QuoteError
+from noon.graph.undo import UndoError
+from noon.graph.uri import UriError
+from noon.kg.plan import KGError
+from noon.store.store import StoreError
+from noon.web import routes, security
+from noon.web.data import WebData
+from noon.web.errors import NotFound, Stale, WebError
+from noon.web.inputs import BadInput, Body, json_body
+from noon.web.live import Live
+from noon.web.routes import DATA, POOL
+
+log = logging.getLogger("noon.web")
+
+STATIC = Path(__file__).resolve().parent / "static"
+MAX_BODY = 8 << 20
+"""Largest request body (a memory text is at most 1 Mi characters)."""
+WORKERS = 4
+REFUSED = (BadInput, WebError, GraphError, UriError, UndoError, QuoteError, OpError, KGError)
+LIVE: web.AppKey[Live] = web.AppKey("live", Live)
+GUARD: web.AppKey[security.Guard] = web.AppKey("guard", security.Guard)
+LIVE_TASK: web.AppKey[asyncio.Task[None]] = web.AppKey("live_task", asyncio.Task)
+
+
+def _error(status: int, message: str, **extra: object) -> web.Response:
+    return web.json_response({"error": message, **extra}, status=status)
+
+
+@web.middleware
+async def errors(request: web.Request, handler: security.Handler) -> web.StreamResponse:
+    """Every refusal as ``{"error": message}`` with its status; a bug as a 500 that says what
+    broke (and is logged), never a stack trace page."""
+    try:
+        return await handler(request)
+    except Stale as exc:
+        return _error(409, str(exc), current=exc.current)
+    except NotFound as exc:
+        return _error(404, str(exc))
+    except REFUSED as exc:
+        return _error(400, str(exc))
+    except StoreError as exc:
+        return _error(503, str(exc))
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return _error(exc.status, exc.reason)
+    except Exception as exc:
+        log.exception("%s %s failed", request.method, request.path)
+        return _error(500, f"Internal error: {type(exc).__name__}: {exc}")
+
+
+async def index(request: web.Request) -> web.StreamResponse:
+    """The page, with this server's CSRF token; ``?token=`` logs in and drops it from the URL."""
+    guard = request.app[GUARD]
+    offered = request.query.get("token")
+    if offered is not None:
+        redirect = web.HTTPSeeOther("/")
+        guard.set_cookies(redirect, login=guard.token_ok(offered))
+        raise redirect
+    html = (STATIC / "index.html").read_text(encoding="utf-8")
+    response = web.Response(
+        text=html.replace("{{csrf}}", guard.csrf), content_type="text/html", charset="utf-8"
+    )
+    response.headers["Cache-Control"] = "no-store"
+    guard.set_cookies(response)
+    return response
+
+
+async def login(request: web.Request) -> web.Response:
+    guard = request.app[GUARD]
+    body = Body(await json_body(request), {"token"})
+    token = body.need("token", limit=4096)
+    if guard.token is None:
+        return web.json_response({"ok": True, "token_required": False})
+    if not guard.token_ok(token):
+        await asyncio.sleep(0.5)  # slows guessing; a legitimate user types it once
+        return _error(401, "Wrong token.")
+    response = web.json_response({"ok": True})
+    guard.set_cookies(response, login=True)
+    return response
+
+
+def create_app(data: WebData, guard: security.Guard, *, workers: int = WORKERS) -> web.Application:
+    app = web.Application(
+        client_max_size=MAX_BODY, middlewares=[errors, security.middleware(guard)]
+    )
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="noon-web")
+    live = Live(data, pool)
+    app[DATA], app[POOL], app[LIVE], app[GUARD] = data, pool, live, guard
+    app.router.add_get("/", index)
+    app.router.add_post("/api/login", login)
+    app.router.add_get("/api/events", live.handler)
+    app.router.add_routes(routes.routes)
+    app.router.add_static("/static/", STATIC, follow_symlinks=False)
+    app.on_response_prepare.append(security.add_headers)
+
+    async def start(app: web.Application) -> None:
+        app[LIVE_TASK] = asyncio.create_task(live.run(), name="noon-web-live")
+
+    async def stop(app: web.Application) -> None:
+        live.closing.set()
+
+    async def cleanup(app: web.Application) -> None:
+        await app[LIVE_TASK]
+        pool.shutdown(wait=True, cancel_futures=True)
+
+    app.on_startup.append(start)
+    app.on_shutdown.append(stop)
+    app.on_cleanup.append(cleanup)
+    return app

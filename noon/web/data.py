@@ -1,0 +1,493 @@
+"""Everything the page reads and writes, in one narrow class: :class:`WebData`.
+
+The routes and the page call only these methods and see only the JSON-ready values they return.
+The page is one more reader of the machine's shared read model (``NOON_DIR/.noon/``): every read
+refreshes it and runs on one snapshot of it through :func:`noon.store.access.service`;
+writes go through the planning functions of the MCP tools (:mod:`noon.graph.plan`, and
+:mod:`noon.graph.undo` for rollbacks), appended as one batch per call with the client ``web``.
+The process keeps no index of the store: the review queue, a memory's timeline, "approve all"
+and the pending count are queries of the op log (:mod:`noon.store.readmodel.changes`); only the
+pending count is kept, per namespace, until the read model's generation moves. Its helpers, by
+job: :mod:`noon.web.views` (memories, children, conflicts, orphans, the knowledge graph),
+:mod:`noon.web.queue` (the review queue and approvals), :mod:`noon.web.rollback` (what a change
+did and its undo), :mod:`noon.web.timeline` (a memory's or an entity's changes).
+
+Conventions: ``ns`` is a namespace; ``uri`` is a memory URI or ``system://node/<id>`` (how
+orphans and deleted memories are addressed); times are milliseconds since the epoch; a version
+or change id is ``node:seq``. ``expected_version`` (a memory's version as the page loaded it)
+makes a write refuse when the memory changed since. Refusals raise :class:`WebError` (HTTP 400),
+:class:`NotFound` (404) or :class:`Stale` (409, carrying what is current), or the planners' own
+``GraphError``, ``UriError``, ``UndoError`` (400); nothing is written then.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from noon.config import Settings
+from noon.core.elements import CONTENT
+from noon.core.ops import Draft, Key, Op
+from noon.graph import plan
+from noon.graph.reader import Placement, live_text, version_id
+from noon.graph.search import snippet, tokens
+from noon.graph.uri import NODE_VIEW, Uri, node_view, parse
+from noon.ops_cli import status
+from noon.store.access import GraphService, service
+from noon.store.readmodel import changes, overview
+from noon.store.readmodel.graph import SqlGraph
+from noon.store.store import Changes, Store
+from noon.web import edits, queue, rollback, timeline, views
+from noon.web.errors import NotFound, WebError
+from noon.web.queue import WEB_CLIENT
+
+T = TypeVar("T")
+MAX_LIVE_KEYS = 500
+"""Changed elements reported one by one to the live feed; beyond, the page reloads its view."""
+PENDING_CACHED = 64
+"""Namespaces whose pending count is kept (each until the read model's generation moves)."""
+
+
+class WebData:
+    """The page's reads and writes on one store. Thread-safe: every method holds the store's
+    lock while it reads or plans, and blocks (call it from a worker thread)."""
+
+    def __init__(self, store: Store, settings: Settings, daemon_url: str | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self.daemon_url = daemon_url
+        self.svc: GraphService = service(store)
+        self._touched: set[Key] = set()
+        self._reset = False
+        self._guard = threading.Lock()
+        self._pending: dict[str, tuple[int, changes.Pending]] = {}
+        """Namespace -> (read-model generation, its pending changes); read under the lock."""
+        with store.lock:
+            store.refresh()
+            store.listeners.append(self._on_changes)
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _on_changes(self, changed: Changes) -> None:
+        """Every refresh of the store, whichever process folded: remember what to tell the
+        live pages."""
+        with self._guard:
+            if changed.reset or len(self._touched) + len(changed.keys) > MAX_LIVE_KEYS:
+                self._reset, self._touched = True, set()
+            elif not self._reset:
+                self._touched |= changed.keys
+
+    def _read(self, fn: Callable[[SqlGraph], T]) -> T:
+        return self.svc.read(lambda s: fn(s.graph))
+
+    def _write(self, fn: Callable[[SqlGraph], tuple[list[Draft], T]]) -> tuple[list[Op], T]:
+        return self.svc.write(fn, WEB_CLIENT)
+
+    def _memory_of(self, graph: SqlGraph, ns: str, node: str, at: Uri | None) -> dict[str, Any]:
+        found = graph.resolve(ns, at) if at is not None else None
+        pl = found[1] if found is not None and found[0] == node else None
+        shown = views.memory(graph, self.svc.glossary, ns, node, at if pl else None, pl)
+        if shown is None:
+            raise NotFound(f"No memory {node_view(node)}.")
+        return shown
+
+    def _pending_of(self, graph: SqlGraph, ns: str) -> changes.Pending:
+        """The changes of ``ns`` waiting for review, counted once per read-model generation."""
+        generation = self.store.model.generation
+        cached = self._pending.get(ns)
+        if cached is not None and cached[0] == generation:
+            return cached[1]
+        found = changes.pending(graph.conn, ns, WEB_CLIENT)
+        if len(self._pending) >= PENDING_CACHED:
+            self._pending.clear()
+        self._pending[ns] = (generation, found)
+        return found
+
+    # -- browse ----------------------------------------------------------------------------
+
+    def info(self) -> dict[str, Any]:
+        """``{node, namespace (the default), namespaces}``: namespaces holding memories or
+        knowledge-graph data, and the default one."""
+
+        def fn(g: SqlGraph) -> dict[str, Any]:
+            spaces = overview.namespaces(g.conn) | {self.settings.namespace}
+            return {
+                "node": self.settings.node_id,
+                "namespace": self.settings.namespace,
+                "namespaces": sorted(spaces),
+            }
+
+        return self._read(fn)
+
+    def domains(self, ns: str) -> list[dict[str, Any]]:
+        """``[{domain, children}]``: ``core`` and every domain holding a memory, with the number
+        of memories at its top."""
+        return self._read(lambda g: views.domains(g, ns))
+
+    def children(self, ns: str, uri: str, offset: int, limit: int) -> dict[str, Any]:
+        """One page of the children of a memory or of a domain root (``core://``), by priority
+        then name: ``{uri, node, total, offset, items: [{name, uri, node, priority, disclosure,
+        children (how many it has), snippet, deleted, conflicted, boot}]}``."""
+        return self._read(lambda g: views.children(g, ns, uri, offset, limit))
+
+    def memory(self, ns: str, uri: str) -> dict[str, Any]:
+        """One memory: ``{namespace, uri, node, version, text, deleted, conflicted, orphan,
+        heads (when conflicted: [{version, text (None: a deletion), winner, diff (from the shown
+        text), time, client, machine}]), placement (the one ``uri`` reached it by:
+        {parent_uri, name, priority, disclosure, version}, None for system://node URIs),
+        aliases [{uri, priority}], placements [{parent_uri, name, priority, disclosure}],
+        keywords, boot, glossary [{start, end, keyword, targets}] (character offsets in
+        ``text``), children (count), breadcrumbs [{name, uri}], modified {time, client,
+        machine}}``."""
+
+        def fn(g: SqlGraph) -> dict[str, Any]:
+            node, at, _ = plan.locate(g, ns, uri)
+            return self._memory_of(g, ns, node, at)
+
+        return self._read(fn)
+
+    def search(self, ns: str, query: str, domain: str | None, limit: int) -> list[dict[str, Any]]:
+        """``search_memory``'s ranking: ``[{uri, node_id, score, priority, disclosure, version,
+        snippet}]``."""
+        from noon.mcp.uri_read import search as ranked  # the MCP SDK: 2 s of start, paid here
+
+        def fn(s: GraphService) -> list[dict[str, Any]]:
+            _, data = ranked(s, ns, query, domain, limit)
+            terms = tuple(tokens(query))
+            out = []
+            for r in data["results"]:
+                node = r.pop("memory_id")
+                el = s.graph.content(ns, node)
+                text = live_text(el) if el else ""
+                out.append({**r, "node_id": node, "snippet": snippet(text, query, terms)})
+            return out
+
+        return self.svc.read(fn)
+
+    def boot_list(self, ns: str) -> list[dict[str, Any]]:
+        """The boot memories: ``[{uri, node, deleted}]``."""
+
+        def fn(g: SqlGraph) -> list[dict[str, Any]]:
+            rows = [
+                {"uri": views.namer(g, ns)(n), "node": n, "deleted": not g.is_live(ns, n)}
+                for n in g.boot_nodes(ns)
+            ]
+            return sorted(rows, key=lambda r: r["uri"])
+
+        return self._read(fn)
+
+    # -- review ----------------------------------------------------------------------------
+
+    def changes(
+        self, ns: str, view: str, group: str, before: str | None, limit: int
+    ) -> dict[str, Any]:
+        """Changes of ``ns``, newest first. ``view``: ``pending`` (made by agents, not reviewed
+        yet), ``reviewed`` (approved or rolled back), ``all`` (the page's own too). ``group``:
+        ``change`` (one item per tool call) or ``memory`` (one item per memory, gathering its
+        changes in the view). ``before``: the ``next`` of the previous page. Returns ``{items:
+        [{id, ids (the change ids it stands for), time, client, machine, ops, subject {kind,
+        label, node | name}, what (sentences), more, status (pending | approved | rolled_back |
+        web), reviewed_by, clients, machines, changes (memory groups)}], next, pending (count),
+        frontier (author -> seq: what "approve all" approves)}``."""
+        if view not in ("pending", "reviewed", "all") or group not in ("change", "memory"):
+            raise WebError("view is pending, reviewed or all; group is change or memory.")
+        try:
+            before_at = queue.cursor(before)
+        except queue.CursorError as exc:
+            raise WebError(str(exc)) from None
+
+        def fn(g: SqlGraph) -> dict[str, Any]:
+            pending = self._pending_of(g, ns)
+            return queue.listing(g, self.store.fold, ns, view, group, before_at, limit, pending)
+
+        return self._read(fn)
+
+    def change(self, ns: str, ids: list[str]) -> dict[str, Any]:
+        """One change, or several taken together (a memory's group): ``{changes: [heads as in
+        :meth:`changes`], steps: [{element, kind, known, before, after, current, later
+        [{version, time, client, machine}], restore (what a rollback does to it), writes,
+        memory + diff (texts) | fields [[field, before, after]]}], undo: {possible, problems,
+        writes, overwrites_later, basis}}``. ``before`` is an element's value before the first
+        of the changes, ``after`` what they left, ``current`` what reads show now (texts are
+        given as ``{chars}``: see ``diff``); pass ``undo.basis`` back to :meth:`rollback`."""
+        return self._read(lambda g: rollback.details(g, ns, queue.named(g.conn, ns, ids)))
+
+    def history(self, ns: str, uri: str, offset: int, limit: int) -> dict[str, Any]:
+        """A memory's timeline, newest first: every change that touched it (its texts,
+        placements, keywords, boot membership): ``{uri, node, version, total, offset, items:
+        [{...as in changes, version (the text version it wrote: {version, deleted, current}
+        or None), steps (as in :meth:`change`, those about this memory)}]}``."""
+
+        def fn(g: SqlGraph) -> dict[str, Any]:
+            node = plan.locate(g, ns, uri)[0]
+            return timeline.timeline(g, ns, node, offset, limit)
+
+        return self._read(fn)
+
+    def approve(
+        self, ns: str, ids: list[str], through: dict[str, int] | None = None
+    ) -> dict[str, Any]:
+        """Mark changes reviewed: each of ``ids``, and with ``through`` (author -> seq, a
+        listing's ``frontier``) every change of those authors up to there. Written as review ops
+        that replicate: approving here clears the queue of every machine. ``{written}``."""
+        me = self.settings.node_id
+
+        if not ids and not through:
+            raise WebError("Name the changes to approve (ids) or a frontier (through).")
+
+        def fn(g: SqlGraph) -> tuple[list[Draft], int]:
+            refs = queue.named(g.conn, ns, ids) if ids else []
+            drafts = queue.approval(g, self.store.fold, ns, refs, through, me)
+            return drafts, len(drafts)
+
+        _, written = self._write(fn)
+        return {"written": written}
+
+    def unreview(self, ns: str, change_id: str) -> dict[str, Any]:
+        """Put a change back in the queue (its verdicts from every machine are deleted). A
+        change approved by "approve all" stays approved. ``{written}``."""
+
+        def fn(g: SqlGraph) -> tuple[list[Draft], int]:
+            (found,) = queue.named(g.conn, ns, [change_id])
+            drafts = queue.withdrawal(g.conn, ns, found)
+            return drafts, len(drafts)
+
+        _, written = self._write(fn)
+        return {"written": written}
+
+    def rollback(self, ns: str, ids: list[str], basis: str | None) -> dict[str, Any]:
+        """Undo changes: every element they touched goes back to its value before the first of
+        them (texts, placements and moves, aliases, keywords, boot membership, deleted
+        memories, knowledge-graph data), written as one batch with the changes marked rolled
+        back. Refused (409) when ``basis`` (from :meth:`change`) no longer matches what is
+        current, and (400) when a version to restore is not held any more. ``{written, batch
+        (the rollback's own change id: undo it to undo the rollback)}``."""
+        me = self.settings.node_id
+
+        def fn(g: SqlGraph) -> tuple[list[Draft], int]:
+            return rollback.rollback(g, ns, queue.named(g.conn, ns, ids), basis, me)
+
+        ops, written = self._write(fn)
+        return {"written": written, "batch": f"{ops[-1].node}:{ops[-1].seq}" if ops else None}
+
+    def restore_version(
+        self, ns: str, uri: str, version: str, expected_version: str | None
+    ) -> dict[str, Any]:
+        """Roll a memory back to one of its text versions (from :meth:`history`): the text of
+        then, and what the later text edits changed beside it (priority, placement, keywords,
+        boot) as it was before them. ``{version (the new one), memory}``."""
+
+        def fn(g: SqlGraph) -> tuple[list[Draft], str]:
+            node, _, _ = plan.locate(g, ns, uri)
+            views.expect_version(g, ns, node, expected_version)
+            return rollback.to_version(g, ns, uri, node, version), node
+
+        ops, node = self._write(fn)
+        new = next((version_id(o) for o in ops if o.el[0] == CONTENT), None)
+        return {"version": new, "memory": self._after(ns, uri, node)}
+
+    # -- edit ------------------------------------------------------------------------------
+
+    def _edit(
+        self,
+        ns: str,
+        uri: str,
+        expected: str | None,
+        make: Callable[[SqlGraph, str, Placement | None], list[Draft]],
+    ) -> dict[str, Any]:
+        """Plan ``make(graph, node, placement)`` on the memory ``uri`` names, after checking
+        ``expected``; write it; return the memory as it is now (at the same URI when it still
+        resolves)."""
+
+        def fn(g: SqlGraph) -> tuple[list[Draft], str]:
+            node, _, pl = plan.locate(g, ns, uri)
+            views.expect_version(g, ns, node, expected)
+            return make(g, node, pl), node
+
+        _, node = self._write(fn)
+        return self._after(ns, uri, node)
+
+    def _after(self, ns: str, uri: str, node: str) -> dict[str, Any]:
+        def fn(g: SqlGraph) -> dict[str, Any]:
+            at = None if uri.strip().startswith(NODE_VIEW) else parse(uri)
+            if at is not None and (g.resolve(ns, at) or ("", None))[0] != node:
+                at = g.primary_uri(ns, node)
+            return self._memory_of(g, ns, node, at)
+
+        return self._read(fn)
+
+    def save_text(self, ns: str, uri: str, text: str, expected_version: str | None) -> dict:
+        """Replace a memory's text (settles concurrent versions). Returns the memory."""
+        if not text.strip():
+            raise WebError("The text is empty: write something, or delete the memory.")
+        return self._edit(ns, uri, expected_version, lambda g, n, _: edits.text(g, ns, n, text))
+
+    def preview_text(self, ns: str, uri: str, text: str) -> dict[str, Any]:
+        """The diff a save would make: ``{version, diff}`` (writes nothing)."""
+        return self._read(lambda g: views.preview(g, ns, plan.locate(g, ns, uri)[0], text))
+
+    def set_placement(
+        self,
+        ns: str,
+        uri: str,
+        priority: int | None,
+        disclosure: str | None,
+        expected_version: str | None,
+        expected_placement: str | None,
+    ) -> dict[str, Any]:
+        """Set the priority and/or disclosure of the placement ``uri`` names (each URI of a
+        memory has its own). ``expected_placement`` is the placement's version as loaded."""
+
+        def make(g: SqlGraph, node: str, pl: Placement | None) -> list[Draft]:
+            return edits.placement(g, ns, node, pl, priority, disclosure, expected_placement)
+
+        return self._edit(ns, uri, expected_version, make)
+
+    def create(
+        self, ns: str, parent: str, title: str | None, text: str, priority: int, disclosure: str
+    ) -> dict[str, Any]:
+        """A new memory under ``parent`` (a memory or a domain root). Returns the memory."""
+        if not text.strip():
+            raise WebError("The text is empty.")
+        at = parse(parent)
+
+        def fn(g: SqlGraph) -> tuple[list[Draft], tuple[str, Uri]]:
+            drafts, node, uri = plan.create(g, ns, at, title, text, priority, disclosure)
+            return drafts, (node, uri)
+
+        _, (node, uri) = self._write(fn)
+        return self._after(ns, str(uri), node)
+
+    def alias(
+        self, ns: str, uri: str, new_uri: str, priority: int | None, disclosure: str | None
+    ) -> dict[str, Any]:
+        """Another URI for the memory (priority and disclosure default to this placement's)."""
+        at = parse(new_uri)
+
+        def make(g: SqlGraph, node: str, pl: Placement | None) -> list[Draft]:
+            return edits.alias(g, ns, node, pl, at, priority, disclosure)
+
+        self._edit(ns, uri, None, make)
+        return self.memory(ns, str(at))
+
+    def move(self, ns: str, uri: str, new_uri: str, expected_version: str | None) -> dict:
+        """Move or rename the memory at ``uri`` (one atomic batch). Returns it at its new URI."""
+        at = parse(new_uri)
+        self._edit(ns, uri, expected_version, lambda g, n, pl: edits.move(g, ns, n, pl, at))
+        return self.memory(ns, str(at))
+
+    def delete(self, ns: str, uri: str, recursive: bool, expected_version: str | None) -> dict:
+        """Remove the URI; with its last URI the memory is deleted (``recursive``: also the
+        memories below that nothing else reaches). ``{deleted (memories), node}``."""
+
+        def fn(g: SqlGraph) -> tuple[list[Draft], tuple[int, str]]:
+            node, _, pl = plan.locate(g, ns, uri)
+            views.expect_version(g, ns, node, expected_version)
+            drafts, deleted = plan.delete(g, ns, node, uri.strip(), pl, recursive)
+            return drafts, (deleted, node)
+
+        _, (deleted, node) = self._write(fn)
+        return {"deleted": deleted, "node": node}
+
+    def keywords(self, ns: str, uri: str, add: list[str], remove: list[str]) -> dict[str, Any]:
+        """Bind and unbind glossary keywords. Returns the memory."""
+        return self._edit(ns, uri, None, lambda g, n, _: edits.keywords(g, ns, n, add, remove))
+
+    def boot(self, ns: str, add: list[str], remove: list[str]) -> list[dict[str, Any]]:
+        """Add memories to (or remove them from) the boot list. Returns the boot list."""
+        self._write(lambda g: (edits.boot(g, ns, add, remove), None))
+        return self.boot_list(ns)
+
+    # -- conflicts and orphans -------------------------------------------------------------
+
+    def conflicts(self, ns: str) -> list[dict[str, Any]]:
+        """Elements with concurrent versions: ``[{kind: content, node, uri,
+        deleted_while_placed, heads, winner, versions: [{version, text, winner, diff (from the
+        shown text), time, client, machine}]} | {kind: placement, parent_uri, name, heads,
+        winner, versions: [{version, child, priority, winner, ...}]}]``."""
+        return self._read(lambda g: views.conflicts(g, ns))
+
+    def resolve(
+        self, ns: str, node: str, keep: str | None, text: str | None, expected_heads: list[str]
+    ) -> dict[str, Any]:
+        """Settle a memory's concurrent versions: keep one (``keep``: its version; keeping a
+        deletion deletes the memory) or write ``text`` (a merge). Naming every head, the write
+        replaces them all. Refused (409) when the heads are no longer ``expected_heads``."""
+        if (keep is None) == (text is None):
+            raise WebError("Pass either keep (a version) or text (the merged text).")
+
+        def fn(g: SqlGraph) -> tuple[list[Draft], None]:
+            return views.settle(g, ns, node, keep, text, expected_heads), None
+
+        self._write(fn)
+        return self._read(lambda g: {"resolved": not views.conflicted(g, ns, node)})
+
+    def orphans(self, ns: str, offset: int, limit: int) -> dict[str, Any]:
+        """Live memories no domain root reaches: ``{total, offset, items: [{node, uri,
+        snippet, unreachable_under, children, modified}]}``."""
+        return self._read(lambda g: views.orphans(g, ns, offset, limit))
+
+    def place_orphan(
+        self, ns: str, node: str, new_uri: str, priority: int, disclosure: str
+    ) -> dict[str, Any]:
+        """Place an orphan at ``new_uri``. Returns the memory there."""
+        at = parse(new_uri)
+        plan.check_disclosure(disclosure)
+
+        def fn(g: SqlGraph) -> tuple[list[Draft], None]:
+            found, _, _ = plan.locate(g, ns, node_view(node))
+            return plan.move(g, ns, found, None, at, priority, disclosure), None
+
+        self._write(fn)
+        return self.memory(ns, str(at))
+
+    def delete_orphan(self, ns: str, node: str, recursive: bool) -> dict[str, Any]:
+        """Delete an orphan for good (with ``recursive``, the orphans below it too)."""
+        return self.delete(ns, node_view(node), recursive, None)
+
+    # -- knowledge graph -------------------------------------------------------------------
+
+    def entities(self, ns: str, query: str | None, offset: int, limit: int) -> dict[str, Any]:
+        """Knowledge-graph entities in creation order, or those ``search_nodes`` finds for
+        ``query`` (case-insensitive substring of name, type or an observation): ``{total,
+        offset, items: [{name, type, observations (count), first}]}``."""
+        return self._read(lambda g: views.entities(self.store.kg(ns), query, offset, limit))
+
+    def entity(self, ns: str, name: str) -> dict[str, Any]:
+        """One entity: ``{name, type, observations: [text], relations: [{from, to,
+        relationType}], changes: [change heads, newest first]}``."""
+
+        def fn(g: SqlGraph) -> dict[str, Any]:
+            shown = views.entity(self.store.kg(ns), name)
+            return {**shown, "changes": timeline.entity_changes(g, ns, name)}
+
+        return self._read(fn)
+
+    # -- mesh and live ---------------------------------------------------------------------
+
+    def mesh(self) -> dict[str, Any]:
+        """``noon status`` as data (:func:`noon.ops_cli.status.gather`): this node, its shards
+        with each peer's lag, the peers' health, conflicts, frozen tombstones and forks. Asks
+        the local daemon (blocking, a few seconds at most when it does not answer)."""
+        from noon.ops_cli import daemon_api
+
+        url = self.daemon_url or daemon_api.local_url(self.settings)
+        return status.gather(self.settings, url, 50, store=self.store)
+
+    def poll(self) -> dict[str, Any] | None:
+        """Fold in what the shards gained (writes of any process on this machine, and what
+        ``noond`` replicated), then say what changed since the last poll: ``None``, or
+        ``{reset}`` (reload everything shown), or ``{namespaces: {ns: {nodes (memories whose
+        view changed), parents (memories or domain roots whose children changed), kg (bool),
+        changes (bool: the review queue may differ)}}}``."""
+        self.svc.read(lambda s: None)
+        with self._guard:
+            keys, reset = self._touched, self._reset
+            self._touched, self._reset = set(), False
+        if reset:
+            return {"reset": True}
+        if not keys:
+            return None
+
+        return self._read(lambda g: views.touched(g, keys))

@@ -1,0 +1,152 @@
+"""What a change did and what undoing it would do, element by element, and the rollback's own
+ops: :mod:`noon.graph.undo` planning on element states read from the read model (used only by
+:mod:`noon.web.data` and :mod:`noon.web.timeline`, whose docstrings describe the shapes)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from noon.core.elements import CONTENT, edge_key, review_key
+from noon.core.ops import Draft, Key, Op
+from noon.graph import undo
+from noon.graph.reader import version_id
+from noon.graph.views import show_uri
+from noon.store.readmodel import changes
+from noon.store.readmodel.changes import Change
+from noon.store.readmodel.graph import SqlGraph
+from noon.web import queue
+from noon.web.diff import text_diff, value_diff
+from noon.web.errors import NotFound, Stale, WebError
+from noon.web.views import namer, who
+
+
+def lookup(graph: SqlGraph) -> undo.Lookup:
+    return undo.element_lookup(graph.element)
+
+
+def basis(keys: Iterable[Key], state: undo.Lookup) -> str:
+    """A fingerprint of the current heads of every element an undo touches: a rollback the page
+    previewed is refused when it differs at write time."""
+    h = hashlib.blake2b(digest_size=8)
+    for key in sorted(set(keys)):
+        h.update(repr((key, sorted(op.id for op in state(key).heads))).encode())
+    return h.hexdigest()
+
+
+def _shown(value: dict[str, Any] | None, name: Callable[[str], str]) -> dict[str, Any] | None:
+    """An element value as the page shows it: node ids as URIs."""
+    if value is None:
+        return None
+    out = dict(value)
+    if "child" in out:
+        out["child"] = name(str(out["child"]))
+    return out
+
+
+def _text(value: dict[str, Any] | None) -> str | None:
+    return value.get("text") if value else None
+
+
+def steps(graph: SqlGraph, ns: str, preview: undo.Undo) -> list[dict[str, Any]]:
+    name = namer(graph, ns)
+    undone = {s.key for s in preview.steps if s.draft is not None}
+    out = []
+    for step in preview.steps:
+        kind = step.key[0]
+        entry: dict[str, Any] = {
+            "element": undo.label(step.key, name),
+            "kind": kind,
+            "known": step.known,
+            "before": _shown(step.before, name),
+            "after": _shown(step.after, name),
+            "current": _shown(step.current, name),
+            "later": [{"version": version_id(h), **who(h)} for h in step.later],
+            "restore": undo.describe(step, name),
+            "writes": step.draft is not None,
+        }
+        if kind == CONTENT:
+            entry["memory"] = show_uri(graph, ns, step.key[2])
+            entry["diff"] = text_diff(_text(step.before), _text(step.after))
+            if step.draft is not None and step.before is None:
+                kids = sum(
+                    1
+                    for kid in graph.children(ns, step.key[2])
+                    if edge_key(ns, step.key[2], kid.key_name) not in undone
+                )
+                if kids:
+                    entry["restore"] += (
+                        f"; the {kids} memory(ies) placed under it since stay, listed as "
+                        "orphans unless another URI reaches them"
+                    )
+            for side in ("before", "after", "current"):
+                if entry[side] is not None:
+                    entry[side] = {"chars": len(entry[side]["text"])}
+        else:
+            entry["fields"] = value_diff(entry["before"], entry["after"])
+        out.append(entry)
+    return out
+
+
+def load(graph: SqlGraph, refs: Sequence[changes.Ref]) -> list[Change]:
+    return [Change(r, changes.load_ops(graph.conn, r)) for r in refs]
+
+
+def details(graph: SqlGraph, ns: str, refs: Sequence[changes.Ref]) -> dict[str, Any]:
+    state = lookup(graph)
+    preview = undo.preview([c.ops for c in load(graph, refs)], state)
+    review = queue.Review(graph.conn, ns)
+    return {
+        "changes": [queue.item(graph, review, queue.head(graph.conn, r)) for r in refs],
+        "steps": steps(graph, ns, preview),
+        "undo": {
+            "possible": not preview.problems,
+            "problems": list(preview.problems),
+            "writes": len(preview.drafts),
+            "overwrites_later": preview.overwrites_later_edits,
+            "basis": basis((s.key for s in preview.steps), state),
+        },
+    }
+
+
+def rollback(
+    graph: SqlGraph, ns: str, refs: Sequence[changes.Ref], basis_seen: str | None, me: str
+) -> tuple[list[Draft], int]:
+    """The drafts undoing ``refs`` plus their rolled-back marks, and how many elements they
+    restore. Refused (:class:`Stale`) when what they touched no longer has ``basis_seen``."""
+    state = lookup(graph)
+    planned = undo.undo([c.ops for c in load(graph, refs)], state)
+    now = basis((s.key for s in planned.steps), state)
+    if basis_seen is not None and basis_seen != now:
+        raise Stale(
+            "What these changes touched was edited since you looked: review the new state and "
+            "roll back again.",
+            {"basis": now},
+        )
+    marks = [Draft(review_key(ns, r.id, me), {"verdict": "rolled_back"}) for r in refs]
+    return [*planned.drafts, *marks], len(planned.drafts)
+
+
+def later_changes(graph: SqlGraph, version: Op, versions: Iterable[Op]) -> list[list[Op]]:
+    """The changes (op lists) that wrote the versions newer than ``version``, oldest first."""
+    ids: dict[str, None] = {}
+    for op in sorted(versions, key=lambda o: o.order):
+        if op.order > version.order:
+            ids[changes.change_id(op)] = None
+    found = (changes.load(graph.conn, cid) for cid in ids)
+    return [c.ops for c in found if c is not None]
+
+
+def to_version(graph: SqlGraph, ns: str, uri: str, node: str, version: str) -> list[Draft]:
+    """The drafts rolling memory ``node`` back to its text ``version``, with what the later
+    text edits changed beside it (see :func:`noon.graph.undo.to_version`)."""
+    el = graph.content(ns, node)
+    target = next((v for v in (el.versions if el else ()) if version_id(v) == version), None)
+    if el is None or target is None:
+        raise NotFound(f"Version {version[:80]} of '{uri}' is not held here.")
+    later = later_changes(graph, target, el.versions)
+    planned = undo.to_version(target, later, lookup(graph))
+    if not planned.drafts:
+        raise WebError(f"'{uri}' already reads as version {version}.")
+    return planned.drafts

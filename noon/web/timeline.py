@@ -1,0 +1,67 @@
+"""The changes of one memory or one knowledge-graph entity, newest first, read from the op log
+of the read model: the elements that make up the memory (:mod:`noon.store.readmodel.journal`)
+and the changes with an op about it (used only by :mod:`noon.web.data`, whose docstrings
+describe the shapes)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from noon.core.elements import CONTENT, EDGE
+from noon.core.ops import Op
+from noon.graph import undo
+from noon.graph.reader import version_id
+from noon.graph.views import show_uri
+from noon.store.readmodel import changes, journal
+from noon.store.readmodel.graph import SqlGraph
+from noon.web import queue, rollback
+
+ENTITY_CHANGES = 50
+"""Changes listed with an entity."""
+
+
+def _about(conn: sqlite3.Connection, op: Op, node: str) -> bool:
+    """Whether ``op`` is about ``node``: its text, a placement of it or under it, its keywords
+    or boot membership."""
+    return (op.el[0] == EDGE and op.el[2] == node) or changes.subject(conn, op) == node
+
+
+def timeline(graph: SqlGraph, ns: str, node: str, offset: int, limit: int) -> dict[str, Any]:
+    conn = graph.conn
+    el = graph.content(ns, node)
+    refs = changes.about(conn, journal.memory_keys(conn, ns, node), node)
+    state = rollback.lookup(graph)
+    review = queue.Review(conn, ns)
+    items = []
+    for r in refs[offset : offset + limit]:
+        mine = [op for op in changes.load_ops(conn, r) if _about(conn, op, node)]
+        text_op = next((op for op in mine if op.el[0] == CONTENT), None)
+        items.append(
+            {
+                **queue.item(graph, review, queue.head(conn, r)),
+                "version": None
+                if text_op is None
+                else {
+                    "version": version_id(text_op),
+                    "deleted": text_op.val is None,
+                    "current": el is not None and text_op.id == el.winner.id,
+                },
+                "steps": rollback.steps(graph, ns, undo.preview([mine], state)),
+            }
+        )
+    return {
+        "uri": show_uri(graph, ns, node),
+        "node": node,
+        "version": version_id(el.winner) if el is not None else None,
+        "total": len(refs),
+        "offset": offset,
+        "items": items,
+    }
+
+
+def entity_changes(graph: SqlGraph, ns: str, name: str) -> list[dict[str, Any]]:
+    conn = graph.conn
+    refs = changes.about(conn, journal.entity_keys(conn, ns, name), f"kg:{name}")
+    review = queue.Review(conn, ns)
+    return [queue.item(graph, review, queue.head(conn, r)) for r in refs[:ENTITY_CHANGES]]

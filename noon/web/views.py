@@ -1,0 +1,395 @@
+"""The page's views of memories, read from the machine's read model (used only by
+:mod:`noon.web.data`, whose docstrings describe the shapes): a memory with its glossary spans,
+a page of children, conflicts, orphans, the knowledge graph, and what a batch of changed keys
+means for what a page shows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS, edge_key
+from noon.core.ops import Draft, Key, Op
+from noon.graph import plan
+from noon.graph.glossary import Glossary, _fold, _wordish
+from noon.graph.reader import ElementLike, Placement, live_text, op_time_ms, version_id
+from noon.graph.uri import NODE_VIEW, Uri, is_root, node_view, parse, root, root_domain
+from noon.graph.views import show_uri
+from noon.kg.graph import KgReader
+from noon.store.readmodel.graph import SqlGraph
+from noon.store.readmodel.overview import child_counts, summaries
+from noon.web.diff import text_diff
+from noon.web.errors import NotFound, Stale, WebError
+
+SNIPPET = 140
+
+
+def snip(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= SNIPPET else flat[: SNIPPET - 1] + "…"
+
+
+def who(op: Op) -> dict[str, Any]:
+    """Provenance of a version: ``{time, client, machine}``."""
+    return {"time": op_time_ms(op), "client": op.by or "unknown", "machine": op.node}
+
+
+def namer(graph: SqlGraph, ns: str) -> Callable[[str], str]:
+    """Node ids (and domain roots) as the URIs the page shows."""
+
+    def name(ident: str) -> str:
+        return f"{root_domain(ident)}://" if is_root(ident) else show_uri(graph, ns, ident)
+
+    return name
+
+
+def count_children(graph: SqlGraph, ns: str, node: str) -> int:
+    return child_counts(graph.conn, ns, [node])[node]
+
+
+def placement_version(graph: SqlGraph, ns: str, pl: Placement) -> str | None:
+    """The version of the edge element that yields ``pl``: its winner, or for a placement
+    listed beside a concurrent one (``name~xxxxxxxx``), the newest head that places its child."""
+    el = graph.element(edge_key(ns, pl.parent, pl.key_name))
+    if el is None:
+        return None
+    if pl.name != pl.key_name:
+        heads = [h for h in el.heads.values() if h.val is not None and h.val["child"] == pl.child]
+        if heads:
+            return version_id(max(heads, key=lambda o: o.order))
+    return version_id(el.winner)
+
+
+def domains(graph: SqlGraph, ns: str) -> list[dict[str, Any]]:
+    found = graph.domains(ns)
+    counts = child_counts(graph.conn, ns, [root(d) for d in found])
+    return [{"domain": d, "children": counts[root(d)]} for d in found]
+
+
+def children(graph: SqlGraph, ns: str, uri: str, offset: int, limit: int) -> dict[str, Any]:
+    """A page of the children of the memory or domain root ``uri`` names."""
+    base: Uri | None
+    if uri.strip().startswith(NODE_VIEW):
+        node = plan.locate(graph, ns, uri)[0]
+        base = graph.primary_uri(ns, node)
+    else:
+        base = parse(uri)
+        found = graph.resolve(ns, base)
+        if found is None:
+            raise NotFound(f"'{uri}' not found (moved or deleted meanwhile?).")
+        node = found[0]
+    kids = graph.children(ns, node)
+    shown = kids[offset : offset + limit]
+    boot = graph.boot_nodes(ns)
+    counts = child_counts(graph.conn, ns, (kid.child for kid in shown))
+    texts = summaries(graph.conn, ns, (kid.child for kid in shown))
+    items = []
+    for kid in shown:
+        about = texts.get(kid.child)
+        items.append(
+            {
+                "name": kid.name,
+                "uri": str(base.child(kid.name)) if base else show_uri(graph, ns, kid.child),
+                "node": kid.child,
+                "priority": kid.priority,
+                "disclosure": kid.disclosure,
+                "children": counts[kid.child],
+                "snippet": snip(about.text) if about is not None else "",
+                "deleted": about is None or about.deleted,
+                "conflicted": about is not None and about.conflicted,
+                "boot": kid.child in boot,
+            }
+        )
+    where = str(base) if base else node_view(node)
+    return {"uri": where, "node": node, "total": len(kids), "offset": offset, "items": items}
+
+
+def _heads(el: ElementLike) -> list[Op]:
+    return sorted(el.heads.values(), key=lambda o: o.order, reverse=True)
+
+
+def memory(
+    graph: SqlGraph, glossary: Glossary, ns: str, node: str, at: Uri | None, pl: Placement | None
+) -> dict[str, Any] | None:
+    el = graph.content(ns, node)
+    if el is None:
+        return None
+    text = live_text(el)
+    uris = graph.uris(ns, node)
+    shown = at or (uris[0][0] if uris else None)
+    name = namer(graph, ns)
+    heads = []
+    if el.conflicted:
+        for h in _heads(el):
+            body = h.val["text"] if h.val is not None else None
+            winner = h.id == el.winner.id
+            heads.append(
+                {
+                    "version": version_id(h),
+                    "text": body,
+                    "winner": winner,
+                    "diff": None if winner else text_diff(text, body),
+                    **who(h),
+                }
+            )
+    crumbs = []
+    if shown is not None:
+        for i in range(len(shown.path) + 1):
+            sub = Uri(shown.domain, shown.path[:i])
+            crumbs.append({"name": sub.path[-1] if sub.path else str(sub), "uri": str(sub)})
+    return {
+        "namespace": ns,
+        "uri": str(shown) if shown is not None else node_view(node),
+        "node": node,
+        "version": version_id(el.winner),
+        "text": text,
+        "deleted": el.deleted,
+        "conflicted": el.conflicted,
+        "orphan": not uris,
+        "heads": heads,
+        "placement": None
+        if pl is None
+        else {
+            "parent_uri": name(pl.parent),
+            "name": pl.name,
+            "priority": pl.priority,
+            "disclosure": pl.disclosure,
+            "version": placement_version(graph, ns, pl),
+        },
+        "aliases": [{"uri": str(u), "priority": p} for u, p in uris if u != shown],
+        "placements": [
+            {
+                "parent_uri": name(p.parent),
+                "name": p.name,
+                "priority": p.priority,
+                "disclosure": p.disclosure,
+            }
+            for p in graph.placements(ns, node)
+        ],
+        "keywords": graph.keywords_of(ns, node),
+        "boot": node in graph.boot_nodes(ns),
+        "glossary": glossary_spans(graph, glossary, ns, node, text),
+        "children": count_children(graph, ns, node),
+        "breadcrumbs": crumbs,
+        "modified": who(el.winner),
+    }
+
+
+def preview(graph: SqlGraph, ns: str, node: str, text: str) -> dict[str, Any]:
+    el = graph.content(ns, node)
+    current = live_text(el) if el is not None else ""
+    return {"version": version_id(el.winner) if el else None, "diff": text_diff(current, text)}
+
+
+def glossary_spans(
+    graph: SqlGraph, glossary: Glossary, ns: str, node: str, text: str
+) -> list[dict[str, Any]]:
+    """Where bound keywords occur in ``text`` and the memories they link to, with the matching
+    and word-boundary rule of the glossary that ``read_memory`` shows."""
+    found = glossary.find(ns, text)
+    folded = _fold(text)
+    if not found or len(folded) != len(text):
+        return []  # case folding changed lengths: positions would not match the text
+    spans: list[dict[str, Any]] = []
+    for kw, nodes in found.items():
+        targets = sorted(
+            str(u)
+            for n in nodes
+            if n != node and graph.is_live(ns, n) and (u := graph.primary_uri(ns, n)) is not None
+        )
+        if not targets:
+            continue
+        word, start = _fold(kw), 0
+        while (at := folded.find(word, start)) >= 0:
+            end = at + len(word)
+            start = at + 1
+            if _wordish(word[0]) and at > 0 and _wordish(folded[at - 1]):
+                continue
+            if _wordish(word[-1]) and end < len(folded) and _wordish(folded[end]):
+                continue
+            spans.append({"start": at, "end": end, "keyword": kw, "targets": targets})
+    spans.sort(key=lambda s: (int(s["start"]), -int(s["end"])))
+    out: list[dict[str, Any]] = []
+    for s in spans:  # each character is marked once: the longest keyword at a place wins
+        if not out or s["start"] >= out[-1]["end"]:
+            out.append(s)
+    return out
+
+
+def conflicts(graph: SqlGraph, ns: str) -> list[dict[str, Any]]:
+    name = namer(graph, ns)
+    out: list[dict[str, Any]] = []
+    for key, el in graph.conflicts(ns):
+        heads = _heads(el)
+        win = el.winner.id
+        base = {"heads": [version_id(h) for h in heads], "winner": version_id(el.winner)}
+        if key[0] == CONTENT:
+            node = key[2]
+            shown = live_text(el)
+            versions = [
+                {
+                    "version": version_id(h),
+                    "text": h.val["text"] if h.val is not None else None,
+                    "winner": h.id == win,
+                    "diff": None
+                    if h.id == win or h.val is None
+                    else text_diff(shown, h.val["text"]),
+                    **who(h),
+                }
+                for h in heads
+            ]
+            out.append(
+                {
+                    **base,
+                    "kind": "content",
+                    "node": node,
+                    "uri": show_uri(graph, ns, node),
+                    "deleted_while_placed": el.deleted,
+                    "versions": versions,
+                }
+            )
+        else:
+            versions = [
+                {
+                    "version": version_id(h),
+                    "child": name(h.val["child"]) if h.val is not None else None,
+                    "priority": h.val["priority"] if h.val is not None else None,
+                    "winner": h.id == win,
+                    **who(h),
+                }
+                for h in heads
+            ]
+            out.append(
+                {
+                    **base,
+                    "kind": "placement",
+                    "parent_uri": name(key[2]),
+                    "name": key[3],
+                    "versions": versions,
+                }
+            )
+    return out
+
+
+def orphans(graph: SqlGraph, ns: str, offset: int, limit: int) -> dict[str, Any]:
+    name = namer(graph, ns)
+    found = graph.orphans(ns)
+    shown = found[offset : offset + limit]
+    counts = child_counts(graph.conn, ns, shown)
+    items = []
+    for n in shown:
+        el = graph.content(ns, n)
+        items.append(
+            {
+                "node": n,
+                "uri": node_view(n),
+                "snippet": snip(live_text(el)) if el is not None else "",
+                "unreachable_under": [
+                    f"{name(p.parent).rstrip('/')}/{p.name}" for p in graph.placements(ns, n)
+                ],
+                "children": counts[n],
+                "modified": who(el.winner) if el is not None else None,
+            }
+        )
+    return {"total": len(found), "offset": offset, "items": items}
+
+
+def conflicted(graph: SqlGraph, ns: str, node: str) -> bool:
+    el = graph.content(ns, node)
+    return el is not None and el.conflicted
+
+
+def entities(kg: KgReader, query: str | None, offset: int, limit: int) -> dict[str, Any]:
+    if query:
+        found = kg.search(query)["entities"]
+        total, shown = len(found), found[offset : offset + limit]
+    else:
+        names = kg.entity_names()
+        total, shown = len(names), [kg.entity_dict(n) for n in names[offset : offset + limit]]
+    items = [
+        {
+            "name": e["name"],
+            "type": e["entityType"],
+            "observations": len(e["observations"]),
+            "first": snip(e["observations"][0]) if e["observations"] else "",
+        }
+        for e in shown
+    ]
+    return {"total": total, "offset": offset, "items": items}
+
+
+def entity(kg: KgReader, name: str) -> dict[str, Any]:
+    if kg.entity(name) is None:
+        raise NotFound(f"No entity named {name[:200]!r}.")
+    e = kg.entity_dict(name)
+    rels = [
+        {"from": k[2], "to": k[3], "relationType": k[4]} for k in kg.relation_keys_touching([name])
+    ]
+    return {
+        "name": name,
+        "type": e["entityType"],
+        "observations": list(e["observations"]),
+        "relations": rels,
+    }
+
+
+def touched(graph: SqlGraph, keys: set[Key]) -> dict[str, Any]:
+    """What changed elements mean for the views a page shows (see ``WebData.poll``)."""
+    spaces: dict[str, dict[str, Any]] = {}
+    for key in keys:
+        entry = spaces.setdefault(
+            key[1], {"nodes": set(), "parents": set(), "kg": False, "changes": True}
+        )
+        if key[0] in (CONTENT, BOOT):
+            entry["nodes"].add(key[2])
+        elif key[0] == KEYWORD:
+            entry["nodes"].add(key[3])
+        elif key[0] == EDGE:
+            entry["parents"].add(key[2])
+            el = graph.element(key)
+            for v in el.versions[-2:] if el is not None else ():
+                if v.val is not None:  # the child placed or moved away: its URIs changed
+                    entry["nodes"].add(v.val["child"])
+        elif key[0] in KG_KINDS:
+            entry["kg"] = True
+    return {
+        "namespaces": {
+            ns: {**e, "nodes": sorted(e["nodes"]), "parents": sorted(e["parents"])}
+            for ns, e in spaces.items()
+        }
+    }
+
+
+def expect_version(graph: SqlGraph, ns: str, node: str, expected: str | None) -> None:
+    """Refuse (:class:`Stale`) when the memory's version is no longer ``expected``."""
+    if expected is None:
+        return
+    el = graph.content(ns, node)
+    current = version_id(el.winner) if el is not None else None
+    if current != expected:
+        raise Stale(
+            f"This memory changed since the page loaded it (you saw version {expected}, it is "
+            f"now {current}). Look at the new version and redo the edit.",
+            {"version": current},
+        )
+
+
+def settle(
+    graph: SqlGraph, ns: str, node: str, keep: str | None, text: str | None, expected: list[str]
+) -> list[Draft]:
+    """The write that settles a memory's concurrent versions: the kept version's text (or its
+    deletion), or ``text``; it names every head. Refused when the heads are not ``expected``."""
+    el = graph.content(ns, node)
+    if el is None:
+        raise NotFound(f"No memory {node_view(node)}.")
+    heads = sorted(version_id(h) for h in el.heads.values())
+    if sorted(expected) != heads:
+        raise Stale("The concurrent versions changed since the page loaded them.", {"heads": heads})
+    if text is not None:
+        return [plan.set_text(ns, node, text)]
+    chosen = next((h for h in el.heads.values() if version_id(h) == keep), None)
+    if chosen is None:
+        raise WebError(f"{keep} is not one of the concurrent versions ({', '.join(heads)}).")
+    if chosen.val is None:
+        return plan.delete(graph, ns, node, node_view(node), None, False)[0]
+    return [plan.set_text(ns, node, chosen.val["text"])]

@@ -1,0 +1,165 @@
+"""The review queue as a fresh in-memory fold says it is: the reference ``noon web``'s queries of
+the read model are held to. Written to be obviously right, not fast: every held op is grouped
+into its change, and each question is answered by scanning them all.
+
+A change is the ops of one author sharing ``bat`` (one tool call) or one lone op; its id is
+``node:seq`` of its last op, its stamp the greatest ``(hlc, node, seq)`` of its held ops, its
+namespace and client those of its first op. Its subject is what its first op that is about
+something is about. It is reviewed when a live review element names it, or when its id's seq is
+at most the greatest watermark (``upto``) any reviewer wrote for its author.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS, REVIEW
+from noon.core.fold import Fold
+from noon.core.ops import Op
+from noon.graph.model import Graph
+from noon.graph.views import show_uri
+from noon.kg.graph import View
+
+WEB = "web"
+
+
+@dataclass
+class Change:
+    id: str
+    ops: list[Op] = field(default_factory=list)
+
+    @property
+    def ns(self) -> str:
+        return self.ops[0].el[1]
+
+    @property
+    def stamp(self) -> tuple[int, str, int]:
+        return max(op.order for op in self.ops)
+
+    @property
+    def author(self) -> str:
+        return self.ops[0].node
+
+    @property
+    def seq(self) -> int:
+        return int(self.id.rsplit(":", 1)[1])
+
+    @property
+    def client(self) -> str:
+        return self.ops[0].by or "unknown"
+
+
+def subject(fold: Fold, op: Op) -> str | None:
+    kind = op.el[0]
+    if kind in (CONTENT, BOOT):
+        return op.el[2]
+    if kind == KEYWORD:
+        return op.el[3]
+    if kind == EDGE:
+        if op.val is not None:
+            return str(op.val["child"])
+        el = fold.elements.get(op.el)
+        named = [v for v in (el.versions if el else ()) if v.val is not None and v.id in op.prev]
+        if named:
+            return str(min(named, key=lambda o: o.order).val["child"])  # type: ignore[index]
+        return f"@edge:{op.el[2]}/{op.el[3]}"
+    if kind in KG_KINDS:
+        return f"kg:{op.el[2]}"
+    return None
+
+
+class Oracle:
+    def __init__(self, fold: Fold, ns: str) -> None:
+        self.fold = fold
+        self.ns = ns
+        self.graph = Graph(fold)
+        every: dict[str, Change] = {}
+        for el in fold.elements.values():
+            for op in el.versions:
+                cid = f"{op.node}:{op.bat or op.seq}"
+                every.setdefault(cid, Change(cid)).ops.append(op)
+        for c in every.values():
+            c.ops.sort(key=lambda o: o.seq)
+        self.changes = sorted(
+            (c for c in every.values() if c.ns == ns), key=lambda c: c.stamp, reverse=True
+        )
+        self.verdicts: dict[str, list[tuple[tuple[int, str, int], str, dict[str, Any], str]]] = {}
+        self.through: dict[str, int] = {}
+        for key, el in fold.elements.items():
+            if key[0] != REVIEW or key[1] != ns or el.winner.val is None:
+                continue
+            w = el.winner
+            if key[2] == "upto":
+                for author, seq in el.winner.val["through"].items():
+                    self.through[author] = max(seq, self.through.get(author, 0))
+            else:
+                batch = f"{w.node}:{w.bat or w.seq}"
+                self.verdicts.setdefault(key[2], []).append((w.order, key[3], w.val, batch))
+
+    def subject_of(self, c: Change) -> str | None:
+        return next((s for op in c.ops if (s := subject(self.fold, op)) is not None), None)
+
+    def about(self, what: str) -> list[Change]:
+        return [c for c in self.changes if any(subject(self.fold, op) == what for op in c.ops)]
+
+    def status(self, c: Change) -> str:
+        if c.client == WEB:
+            return "web"
+        if c.id in self.verdicts:
+            return str(max(self.verdicts[c.id])[2].get("verdict") or "approved")
+        return "approved" if c.seq <= self.through.get(c.author, 0) else "pending"
+
+    def wanted(self, c: Change, view: str) -> bool:
+        s = self.status(c)
+        return {"pending": s == "pending", "reviewed": s not in ("pending", "web")}.get(view, True)
+
+    def pending(self) -> int:
+        return sum(1 for c in self.changes if self.status(c) == "pending")
+
+    def head(self, c: Change) -> dict[str, Any]:
+        """What the page shows of a change (the fields the read model computes)."""
+        about = self.subject_of(c)
+        verdict = max(self.verdicts[c.id]) if c.id in self.verdicts else None
+        return {
+            "id": c.id,
+            "time": c.stamp[0] >> 16,
+            "client": c.client,
+            "machine": c.author,
+            "ops": len(c.ops),
+            "subject": self.label(about),
+            "status": self.status(c),
+            "reviewed_by": None if verdict is None else (verdict[1], verdict[3]),
+        }
+
+    def label(self, about: str | None) -> str | None:
+        if about is None or about.startswith(("kg:", "@edge:")):
+            return about
+        return show_uri(self.graph, self.ns, about)
+
+    def listing(self, view: str) -> list[dict[str, Any]]:
+        return [self.head(c) for c in self.changes if self.wanted(c, view)]
+
+    def by_memory(self, view: str) -> list[dict[str, Any]]:
+        """The ``group=memory`` listing, in one page."""
+        out, seen = [], set()
+        for c in self.changes:
+            if not self.wanted(c, view):
+                continue
+            about = self.subject_of(c) or c.id
+            if about in seen:
+                continue
+            seen.add(about)
+            members = [m for m in self.about(about) if self.wanted(m, view)] or [c]
+            item = {**self.head(members[0]), "id": f"memory:{about}"}
+            out.append({**item, "ids": [m.id for m in members]})
+        return out
+
+    def timeline(self, node: str) -> list[str]:
+        return [c.id for c in self.about(node)]
+
+    def graph_entities(self) -> list[str]:
+        return View(self.fold, self.ns).entity_names()
+
+    def entity_changes(self, name: str) -> list[str]:
+        return [c.id for c in self.about(f"kg:{name}")][:50]

@@ -1,0 +1,248 @@
+"""Properties of rollback planning (noon/graph/undo.py), on pure simulated writers: a change
+rolled back leaves every element it touched reading as before it, whatever was written since
+on any machine; a rollback rolled back reads as before the rollback; a memory rolled back to a
+version gets that version's text and the metadata of then; a version that is not held any more
+is refused, never guessed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from noon.core.elements import boot_key, content_key, edge_key, entity_key, keyword_key, obs_key
+from noon.core.fold import Fold
+from noon.core.ops import Draft, Key, Op
+from noon.graph import plan, undo
+from noon.graph.model import Graph
+from noon.graph.reader import live_text, version_id
+from noon.graph.uri import Uri
+from tests.harness.graphsim import NS, STEP, Replica, apply_step
+
+KEYS: list[Key] = [
+    content_key(NS, "m1"),
+    content_key(NS, "m2"),
+    edge_key(NS, "@core", "a"),
+    edge_key(NS, "m1", "b"),
+    keyword_key(NS, "tea", "m1"),
+    boot_key(NS, "m2"),
+    entity_key(NS, "Ada"),
+    obs_key(NS, "Ada", "likes tea", 0),
+]
+
+
+def value(key: Key, n: int) -> dict[str, Any]:
+    kind = key[0]
+    if kind == "content":
+        return {"text": f"text {n}"}
+    if kind == "edge":
+        return {"child": f"m{n % 2 + 1}", "priority": n % 4, "disclosure": f"when {n}"}
+    if kind == "entity":
+        return {"type": f"type {n % 3}"}
+    return {}
+
+
+def read(fold: Fold, key: Key) -> dict[str, Any] | None:
+    el = fold.elements.get(key)
+    return None if el is None or el.deleted else el.winner.val
+
+
+ITEM = st.tuples(st.integers(0, len(KEYS) - 1), st.booleans(), st.integers(0, 99))
+ITEMS = st.lists(ITEM, min_size=1, max_size=4, unique_by=lambda item: item[0])
+BATCH = st.tuples(st.just("batch"), st.integers(0, 2), ITEMS)
+SYNC = st.tuples(st.just("sync"), st.integers(0, 2), st.integers(0, 2))
+HISTORY = st.lists(st.one_of(BATCH, BATCH, SYNC), min_size=1, max_size=30)
+
+
+def write(r: Replica, drafts: list[Draft]) -> list[Op]:
+    """Append ``drafts`` as one batch of ``r``; return its ops."""
+    before = len(r.log)
+    r.write(lambda g: (drafts, None))
+    return r.log[before:]
+
+
+def play(history: list[Any], pick: int) -> tuple[list[Replica], list[Op], dict[Key, Any]]:
+    """Run ``history`` on three machines; return them, the ops of the picked batch of machine
+    0 and what its elements read on machine 0 just before it."""
+    writers = [Replica(name) for name in ("a", "b", "c")]
+    mine = [i for i, step in enumerate(history) if step[0] == "batch" and step[1] == 0]
+    chosen = mine[pick % len(mine)] if mine else None
+    change: list[Op] = []
+    before: dict[Key, Any] = {}
+    for i, step in enumerate(history):
+        if step[0] == "sync":
+            writers[step[1]].receive(writers[step[2]].log)
+            continue
+        w = writers[step[1]]
+        drafts = [Draft(KEYS[k], None if gone else value(KEYS[k], n)) for k, gone, n in step[2]]
+        if i == chosen:
+            before = {d.el: read(w.fold, d.el) for d in drafts}
+            change = write(w, drafts)
+        else:
+            write(w, drafts)
+    return writers, change, before
+
+
+def merged(writers: list[Replica]) -> Replica:
+    page = Replica("page")
+    for w in writers:
+        page.receive(w.log)
+    return page
+
+
+@given(HISTORY, st.integers(0, 1000))
+def test_a_rolled_back_change_reads_as_before_it_everywhere(history: list[Any], pick: int) -> None:
+    writers, change, before = play(history, pick)
+    if not change:
+        return
+    page = merged(writers)
+    planned = undo.undo([change], undo.element_lookup(page.fold.elements.get))
+    write(page, planned.drafts)
+    for key, was in before.items():
+        assert read(page.fold, key) == was, key
+        heads = page.fold.elements[key].heads.values() if key in page.fold.elements else []
+        assert len(heads) <= 1 or all(h.val is None for h in heads), "the rollback settles"
+    # A machine that receives the rollback reads the same: it replicates like any write.
+    other = writers[1]
+    other.receive([op for w in writers for op in w.log] + page.log)
+    assert {k: read(other.fold, k) for k in before} == before
+
+
+@given(HISTORY, st.integers(0, 1000))
+def test_a_rollback_rolled_back_reads_as_before_the_rollback(history: list[Any], pick: int) -> None:
+    writers, change, _ = play(history, pick)
+    if not change:
+        return
+    page = merged(writers)
+    first = undo.undo([change], undo.element_lookup(page.fold.elements.get))
+    mid = {key: read(page.fold, key) for key in {op.el for op in change}}
+    rollback = write(page, first.drafts)
+    if not rollback:
+        return
+    again = undo.undo([rollback], undo.element_lookup(page.fold.elements.get))
+    write(page, again.drafts)
+    for op in rollback:
+        assert read(page.fold, op.el) == mid[op.el]
+
+
+@given(HISTORY, st.integers(0, 1000))
+def test_preview_says_what_it_restores_and_what_was_edited_since(
+    history: list[Any], pick: int
+) -> None:
+    writers, change, before = play(history, pick)
+    if not change:
+        return
+    page = merged(writers)
+    ids = {op.id for op in change}
+    preview = undo.preview([change], undo.element_lookup(page.fold.elements.get))
+    assert not preview.problems
+    for step in preview.steps:
+        assert step.before == before[step.key]
+        assert step.after == max((o for o in change if o.el == step.key), key=lambda o: o.order).val
+        heads = page.fold.elements[step.key].heads.values()
+        assert {h.id for h in step.later} == {h.id for h in heads if h.id not in ids}
+        assert (step.draft is None) == (
+            read(page.fold, step.key) == before[step.key]
+            and (len(heads) == 1 or all(h.val is None for h in heads))
+        )
+        assert undo.describe(step)
+
+
+@given(HISTORY, st.integers(0, 1000))
+def test_a_replaced_version_no_longer_held_is_refused(history: list[Any], pick: int) -> None:
+    writers, change, _ = play(history, pick)
+    named = [
+        (op.el, p) for op in change for p in (op.prev or ()) if p not in {o.id for o in change}
+    ]
+    if not named:
+        return
+    page = merged(writers)
+    gone_key, gone = named[0]
+    full = undo.element_lookup(page.fold.elements.get)
+
+    def compacted(key: Key) -> undo.ElementState:
+        state = full(key)
+        if key != gone_key:
+            return state
+        return undo.ElementState(state.heads, {i: v for i, v in state.held.items() if i != gone})
+
+    with pytest.raises(undo.UndoError, match="no longer held"):
+        undo.undo([change], compacted)
+    assert undo.preview([change], compacted).problems
+
+
+def graph_view(g: Graph) -> dict[str, Any]:
+    """What a person sees of the graph: every live memory's text, URIs (with their priority
+    and disclosure), keywords and boot membership; and the orphans."""
+    out: dict[str, Any] = {}
+    for n in sorted(g.live_nodes(NS)):
+        el = g.content(NS, n)
+        assert el is not None
+        out[n] = {
+            "text": live_text(el),
+            "uris": sorted(
+                (str(u), p.priority, p.disclosure)
+                for u, _ in g.uris(NS, n)
+                if (p := (g.resolve(NS, u) or ("", None))[1]) is not None
+            ),
+            "keywords": g.keywords_of(NS, n),
+            "boot": n in g.boot_nodes(NS),
+        }
+    return {"memories": out, "orphans": g.orphans(NS)}
+
+
+@given(st.lists(STEP, min_size=1, max_size=30))
+def test_rolling_back_the_last_tool_call_restores_the_whole_graph(steps: list[Any]) -> None:
+    r = Replica("a")
+    for step in steps[:-1]:
+        apply_step(r, step)
+    seen = graph_view(r.graph)
+    before = len(r.log)
+    apply_step(r, steps[-1])
+    change = r.log[before:]
+    if not change:
+        return
+    r.write(lambda g: (undo.undo([change], undo.element_lookup(r.fold.elements.get)).drafts, None))
+    assert graph_view(r.graph) == seen
+
+
+@given(st.lists(st.integers(0, 1000), min_size=2, max_size=8), st.integers(0, 100))
+def test_rolling_a_memory_back_to_a_version_restores_the_metadata_of_then(
+    priorities: list[int], pick: int
+) -> None:
+    r = Replica("a")
+    r.write(lambda g: plan.create(g, NS, Uri("core", ()), "m", "text 0", priorities[0], "d")[0:2])
+
+    def edit(i: int, prio: int) -> None:
+        def fn(g: Graph) -> tuple[list[Draft], None]:
+            node, pl = plan.resolve_memory(g, NS, Uri("core", ("m",)))
+            return [
+                plan.set_text(NS, node, f"text {i}"),
+                plan.place(g, NS, pl.parent, pl.key_name, node, prio, f"d{i}"),
+            ], None
+
+        r.write(fn)
+
+    for i, prio in enumerate(priorities[1:], 1):
+        edit(i, prio)
+    node, _ = plan.resolve_memory(r.graph, NS, Uri("core", ("m",)))
+    el = r.graph.content(NS, node)
+    assert el is not None
+    versions = sorted(el.versions, key=lambda o: o.order)
+    k = pick % len(versions)
+    target = versions[k]
+    # The batches that wrote the versions after the target (each with its metadata edit).
+    newer = {v.bat or v.seq for v in versions[k + 1 :]}
+    later = [[op for op in r.log if (op.bat or op.seq) == b] for b in sorted(newer)]
+    planned = undo.to_version(target, later, undo.element_lookup(r.fold.elements.get))
+    assert bool(planned.drafts) == (k < len(versions) - 1)
+    r.write(lambda g: (planned.drafts, None))
+    _, pl = plan.resolve_memory(r.graph, NS, Uri("core", ("m",)))
+    el = r.graph.content(NS, node)
+    assert el is not None and live_text(el) == f"text {k}"
+    assert pl.priority == priorities[k]
+    assert pl.disclosure == ("d" if k == 0 else f"d{k}")
+    if planned.drafts:
+        assert version_id(el.winner) != version_id(target)  # a new version: history keeps all
