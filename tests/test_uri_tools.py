@@ -232,6 +232,29 @@ async def test_history_and_rollback(s: Session) -> None:
     _, data = await s.call("rollback_memory", uri="core://h", version=v1)
     assert "version one" in await s.read("core://h")
     assert "not found" in await s.fail("rollback_memory", uri="core://h", version="zz:1")
+    assert "already reads as" in await s.fail("rollback_memory", uri="core://h", version=v1)
+
+
+@mcp_test
+async def test_rollback_puts_back_what_the_later_edits_changed_beside_the_text(s: Session) -> None:
+    v1 = (await s.create("core://", "r", "first words", priority=3, disclosure="When asked"))[
+        "version"
+    ]
+    await s.call(
+        "update_memory",
+        uri="core://r",
+        old_string="first",
+        new_string="second",
+        priority=9,
+        disclosure="Always",
+    )
+    text, data = await s.call("rollback_memory", uri="core://r", version=v1)
+    assert "other element(s) put back" in text and data["version"] != v1
+    shown, now = await s.call("read_memory", uri="core://r")
+    assert "first words" in shown and "second" not in shown
+    assert (now["priority"], now["disclosure"]) == (3, "When asked")
+    _, hist = await s.call("memory_history", uri="core://r")
+    assert len(hist["versions"]) == 3  # nothing lost: the rollback is a new version
 
 
 @mcp_test

@@ -398,19 +398,3 @@ def boot(graph: GraphReader, namespace: str, add: list[str], remove: list[str]) 
     drafts = [Draft(boot_key(namespace, n), {}) for n in dict.fromkeys(add) if n not in have]
     drafts += [Draft(boot_key(namespace, n), None) for n in dict.fromkeys(remove) if n in have]
     return drafts
-
-
-def rollback(graph: GraphReader, namespace: str, node: str, uri: Uri, version: str) -> Draft:
-    el = graph.content(namespace, node)
-    for op in (el.versions or []) if el is not None else []:
-        if version_id(op) == version:
-            if op.val is None:
-                raise GraphError(
-                    f"Version {version} of '{uri}' is a deletion; pick a version "
-                    "with text (see system://history)."
-                )
-            return set_text(namespace, node, op.val["text"])
-    raise GraphError(
-        f"Version {version} of '{uri}' not found. Read system://history/{uri!s} for the "
-        "versions kept."
-    )

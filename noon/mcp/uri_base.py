@@ -22,6 +22,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaV
 from noon.errors import NoonError
 from noon.graph.plan import GraphError
 from noon.graph.quote import QuoteError
+from noon.graph.undo import UndoError
 from noon.graph.uri import UriError
 from noon.mcp.spec import ToolContext, ToolResult, Tools
 from noon.store.access import GraphService, service
@@ -31,7 +32,13 @@ class ToolInputError(NoonError, ValueError):
     """Arguments that pass the schema but make no sense together."""
 
 
-REFUSALS: tuple[type[Exception], ...] = (ToolInputError, GraphError, UriError, QuoteError)
+REFUSALS: tuple[type[Exception], ...] = (
+    ToolInputError,
+    GraphError,
+    UriError,
+    QuoteError,
+    UndoError,
+)
 """What URI tools raise to refuse a call; nothing is written then."""
 
 # -- argument fields ------------------------------------------------------------------------

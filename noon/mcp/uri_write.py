@@ -11,6 +11,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from noon.core.elements import CONTENT
 from noon.core.ops import Draft
 from noon.graph import plan, views
 from noon.graph.reader import GraphReader, live_text, version_id
@@ -29,7 +30,9 @@ from noon.mcp.uri_base import (
     Version,
     uri_tool,
 )
+from noon.store import rollback
 from noon.store.access import GraphService
+from noon.store.readmodel.graph import SqlGraph
 
 tools = Tools()
 SIMILAR_WORDS = 40
@@ -405,8 +408,9 @@ class RollbackOut(Out):
 @uri_tool(
     tools,
     title="Rollback Memory",
-    description="Restore the text of an earlier version (from memory_history) as a new version. "
-    "Nothing is lost: the history keeps every version.",
+    description="Restore a memory as it was at an earlier version (from memory_history): its "
+    "text then, and the priority, placement, keywords and boot membership its later edits "
+    "changed. Written as new versions: the history keeps every version.",
     args=RollbackArgs,
     output=RollbackOut,
     annotations=tool_hints(read_only=False, destructive=True, idempotent=False),
@@ -415,17 +419,22 @@ class RollbackOut(Out):
 def rollback_memory(svc: GraphService, args: RollbackArgs, ctx: ToolContext) -> Reply:
     label = args.uri.strip()
 
-    def fn(g: GraphReader) -> tuple[list[Draft], str]:
+    def fn(g: SqlGraph) -> tuple[list[Draft], tuple[str, str]]:
         node, uri, _ = plan.locate(g, ctx.namespace, label)
         u = uri or Uri("system", ())
         plan.check_version(g, ctx.namespace, node, u, args.expected_version)
-        return [plan.rollback(g, ctx.namespace, node, u, args.version)], node
+        drafts = rollback.to_version(g, ctx.namespace, label, node, args.version)
+        el = g.content(ctx.namespace, node)
+        return drafts, (node, version_id(el.winner) if el is not None else "")
 
-    ops, node = svc.write(fn, ctx.client)
-    version = version_id(ops[0])
+    ops, (node, unchanged) = svc.write(fn, ctx.client)
+    text = next((op for op in ops if op.el[0] == CONTENT), None)
+    version = version_id(text) if text is not None else unchanged
+    beside = len(ops) - (text is not None)
+    also = f"; {beside} other element(s) put back as they were" if beside else ""
     return (
-        f"Success: '{label}' rolled back to the text of version {args.version} (new "
-        f"version {version}; the history keeps every version).",
+        f"Success: '{label}' rolled back to version {args.version} (new version {version}"
+        f"{also}; the history keeps every version).",
         {"uri": label, "memory_id": node, "version": version, "restored": args.version},
     )
 

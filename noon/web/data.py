@@ -37,6 +37,7 @@ from noon.ops_cli import status
 from noon.store.access import GraphService, service
 from noon.store.readmodel import changes, overview
 from noon.store.readmodel.graph import SqlGraph
+from noon.store.rollback import VersionNotHeld, to_version
 from noon.store.store import Changes, Store
 from noon.web import edits, queue, rollback, timeline, views
 from noon.web.errors import NotFound, WebError
@@ -281,7 +282,10 @@ class WebData:
         def fn(g: SqlGraph) -> tuple[list[Draft], str]:
             node, _, _ = plan.locate(g, ns, uri)
             views.expect_version(g, ns, node, expected_version)
-            return rollback.to_version(g, ns, uri, node, version), node
+            try:
+                return to_version(g, ns, uri, node, version), node
+            except VersionNotHeld as exc:
+                raise NotFound(str(exc)) from None
 
         ops, node = self._write(fn)
         new = next((version_id(o) for o in ops if o.el[0] == CONTENT), None)

@@ -1,6 +1,7 @@
 """What a change did and what undoing it would do, element by element, and the rollback's own
 ops: :mod:`noon.graph.undo` planning on element states read from the read model (used only by
-:mod:`noon.web.data` and :mod:`noon.web.timeline`, whose docstrings describe the shapes)."""
+:mod:`noon.web.data` and :mod:`noon.web.timeline`, whose docstrings describe the shapes; a
+memory's rollback to one version is :mod:`noon.store.rollback`, shared with the MCP tool)."""
 
 from __future__ import annotations
 
@@ -9,21 +10,18 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from noon.core.elements import CONTENT, edge_key, review_key
-from noon.core.ops import Draft, Key, Op
+from noon.core.ops import Draft, Key
 from noon.graph import undo
 from noon.graph.reader import version_id
 from noon.graph.views import show_uri
 from noon.store.readmodel import changes
 from noon.store.readmodel.changes import Change
 from noon.store.readmodel.graph import SqlGraph
+from noon.store.rollback import lookup
 from noon.web import queue
 from noon.web.diff import text_diff, value_diff
-from noon.web.errors import NotFound, Stale, WebError
+from noon.web.errors import Stale
 from noon.web.views import namer, who
-
-
-def lookup(graph: SqlGraph) -> undo.Lookup:
-    return undo.element_lookup(graph.element)
 
 
 def basis(keys: Iterable[Key], state: undo.Lookup) -> str:
@@ -126,27 +124,3 @@ def rollback(
         )
     marks = [Draft(review_key(ns, r.id, me), {"verdict": "rolled_back"}) for r in refs]
     return [*planned.drafts, *marks], len(planned.drafts)
-
-
-def later_changes(graph: SqlGraph, version: Op, versions: Iterable[Op]) -> list[list[Op]]:
-    """The changes (op lists) that wrote the versions newer than ``version``, oldest first."""
-    ids: dict[str, None] = {}
-    for op in sorted(versions, key=lambda o: o.order):
-        if op.order > version.order:
-            ids[changes.change_id(op)] = None
-    found = (changes.load(graph.conn, cid) for cid in ids)
-    return [c.ops for c in found if c is not None]
-
-
-def to_version(graph: SqlGraph, ns: str, uri: str, node: str, version: str) -> list[Draft]:
-    """The drafts rolling memory ``node`` back to its text ``version``, with what the later
-    text edits changed beside it (see :func:`noon.graph.undo.to_version`)."""
-    el = graph.content(ns, node)
-    target = next((v for v in (el.versions if el else ()) if version_id(v) == version), None)
-    if el is None or target is None:
-        raise NotFound(f"Version {version[:80]} of '{uri}' is not held here.")
-    later = later_changes(graph, target, el.versions)
-    planned = undo.to_version(target, later, lookup(graph))
-    if not planned.drafts:
-        raise WebError(f"'{uri}' already reads as version {version}.")
-    return planned.drafts

@@ -15,6 +15,7 @@ from noon.graph.reader import version_id
 from noon.graph.views import show_uri
 from noon.store.readmodel import changes, journal
 from noon.store.readmodel.graph import SqlGraph
+from noon.store.rollback import lookup
 from noon.web import queue, rollback
 
 ENTITY_CHANGES = 50
@@ -31,7 +32,7 @@ def timeline(graph: SqlGraph, ns: str, node: str, offset: int, limit: int) -> di
     conn = graph.conn
     el = graph.content(ns, node)
     refs = changes.about(conn, journal.memory_keys(conn, ns, node), node)
-    state = rollback.lookup(graph)
+    state = lookup(graph)
     review = queue.Review(conn, ns)
     items = []
     for r in refs[offset : offset + limit]:
