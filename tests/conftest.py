@@ -1,5 +1,6 @@
-"""Shared test settings: slow suites run only with NOON_SLOW=1; hypothesis profiles; every test
-starts with no noon setting in its environment."""
+"""Shared test settings: slow suites run only with NOON_SLOW=1; hypothesis profiles (``fast``
+for the developer's lane, ``soak`` for long hunts); every test starts with no noon setting in its
+environment."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from bench.mesh import Node, Pki
 
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=100
+)
+settings.register_profile(
+    "fast", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=15
 )
 settings.register_profile(
     "soak", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=3000

@@ -13,6 +13,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client
 
 from noon.store.access import GraphService, service
@@ -304,6 +305,7 @@ WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.integration
 async def test_several_writer_processes_on_one_node_lose_nothing(tmp_path: Path) -> None:
     store, settings = open_store(tmp_path, "shared")
     async with Client(make_server(store, settings)) as client:
