@@ -81,7 +81,13 @@ def measure(client: PipeClient, size: int, calls: int) -> dict[str, dict[str, fl
     return result
 
 
-def noon_client(directory: Path, fsync: bool = True, node: str = "bench") -> PipeClient:
+def noon_client(
+    directory: Path,
+    fsync: bool = True,
+    node: str = "bench",
+    timeout: float = 20,
+    tools: str = "kg",
+) -> PipeClient:
     return PipeClient(
         [
             sys.executable,
@@ -89,7 +95,7 @@ def noon_client(directory: Path, fsync: bool = True, node: str = "bench") -> Pip
             "noon",
             "serve",
             "--tools",
-            "kg",
+            tools,
             "--dir",
             str(directory),
             "--node-id",
@@ -97,12 +103,15 @@ def noon_client(directory: Path, fsync: bool = True, node: str = "bench") -> Pip
         ],
         env=subprocess_env(NOON_FSYNC="true" if fsync else "false"),
         cwd=str(ROOT),
+        timeout=timeout,
     )
 
 
-def official_client(memory_file: Path) -> PipeClient:
+def official_client(memory_file: Path, timeout: float = 20) -> PipeClient:
     return PipeClient(
-        ["node", str(OFFICIAL)], env={**subprocess_env(), "MEMORY_FILE_PATH": str(memory_file)}
+        ["node", str(OFFICIAL)],
+        env={**subprocess_env(), "MEMORY_FILE_PATH": str(memory_file)},
+        timeout=timeout,
     )
 
 
