@@ -12,8 +12,9 @@ relation each: five ops each in noon), then measures:
   on the directory without a read model), beside decoding the shard's JSON lines;
 - a new session's first answer (process start to the first ``open_nodes`` answer): on the
   machine's read model (every session but the machine's first), the official server on the same
-  ``memory.jsonl``, and the machine's first session (no read model yet: it folds every shard);
-  each server's RSS after its first answer;
+  ``memory.jsonl`` and the floor (a fresh Python importing the MCP SDK), interleaved run by run;
+  then the machine's first session (no read model yet: it folds every shard); each server's RSS
+  after its first answer;
 - the read after one remote op: a replica shard grows by one op (an observation of the entity
   read next), then ``Store.refresh`` in this process, and the next ``open_nodes`` through a
   session; each beside the same read with nothing new.
@@ -35,6 +36,7 @@ from typing import Any
 import orjson
 
 from bench.core import catch_up_fold, decode_seconds, remove_read_model, settings
+from bench.floors import sdk_import
 from bench.kg_latency import OFFICIAL, noon_client, official_client
 from bench.mesh import ROOT, subprocess_env
 from bench.pipe import PipeClient
@@ -218,9 +220,17 @@ def measure(ops: int, runs: int, reads: int) -> dict[str, Any]:
         def official() -> PipeClient:
             return official_client(memory, timeout=SLOW_START)
 
-        out["shared"] = _median([first_answer(noon, probe) for _ in range(runs)])
-        if OFFICIAL.exists():
-            out["official"] = _median([first_answer(official, probe) for _ in range(runs)])
+        # interleaved, so a change in the machine's load touches all three alike
+        shared, theirs, floor = [], [], []
+        for _ in range(runs):
+            shared.append(first_answer(noon, probe))
+            if OFFICIAL.exists():
+                theirs.append(first_answer(official, probe))
+            floor.append({"s": sdk_import(1)})
+        out["shared"] = _median(shared)
+        if theirs:
+            out["official"] = _median(theirs)
+        out["floor"] = _median(floor)
         remove_read_model(store)
         out["cold"] = first_answer(noon, probe)
         peer = ShardWriter(store, "peer")

@@ -66,7 +66,7 @@ def plot_mesh(raw: dict[str, Any], floor_ms: float, out: Path) -> Path:
     return _save(fig, out / "propagation.png")
 
 
-def plot_first_answer(raw: dict[str, Any], floor_s: float, out: Path) -> Path:
+def plot_first_answer(raw: dict[str, Any], out: Path) -> Path:
     """A new session's first answer by store size: noon on the machine's read model, noon's
     first session of the machine, the official server on the same graph, and the floor."""
     sizes = list(raw["sizes"])
@@ -79,7 +79,13 @@ def plot_first_answer(raw: dict[str, Any], floor_s: float, out: Path) -> Path:
     ):
         if all(key in raw["sizes"][s] for s in sizes):
             ax.plot(xs, [raw["sizes"][s][key]["s"] for s in sizes], style, label=label)
-    ax.axhline(floor_s, color="grey", linestyle=":", label="Python start + MCP SDK import")
+    ax.plot(
+        xs,
+        [raw["sizes"][s]["floor"]["s"] for s in sizes],
+        ":",
+        color="grey",
+        label="Python start + MCP SDK import",
+    )
     ax.set_xscale("log")
     ax.set_xlabel("ops in the store (knowledge graph)")
     ax.set_ylabel("s from process start to first answer")
@@ -98,6 +104,6 @@ def plot_all(results: dict[str, Any], out: Path) -> list[Path]:
     if fl and mesh:
         floor_ms = fl["fsync_us"] / 1000 + fl["loopback_rtt_us"]["p50"] / 1000
         made.append(plot_mesh(mesh, floor_ms, out))
-    if fl and scale:
-        made.append(plot_first_answer(scale, fl["sdk_import_s"], out))
+    if scale:
+        made.append(plot_first_answer(scale, out))
     return made

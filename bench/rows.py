@@ -72,11 +72,9 @@ def read_model_rows(raw: dict[str, Any]) -> list[Row]:
     scale = section(raw, "kg_scale")
     if scale is None:
         return []
-    floors = section(raw, "floors") or {}
-    floor = floors.get("sdk_import_s")
     rows: list[Row] = []
     for size, e in scale["sizes"].items():
-        n, official = k_label(size), e.get("official")
+        n, official, floor = k_label(size), e.get("official"), e["floor"]["s"]
         imp, fold, shared, cold = e["import"], e["catch_up"], e["shared"], e["cold"]
         refresh, session = e["refresh"], e["session"]
         rows += [
@@ -111,7 +109,7 @@ def read_model_rows(raw: dict[str, Any]) -> list[Row]:
                 "  the same, against its floor",
                 "s",
                 shared["s"],
-                anchor=SDK_FLOOR if floor else "",
+                anchor=SDK_FLOOR,
                 anchor_value=floor,
             ),
             Row(
