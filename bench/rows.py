@@ -229,7 +229,8 @@ def uri_rows(raw: dict[str, Any]) -> list[Row]:
     ]
     for label, what in (
         ("read_memory", "read_memory while the search index warms up"),
-        ("search_memory", "search_memory"),
+        ("search_memory", "search_memory, two words as common as the text's"),
+        ("search_memory_rare", "search_memory, two rare words"),
         ("update_memory", "update_memory"),
         ("read_memory_warm", "read_memory after warm-up"),
     ):

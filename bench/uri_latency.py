@@ -6,7 +6,9 @@ Writes the shards of N memories (100 topics with N/100 children each, ~200 chara
 Zipf-worded text; two ops each), measures a fresh node's catch-up fold of them into the
 machine's read model (search documents included), then starts ``noon serve --tools uri`` on
 that read model: its first answer (process start to the first read_memory result), and p50 /
-p99 latency of read_memory, search_memory and update_memory, beside an MCP ping.
+p99 latency of read_memory, search_memory and update_memory, beside an MCP ping. Searches are
+two words drawn as the text draws them (so most hold a word found in most memories: the worst
+case for ranking) or two words of the vocabulary's long tail.
 """
 
 from __future__ import annotations
@@ -84,6 +86,11 @@ ZIPF = [1 / (rank + 1) for rank in range(len(VOCAB))]
 
 def text_of(rnd: random.Random, k: int) -> str:
     return " ".join(rnd.choices(VOCAB, weights=ZIPF, k=k))
+
+
+def rare_words(rnd: random.Random, k: int) -> str:
+    """Words drawn evenly from the long tail of the vocabulary: each is in few memories."""
+    return " ".join(rnd.choices(VOCAB[len(WORDS) :], k=k))
 
 
 TOPICS = 100
@@ -183,6 +190,7 @@ async def session(directory: Path, n: int, calls: int = 40) -> dict[str, Any]:
         runs: list[tuple[str, str, Callable[[], dict[str, Any]]]] = [
             ("read_memory", "read_memory", uri),
             ("search_memory", "search_memory", lambda: {"query": text_of(rnd, 2)}),
+            ("search_memory_rare", "search_memory", lambda: {"query": rare_words(rnd, 2)}),
             ("update_memory", "update_memory", lambda: {**uri(), "append": "more"}),
             ("read_memory_warm", "read_memory", uri),
         ]
