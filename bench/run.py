@@ -91,7 +91,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "scale_runs": 3,
         "remote_reads": 50,
         "uri_memories": 500_000,
-        "uri_calls": 100,
+        "uri_calls": 50,
         "create": [1000, 100_000],
         "create_calls": 50,
         "appends": 2000,
