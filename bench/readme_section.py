@@ -3,9 +3,9 @@
     python -m bench.readme_section [--results bench/results/latest.json]
                                    [--out docs/performance.md]
 
-Every number in the page comes from the results file; the prose around it names what each
+Every figure in its tables comes from the results file; the prose around them names what each
 anchor is, and why noon misses a target or sits far from a floor where it does (the causes were
-found by profiling; they are shown only while the figure they explain misses).
+found by profiling and may quote the profile; each is shown only while its figure misses).
 """
 
 from __future__ import annotations
@@ -65,12 +65,15 @@ MISSES: list[tuple[str, str]] = [
     ),
     (
         "search_memory",
-        "profiled: FTS5 computes BM25 for every memory holding the query's words (then, when "
-        "fewer than asked for hold them all, any of them or a word starting with one) and sorts "
-        "them before the first result streams out, so a query with a common word costs in "
-        "proportion to the memories holding it. The benchmark draws query words as the text "
-        "draws them, so most queries hold a word that is in most memories; two rare words (the "
-        "other search row) show what the index costs when few memories match.",
+        "profiled at 50k memories: most of the call is the filter that gives each hit its URI. "
+        "It asks for a memory's placements by child (`SqlGraph.placements`, `WHERE ns = ? AND "
+        "child = ? ORDER BY parent, name`), and the read model holds no planner statistics "
+        "(nothing runs `ANALYZE` or `PRAGMA optimize`), so SQLite answers from the primary key "
+        "(`SEARCH placements USING PRIMARY KEY (ns=?)`): a scan of every placement of the "
+        "namespace per hit, about 16 ms each at 50k memories, instead of the `placements_by_child` "
+        "index (0.1 ms after `ANALYZE` on the same file). Two rare words cost as much as two "
+        "common ones, which shows the ranking is the smaller part; with common words FTS5 still "
+        "computes BM25 for every memory holding them before the first result.",
     ),
     (
         "noon import",
@@ -88,19 +91,22 @@ MISSES: list[tuple[str, str]] = [
     (
         "create_memory",
         "profiled at 100k children: the duplicate hint after the write searches up to 40 words "
-        "of the new memory with an OR of prefix terms, which FTS5 ranks over nearly every "
-        "memory; without a title, naming the memory reads every child of the parent to find "
-        "the next free number. Both grow with the store; the write itself does not.",
+        "of the new memory with an OR of prefix terms, which FTS5 ranks by BM25 over nearly "
+        "every memory (most of the call), then looks up its hits' URIs with the unindexed-plan "
+        "placement lookup of `search_memory`; without a title, naming the memory also reads "
+        "every child of the parent to find the next free number (`plan.auto_name`). All three "
+        "grow with the store; the append itself does not.",
     ),
     (
         "worst: search_nodes",
-        "profiled: `SqlKg.search` (`noon/store/readmodel/kg.py`) joins the trigram index to "
-        "`entities` in an order that makes SQLite walk every entity of the namespace and "
-        "evaluate the full-text MATCH once per entity (EXPLAIN QUERY PLAN: `SEARCH e USING INDEX "
-        "entities_in_order (ns=?)`, then `SCAN f VIRTUAL TABLE INDEX 0:=M0` inside it), so one "
-        "search costs the graph's size times a full-text query. Selecting the matching rowids "
-        "first (`e.id IN (SELECT rowid FROM entity_fts WHERE entity_fts MATCH ?)`) gives the "
-        "same rows in milliseconds.",
+        "profiled: without planner statistics in the read model, SQLite plans `SqlKg.search`'s "
+        "join (`noon/store/readmodel/kg.py`) by walking every entity of the namespace and "
+        "evaluating the full-text MATCH once per entity (EXPLAIN QUERY PLAN: `SEARCH e USING "
+        "INDEX entities_in_order (ns=?)`, then `SCAN f VIRTUAL TABLE INDEX 0:=M0` inside it), so "
+        "one search costs the graph's size times a full-text query: 6 s at 10k entities. After "
+        "`ANALYZE` on the same file the plan starts from the trigram index and the query takes "
+        "about a millisecond; selecting the rowids first (`e.id IN (SELECT rowid FROM entity_fts "
+        "WHERE entity_fts MATCH ?)`) does the same without statistics.",
     ),
     (
         "knowledge-graph tool latencies",
@@ -153,9 +159,9 @@ CAUSES: list[tuple[str, str]] = [
     ),
     (
         "search_nodes",
-        "profiled: the query plan evaluates the full-text MATCH once per entity of the "
-        "namespace (see the knowledge-graph target above), so a call costs the graph's size "
-        "times a full-text query.",
+        "profiled: without planner statistics SQLite evaluates the full-text MATCH once per "
+        "entity of the namespace (see the knowledge-graph target above), so a call costs the "
+        "graph's size times a full-text query.",
     ),
     ("open_nodes", "the SDK's per-call floor dominates at this size."),
     (
@@ -202,6 +208,12 @@ FLOOR_NOTES: list[tuple[str, str]] = [
     ("catch-up fold", MISSES_BY_KEY["catch-up fold"]),
     ("search_memory", MISSES_BY_KEY["search_memory"]),
     ("create_memory", MISSES_BY_KEY["create_memory"]),
+    (
+        "_memory",
+        "profiled at 50k memories: most of a read_memory or update_memory is walking the "
+        "memory's URIs, one placement lookup by child per step, each a scan of the namespace's "
+        "placements for want of planner statistics (see search_memory).",
+    ),
     (
         "write → visible",
         "the daemon notices a local write by polling the shard's size every "
@@ -341,8 +353,10 @@ def page(results: dict[str, Any], results_dir: Path, out: Path) -> str:
         f"{results['duration_s'] / 60:.1f} min with a 1-minute load average of "
         f"{load['before']:.1f} before and {load['after']:.1f} after on {m['cores']} cores (the "
         "machine is shared: other work ran beside the benchmarks, which slows every figure "
-        "somewhat and widens the p99s). Every figure below comes from "
-        "`bench/results/latest.json`; nothing here was measured elsewhere.",
+        "somewhat and widens the p99s). Every figure in the tables comes from "
+        "`bench/results/latest.json`; the explanations of misses quote profiles taken on the "
+        "same kind of stores while the benchmarks were written, and are shown only while the "
+        "figure they explain misses.",
         "",
         "Reproduce: `pip install -e '.[bench]'`, `scripts/install-official-server.sh` (the "
         "official server, for the comparisons), `python -m bench.run` (`--large` for 1M ops, "
