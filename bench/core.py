@@ -1,9 +1,9 @@
-"""Core benchmarks: append throughput, cold fold vs opening the machine's read model,
-incremental read.
+"""Core benchmarks: append throughput and a fresh node's catch-up fold (the first process of a
+machine folds every shard into the shared read model).
 
 Run: ``.venv/bin/python -m bench.core`` (100k ops) or ``--sizes 100000,1000000``.
 Each figure is printed with its physical floor measured in the same run: fsync latency for
-appends, raw JSON decoding of the same bytes for folds, one ``stat`` for idle reads.
+appends, raw JSON decoding of the same bytes for folds.
 """
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from noon.config import Settings
+from noon.core.elements import content_key
 from noon.core.ops import Draft, encode
 from noon.store.store import Store
 
@@ -32,12 +34,16 @@ def settings(d: Path, node: str, **kw: object) -> Settings:
     return Settings.from_env({}, dir=d, node_id=node, compact_after=0, **kw)  # type: ignore[arg-type]
 
 
+def _one_memory(i: int, graph: object) -> list[Draft]:
+    return [Draft(content_key("default", f"m{i}"), {"text": "x" * 80})]
+
+
 def bench_appends(n: int, fsync: bool) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(settings(Path(tmp), "bench", fsync=fsync))
         start = time.perf_counter()
         for i in range(n):
-            store.write(lambda f, i=i: [Draft(("content", "default", f"m{i}"), {"text": "x" * 80})])
+            store.write(partial(_one_memory, i))
         return n / (time.perf_counter() - start)
 
 
@@ -99,138 +105,91 @@ def generate(d: Path, total: int, authors: int = 4) -> None:
                 f.write(line + b"\n")
 
 
-PROBE = r"""
+FOLD_PROBE = r"""
 import json, resource, sys, time
 from pathlib import Path
 from noon.config import Settings
 from noon.store.store import Store
-d, keep, extra = Path(sys.argv[1]), sys.argv[2] == "1", sys.argv[3]
-if not keep:
-    for f in (d / ".noon").glob("readmodel.sqlite3*"):
-        f.unlink()
 t = time.perf_counter()
-store = Store(Settings.from_env({}, dir=d, node_id="probe", compact_after=0))
-opened = time.perf_counter() - t
-result = {"open_s": opened, "ops": store.fold.applied}
-t = time.perf_counter()
-store.refresh()
-result["idle_refresh_s"] = time.perf_counter() - t
-if extra:
-    with open(d / "node0.jsonl", "ab") as f:
-        f.write(extra.encode() + b"\n")
-    t = time.perf_counter()
-    changes = store.refresh()
-    result["incremental_s"] = time.perf_counter() - t
-    result["incremental_ops"] = changes.ops
-result["rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps(result))
+store = Store(Settings.from_env({}, dir=Path(sys.argv[1]), node_id="probe", compact_after=0))
+folded = time.perf_counter() - t
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"s": folded, "ops": store.fold.applied, "peak_rss_mib": rss}))
 """
 
 
-def probe(d: Path, keep: bool, extra: str = "") -> dict[str, float]:
-    """A new process on ``d``: with the machine's read model as it is (``keep``), or after
-    throwing it away (a cold fold)."""
+def remove_read_model(d: Path) -> None:
+    """Throw the machine's read model of ``d`` away: the next reader folds every shard."""
+    for f in (d / ".noon").glob("readmodel.sqlite3*"):
+        f.unlink()
+
+
+def catch_up_fold(d: Path) -> dict[str, float]:
+    """A fresh node's catch-up fold: the first ``Store`` of a new process on ``d`` without a
+    read model folds every shard into a new one. Its seconds (the constructor alone, not the
+    process start), ops, ops/s and peak RSS, beside the JSON decode of the same bytes."""
+    remove_read_model(d)
     out = subprocess.run(
-        [sys.executable, "-c", PROBE, str(d), "1" if keep else "0", extra],
+        [sys.executable, "-c", FOLD_PROBE, str(d)],
         capture_output=True,
         text=True,
         check=True,
         cwd=ROOT,
     )
-    return json.loads(out.stdout)
+    fold = json.loads(out.stdout)
+    shards = list(d.glob("*.jsonl"))
+    decode = decode_seconds(shards)
+    return {
+        **fold,
+        "ops_per_s": fold["ops"] / fold["s"],
+        "bytes": sum(p.stat().st_size for p in shards),
+        "decode_s": decode,
+        "decode_ops_per_s": fold["ops"] / decode,
+    }
 
 
-def decode_floor(d: Path) -> float:
+def decode_seconds(paths: list[Path]) -> float:
+    """Seconds to read ``paths`` and decode each of their lines with orjson: the floor of
+    anything that has to look at every op (or record) in them."""
     start = time.perf_counter()
-    for p in d.glob("*.jsonl"):
+    for p in paths:
         for line in p.read_bytes().splitlines():
-            orjson.loads(line)
+            if line:
+                orjson.loads(line)
     return time.perf_counter() - start
 
 
-def next_line(d: Path) -> str:
-    last = (d / "node0.jsonl").read_bytes().splitlines()[-1]
-    op = orjson.loads(last)
-    return encode(
-        node="node0",
-        seq=op["seq"] + 1,
-        hlc=op["hlc"] + 1,
-        el=("keyword", "default", "fresh", "x"),
-        val={},
-    ).decode()
-
-
-def measure(sizes: list[int], appends: int) -> dict[str, Any]:
-    """Append rates with the fsync floor, then per store size: cold fold, opening the read
-    model a first process built, and the read after one new op (with the raw decode of the same
-    bytes as the fold's floor)."""
-    out: dict[str, Any] = {
+def measure(appends: int) -> dict[str, Any]:
+    """Append rates with fsync on and off, with the fsync floor."""
+    return {
         "fsync_floor_per_s": fsync_floor(appends),
         "append_fsync_per_s": bench_appends(appends, True),
         "append_nofsync_per_s": bench_appends(appends * 5, False),
-        "sizes": {},
     }
-    for size in sizes:
-        with tempfile.TemporaryDirectory() as tmp:
-            d = Path(tmp)
-            generate(d, size)
-            raw = decode_floor(d)
-            cold = probe(d, keep=False)
-            warm = probe(d, keep=True, extra=next_line(d))
-            assert warm["ops"] == cold["ops"], "the read model was not reused"
-            shards = list(d.glob("*.jsonl"))
-            out["sizes"][str(size)] = {
-                "raw_decode_s": raw,
-                "cold": cold,
-                "warm": warm,
-                "bytes": sum(p.stat().st_size for p in shards),
-                "ops": sum(len(p.read_bytes().splitlines()) for p in shards),
-            }
-    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--sizes", default="100000")
+    ap.add_argument("--sizes", default="100000", help="ops of the generated stores to fold")
     ap.add_argument("--appends", type=int, default=2000)
     args = ap.parse_args()
-    res = measure([int(s) for s in args.sizes.split(",")], args.appends)
+    res = measure(args.appends)
     on, off, floor = (
         res["append_fsync_per_s"],
         res["append_nofsync_per_s"],
         res["fsync_floor_per_s"],
     )
-    rows: list[tuple[str, str, str]] = [
-        (
-            "append, fsync on",
-            f"{on:,.0f} ops/s",
-            f"raw fsync floor {floor:,.0f}/s ({on / floor:.2f}x of floor)",
-        ),
-        ("append, fsync off", f"{off:,.0f} ops/s", "in-process lock+write+refresh"),
-    ]
-    for size, r in res["sizes"].items():
-        cold, warm, raw = r["cold"], r["warm"], r["raw_decode_s"]
-        n = int(size)
-        rows += [
-            (
-                f"cold fold {n:,} ops",
-                f"{cold['open_s']:.2f} s, {cold['rss_mib']:.0f} MiB",
-                f"raw orjson decode {raw:.2f} s ({cold['open_s'] / raw:.1f}x)",
-            ),
-            (
-                f"snapshot load {n:,} ops",
-                f"{warm['open_s']:.2f} s, {warm['rss_mib']:.0f} MiB",
-                f"{cold['open_s'] / warm['open_s']:.1f}x faster than cold",
-            ),
-            (
-                f"read after 1 new op at {n:,}",
-                f"{warm['incremental_s'] * 1e3:.2f} ms",
-                f"idle refresh {warm['idle_refresh_s'] * 1e3:.3f} ms",
-            ),
-        ]
-    width = max(len(r[0]) for r in rows)
-    for name, figure, anchor in rows:
-        print(f"{name:<{width}}  {figure:>24}   {anchor}")
+    print(f"append, fsync on   {on:>9,.0f} ops/s  (raw fsync floor {floor:,.0f}/s)")
+    print(f"append, fsync off  {off:>9,.0f} ops/s")
+    for size in (int(s) for s in args.sizes.split(",")):
+        with tempfile.TemporaryDirectory() as tmp:
+            generate(Path(tmp), size)
+            fold = catch_up_fold(Path(tmp))
+        print(
+            f"catch-up fold of {fold['ops']:,} ops: {fold['s']:.2f} s, "
+            f"{fold['ops_per_s']:,.0f} ops/s, peak RSS {fold['peak_rss_mib']:.0f} MiB "
+            f"(JSON decode of the same bytes: {fold['decode_ops_per_s']:,.0f} ops/s)"
+        )
 
 
 if __name__ == "__main__":

@@ -17,7 +17,11 @@ class PipeError(Exception):
 
 
 class PipeClient:
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: str | None = None) -> None:
+    def __init__(
+        self, argv: list[str], env: dict[str, str], cwd: str | None = None, timeout: float = 20
+    ) -> None:
+        self.timeout = timeout
+        """Seconds each request may wait for its answer (the first one includes the start)."""
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -82,7 +86,7 @@ class PipeClient:
         if params is not None:
             msg["params"] = params
         self._send(msg)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + self.timeout
         while True:
             reply = self._read_message(deadline)
             if reply.get("id") == self._id:

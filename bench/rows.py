@@ -1,81 +1,49 @@
-"""The figures table: each measured figure beside its anchor (the official server, a published
-figure of server-noonien, or a physical floor measured in the same run) and the cost ratio."""
+"""The rows of the figures table, section by section, from the raw measurements of a run."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from typing import Any
+
+from bench.table import Row, k_label, section
 
 NOONIEN = "server-noonien (published)"
 
 
-@dataclass(frozen=True)
-class Row:
-    group: str
-    name: str
-    unit: str
-    value: float
-    p99: float | None = None
-    anchor: str = ""
-    anchor_value: float | None = None
-    anchor_p99: float | None = None
-    higher_is_better: bool = False
-
-    @property
-    def ratio(self) -> float | None:
-        """noon's cost relative to the anchor: below 1 noon does better."""
-        if not self.anchor_value or not self.value:
-            return None
-        if self.higher_is_better:
-            return self.anchor_value / self.value
-        return self.value / self.anchor_value
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ratio": self.ratio}
-
-
-def fmt(value: float | None, unit: str) -> str:
-    if value is None:
-        return ""
-    if unit in ("ops/s", "B", "MiB"):
-        return f"{value:,.0f}"
-    if unit == "x":
-        return f"{value:.1f}"
-    if value >= 100:
-        return f"{value:,.0f}"
-    if value >= 10:
-        return f"{value:.1f}"
-    return f"{value:.2f}"
-
-
-def figure(value: float | None, p99: float | None, unit: str) -> str:
-    if value is None:
-        return ""
-    text = fmt(value, unit)
-    if p99 is not None:
-        text += f" / {fmt(p99, unit)}"
-    return f"{text} {unit}"
-
-
-def _k(n: int | str) -> str:
-    n = int(n)
-    if n >= 1_000_000 and n % 1_000_000 == 0:
-        return f"{n // 1_000_000}M"
-    if n >= 1000 and n % 1000 == 0:
-        return f"{n // 1000}k"
-    return str(n)
-
-
 def build_rows(raw: dict[str, Any]) -> list[Row]:
+    """Every figure of a run, section by section; a failed section adds no rows."""
     rows: list[Row] = []
-    fl, core, kg, uri, mesh = raw["floors"], raw["core"], raw["kg"], raw["uri"], raw["mesh"]
+    for builder in (
+        floor_rows,
+        store_rows,
+        read_model_rows,
+        kg_rows,
+        uri_rows,
+        create_rows,
+        mesh_rows,
+        collection_rows,
+        web_rows,
+    ):
+        rows += builder(raw)
+    return rows
+
+
+def floor_rows(raw: dict[str, Any]) -> list[Row]:
+    fl = section(raw, "floors")
+    if fl is None:
+        return []
     rtt = fl["loopback_rtt_us"]
-    rows += [
+    return [
         Row("floors", "fsync of one 200-byte append", "µs", fl["fsync_us"]),
         Row("floors", "loopback TCP round trip, p50 / p99", "µs", rtt["p50"], rtt["p99"]),
         Row("floors", "start Python and import the MCP SDK", "s", fl["sdk_import_s"]),
     ]
-    rows += [
+
+
+def store_rows(raw: dict[str, Any]) -> list[Row]:
+    core = section(raw, "core")
+    if core is None:
+        return []
+    return [
         Row(
             "store",
             "append (one-op batch), fsync on",
@@ -93,39 +61,109 @@ def build_rows(raw: dict[str, Any]) -> list[Row]:
             higher_is_better=True,
         ),
     ]
-    decode_rate = 0.0
-    for size, r in core["sizes"].items():
-        raw_s = r["raw_decode_s"]
-        decode_rate = r["ops"] / raw_s
+
+
+SDK_FLOOR = "Python start + MCP SDK import"
+OFFICIAL_SAME = "official server, same graph"
+
+
+def read_model_rows(raw: dict[str, Any]) -> list[Row]:
+    """The knowledge graph at scale in both servers (bench.kg_scale)."""
+    scale = section(raw, "kg_scale")
+    if scale is None:
+        return []
+    rows: list[Row] = []
+    for size, e in scale["sizes"].items():
+        n, official, floor = k_label(size), e.get("official"), e["floor"]["s"]
+        imp, fold, shared, cold = e["import"], e["catch_up"], e["shared"], e["cold"]
+        refresh, session = e["refresh"], e["session"]
         rows += [
             Row(
-                "store",
-                f"cold fold, {_k(size)} ops",
-                "s",
-                r["cold"]["open_s"],
-                anchor="JSON decode of the same bytes",
-                anchor_value=raw_s,
+                "read model",
+                f"noon import of an official memory.jsonl, {n} ops",
+                "ops/s",
+                imp["ops_per_s"],
+                anchor="JSON decode of the same file",
+                anchor_value=imp["decode_ops_per_s"],
+                higher_is_better=True,
             ),
             Row(
-                "store",
-                f"open the read model, {_k(size)} ops",
-                "s",
-                r["warm"]["open_s"],
-                anchor="JSON decode of the same bytes",
-                anchor_value=raw_s,
+                "read model",
+                f"catch-up fold of {n} knowledge-graph ops",
+                "ops/s",
+                fold["ops_per_s"],
+                anchor="JSON decode of the same shard",
+                anchor_value=fold["decode_ops_per_s"],
+                higher_is_better=True,
             ),
             Row(
-                "store",
-                f"read after 1 remote op, {_k(size)} ops",
+                "read model",
+                f"first answer at {n} ops, on the machine's read model",
+                "s",
+                shared["s"],
+                anchor=OFFICIAL_SAME if official else "",
+                anchor_value=official["s"] if official else None,
+            ),
+            Row(
+                "read model",
+                "  the same, against its floor",
+                "s",
+                shared["s"],
+                anchor=SDK_FLOOR,
+                anchor_value=floor,
+            ),
+            Row(
+                "read model",
+                f"first answer at {n} ops, the machine's first session (folds every shard)",
+                "s",
+                cold["s"],
+                anchor=OFFICIAL_SAME if official else "",
+                anchor_value=official["s"] if official else None,
+            ),
+            Row(
+                "read model",
+                f"noon serve RSS at {n} ops, after its first answer",
+                "MiB",
+                shared["rss_mib"]["rss"],
+                anchor=OFFICIAL_SAME if official else "",
+                anchor_value=official["rss_mib"]["rss"] if official else None,
+            ),
+            Row(
+                "read model",
+                f"  the first session's RSS, having folded {n} ops",
+                "MiB",
+                cold["rss_mib"]["peak"],
+            ),
+            Row(
+                "read model",
+                f"read after 1 remote op at {n} ops: Store.refresh, p50 / p99",
                 "ms",
-                r["warm"]["incremental_s"] * 1000,
-                anchor="idle refresh (one stat per shard)",
-                anchor_value=r["warm"]["idle_refresh_s"] * 1000,
+                refresh["remote_ms"]["p50"],
+                refresh["remote_ms"]["p99"],
+                "idle refresh (nothing new)",
+                refresh["idle_ms"]["p50"],
+                refresh["idle_ms"]["p99"],
             ),
-            Row("store", f"RSS after a cold fold of {_k(size)} ops", "MiB", r["cold"]["rss_mib"]),
+            Row(
+                "read model",
+                f"read after 1 remote op at {n} ops: open_nodes in a session, p50 / p99",
+                "ms",
+                session["remote_ms"]["p50"],
+                session["remote_ms"]["p99"],
+                "the same call, nothing new",
+                session["idle_ms"]["p50"],
+                session["idle_ms"]["p99"],
+            ),
         ]
+    return rows
+
+
+def kg_rows(raw: dict[str, Any]) -> list[Row]:
+    kg = section(raw, "kg")
+    if kg is None:
+        return []
     fa = kg["first_answer"]
-    rows.append(
+    rows = [
         Row(
             "kg",
             "first answer of a new session, empty graph",
@@ -134,7 +172,7 @@ def build_rows(raw: dict[str, Any]) -> list[Row]:
             anchor="official server" if "official" in fa else "",
             anchor_value=fa.get("official"),
         )
-    )
+    ]
     for size, entry in kg["sizes"].items():
         ours, theirs = entry["noon"], entry.get("official")
         for tool in kg_latency_tools(ours):
@@ -142,7 +180,7 @@ def build_rows(raw: dict[str, Any]) -> list[Row]:
             rows.append(
                 Row(
                     "kg",
-                    f"{label} at {_k(size)} entities, p50 / p99",
+                    f"{label} at {k_label(size)} entities, p50 / p99",
                     "ms",
                     ours[tool]["p50"],
                     ours[tool]["p99"],
@@ -154,57 +192,107 @@ def build_rows(raw: dict[str, Any]) -> list[Row]:
         rows.append(
             Row(
                 "kg",
-                f"server RSS at {_k(size)} entities",
+                f"server RSS at {k_label(size)} entities",
                 "MiB",
                 ours["rss_mib"]["rss"],
                 anchor="official server" if theirs else "",
                 anchor_value=theirs["rss_mib"]["rss"] if theirs else None,
             )
         )
-    tools = uri["tools"]
+    return rows
+
+
+def uri_rows(raw: dict[str, Any]) -> list[Row]:
+    uri = section(raw, "uri")
+    if uri is None:
+        return []
+    floor = (section(raw, "floors") or {}).get("sdk_import_s")
+    n, fold = k_label(uri["memories"]), uri["catch_up"]
+    rows = [
+        Row(
+            "uri",
+            f"catch-up fold of {n} memories ({fold['ops']:,} ops, search documents included)",
+            "ops/s",
+            fold["ops_per_s"],
+            anchor="JSON decode of the same shard",
+            anchor_value=fold["decode_ops_per_s"],
+            higher_is_better=True,
+        ),
+        Row(
+            "uri",
+            f"first answer at {n} memories, on the machine's read model",
+            "s",
+            uri["first_answer_s"],
+            anchor=SDK_FLOOR if floor else "",
+            anchor_value=floor,
+        ),
+    ]
     for label, what in (
         ("read_memory", "read_memory while the search index warms up"),
-        ("search_memory", "search_memory"),
+        ("search_memory", "search_memory, two words as common as the text's"),
+        ("search_memory_rare", "search_memory, two rare words"),
         ("update_memory", "update_memory"),
         ("read_memory_warm", "read_memory after warm-up"),
     ):
         rows.append(
             Row(
                 "uri",
-                f"{what} at {_k(tools['memories'])} memories, p50 / p99",
+                f"{what} at {n} memories, p50 / p99",
                 "ms",
-                tools[label]["p50"],
-                tools[label]["p99"],
+                uri[label]["p50"],
+                uri[label]["p99"],
                 "MCP ping, same client",
-                tools["ping"]["p50"],
-                tools["ping"]["p99"],
+                uri["ping"]["p50"],
+                uri["ping"]["p99"],
             )
         )
-    for size, entry in uri["first_answer"].items():
-        for label in ("cold", "shared"):
-            how = (
-                "on the machine's read model"
-                if label == "shared"
-                else "first session (folds every shard)"
-            )
+    rows.append(
+        Row(
+            "uri",
+            f"noon serve RSS at {n} memories, after those calls",
+            "MiB",
+            uri["rss_mib"]["rss"],
+        )
+    )
+    return rows
+
+
+def create_rows(raw: dict[str, Any]) -> list[Row]:
+    """create_memory as one parent grows: each size beside the smallest (issue 17: within 2x)."""
+    create = section(raw, "create")
+    if create is None:
+        return []
+    sizes = list(create["sizes"])
+    base = create["sizes"][sizes[0]]
+    rows = []
+    for size in sizes:
+        entry = create["sizes"][size]
+        for key, how in (("untitled", "no title (auto-numbered)"), ("titled", "with a title")):
+            smallest = size == sizes[0]
+            anchor = entry["ping"] if smallest else base[key]
             rows.append(
                 Row(
-                    "uri",
-                    f"first answer at {_k(size)} ops, {how}",
-                    "s",
-                    entry[label]["s"],
-                    anchor="Python start + MCP SDK import",
-                    anchor_value=fl["sdk_import_s"],
+                    "create",
+                    f"create_memory under a parent of {k_label(size)}, {how}, p50 / p99",
+                    "ms",
+                    entry[key]["p50"],
+                    entry[key]["p99"],
+                    "MCP ping, same client" if smallest else f"the same under {k_label(sizes[0])}",
+                    anchor["p50"],
+                    anchor["p99"],
                 )
             )
-        rows.append(
-            Row(
-                "uri",
-                f"noon serve RSS at {_k(size)} ops",
-                "MiB",
-                entry["shared"]["rss_mib"]["rss"],
-            )
-        )
+    return rows
+
+
+def mesh_rows(raw: dict[str, Any]) -> list[Row]:
+    mesh, fl = section(raw, "mesh"), section(raw, "floors")
+    if mesh is None or fl is None:
+        return []
+    rows: list[Row] = []
+    rtt = fl["loopback_rtt_us"]
+    uri = section(raw, "uri")
+    decode_rate = uri["catch_up"]["decode_ops_per_s"] if uri else None
     push_floor = fl["fsync_us"] / 1000 + rtt["p50"] / 1000
     for n, entry in mesh["meshes"].items():
         lat, burst = entry["latency"], entry["burst"]
@@ -275,13 +363,13 @@ def build_rows(raw: dict[str, Any]) -> list[Row]:
         rows.append(Row("mesh", f"noond RSS in the {n}-node mesh", "MiB", lat["noond_rss_mib"]))
     cu = mesh["catch_up"]
     rows += [
-        Row("mesh", f"fresh node pulls {_k(cu['ops'])} ops (incl. its startup)", "s", cu["s"]),
+        Row("mesh", f"fresh node pulls {k_label(cu['ops'])} ops (incl. its startup)", "s", cu["s"]),
         Row(
             "mesh",
             "  catch-up rate once its daemon answers",
             "ops/s",
             cu["ops_per_s"],
-            anchor="JSON decode rate of the same kind of ops",
+            anchor="JSON decode rate of the same kind of ops" if decode_rate else "",
             anchor_value=decode_rate,
             higher_is_better=True,
         ),
@@ -295,20 +383,25 @@ def build_rows(raw: dict[str, Any]) -> list[Row]:
         ),
         Row(
             "mesh",
-            f"noond RSS holding {_k(cu['ops'])} ops",
+            f"noond RSS holding {k_label(cu['ops'])} ops",
             "MiB",
             max(v["rss"] for v in cu["noond_rss_mib"].values()),
         ),
         Row(
             "mesh",
-            f"noond CPU per idle round holding {_k(cu['ops'])} ops",
+            f"noond CPU per idle round holding {k_label(cu['ops'])} ops",
             "ms",
             cu["idle_cpu_s_per_round"] * 1000,
         ),
     ]
     for shards, value in mesh["idle_bytes"].items():
         rows.append(Row("mesh", f"wire bytes of an idle round, {shards} shards held", "B", value))
-    for c in raw.get("collection", []):
+    return rows
+
+
+def collection_rows(raw: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for c in section(raw, "collection") or []:
         rows.append(
             Row(
                 "collection",
@@ -323,15 +416,16 @@ def build_rows(raw: dict[str, Any]) -> list[Row]:
         rows.append(
             Row("collection", f"  collection time, {c['scenario']}", "ms", c["collect_s"] * 1000)
         )
-    rows += web_rows(raw.get("web"), uri["tools"])
     return rows
 
 
-def web_rows(web: dict[str, Any] | None, tools: dict[str, Any]) -> list[Row]:
+def web_rows(raw: dict[str, Any]) -> list[Row]:
     """The page at the URI tools' store size, beside an MCP session on the same store."""
-    if not web:
+    web = section(raw, "web")
+    if web is None:
         return []
-    n = _k(web["memories"])
+    tools = section(raw, "uri") or {}
+    n = k_label(web["memories"])
     same = tools.get("memories") == web["memories"]
     read = tools.get("read_memory_warm", {}) if same else {}
     tree = web["tree_http_ms"]
@@ -342,7 +436,10 @@ def web_rows(web: dict[str, Any] | None, tools: dict[str, Any]) -> list[Row]:
     for key, what in (
         ("tree_http_ms", "tree over HTTP"),
         ("memory_http_ms", "a memory over HTTP"),
-        ("topic_children_http_ms", f"first 100 of {_k(max(1, web['memories'] // 100))} children"),
+        (
+            "topic_children_http_ms",
+            f"first 100 of {k_label(max(1, web['memories'] // 100))} children",
+        ),
         ("review_http_ms", "review queue, first page"),
     ):
         anchored = key == "memory_http_ms" and bool(read)
@@ -379,43 +476,3 @@ def web_rows(web: dict[str, Any] | None, tools: dict[str, Any]) -> list[Row]:
 
 def kg_latency_tools(entry: dict[str, Any]) -> list[str]:
     return [tool for tool in entry if tool != "rss_mib"]
-
-
-HEADER = ("figure", "noon", "anchor", "anchor value", "ratio")
-
-
-def cells(row: Row) -> tuple[str, str, str, str, str]:
-    ratio = row.ratio
-    return (
-        row.name,
-        figure(row.value, row.p99, row.unit),
-        row.anchor,
-        figure(row.anchor_value, row.anchor_p99, row.unit),
-        f"{ratio:.2f}" if ratio is not None else "",
-    )
-
-
-def format_table(rows: list[Row]) -> str:
-    table = [HEADER, *(cells(r) for r in rows)]
-    widths = [max(len(line[i]) for line in table) for i in range(len(HEADER))]
-    out, group = [], None
-    for i, line in enumerate(table):
-        if i and rows[i - 1].group != group:
-            group = rows[i - 1].group
-            out.append(f"-- {group}")
-        out.append(
-            "  ".join(
-                c.ljust(w) if j in (0, 2) else c.rjust(w)
-                for j, (c, w) in enumerate(zip(line, widths, strict=True))
-            )
-        )
-    return "\n".join(out)
-
-
-def markdown_table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| figure | noon | anchor | anchor value | ratio |", "|---|---:|---|---:|---:|"]
-    for d in rows:
-        row = Row(**{k: v for k, v in d.items() if k != "ratio"})
-        name, value, anchor, anchor_value, ratio = cells(row)
-        lines.append(f"| {name.strip()} | {value} | {anchor} | {anchor_value} | {ratio} |")
-    return "\n".join(lines)

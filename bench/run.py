@@ -19,12 +19,25 @@ import os
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import collection, core, floors, kg_latency, noond_mesh, uri_latency, web
-from bench.rows import Row, build_rows, format_table
+from bench import (
+    collection,
+    core,
+    create_latency,
+    floors,
+    kg_latency,
+    kg_scale,
+    noond_mesh,
+    uri_latency,
+    web,
+)
+from bench.rows import build_rows
+from bench.table import Row, failures, format_table
+from bench.targets import as_dicts, format_targets, targets
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -32,11 +45,14 @@ SIZES: dict[str, dict[str, Any]] = {
     "tiny": {
         "kg": [50],
         "kg_calls": 3,
-        "memories": 200,
-        "first_answer_ops": [1000],
-        "core": [12_000],
-        "appends": 100,
+        "scale": [5000],
+        "scale_runs": 1,
+        "remote_reads": 5,
+        "uri_memories": 200,
         "uri_calls": 3,
+        "create": [100, 1000],
+        "create_calls": 5,
+        "appends": 100,
         "mesh": [3],
         "writes": 5,
         "mcp_calls": 20,
@@ -44,16 +60,20 @@ SIZES: dict[str, dict[str, Any]] = {
         "idle_exchanges": 6,
         "imports": 1,
         "collection": 200,
+        "web_memories": 200,
         "web_repeats": 3,
     },
     "default": {
         "kg": [1000, 10_000],
         "kg_calls": 50,
-        "memories": 10_000,
-        "first_answer_ops": [100_000],
-        "core": [100_000],
-        "appends": 1000,
+        "scale": [100_000],
+        "scale_runs": 3,
+        "remote_reads": 20,
+        "uri_memories": 50_000,
         "uri_calls": 50,
+        "create": [1000, 100_000],
+        "create_calls": 30,
+        "appends": 1000,
         "mesh": [3, 5],
         "writes": 100,
         "mcp_calls": 500,
@@ -61,16 +81,20 @@ SIZES: dict[str, dict[str, Any]] = {
         "idle_exchanges": 60,
         "imports": 3,
         "collection": 2000,
+        "web_memories": 10_000,
         "web_repeats": 20,
     },
     "large": {
         "kg": [1000, 10_000, 50_000],
         "kg_calls": 50,
-        "memories": 100_000,
-        "first_answer_ops": [100_000, 1_000_000],
-        "core": [100_000, 1_000_000],
-        "appends": 2000,
+        "scale": [100_000, 1_000_000],
+        "scale_runs": 3,
+        "remote_reads": 50,
+        "uri_memories": 500_000,
         "uri_calls": 50,
+        "create": [1000, 100_000],
+        "create_calls": 50,
+        "appends": 2000,
         "mesh": [3, 5, 10],
         "writes": 200,
         "mcp_calls": 500,
@@ -78,17 +102,27 @@ SIZES: dict[str, dict[str, Any]] = {
         "idle_exchanges": 100,
         "imports": 3,
         "collection": 2000,
+        "web_memories": 100_000,
         "web_repeats": 20,
     },
 }
-"""``mcp_calls`` create_entities calls of one entity and one observation = 2 ops each, so the
+"""``scale``: ops of the knowledge graph both servers hold (issue 17's first answer, RSS,
+remote read, import and catch-up fold); ``uri_memories``: the store of the URI tools and
+``search_memory``; ``create``: children of the one parent ``create_memory`` writes under.
+``mcp_calls`` create_entities calls of one entity and one observation = 2 ops each, so the
 default writes 1000 ops, as server-noonien's propagation run did."""
 
 
 def _step(name: str, fn: Callable[[], Any]) -> Any:
+    """Run one section; a section that fails is recorded with its error and the run goes on."""
     print(f"[bench] {name} ...", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    value = fn()
+    try:
+        value = fn()
+    except Exception as exc:
+        traceback.print_exc()
+        print(f"[bench] {name} FAILED after {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        return {"error": f"{type(exc).__name__}: {str(exc)[-1000:]}"}
     print(f"[bench] {name} done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return value
 
@@ -100,13 +134,19 @@ def measure(size: str) -> dict[str, Any]:
     load_before = os.getloadavg()
     raw: dict[str, Any] = {}
     raw["floors"] = _step("floors", lambda: floors.measure(s["appends"], s["imports"]))
-    raw["core"] = _step("store", lambda: core.measure(s["core"], s["appends"]))
+    raw["core"] = _step("store", lambda: core.measure(s["appends"]))
+    raw["kg_scale"] = _step(
+        "knowledge graph at scale, both servers",
+        lambda: kg_scale.run(s["scale"], s["scale_runs"], s["remote_reads"]),
+    )
     raw["kg"] = _step("knowledge-graph tools", lambda: kg_latency.run(s["kg"], s["kg_calls"]))
-    raw["uri"] = _step(
-        "URI tools", lambda: uri_latency.run(s["memories"], s["first_answer_ops"], s["uri_calls"])
+    raw["uri"] = _step("URI tools", lambda: uri_latency.run(s["uri_memories"], s["uri_calls"]))
+    raw["create"] = _step(
+        "create_memory as a parent grows",
+        lambda: create_latency.run(s["create"], s["create_calls"]),
     )
     raw["collection"] = _step("tombstone collection", lambda: collection.measure(s["collection"]))
-    raw["web"] = _step("web page", lambda: web.run(s["memories"], s["web_repeats"]))
+    raw["web"] = _step("web page", lambda: web.run(s["web_memories"], s["web_repeats"]))
     with tempfile.TemporaryDirectory(prefix="noon-bench-") as tmp:
         raw["mesh"] = _step(
             "noond mesh",
@@ -133,6 +173,8 @@ def measure(size: str) -> dict[str, Any]:
 def write_results(results: dict[str, Any], out: Path, plots: bool = True) -> list[Row]:
     rows = build_rows(results["raw"])
     results["rows"] = [r.as_dict() for r in rows]
+    results["targets"] = as_dicts(targets(results["raw"]))
+    results["failed"] = failures(results["raw"])
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
     if plots:
@@ -161,8 +203,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{results['load_average']['after']:.1f} after"
     )
     print(format_table(rows))
+    print("\nissue 17's targets for the shared read model:")
+    print(format_targets(targets(results["raw"])))
+    for name, error in results["failed"].items():
+        print(f"FAILED section {name}: {error}")
     print(f"results: {args.out}")
-    return 0
+    return 1 if results["failed"] else 0
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
-"""Latency of the URI tools through a real ``noon serve`` over stdio, on a large store.
+"""The URI tools through a real ``noon serve`` over stdio, on a large store.
 
-    python -m bench.uri_latency [--memories 10000] [--first-answer-ops 100000]
+    python -m bench.uri_latency [--memories 50000] [--calls 40]
 
-Builds a store of N memories (100 topics with N/100 children each, ~200 chars of text), starts
-``noon serve --tools uri`` and measures p50 / p99 latency of read_memory, search_memory and
-update_memory. Then, on a store of about M ops, the first answer of a new session (process start
-to the first read_memory result) on the machine's read model (every session after the first)
-and without it (the first session folds every shard).
+Writes the shards of N memories (100 topics with N/100 children each, ~200 characters of
+Zipf-worded text; two ops each), measures a fresh node's catch-up fold of them into the
+machine's read model (search documents included), then starts ``noon serve --tools uri`` on
+that read model: its first answer (process start to the first read_memory result), and p50 /
+p99 latency of read_memory, search_memory and update_memory, beside an MCP ping. Searches are
+two words drawn as the text draws them (so most hold a word found in most memories: the worst
+case for ranking) or two words of the vocabulary's long tail.
 """
 
 from __future__ import annotations
@@ -20,15 +22,17 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
 
+from bench.core import catch_up_fold
+from bench.shards import ShardWriter, ops_in
 from bench.stats import percentiles, rss_mib
 from noon.config import Settings
+from noon.core.elements import content_key, edge_key
 from noon.core.ops import Draft
 from noon.graph.plan import edge_val
 from noon.graph.uri import new_node_id, root
@@ -84,29 +88,44 @@ def text_of(rnd: random.Random, k: int) -> str:
     return " ".join(rnd.choices(VOCAB, weights=ZIPF, k=k))
 
 
-def build(directory: Path, n: int) -> None:
-    settings = Settings.from_env({}, dir=directory, node_id="bench", fsync=False)
-    store = Store(settings)
+def rare_words(rnd: random.Random, k: int) -> str:
+    """Words drawn evenly from the long tail of the vocabulary: each is in few memories."""
+    return " ".join(rnd.choices(VOCAB[len(WORDS) :], k=k))
+
+
+TOPICS = 100
+
+
+def build_shards(directory: Path, n: int) -> None:
+    """Shards of ``n`` memories under ``TOPICS`` topics of ``core://`` (one batch per topic),
+    not yet folded."""
+    writer = ShardWriter(directory, "bench")
     rnd = random.Random(n)
-    topics = 100
-    per = max(1, n // topics)
-    for t in range(topics):
+    per = max(1, n // TOPICS)
+    for t in range(TOPICS):
         topic = new_node_id()
         drafts = [
-            Draft(("content", NS, topic), {"text": f"Topic {t}: " + text_of(rnd, 20)}),
-            Draft(("edge", NS, root("core"), f"topic{t}"), edge_val(topic, 1, "when t")),
+            Draft(content_key(NS, topic), {"text": f"Topic {t}: " + text_of(rnd, 20)}),
+            Draft(edge_key(NS, root("core"), f"topic{t}"), edge_val(topic, 1, "when t")),
         ]
         for i in range(per):
             node = new_node_id()
             text = f"Memory {t}/{i}: " + text_of(rnd, 30)
-            drafts.append(Draft(("content", NS, node), {"text": text}))
+            drafts.append(Draft(content_key(NS, node), {"text": text}))
             drafts.append(
                 Draft(
-                    ("edge", NS, topic, f"m{i}"),
+                    edge_key(NS, topic, f"m{i}"),
                     edge_val(node, 2, f"When {rnd.choice(WORDS)} comes up"),
                 )
             )
-        store.write(lambda fold, d=drafts: d, client="bench")
+        writer.batch(drafts)
+
+
+def build(directory: Path, n: int) -> None:
+    """A store of ``n`` memories (see :func:`build_shards`) with its read model folded, as every
+    session but the machine's first finds it."""
+    build_shards(directory, n)
+    Store(Settings.from_env({}, dir=directory, node_id="bench", fsync=False)).close()
 
 
 def _server_pid() -> int:
@@ -119,12 +138,9 @@ def _server_pid() -> int:
     raise RuntimeError("noon serve child not found")
 
 
-async def session(directory: Path, n: int, calls: int = 40, shared: bool = True) -> dict[str, Any]:
+async def session(directory: Path, n: int, calls: int = 40) -> dict[str, Any]:
     """A new session on a store of ``n`` memories: time to the first read_memory answer (from
     process start), then p50/p99 of each tool over ``calls`` calls, and the server's memory."""
-    if not shared:  # the first session on this machine: it folds every shard first
-        for f in (directory / ".noon").glob("readmodel.sqlite3*"):
-            f.unlink()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     params = StdioServerParameters(
         command=sys.executable,
@@ -143,7 +159,7 @@ async def session(directory: Path, n: int, calls: int = 40, shared: bool = True)
         cwd=str(ROOT),
     )
     rnd = random.Random(1)
-    per = max(1, n // 100)
+    per = max(1, n // TOPICS)
     out: dict[str, Any] = {}
     start = time.perf_counter()
     async with Client(params, mode="legacy") as client:
@@ -158,7 +174,7 @@ async def session(directory: Path, n: int, calls: int = 40, shared: bool = True)
             return (time.perf_counter() - t0) * 1000
 
         def uri() -> dict[str, Any]:
-            return {"uri": f"core://topic{rnd.randrange(100)}/m{rnd.randrange(per)}"}
+            return {"uri": f"core://topic{rnd.randrange(TOPICS)}/m{rnd.randrange(per)}"}
 
         if calls:
             pings = []
@@ -174,6 +190,7 @@ async def session(directory: Path, n: int, calls: int = 40, shared: bool = True)
         runs: list[tuple[str, str, Callable[[], dict[str, Any]]]] = [
             ("read_memory", "read_memory", uri),
             ("search_memory", "search_memory", lambda: {"query": text_of(rnd, 2)}),
+            ("search_memory_rare", "search_memory", lambda: {"query": rare_words(rnd, 2)}),
             ("update_memory", "update_memory", lambda: {**uri(), "append": "more"}),
             ("read_memory_warm", "read_memory", uri),
         ]
@@ -186,43 +203,29 @@ async def session(directory: Path, n: int, calls: int = 40, shared: bool = True)
     return out
 
 
-def ops_in(directory: Path) -> int:
-    return sum(len(p.read_bytes().splitlines()) for p in directory.glob("*.jsonl"))
-
-
-def run(memories: int, first_answer_ops: list[int], calls: int) -> dict[str, Any]:
-    """Tool latency at ``memories`` memories, then a new session's first answer on stores of
-    about each of ``first_answer_ops`` ops with and without the machine's read model."""
-    out: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory() as d:
+def run(memories: int, calls: int) -> dict[str, Any]:
+    """A fresh node's catch-up fold of ``memories`` memories, then a session on the read model
+    it left: its first answer and the tools' latency."""
+    with tempfile.TemporaryDirectory(prefix="noon-bench-uri-") as d:
         t0 = time.perf_counter()
-        build(Path(d), memories)
-        out["tools"] = {
+        build_shards(Path(d), memories)
+        built = time.perf_counter() - t0
+        fold = catch_up_fold(Path(d))
+        return {
             "memories": memories,
             "ops": ops_in(Path(d)),
-            "build_s": time.perf_counter() - t0,
+            "build_s": built,
+            "catch_up": fold,
             **anyio.run(session, Path(d), memories, calls),
         }
-    out["first_answer"] = {}
-    for size in first_answer_ops:
-        with tempfile.TemporaryDirectory() as d:
-            n = max(100, size // 2)  # two ops per memory: its text and its place
-            build(Path(d), n)
-            entry: dict[str, Any] = {"ops": ops_in(Path(d))}
-            for label, shared in (("cold", False), ("shared", True)):
-                res = anyio.run(partial(session, Path(d), n, 0, shared))
-                entry[label] = {"s": res["first_answer_s"], "rss_mib": res["rss_mib"]}
-            out["first_answer"][str(size)] = entry
-    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--memories", type=int, default=10_000)
-    ap.add_argument("--first-answer-ops", type=int, nargs="+", default=[100_000])
+    ap.add_argument("--memories", type=int, default=50_000)
     ap.add_argument("--calls", type=int, default=40)
     args = ap.parse_args()
-    print(json.dumps(run(args.memories, args.first_answer_ops, args.calls), indent=1))
+    print(json.dumps(run(args.memories, args.calls), indent=1))
 
 
 if __name__ == "__main__":

@@ -123,6 +123,9 @@ def _browser(url: str, memory: str) -> dict[str, float] | None:
     return out
 
 
+EXITED = "exited"
+
+
 @contextmanager
 def web_server(
     directory: Path, node: str, *args: str, env: dict[str, str] | None = None
@@ -143,12 +146,15 @@ def web_server(
     try:
 
         def started() -> str | None:
-            if proc.poll() is not None:
-                raise RuntimeError(f"noon web exited: {log.read_text()[-2000:]}")
             m = re.search(r"serving the page on (http://\S+)/", log.read_text())
-            return m.group(1) if m else None
+            if m:
+                return m.group(1)
+            return EXITED if proc.poll() is not None else None
 
-        yield wait_until(started, timeout=600, what="noon web to listen"), proc
+        url = wait_until(started, timeout=600, what="noon web to listen")
+        if url == EXITED:  # (an exception would only make wait_until try again)
+            raise RuntimeError(f"noon web exited: {log.read_text()[-2000:]}")
+        yield url, proc
     finally:
         proc.terminate()
         try:

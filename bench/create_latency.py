@@ -1,0 +1,136 @@
+"""``create_memory`` under one parent as the parent grows: no write may scan the store (issue 17
+asks for the cost at 100k memories within 2x of the cost at 1k).
+
+    python -m bench.create_latency [--children 1000 100000] [--calls 50]
+
+One parent, ``core://big``, gets its children as a peer's shard (numbered names, as
+``create_memory`` without a title gives them; ~200 characters of Zipf-worded text, so the
+duplicate hint has common words to look up). At each size a new ``noon serve --tools uri``
+session on the machine's read model makes ``calls`` calls of ``create_memory`` under it without
+a title (auto-numbered: the usual call) and ``calls`` with one, beside an MCP ping.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.core import settings
+from bench.kg_latency import noon_client
+from bench.pipe import PipeClient
+from bench.shards import ShardWriter
+from bench.stats import percentiles
+from bench.uri_latency import NS, text_of
+from noon.core.elements import content_key, edge_key
+from noon.core.ops import Draft
+from noon.graph.plan import edge_val
+from noon.graph.uri import new_node_id, root
+from noon.store.store import Store
+
+PARENT = "core://big"
+BATCH = 5000
+"""Children per batch of the peer's shard."""
+
+
+class Parent:
+    """The peer's shard holding ``core://big`` and its children."""
+
+    def __init__(self, directory: Path) -> None:
+        self.writer = ShardWriter(directory, "peer")
+        self.node = new_node_id()
+        self.children = 0
+        self.last_name = 0
+        """The highest number a child is named by (sessions name theirs after it)."""
+        self.rnd = random.Random(7)
+        self.writer.batch(
+            [
+                Draft(content_key(NS, self.node), {"text": "Everything, one memory each."}),
+                Draft(edge_key(NS, root("core"), "big"), edge_val(self.node, 1, "always")),
+            ]
+        )
+
+    def grow_to(self, n: int) -> None:
+        while self.children < n:
+            drafts = []
+            for _ in range(min(BATCH, n - self.children)):
+                self.children += 1
+                self.last_name += 1
+                child = new_node_id()
+                text = f"Note {self.last_name}: {text_of(self.rnd, 30)}"
+                drafts.append(Draft(content_key(NS, child), {"text": text}))
+                name = str(self.last_name)
+                drafts.append(Draft(edge_key(NS, self.node, name), edge_val(child, 2, "when")))
+            self.writer.batch(drafts)
+
+    def created(self, untitled: int, titled: int) -> None:
+        """A session created children named after :attr:`last_name` and titled ones."""
+        self.children += untitled + titled
+        self.last_name += untitled
+
+
+def _timed(client: PipeClient, tool: str, args: dict[str, Any]) -> float:
+    t0 = time.perf_counter()
+    reply = client.call(tool, args)
+    elapsed = (time.perf_counter() - t0) * 1000
+    if reply.get("isError") or "__error__" in reply:
+        raise RuntimeError(f"{tool} failed: {str(reply)[:500]}")
+    return elapsed
+
+
+def measure(directory: Path, calls: int, rnd: random.Random, start: int) -> dict[str, Any]:
+    """One session: ``calls`` creates without a title, ``calls`` with one, pings between."""
+    client = noon_client(directory, tools="uri", timeout=600)
+    pings, plain, titled = [], [], []
+    try:
+        for k in range(calls):
+            t0 = time.perf_counter()
+            client.request("ping")
+            pings.append((time.perf_counter() - t0) * 1000)
+            args = {"parent_uri": PARENT, "priority": 2, "disclosure": "when it comes up"}
+            plain.append(_timed(client, "create_memory", {**args, "content": text_of(rnd, 30)}))
+            titled.append(
+                _timed(
+                    client,
+                    "create_memory",
+                    {**args, "content": text_of(rnd, 30), "title": f"new{start + k}"},
+                )
+            )
+    finally:
+        client.close()
+    return {
+        "ping": percentiles(pings),
+        "untitled": percentiles(plain),
+        "titled": percentiles(titled),
+    }
+
+
+def run(sizes: list[int], calls: int) -> dict[str, Any]:
+    """{children: latencies} for each size of the parent, in increasing order, in one store."""
+    out: dict[str, Any] = {"sizes": {}}
+    rnd = random.Random(11)
+    with tempfile.TemporaryDirectory(prefix="noon-bench-create-") as tmp:
+        d = Path(tmp)
+        parent = Parent(d)
+        for k, size in enumerate(sorted(sizes)):
+            parent.grow_to(size)
+            Store(settings(d, "bench")).close()  # fold the new children before the session
+            out["sizes"][str(size)] = measure(d, calls, rnd, k * calls)
+            parent.created(calls, calls)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--children", type=int, nargs="+", default=[1000, 100_000])
+    ap.add_argument("--calls", type=int, default=50)
+    args = ap.parse_args()
+    print(json.dumps(run(args.children, args.calls), indent=1))
+
+
+if __name__ == "__main__":
+    main()
