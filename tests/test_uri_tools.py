@@ -53,6 +53,17 @@ async def test_create_read_and_structured_output(s: Session) -> None:
 
 
 @mcp_test
+async def test_auto_names_follow_the_highest_numbered_child(s: Session) -> None:
+    await s.create("core://", "agent", "parent")
+    for title in ("9", "10", "0012", "abc", "99x"):
+        await s.create("core://agent", title, f"titled {title}")
+    made = await s.create("core://agent", None, "auto")
+    assert made["uri"] == "core://agent/11"  # "0012" has a leading zero: a name, not a number
+    await s.call("move_memory", uri="core://agent/11", new_uri="core://elsewhere")
+    assert (await s.create("core://agent", None, "again"))["uri"] == "core://agent/11"
+
+
+@mcp_test
 async def test_create_errors(s: Session) -> None:
     await s.create("core://", "a", "x")
     assert "disclosure is required" in await s.fail(

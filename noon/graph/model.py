@@ -23,7 +23,7 @@ from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, content_key, edge_k
 from noon.core.fold import Element, Fold
 from noon.core.gcpause import paused
 from noon.core.ops import Key
-from noon.graph.reader import Placement, Walks, placements_of
+from noon.graph.reader import Placement, Walks, is_number_name, placements_of
 from noon.graph.uri import Uri, is_root, root, root_domain
 
 DEFAULT_DOMAIN = "core"
@@ -171,6 +171,10 @@ class Graph(Walks):
         g = self.spaces.get(namespace)
         kids = g.children.get(node, {}) if g else {}
         return sorted(kids.values(), key=lambda p: (p.priority, p.name))
+
+    def highest_number(self, namespace: str, node: str) -> int:
+        names = [p.key_name for p in self.children(namespace, node)]
+        return max((int(n) for n in names if is_number_name(n)), default=0)
 
     def placements(self, namespace: str, node: str) -> list[Placement]:
         """Every live placement of ``node`` (its incoming edges)."""

@@ -20,6 +20,7 @@ from noon.graph.reader import Placement, Walks
 from noon.graph.uri import Uri, is_root, root, root_domain
 from noon.store.readmodel.documents import by_parent
 from noon.store.readmodel.rows import key_of
+from noon.store.readmodel.schema import NUMBERED
 from noon.store.readmodel.state import Database, StoredElement, load_element
 
 _PLACEMENT = "parent, name, key_name, child, priority, disclosure"
@@ -104,6 +105,15 @@ class SqlGraph(Walks):
                 (namespace, node),
             )
         ]
+
+    def highest_number(self, namespace: str, node: str) -> int:
+        row = self.conn.execute(
+            "SELECT key_name FROM placements INDEXED BY placements_numbered "
+            f"WHERE ns = ? AND parent = ? AND {NUMBERED} "
+            "ORDER BY length(key_name) DESC, key_name DESC LIMIT 1",
+            (namespace, node),
+        ).fetchone()
+        return int(row[0]) if row else 0
 
     def placements(self, namespace: str, node: str) -> list[Placement]:
         cache = self._up

@@ -35,10 +35,13 @@ from pathlib import Path
 
 log = logging.getLogger("noon.readmodel")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 FILE_NAME = "readmodel.sqlite3"
 
-TABLES = """
+NUMBERED = "key_name GLOB '[1-9]*' AND key_name NOT GLOB '*[^0-9]*'"
+"""Child names that count as numbers (:func:`noon.graph.reader.is_number_name`), in SQL."""
+
+TABLES = f"""
 CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 CREATE TABLE shards (
     name TEXT PRIMARY KEY, inode INTEGER, offset INTEGER, line INTEGER,
@@ -76,6 +79,8 @@ CREATE TABLE placements (
 ) WITHOUT ROWID;
 CREATE INDEX placements_by_child ON placements (ns, child);
 CREATE INDEX placements_by_key ON placements (ns, parent, key_name);
+CREATE INDEX placements_numbered ON placements (ns, parent, length(key_name), key_name)
+    WHERE {NUMBERED};
 CREATE TABLE keywords (ns TEXT, keyword TEXT, node TEXT, PRIMARY KEY (ns, keyword, node))
     WITHOUT ROWID;
 CREATE INDEX keywords_by_node ON keywords (ns, node);
