@@ -28,6 +28,7 @@ from noon.store.collect import collect_dir
 from noon.store.compact import compact_dir
 from noon.store.errors import ForkDetected
 from noon.store.readmodel import apply
+from noon.store.readmodel.state import head_ids
 from noon.store.store import Store
 from tests.harness.graphsim import NS, Replica, apply_kg_step, apply_step
 from tests.harness.oracle import fold_of_dir, observe
@@ -51,7 +52,7 @@ KINDS = {
 }
 URI_STEPS = ["create"] * 4 + ["alias", "move", "move", "delete", "trigger", "boot", "edit", "edit"]
 KG_STEPS = ["entity", "entity", "observe", "relate", "forget", "unobserve", "unrelate"]
-NAMES = "abcdefghijklmnop"
+NAMES = [*"abcdefghijklm", "7", "10", "012"]
 PEOPLE = ["ann", "bob", "cat"]
 TEXTS = ["tea", "Tea time", "x" * 1100, "σοφία"]
 
@@ -144,7 +145,11 @@ def through(store: Store) -> dict[str, Any] | str:
     except ForkDetected as exc:
         return "fork " + str(exc).split("operation ")[1].split(" ")[0]
     with store.lock, store.graph.reading():
-        return observe(store.graph, store.kg(NS), store.fold)
+        seen = observe(store.graph, store.kg(NS), store.fold)
+        keys = list(store.fold.elements)
+        one_by_one = {k: tuple(sorted(store.fold.elements[k].heads)) for k in keys}
+        assert head_ids(store.model.conn, keys) == one_by_one  # what a writer names as prev
+        return seen
 
 
 def run(tmp: Path, events: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:

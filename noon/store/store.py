@@ -30,7 +30,7 @@ from noon.store.readmodel.kg import SqlKg
 from noon.store.readmodel.model import Changes, ReadModel
 from noon.store.readmodel.schema import FILE_NAME
 from noon.store.readmodel.search import Search
-from noon.store.readmodel.state import FoldView, load_element
+from noon.store.readmodel.state import FoldView, head_ids
 from noon.store.shard import Corrupt, fsync_dir, locked, open_regular, repair_tail, write_all
 
 __all__ = ["Changes", "ForkDetected", "ShardBehind", "Store", "StoreError"]
@@ -183,6 +183,7 @@ class Store:
         last = last_seq + len(drafts)
         bat = last if len(drafts) > 1 else None
         written: dict[Key, OpId] = {}
+        held = head_ids(self.model.conn, [d.el for d in drafts if d.prev == AUTO])
         lines = []
         for i, d in enumerate(drafts, 1):
             seq = last_seq + i
@@ -191,7 +192,7 @@ class Store:
             elif d.el in written:  # a second write on one key in a batch replaces the first
                 prev = (written[d.el],)
             else:
-                prev = self.current_heads(d.el)
+                prev = held.get(d.el)
             written[d.el] = (self.node, seq)
             lines.append(
                 encode(
@@ -206,12 +207,6 @@ class Store:
                 )
             )
         return lines
-
-    def current_heads(self, key: Key) -> tuple[OpId, ...] | None:
-        el = load_element(self.model.conn, key)
-        if el is None or not el.heads:
-            return None
-        return tuple(sorted(el.heads))
 
     def compaction_due(self, ops: Sequence[Op]) -> bool:
         """True when a batch just written crossed a multiple of ``compact_after`` in seq. The

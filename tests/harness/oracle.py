@@ -73,6 +73,7 @@ def observe(graph: GraphReader, kg: KgReader, fold: Any, ns: str = "default") ->
             "uris": [(str(u), p) for u, p in uris],
             "placements": graph.placements(ns, node),
             "children": graph.children(ns, node),
+            "highest_number": graph.highest_number(ns, node),
             "keywords": graph.keywords_of(ns, node),
             "subtree": sorted(graph.subtree(ns, node)),
             "read": (memory.text, memory.data),

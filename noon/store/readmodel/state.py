@@ -10,7 +10,7 @@ at once, the versions (history) when first read. :class:`FoldView` answers like
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
 
 from noon.core.fold import Folded
@@ -76,6 +76,39 @@ def load_element(conn: sqlite3.Connection, key: Key) -> StoredElement | None:
             if head is not None:
                 heads[head.id] = head
     return StoredElement(conn, eid, key, winner, heads)
+
+
+IN_LIST = 500
+"""Keys per ``IN (...)`` list: below SQLite's bound on a statement's variables."""
+
+
+def head_ids(conn: sqlite3.Connection, keys: Sequence[Key]) -> dict[Key, tuple[OpId, ...]]:
+    """The head ids (sorted) of each element of ``keys`` held, as :func:`load_element` would
+    find them, in one query per :data:`IN_LIST` keys: a writer names them as ``prev`` for every
+    draft of a batch, and an import's batch holds thousands."""
+    by_text = {key_text(k): k for k in keys}
+    texts = list(by_text)
+    found: dict[Key, tuple[OpId, ...]] = {}
+    for i in range(0, len(texts), IN_LIST):
+        part = texts[i : i + IN_LIST]
+        rows = conn.execute(
+            "SELECT e.key, e.id, e.w_node, e.w_seq, e.nheads FROM elements e "
+            "JOIN ops o ON o.node = e.w_node AND o.seq = e.w_seq "
+            f"WHERE e.key IN ({','.join('?' * len(part))})",
+            part,
+        ).fetchall()
+        for kt, eid, w_node, w_seq, nheads in rows:
+            heads = {(w_node, w_seq)}
+            if nheads > 1:
+                heads.update(
+                    conn.execute(
+                        "SELECT h.node, h.seq FROM heads h "
+                        "JOIN ops o ON o.node = h.node AND o.seq = h.seq WHERE h.eid = ?",
+                        (eid,),
+                    ).fetchall()
+                )
+            found[by_text[kt]] = tuple(sorted(heads))
+    return found
 
 
 class Elements(Mapping[Key, StoredElement]):
