@@ -217,6 +217,23 @@ async def test_each_version_keeps_when_nocturne_wrote_it(
     assert "written 2026-01-01T00:00:02.000Z, before the import" in capsys.readouterr().out
 
 
+def test_an_import_compacts_its_shard_once_at_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compaction waits for the end of an import (during it, each chunk would re-scan the whole
+    directory) and then runs whatever the import's size."""
+    monkeypatch.setenv("NOON_HISTORY", "1")
+    db = tmp_path / "nocturne.db"
+    nocturne_db(db)
+    d = tmp_path / "noon"
+    assert _noon(d, "import", str(db)) == 0
+    store = _store(d)
+    el = store.fold.elements[content_key("default", AGENT)]
+    texts = [v.val["text"] for v in el.versions if v.val]
+    store.close()
+    assert texts == ["Agent v2", "Agent v3 (current)"]  # the newest and one before it
+
+
 # -- PostgreSQL --------------------------------------------------------------------------------
 
 

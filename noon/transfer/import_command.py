@@ -14,10 +14,9 @@ import sys
 from pathlib import Path
 
 from noon.config import Settings, add_store_flags, settings_from
-from noon.store.store import Store
 from noon.transfer import nocturne, nocturne_boot, noon_format, noonien, official, postgres
 from noon.transfer.errors import TransferError
-from noon.transfer.importer import import_nocturne, import_official, import_settings
+from noon.transfer.importer import import_nocturne, import_official, import_store
 
 FORMATS = ("auto", "official", "nocturne", "noonien", "noon")
 HEAD_BYTES = 4096
@@ -89,11 +88,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _official(settings: Settings, graph: official.OfficialGraph, source: str) -> int:
-    store = Store(import_settings(settings))
-    try:
+    with import_store(settings) as store:
         print(import_official(store, settings.namespace, graph, source))
-    finally:
-        store.close()
     return 0
 
 
@@ -105,11 +101,8 @@ def _nocturne(
     beside: Path | None,
 ) -> int:
     boot = nocturne_boot.plan(data, settings.namespace, config, beside)
-    store = Store(import_settings(settings))
-    try:
+    with import_store(settings) as store:
         print(import_nocturne(store, data, boot, source, settings.namespace))
-    finally:
-        store.close()
     for note in boot.notes:
         print(f"noon: warning: {note}", file=sys.stderr)
     if data.undated:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -18,7 +19,9 @@ from noon.core.elements import WRITTEN, boot_key, content_key, edge_key, keyword
 from noon.core.ops import Draft, Key
 from noon.graph.reader import GraphReader
 from noon.kg import plan
+from noon.names import shard_file
 from noon.store.access import kg_mutate
+from noon.store.compact import compact_dir
 from noon.store.store import Store
 from noon.transfer.nocturne import NocturneData, Version
 from noon.transfer.nocturne_boot import BootPlan
@@ -37,6 +40,21 @@ def import_settings(settings: Settings) -> Settings:
     """The settings of the import shard: node id ``<node>-import``."""
     base = settings.node_id[: 64 - len(IMPORT_SUFFIX)]
     return replace(settings, node_id=base + IMPORT_SUFFIX)
+
+
+@contextmanager
+def import_store(settings: Settings) -> Iterator[Store]:
+    """A store writing the import shard, compacted once when the import ends. A store compacts
+    its shard every ``compact_after`` ops, and each compaction scans the whole directory: every
+    chunk of an import crossed that mark, so a big import re-read all it had written, chunk
+    after chunk (1,800 ops/s at 1M ops)."""
+    own = import_settings(settings)
+    store = Store(replace(own, compact_after=0))
+    try:
+        yield store
+    finally:
+        store.close()
+    compact_dir(own.dir, [shard_file(own.node_id)], history=own.history)
 
 
 def _chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
