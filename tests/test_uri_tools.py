@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from noon.store.readmodel import search
 from tests.harness.uri import Session, make_server, mcp_test, open_store
 
 
@@ -577,3 +578,21 @@ async def test_search_ranks_with_bm25_and_finds_cjk_text(s: Session) -> None:
     _, data = await s.call("search_memory", query="sync")
     # BM25: the memory saying "sync" three times in a short text ranks first
     assert data["results"][0]["uri"] == "core://mixed"
+
+
+async def test_search_ranks_the_newest_memories_when_too_many_hold_the_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bound on ranked memories: past it, the newest holding every word are ranked, and a
+    rarer word still finds an older memory."""
+    monkeypatch.setattr(search, "RANKED", 3)
+    store, settings = open_store(tmp_path, "laptop")
+    async with Client(make_server(store, settings)) as client:
+        s = Session(client)
+        await s.create("core://", "old", "tea tea tea, and oolong")
+        for i in range(4):
+            await s.create("core://", f"n{i}", f"tea number {i} with a longer text around it")
+        _, data = await s.call("search_memory", query="tea")
+        assert {r["uri"] for r in data["results"]} == {"core://n1", "core://n2", "core://n3"}
+        _, data = await s.call("search_memory", query="tea oolong")
+        assert data["results"][0]["uri"] == "core://old"

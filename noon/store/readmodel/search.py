@@ -5,6 +5,10 @@ A query is cut into words as :func:`noon.graph.search.tokens` cuts it (CJK runs 
 searched as phrases of characters, which is how the documents were split). Memories holding every
 word rank first; if that leaves room, memories holding any word, or a word starting with one,
 follow. ``accept`` filters hits (reachable, in a domain) as they stream in, best first.
+
+Each pass ranks at most :data:`RANKED` memories: when more hold the words, the ones this machine
+indexed last (the newest memories). BM25 over every memory holding a common word costs the size
+of the store (about 1.5 s a call at 500k memories); with the bound it costs that many scores.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from noon.store.readmodel.state import Database
 
 WEIGHTS = "1.0, 2.0, 1.5, 2.0"
 MAX_TERMS = 64
+RANKED = 1000
+"""Memories scored per pass at most (see the module docstring)."""
 PROBE_WORDS = 6
 """Words of a new memory looked up to find others like it: its longest (long words are rarer)."""
 PROBE_CANDIDATES = 200
@@ -83,16 +89,23 @@ class Search:
         return hits
 
     def _ranked(self, namespace: str, expression: str) -> Iterator[tuple[str, float, str]]:
-        cursor = self.conn.execute(
-            f"SELECT m.node, -bm25(memory_fts, {WEIGHTS}), "
-            "m.text || ' ' || f.uri || ' ' || f.disclosure || ' ' || f.keywords "
+        """Best first: the node, its score and its document. Only the scores are sorted; a
+        document is read when its hit is reached."""
+        ranked = self.conn.execute(
+            "SELECT m.node, -s.score, s.id FROM ("
+            f"SELECT f.rowid AS id, bm25(memory_fts, {WEIGHTS}) AS score "
             "FROM memory_fts f JOIN memories m ON m.id = f.rowid "
-            "WHERE memory_fts MATCH ? AND m.ns = ? "
-            f"ORDER BY bm25(memory_fts, {WEIGHTS}), m.node",
-            (expression, namespace),
-        )
-        while rows := cursor.fetchmany(32):
-            yield from rows
+            "WHERE memory_fts MATCH ? AND m.ns = ? ORDER BY f.rowid DESC LIMIT ?"
+            ") s JOIN memories m ON m.id = s.id ORDER BY s.score, m.node",
+            (expression, namespace, RANKED),
+        ).fetchall()
+        for node, score, rowid in ranked:
+            doc = self.conn.execute(
+                "SELECT m.text || ' ' || f.uri || ' ' || f.disclosure || ' ' || f.keywords "
+                "FROM memory_fts f JOIN memories m ON m.id = f.rowid WHERE f.rowid = ?",
+                (rowid,),
+            ).fetchone()
+            yield node, score, doc[0] if doc else ""
 
     def related(
         self,
