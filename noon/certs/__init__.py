@@ -1,0 +1,87 @@
+"""Private CA and node certificates for noon's mutual-TLS replication.
+
+Model (PROTOCOL.md §2): one private CA per person; every machine (node) holds a key
+and a certificate signed by that CA whose subject CN is the node id. Both sides of a connection
+present their certificate (mTLS) and the peer's identity is the CN, read with `peer_node_id`.
+
+Keys are EC P-256 (accepted by every OpenSSL that Python's `ssl` links against), signatures are
+ECDSA-SHA256. Private keys are written unencrypted as PKCS#8 PEM with mode 0600.
+
+Layout:
+    <ca_dir>/ca.key, <ca_dir>/ca.crt                      (`init_ca`)
+    <out_dir>/<node>.key, <out_dir>/<node>.crt, ca.crt    (`issue_node_cert`)
+
+Roles: a certificate's subject may carry an organizational unit (OU) naming its role. Without
+one (or with ``noon-node``) it is a *node*, a full member. With ``noon-metrics`` it is a
+*monitoring identity* (``noon certs issue NAME --role metrics``): noond lets it read
+``/metrics`` and ``/health`` and nothing else, never admits it as a member, and it is issued
+for client authentication only. Any other OU is refused everywhere.
+
+Revocation is by node id list elsewhere (no CRLs here).
+"""
+
+from __future__ import annotations
+
+from noon.certs._files import cert_info, check_node_files
+from noon.certs._issue import init_ca, issue_node_cert
+from noon.certs._model import (
+    CA_CERT_NAME,
+    CA_KEY_NAME,
+    MAX_CERT_NODE_ID_LEN,
+    NODE_ID_RE,
+    ROLE_METRICS,
+    ROLE_NODE,
+    ROLE_UNITS,
+    CaExistsError,
+    CaPaths,
+    CertError,
+    CertFileMissingError,
+    CertInfo,
+    CertParseError,
+    InvalidNodeIdError,
+    KeyMismatchError,
+    NodeCertExistsError,
+    NodePaths,
+    NotSignedByCaError,
+    PeerIdentityError,
+    validate_node_id,
+)
+from noon.certs._tls import (
+    client_ssl_context,
+    peer_identity,
+    peer_node_id,
+    require_peer,
+    server_ssl_context,
+)
+
+__all__ = [
+    "CA_CERT_NAME",
+    "CA_KEY_NAME",
+    "MAX_CERT_NODE_ID_LEN",
+    "NODE_ID_RE",
+    "ROLE_METRICS",
+    "ROLE_NODE",
+    "ROLE_UNITS",
+    "CaExistsError",
+    "CaPaths",
+    "CertError",
+    "CertFileMissingError",
+    "CertInfo",
+    "CertParseError",
+    "InvalidNodeIdError",
+    "KeyMismatchError",
+    "NodeCertExistsError",
+    "NodePaths",
+    "NotSignedByCaError",
+    "PeerIdentityError",
+    "cert_info",
+    "check_node_files",
+    "client_ssl_context",
+    "init_ca",
+    "issue_node_cert",
+    "peer_identity",
+    "peer_node_id",
+    "require_peer",
+    "server_ssl_context",
+    "validate_node_id",
+]
