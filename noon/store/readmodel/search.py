@@ -14,6 +14,7 @@ of the store (about 1.5 s a call at 500k memories); with the bound it costs that
 from __future__ import annotations
 
 import sqlite3
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -44,10 +45,18 @@ def _quoted(term: str) -> str:
     return '"' + segment(term).strip().replace('"', '""') + '"'
 
 
-def _holds(words: set[str], flat: str, term: str) -> bool:
+def _words(doc: str) -> list[str]:
+    """A document's distinct words, sorted: :func:`_holds` finds a prefix by bisection."""
+    return sorted(set(tokens(doc)))
+
+
+def _holds(words: list[str], flat: str, term: str) -> bool:
+    """True when the document (its sorted words, its casefolded text) holds ``term`` as a word
+    or the start of one (CJK: as a run of characters)."""
     if CJK.search(term):
         return term in flat or term in flat.replace(" ", "")
-    return term in words or any(w.startswith(term) for w in words)
+    i = bisect_left(words, term)
+    return i < len(words) and words[i].startswith(term)
 
 
 class Search:
@@ -81,7 +90,7 @@ class Search:
                 if accept is not None and not accept(node):
                     continue
                 flat = doc.casefold()
-                words = set(tokens(doc))
+                words = _words(doc)
                 found = tuple(t for t in terms if _holds(words, flat, t))
                 hits.append(Hit(node, float(f"{score:.4g}"), found))
                 if len(hits) >= limit:
@@ -131,7 +140,7 @@ class Search:
         ).fetchall()
         scored = []
         for node, doc in rows:
-            flat, held = doc.casefold(), set(tokens(doc))
+            flat, held = doc.casefold(), _words(doc)
             found = tuple(w for w in words if _holds(held, flat, w))
             if len(found) * 2 >= len(words):
                 scored.append(Hit(node, float(len(found)), found))
