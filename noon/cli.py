@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from noon import logs
 from noon.errors import NoonError
@@ -33,10 +33,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def version() -> str:
+    import importlib.metadata  # read only when asked: finding the metadata costs every start
+
     try:
         return importlib.metadata.version("noon")
     except importlib.metadata.PackageNotFoundError:
         return "unknown (not installed: pip install -e . in the checkout)"
+
+
+class _PrintVersion(argparse.Action):
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"noon {version()}")
+        parser.exit()
 
 
 def _help(parser: argparse.ArgumentParser, words: list[str]) -> int:
@@ -57,7 +65,10 @@ def _help(parser: argparse.ArgumentParser, words: list[str]) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``only``, the other commands are listed but their modules
+    are not imported (``noon serve`` starts for every agent session: it should not import the
+    web page, the importers and the operator commands first)."""
     parser = argparse.ArgumentParser(
         prog="noon",
         description="Shared, durable, conflict-free memory for AI agents across your machines.",
@@ -66,23 +77,33 @@ def build_parser() -> argparse.ArgumentParser:
         "replication. docs/operating.md describes every command.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
-    parser.add_argument("--version", action="version", version=f"noon {version()}")
+    parser.add_argument(
+        "--version", action=_PrintVersion, nargs=0, help="show noon's version and exit"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     helper = sub.add_parser(
         "help", help="show the help of a command (noon help import)", add_help=False
     )
     helper.add_argument("words", nargs="*", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
-        module = importlib.import_module(module_name)
         cmd = sub.add_parser(name, help=help_text, description=help_text)
-        module.configure(cmd)
-        cmd.set_defaults(run=module.run)
+        if only is None or name == only:
+            module = importlib.import_module(module_name)
+            module.configure(cmd)
+            cmd.set_defaults(run=module.run)
     return parser
 
 
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` runs, when it names one (``help`` needs every command)."""
+    first = next((word for word in argv if not word.startswith("-")), None)
+    return first if first in COMMANDS else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_of(words))
+    args = parser.parse_args(words)
     if args.command == "help":
         return _help(parser, args.words)
     if not getattr(args, "run", None):

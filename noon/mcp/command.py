@@ -13,15 +13,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 import anyio
 
 from noon.config import ConfigError, add_store_flags, settings_from
-from noon.mcp.http_app import serve_http
-from noon.mcp.http_limits import HttpLimits
 from noon.mcp.server import NAMESPACE, create_server, initialization_options
 from noon.net import is_loopback
 from noon.store.store import Store
@@ -84,9 +82,14 @@ def run(args: argparse.Namespace) -> int:
         if legacy is not None:
             log.info("namespace %r from NAMESPACE (Nocturne's; noon's is NOON_NAMESPACE)", legacy)
             settings = replace(settings, namespace=legacy)
-    limits = HttpLimits.from_env(os.environ)
-    host, port, token = "", 0, None
+    serve: Callable[[Any], Awaitable[None]] = serve_stdio
     if args.http:
+        # The HTTP stack (uvicorn, starlette) is imported only to serve HTTP: a stdio session,
+        # started for every agent session, answers sooner without it.
+        from noon.mcp.http_app import serve_http
+        from noon.mcp.http_limits import HttpLimits
+
+        limits = HttpLimits.from_env(os.environ)
         host, port = parse_host_port(args.http)
         token = settings.token
         if token is None and not is_loopback(host):
@@ -94,13 +97,14 @@ def run(args: argparse.Namespace) -> int:
                 f"--http {host}: serving beyond loopback needs a bearer token; "
                 "pass --token or set NOON_TOKEN"
             )
+
+        def serve(server: Any) -> Awaitable[None]:
+            return serve_http(server, host, port, token, limits)
+
     store = Store(settings)
     server = create_server(store, settings, TOOL_SETS[args.tools])
     try:
-        if args.http:
-            anyio.run(serve_http, server, host, port, token, limits)
-        else:
-            anyio.run(serve_stdio, server)
+        anyio.run(serve, server)
     except KeyboardInterrupt:
         pass
     finally:

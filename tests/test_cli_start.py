@@ -1,0 +1,39 @@
+"""What a command imports before it runs: ``noon serve`` starts for every agent session, so it
+imports neither the other commands nor the HTTP stack it does not serve."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+PROBE = """
+import sys
+from noon.cli import main
+try:
+    main({argv!r})
+except SystemExit:
+    pass
+print(sorted(m for m in {modules!r} if m in sys.modules))
+"""
+OTHERS = ("noon.web.command", "noon.transfer.import_command", "noon.ops_cli.doctor", "noon.demo")
+HTTP = ("noon.mcp.http_app", "noon.mcp.http_limits")  # the SDK itself imports uvicorn
+
+
+def _imported(argv: list[str], modules: tuple[str, ...]) -> str:
+    code = PROBE.format(argv=argv, modules=modules)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_noon_serve_imports_only_what_a_stdio_session_needs() -> None:
+    assert _imported(["serve", "--help"], OTHERS + HTTP) == "[]"
+
+
+def test_help_still_describes_every_command() -> None:
+    assert _imported(["help", "import"], OTHERS) == str(sorted(OTHERS))
