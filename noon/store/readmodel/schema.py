@@ -97,18 +97,18 @@ CREATE TABLE entities (
     id INTEGER PRIMARY KEY, ns TEXT, name TEXT, type TEXT, after INTEGER,
     w_hlc INTEGER, w_node TEXT, w_seq INTEGER, UNIQUE (ns, name)
 );
-CREATE INDEX entities_in_order ON entities (ns, w_hlc, w_node, w_seq);
+CREATE INDEX entities_in_order ON entities (ns, w_hlc, w_node, w_seq, name, type, after);
 CREATE TABLE observations (
     ns TEXT, entity TEXT, obs TEXT, slot TEXT, text TEXT,
     w_hlc INTEGER, w_node TEXT, w_seq INTEGER, PRIMARY KEY (ns, entity, obs, slot)
 ) WITHOUT ROWID;
-CREATE INDEX observations_in_order ON observations (ns, entity, w_hlc, w_node, w_seq);
+CREATE INDEX observations_in_order ON observations (ns, entity, w_hlc, w_node, w_seq, text);
 CREATE TABLE relations (
     ns TEXT, src TEXT, dst TEXT, rtype TEXT, slot TEXT,
     w_hlc INTEGER, w_node TEXT, w_seq INTEGER, PRIMARY KEY (ns, src, dst, rtype, slot)
 ) WITHOUT ROWID;
 CREATE INDEX relations_by_dst ON relations (ns, dst);
-CREATE INDEX relations_in_order ON relations (ns, w_hlc, w_node, w_seq);
+CREATE INDEX relations_in_order ON relations (ns, w_hlc, w_node, w_seq, src, dst, rtype);
 CREATE VIRTUAL TABLE entity_fts USING fts5 (doc, tokenize = 'trigram case_sensitive 1');
 """
 
