@@ -10,6 +10,7 @@ import datetime as dt
 import http.client
 import json
 import os
+import random
 import signal
 import socket
 import ssl
@@ -77,10 +78,29 @@ def wait_until(cond: Callable[[], Any], timeout: float = DEADLINE, what: str = "
         delay = min(delay * 1.5, 0.2)
 
 
+def _ephemeral_floor() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    """A port free now, below the kernel's ephemeral range: a daemon binds it a moment later,
+    and meanwhile no outgoing connection (every one takes an ephemeral port) can take it, as
+    one did in a 10-node mesh whose daemons were all dialling each other while starting."""
+    rnd = random.Random()
+    top = max(_ephemeral_floor(), 20_001)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    for _ in range(200):
+        port = rnd.randrange(20_000, top)
+        with socket.socket(family) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port below {top} on {host}")
 
 
 class Pki:
