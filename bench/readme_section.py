@@ -78,9 +78,9 @@ MISSES: list[tuple[str, str]] = [
         "profiled at 100k ops: the import writes through the same path as a tool call, chunk by "
         "chunk: plan against the read model (a lookup per entity and relation), stamp, append "
         "and fsync, decode what was written again, and fold it into the read model. The fold "
-        "(the catch-up row) bounds it from above. Until this run each chunk also started a "
+        "(the catch-up row) bounds it from above. Before this round each chunk also started a "
         "compaction that re-scanned the whole directory beside the import (1,839 ops/s at 1M "
-        "ops); the import now compacts once, at its end.",
+        "ops in the previous large run); the import now compacts once, at its end.",
     ),
     (
         "catch-up fold",
