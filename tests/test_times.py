@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from noon.core.fold import Fold
 from noon.core.hlc import LAST_DATE_MS, PHYSICAL_MAX, pack, utc
 from noon.core.ops import Op, OpError, decode, encode
-from noon.graph import views
+from noon.graph import memory_view, views
 from noon.graph.glossary import Glossary
 from noon.graph.model import Graph
 from noon.graph.uri import root
@@ -69,8 +69,8 @@ def test_a_memory_stamped_past_year_9999_reads_lists_and_keeps_its_history() -> 
     fold.apply_all(ops)
     graph = Graph(fold)
     glossary = Glossary(graph)
-    assert "v2" in views.memory(graph, glossary, NS, "m", None, None).text  # edited since
-    only_far = views.memory(graph, glossary, NS, "n", None, None).text
+    assert "v2" in memory_view.memory(graph, glossary, NS, "m", None, None).text  # edited since
+    only_far = memory_view.memory(graph, glossary, NS, "n", None, None).text
     assert "Last Modified: (unrepresentable time" in only_far
     assert "core://m" in views.recent(graph, NS, 5, 5, 0)
     text, rows = views.history(graph, NS, "m", "core://m", 10)

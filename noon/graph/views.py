@@ -1,4 +1,5 @@
-"""Text an agent reads: one memory, and the generated ``system://`` views.
+"""Text an agent reads: the generated ``system://`` views (one memory is
+:mod:`noon.graph.memory_view`).
 
 Every view is computed from the graph on read and never stored. Formats follow Nocturne's
 (what agents prompted for it already expect), with node ids and version ids in place of row
@@ -8,13 +9,10 @@ ids, and notes where replication can leave more than one version of something.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any
 
 from noon.core.elements import CONTENT, boot_key
-from noon.core.hlc import utc
-from noon.core.ops import Op
 from noon.graph.glossary import Glossary
+from noon.graph.memory_view import SNIPPET, author, memory, show_uri, when
 from noon.graph.reader import (
     GraphReader,
     Placement,
@@ -25,168 +23,8 @@ from noon.graph.reader import (
 )
 from noon.graph.uri import Uri, UriError, node_view, parse, root, root_domain
 
-RULE = "=" * 60
 CROWDED = 10
 LARGE_CHARS = 3200
-SNIPPET = 100
-
-
-def when(ms: int) -> str:
-    return utc(ms)
-
-
-def show_uri(graph: GraphReader, namespace: str, node: str) -> str:
-    uri = graph.primary_uri(namespace, node)
-    return str(uri) if uri is not None else node_view(node)
-
-
-def _author(op: Op) -> str:
-    return f"{op.by or 'unknown'} on {op.node}"
-
-
-@dataclass
-class MemoryRead:
-    text: str
-    data: dict[str, Any] = field(default_factory=dict)
-
-
-def memory(
-    graph: GraphReader,
-    glossary: Glossary,
-    namespace: str,
-    node: str,
-    uri: Uri | None,
-    placement: Placement | None,
-) -> MemoryRead:
-    """One memory with its metadata, glossary links and children."""
-    el = graph.content(namespace, node)
-    uris = [u for u, _ in graph.uris(namespace, node)]
-    shown = str(uri) if uri is not None else (str(uris[0]) if uris else node_view(node))
-    text = live_text(el) if el is not None else ""
-    keywords = graph.keywords_of(namespace, node)
-    lines = [RULE, "", f"MEMORY: {shown}", f"Memory ID: {node}"]
-    version = version_id(el.winner) if el is not None else None
-    if el is not None:
-        lines.append(f"Version: {version}")
-    lines.append(f"Other Aliases: {max(len(uris) - 1, 0)}")
-    for other in uris:
-        if str(other) != shown:
-            lines.append(f"  - {other}")
-    if placement is not None:
-        lines.append(f"Priority: {placement.priority}")
-    if el is not None:
-        lines.append(f"Last Modified: {when(written_ms(el.winner))} by {_author(el.winner)}")
-    if placement is not None:
-        lines.append(f"Disclosure: {placement.disclosure or '(not set)'}")
-    lines.append(f"Keywords: [{', '.join(keywords)}]" if keywords else "Keywords: (none)")
-    notes = _notes(graph, namespace, node, uris)
-    lines += ["", RULE, ""]
-    if notes:
-        lines += [*notes, ""]
-    lines.append(text)
-    links = _glossary_links(graph, glossary, namespace, node, text)
-    if links:
-        lines += ["", RULE, "", "GLOSSARY (keywords detected in this content)", ""]
-        lines += [f"- {', '.join('@' + k for k in kws)} -> {target}" for target, kws in links]
-    kids = graph.children(namespace, node)
-    base = uri if uri is not None else (uris[0] if uris else None)
-    if kids:
-        lines += [
-            "",
-            RULE,
-            "",
-            "CHILD MEMORIES (Use 'read_memory' with URI to access)",
-            "",
-            RULE,
-            "",
-        ]
-        for kid in kids:
-            kid_uri = (
-                str(base.child(kid.name))
-                if base is not None
-                else show_uri(graph, namespace, kid.child)
-            )
-            lines.append(f"- URI: {kid_uri}  ")
-            lines.append(f"  Priority: {kid.priority}  ")
-            if kid.disclosure:
-                lines.append(f"  When to recall: {kid.disclosure}  ")
-            else:
-                kel = graph.content(namespace, kid.child)
-                snip = " ".join((live_text(kel) if kel else "").split())
-                more = "..." if len(snip) > SNIPPET else ""
-                lines.append("  When to recall: (not set)  ")
-                lines.append(f"  Snippet: {snip[:SNIPPET]}{more}  ")
-            if not graph.is_live(namespace, kid.child):
-                lines.append("  ⚠ deleted on another machine while placed here  ")
-            lines.append("")
-    data = {
-        "uri": shown,
-        "memory_id": node,
-        "version": version,
-        "aliases": [str(u) for u in uris if str(u) != shown],
-        "priority": placement.priority if placement else None,
-        "disclosure": placement.disclosure if placement else None,
-        "keywords": keywords,
-        "conflicted": bool(el is not None and el.conflicted),
-        "deleted": bool(el is None or el.deleted),
-        "heads": sorted(version_id(h) for h in (el.heads or {}).values()) if el else [],
-        "children": [k.name for k in kids],
-    }
-    return MemoryRead("\n".join(lines).rstrip("\n") + "\n", data)
-
-
-def _notes(graph: GraphReader, namespace: str, node: str, uris: list[Uri]) -> list[str]:
-    el = graph.content(namespace, node)
-    notes: list[str] = []
-    if el is not None and el.conflicted and el.heads:
-        others = [h for h in el.heads.values() if h.id != el.winner.id]
-        notes.append(
-            f"⚠ CONCURRENT VERSIONS: this memory was edited on {len(el.heads)} machines at once. "
-            "Shown is the latest; the other version(s) follow. Merge them with update_memory "
-            "(any edit settles the conflict)."
-        )
-        for h in sorted(others, key=lambda o: o.order, reverse=True):
-            body = "(deleted)" if h.val is None else h.val["text"]
-            notes += [
-                "",
-                f"--- concurrent version {version_id(h)} ({_author(h)}, {when(written_ms(h))}) ---",
-                body,
-                "--- end of concurrent version ---",
-            ]
-        notes += ["", f"--- current version {version_id(el.winner)} ---"]
-    if el is not None and el.deleted:
-        by = f"{_author(el.winner)} at {when(op_time_ms(el.winner))}"
-        if graph.placements(namespace, node):
-            notes.append(
-                f"⚠ DELETED by {by}, while another machine kept it placed. Shown is its last "
-                "text. Update it to keep it, or delete it."
-            )
-        else:
-            notes.append(
-                f"⚠ DELETED by {by}. Shown is its last text; its versions stay in "
-                f"system://history/{node_view(node)} until the deletion is collected. Place it "
-                f"again with move_memory(uri='{node_view(node)}', new_uri=...) to restore it."
-            )
-    elif not uris:
-        notes.append(
-            "⚠ ORPHAN: no domain root reaches this memory (concurrent moves or deletes). "
-            "Place it again with move_memory."
-        )
-    return notes
-
-
-def _glossary_links(
-    graph: GraphReader, glossary: Glossary, namespace: str, node: str, text: str
-) -> list[tuple[str, list[str]]]:
-    per_target: dict[str, set[str]] = {}
-    for kw, nodes in glossary.find(namespace, text).items():
-        for n in nodes:
-            if n == node or not graph.is_live(namespace, n):
-                continue
-            target = graph.primary_uri(namespace, n)
-            if target is not None:
-                per_target.setdefault(str(target), set()).add(kw)
-    return sorted(((t, sorted(k)) for t, k in per_target.items()), key=lambda e: (-len(e[1]), e[0]))
 
 
 def _boot_uri(graph: GraphReader, namespace: str, node: str) -> tuple[Uri, Placement | None] | None:
@@ -306,8 +144,7 @@ def recent(graph: GraphReader, namespace: str, limit: int, requested: int, now_m
         found = graph.resolve(namespace, uri)
         disc = found[1].disclosure if found and found[1] else ""
         out.append(
-            f"{i}. {uri}  [★{prio}]  modified: {when(written_ms(el.winner))}"
-            f" by {_author(el.winner)}"
+            f"{i}. {uri}  [★{prio}]  modified: {when(written_ms(el.winner))} by {author(el.winner)}"
         )
         out.append(f"   disclosure: {disc or '(NOT SET — consider adding one)'}")
     return "\n".join(out) + "\n"
@@ -397,7 +234,7 @@ def conflicts(graph: GraphReader, namespace: str) -> str:
                 desc = " ".join(h.val["text"].split())[:60]
             else:
                 desc = f"-> {show_uri(graph, namespace, h.val['child'])}"
-            out.append(f"  {version_id(h)} [{mark}] {when(written_ms(h))} by {_author(h)}: {desc}")
+            out.append(f"  {version_id(h)} [{mark}] {when(written_ms(h))} by {author(h)}: {desc}")
     return "\n".join(out) + "\n"
 
 
@@ -421,7 +258,7 @@ def history(
         stamp = when(written_ms(op))
         if written_ms(op) != op_time_ms(op):
             stamp += f" (imported {when(op_time_ms(op))})"
-        out.append(f"- {version_id(op)}{cur} {stamp} by {_author(op)}: {state}")
+        out.append(f"- {version_id(op)}{cur} {stamp} by {author(op)}: {state}")
         if op.val is not None:
             first = " ".join(op.val["text"].split())[:80]
             out.append(f"  {first}")

@@ -11,11 +11,11 @@ from pydantic import Field
 from noon.core.elements import CONTENT
 from noon.core.ops import Draft
 from noon.graph import plan
+from noon.graph.memory_view import when
 from noon.graph.plan import GraphError
 from noon.graph.quote import QuoteError, append_text
 from noon.graph.reader import GraphReader, version_id
 from noon.graph.uri import Uri
-from noon.graph.views import when
 from noon.mcp.spec import ToolContext, Tools, tool_hints
 from noon.mcp.uri_base import (
     Args,

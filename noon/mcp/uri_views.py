@@ -11,7 +11,7 @@ from typing import Any
 
 import mcp.types as types
 
-from noon.graph import plan, views
+from noon.graph import memory_view, plan, views
 from noon.graph.plan import GraphError
 from noon.graph.uri import SYSTEM, Uri, node_view, parse
 from noon.kg import uri as kg_uri
@@ -84,7 +84,7 @@ def read_view(svc: GraphService, ns: str, uri_text: str) -> Reading:
         return text, {**data, "memory_id": node, "versions": rows}
     if head == "node" and tail:
         node, _, _ = plan.locate(g, ns, uri_text)
-        read = views.memory(g, svc.glossary, ns, node, None, None)
+        read = memory_view.memory(g, svc.glossary, ns, node, None, None)
         return read.text, {**data, **read.data}
     raise GraphError(f"Unknown view '{uri_text.strip()}'. Views: {VIEWS}.")
 
@@ -100,7 +100,7 @@ def read(svc: GraphService, ns: str, uri_text: str) -> Reading:
     if uri.is_root:
         return _read_root(svc, ns, uri)
     node, placement = plan.resolve(svc.graph, ns, uri)
-    r = views.memory(svc.graph, svc.glossary, ns, node, uri, placement)
+    r = memory_view.memory(svc.graph, svc.glossary, ns, node, uri, placement)
     return r.text, r.data
 
 
@@ -118,12 +118,12 @@ def _read_entity(svc: GraphService, ns: str, name: str) -> Reading:
 def _read_root(svc: GraphService, ns: str, uri: Uri) -> Reading:
     kids = svc.graph.children(ns, f"@{uri.domain}")
     lines = [
-        views.RULE,
+        memory_view.RULE,
         "",
         f"MEMORY: {uri}",
         f"Root of domain '{uri.domain}'.",
         "",
-        views.RULE,
+        memory_view.RULE,
         "",
         "CHILD MEMORIES (Use 'read_memory' with URI to access)",
         "",

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from noon.core.elements import CONTENT
 from noon.core.ops import Draft
-from noon.graph import plan, views
+from noon.graph import memory_view, plan
 from noon.graph.reader import GraphReader, live_text, version_id
 from noon.graph.search import tokens
 from noon.graph.uri import Uri, parse
@@ -482,7 +482,7 @@ def manage_boot(svc: GraphService, args: BootArgs, ctx: ToolContext) -> Reply:
     ops, _ = svc.write(fn, ctx.client)
 
     def listing(s: GraphService) -> list[str]:
-        return sorted(views.show_uri(s.graph, ns, n) for n in s.graph.boot_nodes(ns))
+        return sorted(memory_view.show_uri(s.graph, ns, n) for n in s.graph.boot_nodes(ns))
 
     current = svc.read(listing)
     text = "Boot memories (loaded by system://boot, by node, so they survive moves):\n"

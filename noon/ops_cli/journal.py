@@ -8,10 +8,10 @@ from typing import Any
 from noon.core.elements import written_at
 from noon.core.hlc import physical, utc
 from noon.core.ops import Op
+from noon.graph.memory_view import show_uri
 from noon.graph.plan import locate_past
 from noon.graph.reader import GraphReader
 from noon.graph.uri import is_root, root_domain
-from noon.graph.views import show_uri
 from noon.kg.graph import obs_text
 
 EXCERPT = 60

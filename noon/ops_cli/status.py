@@ -17,8 +17,8 @@ from noon.config import Settings, add_store_flags, settings_from
 from noon.core.elements import CONTENT
 from noon.core.hlc import physical, utc
 from noon.core.ops import Key
+from noon.graph.memory_view import show_uri
 from noon.graph.reader import ElementLike
-from noon.graph.views import show_uri
 from noon.ops_cli import daemon_api
 from noon.ops_cli.peers import state_path
 from noon.store import peerstate

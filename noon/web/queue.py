@@ -16,7 +16,7 @@ from typing import Any
 from noon.core.elements import edge_key, review_key
 from noon.core.ops import Draft, Key, valid_node_id
 from noon.errors import NoonError
-from noon.graph.views import show_uri
+from noon.graph.memory_view import show_uri
 from noon.ops_cli import journal as words
 from noon.store.readmodel import changes, journal
 from noon.store.readmodel.changes import UPTO, Head, Pending, Ref, Stamp, Verdict

@@ -12,8 +12,8 @@ from typing import Any
 from noon.core.elements import CONTENT, edge_key, review_key
 from noon.core.ops import Draft, Key
 from noon.graph import undo
+from noon.graph.memory_view import show_uri
 from noon.graph.reader import version_id
-from noon.graph.views import show_uri
 from noon.store.readmodel import changes
 from noon.store.readmodel.changes import Change
 from noon.store.readmodel.graph import SqlGraph

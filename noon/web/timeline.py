@@ -11,8 +11,8 @@ from typing import Any
 from noon.core.elements import CONTENT, EDGE
 from noon.core.ops import Op
 from noon.graph import undo
+from noon.graph.memory_view import show_uri
 from noon.graph.reader import version_id
-from noon.graph.views import show_uri
 from noon.store.readmodel import changes, journal
 from noon.store.readmodel.graph import SqlGraph
 from noon.store.rollback import lookup

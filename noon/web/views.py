@@ -12,9 +12,9 @@ from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS, edge_key
 from noon.core.ops import Draft, Key, Op
 from noon.graph import plan
 from noon.graph.glossary import Glossary, _fold, _wordish
+from noon.graph.memory_view import show_uri
 from noon.graph.reader import ElementLike, Placement, live_text, op_time_ms, version_id
 from noon.graph.uri import NODE_VIEW, Uri, is_root, node_view, parse, root, root_domain
-from noon.graph.views import show_uri
 from noon.kg.graph import KgReader
 from noon.store.readmodel.graph import SqlGraph
 from noon.store.readmodel.overview import child_counts, summaries

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from noon.core.fold import Fold
-from noon.graph import views
+from noon.graph import memory_view, views
 from noon.graph.glossary import Glossary
 from noon.graph.reader import GraphReader
 from noon.kg.graph import KgReader
@@ -66,7 +66,7 @@ def observe(graph: GraphReader, kg: KgReader, fold: Any, ns: str = "default") ->
     for node in nodes:
         el = graph.content(ns, node)
         uris = graph.uris(ns, node)
-        memory = views.memory(graph, glossary, ns, node, None, None)
+        memory = memory_view.memory(graph, glossary, ns, node, None, None)
         out["memories"][node] = {
             "winner": el.winner.id if el else None,
             "heads": sorted(el.heads) if el else [],

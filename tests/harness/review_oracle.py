@@ -17,8 +17,8 @@ from typing import Any
 from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS, REVIEW
 from noon.core.fold import Fold
 from noon.core.ops import Op
+from noon.graph.memory_view import show_uri
 from noon.graph.model import Graph
-from noon.graph.views import show_uri
 from noon.kg.graph import View
 
 WEB = "web"
