@@ -23,7 +23,6 @@ import logging
 import os
 import sqlite3
 import stat
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,14 +33,15 @@ import orjson
 from noon.core.fold import ForkError
 from noon.core.gcpause import paused
 from noon.core.hlc import Clock
-from noon.core.ops import Key, Op, decode
+from noon.core.ops import Key, Op
 from noon.names import shard_file, shard_node
 from noon.store.cut import ReadCut
 from noon.store.errors import ForkDetected
 from noon.store.readmodel import schema
 from noon.store.readmodel.apply import Transaction
 from noon.store.readmodel.rows import key_of
-from noon.store.shard import Corrupt, ShardReader, list_shards, read_regular
+from noon.store.readmodel.shardcheck import describe_fork, head_mark, still_same
+from noon.store.shard import Corrupt, ShardReader, list_shards
 
 log = logging.getLogger("noon.readmodel")
 
@@ -285,7 +285,7 @@ class ReadModel:
             return reader
         _, inode, offset, line, tail_mark, head_mark = cursor
         reader.inode, reader.offset, reader.line, reader.tail_mark = inode, offset, line, tail_mark
-        if not _holds(self.dir / name, inode, offset, tail_mark, head_mark):
+        if not still_same(self.dir / name, inode, offset, tail_mark, head_mark):
             reader.inode, reader.offset, reader.line, reader.tail_mark = -2, 0, 0, b""
         return reader
 
@@ -357,7 +357,7 @@ class ReadModel:
         try:
             st = os.lstat(path)
             mtime = st.st_mtime_ns if st.st_ino == reader.inode and st.st_size == size else -1
-            head = _head(path, reader.offset)
+            head = head_mark(path, reader.offset)
         except FileNotFoundError:
             mtime, head = -1, b""
         self.conn.execute(
@@ -429,34 +429,6 @@ class Progress:
             self.tell(min(self.done, self.total), self.total)
 
 
-HEAD = 4096
-
-
-def _head(path: Path, offset: int) -> bytes:
-    with open(path, "rb") as f:
-        return f.read(min(HEAD, offset))
-
-
-def _holds(path: Path, inode: int, offset: int, tail: bytes, head: bytes) -> bool:
-    """Whether the file is still the one a cursor was saved on: same inode, at least as long,
-    and the same bytes at its start and just before the cursor (a file copied over in place
-    keeps its inode, not its bytes)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return False
-    try:
-        st = os.fstat(fd)
-        if st.st_ino != inode or st.st_size < offset:
-            return True  # the reader sees the rename or the shrink itself
-        return (
-            os.pread(fd, len(tail), offset - len(tail)) == tail
-            and os.pread(fd, len(head), 0) == head
-        )
-    finally:
-        os.close(fd)
-
-
 def full(exc: sqlite3.DatabaseError) -> bool:
     """SQLite could not write: the disk (or the file system's quota) is full."""
     return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "full" in str(exc)
@@ -465,38 +437,3 @@ def full(exc: sqlite3.DatabaseError) -> bool:
 def damaged(exc: sqlite3.DatabaseError) -> bool:
     """SQLite says the file is not a database or is corrupt (not: busy, full, read-only)."""
     return type(exc) is sqlite3.DatabaseError or isinstance(exc, sqlite3.IntegrityError)
-
-
-MAX_SHARD_READ = 1 << 34
-"""Bytes of a shard read whole to name the places of a fork."""
-
-
-def describe_fork(directory: Path, exc: ForkError) -> str:
-    places = []
-    for name in list_shards(directory):
-        try:
-            text = read_regular(directory / name, MAX_SHARD_READ)
-        except OSError:
-            continue
-        for no, raw in enumerate(text.split(b"\n"), 1):
-            if f'"seq":{exc.seq}'.encode() not in raw:
-                continue
-            try:
-                op = decode(raw)
-            except ValueError:
-                continue
-            if op.id == (exc.node, exc.seq):
-                places.append(f"{name}:{no} (digest {op.digest:016x})")
-    if len(places) < 2:
-        places.append("what this machine read of it before (`noon reindex` forgets that)")
-    return (
-        f"forked shard: operation {exc.node}:{exc.seq} exists in two different versions, "
-        f"at {' and '.join(places)}. Two "
-        f"writers used node id {exc.node!r} (a restored backup or a copied NOON_NODE_ID). Stop "
-        "them, keep the shard that is right, move the other out of NOON_DIR, and give every "
-        "machine its own NOON_NODE_ID. noon refuses to merge until then."
-    )
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
