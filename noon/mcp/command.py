@@ -15,6 +15,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import anyio
@@ -97,10 +98,7 @@ def run(args: argparse.Namespace) -> int:
                 f"--http {host}: serving beyond loopback needs a bearer token; "
                 "pass --token or set NOON_TOKEN"
             )
-
-        def serve(server: Any) -> Awaitable[None]:
-            return serve_http(server, host, port, token, limits)
-
+        serve = partial(serve_http, host=host, port=port, token=token, limits=limits)
     store = Store(settings)
     server = create_server(store, settings, TOOL_SETS[args.tools])
     try:
