@@ -292,7 +292,8 @@ def test_scripted_sequence(servers: tuple[PipeClient, PipeClient]) -> None:
     d = DIFF_DIR[0]
     assert main(["import", str(d / "memory.jsonl"), "--dir", str(d / "imp"), "--node-id", "z"]) == 0
     out = d / "exported.jsonl"
-    assert main(["export", "-o", str(out), "--dir", str(d / "imp"), "--node-id", "z"]) == 0
+    export = ["export", "--format", "official", "-o", str(out)]
+    assert main([*export, "--dir", str(d / "imp"), "--node-id", "z"]) == 0
     assert out.read_bytes() == (d / "memory.jsonl").read_bytes()
     _reset(official, noon)
 

@@ -65,10 +65,10 @@ def test_official_file_round_trips_byte_for_byte(
     assert "Imported 3 of 3 entities and 3 of 3 relations" in capsys.readouterr().out
     assert list(_shards(d)) == ["n1-import.jsonl"]  # the import shard, not the node's own
     out = tmp_path / "out.jsonl"
-    assert _noon(d, "export", "-o", str(out)) == 0
+    assert _noon(d, "export", "--format", "official", "-o", str(out)) == 0
     assert out.read_bytes() == src.read_bytes()
     # to stdout as well, with no trailing newline
-    assert _noon(d, "export") == 0
+    assert _noon(d, "export", "--format", "official") == 0
     assert capsys.readouterr().out == src.read_text(encoding="utf-8")
 
 
