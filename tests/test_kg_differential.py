@@ -226,6 +226,16 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("search_nodes", {"query": ""}),
     ("search_nodes", {"query": "ghost"}),
     ("open_nodes", {"names": ["Bob", "Ghost", "Bob"]}),
+    # a NUL in a query or a name: matched as any other character (FTS5 cannot hold one)
+    (
+        "create_entities",
+        {"entities": [{"name": "nul\x00name", "entityType": "t\x00", "observations": ["o\x00k"]}]},
+    ),
+    ("search_nodes", {"query": "\x00"}),
+    ("search_nodes", {"query": "L\x00N"}),
+    ("search_nodes", {"query": "o\x00k"}),
+    ("search_nodes", {"query": "no nul\x00here"}),
+    ("open_nodes", {"names": ["nul\x00name", "\x00"]}),
     (
         "delete_observations",
         {
