@@ -66,12 +66,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def check_directory(d: Path) -> list[Finding]:
     if not d.exists():
+        base = next((p for p in d.parents if p.exists()), None)
+        if base is not None and base.is_dir() and os.access(base, os.W_OK | os.X_OK):
+            return [
+                Finding(
+                    "directory",
+                    NOTE,
+                    f"{d} does not exist yet: no memory has been written on this machine; the "
+                    "first write (a session of noon serve, or noon import) creates it",
+                    "nothing to do; if this machine's memory is elsewhere, set NOON_DIR to it",
+                )
+            ]
         return [
             Finding(
                 "directory",
                 ERROR,
-                f"{d} does not exist",
-                f"set NOON_DIR to the right directory, or create it: mkdir -p {d}",
+                f"{d} does not exist, and {base} is not a directory this user can write in, "
+                "so noon cannot create it",
+                f"set NOON_DIR to a directory you can write, or create it: mkdir -p {d}",
             )
         ]
     if not d.is_dir():
