@@ -102,7 +102,7 @@ async def _mutate(ctx: ToolContext, planner: Planner, arg: Any) -> Any:
     """Plan and write one batch off the event loop (it fsyncs); notify subscribers after.
     A refusal (``KGError``: an unknown entity, an over-long name) writes nothing."""
     result = await anyio.to_thread.run_sync(
-        lambda: kg_mutate(ctx.store, ctx.namespace, planner, arg, ctx.client)
+        lambda: kg_mutate(ctx.store, ctx.namespace, planner, arg, ctx.client, ctx.via)
     )
     await ctx.changed()
     return result

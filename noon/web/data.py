@@ -83,7 +83,7 @@ class WebData:
         return self.svc.read(lambda s: fn(s.graph))
 
     def _write(self, fn: Callable[[SqlGraph], tuple[list[Draft], T]]) -> tuple[list[Op], T]:
-        return self.svc.write(fn, WEB_CLIENT)
+        return self.svc.write(fn, WEB_CLIENT, WEB_CLIENT)
 
     def _memory_of(self, graph: SqlGraph, ns: str, node: str, at: Uri | None) -> dict[str, Any]:
         found = graph.resolve(ns, at) if at is not None else None
@@ -251,7 +251,7 @@ class WebData:
 
         def fn(g: SqlGraph) -> tuple[list[Draft], int]:
             (found,) = queue.named(g.conn, ns, [change_id])
-            drafts = queue.withdrawal(g.conn, ns, found)
+            drafts = queue.withdrawal(g, ns, found)
             return drafts, len(drafts)
 
         _, written = self._write(fn)
