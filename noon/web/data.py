@@ -246,8 +246,9 @@ class WebData:
         return {"written": written}
 
     def unreview(self, ns: str, change_id: str) -> dict[str, Any]:
-        """Put a change back in the queue (its verdicts from every machine are deleted). A
-        change approved by "approve all" stays approved. ``{written}``."""
+        """Put a change back in the queue (a tombstone over every machine's verdict on it, each
+        naming the verdict it withdraws). A change approved by "approve all" stays approved.
+        ``{written}``."""
 
         def fn(g: SqlGraph) -> tuple[list[Draft], int]:
             (found,) = queue.named(g.conn, ns, [change_id])

@@ -127,7 +127,7 @@ class Oracle:
         return [c for c in self.changes if any(subject(self.fold, op) == what for op in c.ops)]
 
     def stands(self, c: Change) -> bool:
-        return any(op.el[0] == CONTENT and op.id in self.fold.elements[op.el].heads for op in c.ops)
+        return any(op.el[0] != REVIEW and op.id in self.fold.elements[op.el].heads for op in c.ops)
 
     def counted(self, c: Change) -> list[tuple[tuple[int, str, int], str, dict[str, Any], str]]:
         """The decisions on ``c`` that count."""

@@ -198,7 +198,7 @@ _STANDS = (
     "EXISTS (SELECT 1 FROM ops c JOIN elements e ON e.id = c.eid WHERE c.node = ops.node "
     "AND c.seq BETWEEN coalesce(ops.bat - ?, ops.seq) AND coalesce(ops.bat, ops.seq) "
     "AND coalesce(c.bat, c.seq) = coalesce(ops.bat, ops.seq) "
-    "AND e.kind = 'content' AND ((e.w_node = c.node AND e.w_seq = c.seq) OR EXISTS "
+    "AND e.kind != 'review' AND ((e.w_node = c.node AND e.w_seq = c.seq) OR EXISTS "
     "(SELECT 1 FROM heads h WHERE h.eid = c.eid AND h.node = c.node AND h.seq = c.seq)))"
 ).replace("?", str(MAX_BATCH))
 """A text the change of ``ops`` wrote is still current (a batch's ops lie within
@@ -340,7 +340,7 @@ def stands(conn: sqlite3.Connection, r: Ref) -> bool:
     memory. Stops at the first one found."""
     found = conn.execute(
         "SELECT 1 FROM ops c JOIN elements e ON e.id = c.eid "
-        "WHERE c.node = ? AND c.seq > ? AND c.seq <= ? AND e.kind = 'content' "
+        "WHERE c.node = ? AND c.seq > ? AND c.seq <= ? AND e.kind != 'review' "
         "AND ((e.w_node = c.node AND e.w_seq = c.seq) OR EXISTS "
         "(SELECT 1 FROM heads h WHERE h.eid = c.eid AND h.node = c.node AND h.seq = c.seq)) "
         "LIMIT 1",
