@@ -148,6 +148,8 @@ class Store:
                         tail.dropped_batch,
                     )
                 self.refresh()
+                if tail.last is not None:
+                    self.clock.follow(tail.last.hlc)  # another process may have written it
                 last_seq = tail.last.seq if tail.last else 0
                 self._check_not_behind(last_seq)
                 with self.graph.reading():
