@@ -25,6 +25,7 @@ from noon.core.ops import AUTO, Draft, Key, Op, OpId, decode, encode
 from noon.names import shard_file
 from noon.store.compact import compact_dir
 from noon.store.errors import ForkDetected, ShardBehind, StoreError
+from noon.store.private import make_dir
 from noon.store.readmodel.graph import SqlGraph
 from noon.store.readmodel.kg import SqlKg
 from noon.store.readmodel.model import Changes, ReadModel
@@ -73,7 +74,7 @@ class Store:
         self.now = clock_ms
         self.clock = Clock(max_skew_ms=settings.max_skew_ms)
         self.lock = threading.RLock()
-        self.dir.mkdir(parents=True, exist_ok=True)
+        make_dir(self.dir)
         self.model = ReadModel(
             self.dir, read_model_path(self.dir) if shared else None, self.clock, clock_ms
         )

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from noon.config import add_store_flags, settings_from
 from noon.store.access import kg_read, service
+from noon.store.private import FILE_MODE
 from noon.store.store import Store
 from noon.transfer import markdown_dir, noon_format, official
 from noon.transfer.errors import TransferError
@@ -50,7 +51,8 @@ def _write(chunks: Iterable[bytes], output: str | None) -> None:
         return
     target = Path(output)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+    with open(fd, "wb") as f:
         for chunk in chunks:
             f.write(chunk)
         f.flush()

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from noon.config import Settings, add_store_flags, settings_from
+from noon.store.private import make_dir
 from noon.transfer import (
     markdown_dir,
     nocturne,
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         return _markdown(settings, markdown_dir.read_dir(path), str(path))
     if kind == "noon":
         export = noon_format.parse(path.read_bytes(), str(path))
-        settings.dir.mkdir(parents=True, exist_ok=True)
+        make_dir(settings.dir)
         added, present = noon_format.restore(settings.dir, export, str(path))
         print(f"Restored {added} operations ({present} already present) from {path}.")
         return 0

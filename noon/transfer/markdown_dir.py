@@ -27,6 +27,7 @@ from noon.core.elements import boot_key
 from noon.graph.reader import GraphReader, Placement, live_text, written_ms
 from noon.graph.uri import NODE_VIEW, Uri
 from noon.store.access import kg_read, service
+from noon.store.private import DIR_MODE
 from noon.store.readmodel.overview import namespaces
 from noon.store.shard import fsync_dir
 from noon.store.store import Store
@@ -145,7 +146,7 @@ def export_dir(store: Store, target: Path) -> Exported:
     done = Exported(namespaces=spaces)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    tmp.mkdir(mode=DIR_MODE, parents=True)  # only its owner can enter the export
     try:
         for ns in spaces:
             if not NAMESPACE.match(ns):

@@ -37,6 +37,7 @@ from noon.core.ops import Key, Op
 from noon.names import shard_file, shard_node
 from noon.store.cut import ReadCut
 from noon.store.errors import ForkDetected
+from noon.store.private import FILE_MODE
 from noon.store.readmodel import schema
 from noon.store.readmodel.apply import Transaction
 from noon.store.readmodel.rows import key_of
@@ -168,7 +169,8 @@ class ReadModel:
         if self.path is None:
             yield
             return
-        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        lock = self.path.with_name(self.path.name + ".lock")
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield

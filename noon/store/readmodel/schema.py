@@ -33,6 +33,8 @@ import sqlite3
 import stat
 from pathlib import Path
 
+from noon.store.private import create_file, make_dir
+
 log = logging.getLogger("noon.readmodel")
 
 SCHEMA_VERSION = 5
@@ -212,7 +214,7 @@ def _regular_or_absent(path: Path) -> bool:
 
 def _writable(directory: Path) -> bool:
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        make_dir(directory)
     except OSError as exc:
         if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
             return False
@@ -234,6 +236,7 @@ def connect(path: Path | None) -> tuple[sqlite3.Connection, int | None]:
             if not _regular_or_absent(name):
                 log.warning("%s is not a regular file: the read model is rebuilt", name)
                 remove(path)
+        create_file(path)  # 0600: SQLite keeps the mode and gives it to -wal and -shm
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=600)
         try:
             inode = os.lstat(path).st_ino
