@@ -18,6 +18,7 @@ File invariants (every writer keeps them, every reader relies on them):
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import mmap
 import os
@@ -268,6 +269,22 @@ def _own_ops(buf: Buffer, end: int, node: str) -> Iterator[tuple[tuple[int, Op],
             continue
         if op.node == node:
             yield (start, op), Envelope(op.node, op.seq, op.bat)
+
+
+def append_all(fd: int, data: bytes, *, fsync: bool) -> None:
+    """Under the shard's lock: append ``data`` (whole lines) all or nothing. A write or fsync
+    that fails (a full disk) truncates the file back to where it was before raising, so a
+    failure reported is an append that did not happen, and a retry cannot duplicate it."""
+    size = os.fstat(fd).st_size
+    try:
+        write_all(fd, data)
+        if fsync:
+            os.fsync(fd)
+    except BaseException:
+        os.ftruncate(fd, size)
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+        raise
 
 
 def write_all(fd: int, data: bytes) -> None:

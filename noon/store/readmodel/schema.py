@@ -34,6 +34,7 @@ import stat
 from pathlib import Path
 
 from noon.store.private import create_file, make_dir
+from noon.store.readmodel.behind import full
 
 log = logging.getLogger("noon.readmodel")
 
@@ -160,6 +161,7 @@ def _configure(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA foreign_keys = OFF")
     conn.execute("PRAGMA busy_timeout = 600000")
     conn.execute("PRAGMA cache_size = -16000")
+    conn.execute("PRAGMA temp_store = MEMORY")  # reads need no disk space: a full disk serves
     conn.execute("PRAGMA wal_autocheckpoint = 256")  # about 1 MiB of WAL between checkpoints
     conn.execute("PRAGMA journal_size_limit = 4194304")  # and the file cut back after one
 
@@ -180,7 +182,8 @@ def _create_if_missing(conn: sqlite3.Connection) -> None:
             )
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
 
 
@@ -246,6 +249,8 @@ def connect(path: Path | None) -> tuple[sqlite3.Connection, int | None]:
             return conn, inode
         except (Damaged, sqlite3.DatabaseError) as exc:
             conn.close()
+            if full(exc, path.parent):
+                raise  # a full disk, not a damaged file: deleting it would lose what it holds
             if attempt == 2 or (isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)):
                 raise
             log.warning("the read model %s is rebuilt from the shards: %s", path, exc)
