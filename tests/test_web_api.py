@@ -628,3 +628,34 @@ async def test_a_peers_watermark_naming_thousands_of_authors_costs_only_the_auth
         assert pending["pending"] == 1 and [i["ops"] for i in pending["items"]] == [1]
         assert [i["status"] for i in queue["items"]].count("pending") == 1
         assert took < 5, took
+
+
+async def test_rolling_back_one_machines_creation_keeps_the_other_machines_memory(
+    tmp_path: Path,
+) -> None:
+    """Two machines create core://notes while apart; on the page, rolling back this machine's
+    creation says the other's version was written concurrently and keeps it at the URI."""
+    desktop = open_store(tmp_path / "desktop", "desktop")
+    theirs = agent_create(desktop, "core://", "notes", "from the desktop")
+    async with page_server(tmp_path / "laptop") as page:
+        agent_create(page.store, "core://", "notes", "from the laptop")
+        shutil.copy(desktop.own, page.store.dir / desktop.own.name)
+        _, queue = await page.get("/api/changes", view="all", limit="50")
+        mine = next(
+            i
+            for i in queue["items"]
+            if i["subject"]["label"].startswith("core://notes") and i["machine"] == "laptop"
+        )
+        _, detail = await page.get("/api/change", id=mine["id"])
+        edge = next(s for s in detail["steps"] if s["kind"] == "edge")
+        assert [c["machine"] for c in edge["concurrent"]] == ["desktop"] and edge["later"] == []
+        assert f"back to the version {AGENT} on desktop wrote concurrently" in edge["restore"]
+        assert not detail["undo"]["overwrites_later"]
+        status, _ = await page.post(
+            "/api/changes/rollback", {"ids": [mine["id"]], "basis": detail["undo"]["basis"]}
+        )
+        assert status == 200
+        _, memory = await page.get("/api/memory", uri="core://notes")
+        assert memory["node"] == theirs and memory["text"] == "from the desktop"
+        _, orphans = await page.get("/api/orphans")
+        assert orphans["items"] == []
