@@ -126,8 +126,10 @@ class Store:
 
     # -- writing -------------------------------------------------------------------------
 
-    def write(self, plan: Plan, *, client: str = "cli") -> list[Op]:
-        """Plan ops against the fresh state and append them as one batch, durably.
+    def write(self, plan: Plan, *, client: str = "cli", via: str = "cli") -> list[Op]:
+        """Plan ops against the fresh state and append them as one batch, durably. ``via`` is
+        the edge writing (:data:`noon.core.ops.EDGES`, chosen by that edge's code), ``client``
+        the name it was told (shown only).
 
         ``plan`` reads the graph it is given (the read model, one consistent snapshot) and may
         raise to abort: nothing is written then. It can run twice (see the module docstring).
@@ -164,7 +166,7 @@ class Store:
                         drafts = list(plan(self.graph))
                     if not drafts:
                         return []
-                    lines = self._stamp(drafts, last_seq, client)
+                    lines = self._stamp(drafts, last_seq, client, via)
                 self._append(fd, b"".join(line + b"\n" for line in lines))
                 if self.settings.fsync and created:
                     fsync_dir(self.dir)
@@ -209,7 +211,7 @@ class Store:
                 "forgets what this machine saw."
             )
 
-    def _stamp(self, drafts: list[Draft], last_seq: int, client: str) -> list[bytes]:
+    def _stamp(self, drafts: list[Draft], last_seq: int, client: str, via: str) -> list[bytes]:
         now = self.now()
         last = last_seq + len(drafts)
         bat = last if len(drafts) > 1 else None
@@ -235,6 +237,7 @@ class Store:
                     prev=prev,  # type: ignore[arg-type]
                     by=client[:128],
                     bat=bat,
+                    via=via,
                 )
             )
         return lines
