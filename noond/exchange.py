@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from noon.core.collection import member_of
 from noon.core.ops import valid_node_id
 from noon.store import forgotten, receive, serve
+from noon.store.readmodel.behind import full
 from noond.client import PeerError, Unreachable
 from noond.config import parse_address
 from noond.membership import Member
@@ -100,7 +101,10 @@ class Exchanger(Wired):
             log.warning("peer %s sent invalid ops, nothing stored: %s", member.node, exc)
         except OSError as exc:  # this node's disk: full, or an entry that is not a file
             self.metrics.exchanges.labels("local_error").inc()
-            log.error("exchange with %s stopped on a local file: %s", member.node, exc)
+            if full(exc):
+                self.holdings.disk_full(exc)
+            else:
+                log.error("exchange with %s stopped on a local file: %s", member.node, exc)
         else:
             self.membership.succeeded(member)
             self.metrics.exchanges.labels("ok").inc()

@@ -200,6 +200,7 @@ class Puller(Wired):
                     log.info("pull of %s from %s: %s", node, m.node, exc)
                     await self._refetch(m, node)
                     return
+                self.holdings.disk_ok()
                 self.metrics.ops_pulled.inc(done.appended)
                 if not self.may_pull(m, node):
                     return

@@ -17,6 +17,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from noon.store.readmodel.behind import full
 from noond import discovery
 from noond.admission import Admission
 from noond.collection import Collector
@@ -166,6 +167,11 @@ class Scheduler:
         members = list(self.membership.members.values())
         try:
             await asyncio.to_thread(self.collector.run, members, set(self.state.ignored))
+        except OSError as exc:
+            if not full(exc):
+                log.exception("tombstone collection failed")
+            else:  # it waits for space like storing does, and is said with it, once
+                self.exchanger.holdings.disk_full(exc)
         except Exception:  # collection only ever removes; a failure leaves everything in place
             log.exception("tombstone collection failed")
 

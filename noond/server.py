@@ -28,6 +28,7 @@ from noon.errors import NoonError
 from noon.net import is_loopback
 from noon.store import receive, serve, store
 from noon.store.errors import ForkDetected
+from noon.store.readmodel.behind import full
 from noon.store.shard import NotRegular
 from noond.config import parse_address
 from noond.shards import refused
@@ -72,9 +73,13 @@ def _json(obj: Any) -> web.Response:
 
 
 class Refused(NoonError):
-    def __init__(self, status: int, code: Code, message: str, **extra: Any) -> None:
+    def __init__(
+        self, status: int, code: Code, message: str, *, logged: bool = True, **extra: Any
+    ) -> None:
         super().__init__(message)
         self.code = code
+        self.logged = logged
+        """False when the reason is logged elsewhere, once (a full disk)."""
         self.response = _error(status, code, message, **extra)
 
 
@@ -146,14 +151,15 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     except Refused as exc:
         response = exc.response
         metrics.rejected.labels(exc.code).inc()
-        log.warning(
-            "refused %s %s from %s: %s (%s)",
-            request.method,
-            route,
-            request.get("caller") or request.remote,
-            exc,
-            exc.code,
-        )
+        if exc.logged:
+            log.warning(
+                "refused %s %s from %s: %s (%s)",
+                request.method,
+                route,
+                request.get("caller") or request.remote,
+                exc,
+                exc.code,
+            )
     except web.HTTPException as exc:
         code = {
             404: Code.NOT_FOUND,
@@ -430,6 +436,18 @@ async def push_ops(request: web.Request) -> web.Response:
         # This replica lags behind a compaction of the pusher: it re-fetches the whole
         # shard when it next pulls (PROTOCOL.md §5).
         raise Refused(409, Code.GAP, str(exc), head=held) from None
+    except OSError as exc:
+        if not full(exc):
+            raise
+        daemon.holdings.disk_full(exc)
+        raise Refused(
+            507,
+            Code.UNAVAILABLE,
+            "this node's disk is full: nothing of this push was stored; it pulls what it "
+            "misses once space returns",
+            logged=False,
+        ) from None
+    daemon.holdings.disk_ok()
     daemon.metrics.ops_received.inc(done.appended)
     return _json({"appended": done.appended, "skipped": done.skipped, "head": done.head})
 
