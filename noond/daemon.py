@@ -21,6 +21,7 @@ from noon.config import ConfigError
 from noon.core.collection import IMPORT_SUFFIX
 from noon.daemon_link import dial_host, publish, withdraw
 from noon.net import is_loopback
+from noon.store.private import make_dir
 from noon.store.store import Store
 from noond.admission import Admission
 from noond.client import Client, HttpTransport, Transport
@@ -223,7 +224,7 @@ class Daemon:
                 self.config.listen_host,
                 self.config.listen_port,
             )
-        self.dir.mkdir(parents=True, exist_ok=True)
+        make_dir(self.dir)
         self.state.reload()
         limits = Limits(
             total=descriptor_budget(self.config.max_connections),

@@ -21,6 +21,31 @@ def test_ticks_strictly_increase_whatever_the_wall_clock_does(events):
             seen = stamp
 
 
+@given(st.lists(st.tuples(st.integers(0, 2), st.booleans(), walls), min_size=1, max_size=200))
+def test_a_node_written_by_several_processes_stamps_its_shard_strictly_rising(events):
+    """Each process keeps its own clock and observes the shard's ops clamped to its wall clock
+    (as a fold does), however far that wall clock stepped back; under the shard's lock it
+    follows the shard's last stamp before it ticks. The shard's stamps rise strictly."""
+    clocks = [Clock(max_skew_ms=60_000) for _ in range(3)]
+    shard: list[int] = []
+    for writer, folds_first, wall in events:
+        clock = clocks[writer]
+        if folds_first and shard:
+            clock.observe(shard[-1], wall)
+        if shard:
+            clock.follow(shard[-1])
+        stamp = clock.tick(wall)
+        assert not shard or stamp > shard[-1]
+        shard.append(stamp)
+
+
+def test_following_an_own_stamp_far_ahead_is_not_clamped():
+    clock = Clock(max_skew_ms=60_000)
+    clock.follow(pack(10_000_000, 3))
+    assert clock.clamped == 0
+    assert clock.tick(1000) == pack(10_000_000, 4)
+
+
 def test_wall_clock_stepping_back_keeps_physical_time_and_counts_up():
     clock = Clock()
     a = clock.tick(1000)

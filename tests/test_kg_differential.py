@@ -226,6 +226,16 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("search_nodes", {"query": ""}),
     ("search_nodes", {"query": "ghost"}),
     ("open_nodes", {"names": ["Bob", "Ghost", "Bob"]}),
+    # a NUL in a query or a name: matched as any other character (FTS5 cannot hold one)
+    (
+        "create_entities",
+        {"entities": [{"name": "nul\x00name", "entityType": "t\x00", "observations": ["o\x00k"]}]},
+    ),
+    ("search_nodes", {"query": "\x00"}),
+    ("search_nodes", {"query": "L\x00N"}),
+    ("search_nodes", {"query": "o\x00k"}),
+    ("search_nodes", {"query": "no nul\x00here"}),
+    ("open_nodes", {"names": ["nul\x00name", "\x00"]}),
     (
         "delete_observations",
         {
@@ -282,7 +292,8 @@ def test_scripted_sequence(servers: tuple[PipeClient, PipeClient]) -> None:
     d = DIFF_DIR[0]
     assert main(["import", str(d / "memory.jsonl"), "--dir", str(d / "imp"), "--node-id", "z"]) == 0
     out = d / "exported.jsonl"
-    assert main(["export", "-o", str(out), "--dir", str(d / "imp"), "--node-id", "z"]) == 0
+    export = ["export", "--format", "official", "-o", str(out)]
+    assert main([*export, "--dir", str(d / "imp"), "--node-id", "z"]) == 0
     assert out.read_bytes() == (d / "memory.jsonl").read_bytes()
     _reset(official, noon)
 

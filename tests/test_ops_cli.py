@@ -26,7 +26,7 @@ from noon import certs
 from noon.config import Settings
 from noon.core.hlc import pack
 from noon.core.ops import Draft, encode
-from noon.graph import plan
+from noon.graph import plan, views
 from noon.graph.uri import parse
 from noon.kg import plan as kg_plan
 from noon.store import peerstate
@@ -202,6 +202,42 @@ def test_status_without_a_daemon_uses_the_files(tmp_path, pki):
     assert "conflicts: 1" in run("status", env=env).stdout
 
 
+def test_status_counts_an_edit_against_a_delete_as_system_conflicts_lists_it(tmp_path):
+    d = tmp_path / "data"
+    write(d, "a", X, {"text": "one"})
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(d / "a.jsonl", other / "a.jsonl")
+    write(other, "b", X, None)  # deleted on b, concurrent with the edit on a
+    write(d, "a", X, {"text": "edited"})
+    shutil.copy(other / "b.jsonl", d / "b.jsonl")
+    env = cli_env(d, "a")
+    store = Store(Settings(dir=d, node_id="a", fsync=False))
+    listed = service(store).read(lambda s: views.conflicts(s.graph, "default"))
+    store.close()
+    assert "# Total: 1" in listed
+    status = as_json(run("status", "--json", env=env))
+    assert status["conflicts_total"] == 1 and status["conflicts_by_namespace"] == {"default": 1}
+    assert [h["deleted"] for h in status["conflicts"][0]["heads"]] == [False, True]
+    assert "conflicts: 1 (default: 1)" in run("status", env=env).stdout
+
+
+def test_status_on_one_machine_says_no_daemon_is_needed(tmp_path):
+    d = tmp_path / "data"
+    write(d, "a", X, {"text": "kept here"})
+    env = cli_env(d, "a")
+    status = as_json(run("status", "--json", env=env))
+    assert status["daemon"]["needed"] is False and not status["daemon"]["reachable"]
+    text = run("status", env=env).stdout
+    assert "daemon: none needed: this is the only machine" in text
+    assert "not reachable" not in text and "CA certificate" not in text
+    assert "noon certs init" in (ROOT / "docs" / "noond.md").read_text()  # where it points
+    # a second machine's shard here: a daemon is expected, and its absence is said
+    write(d, "b", ("content", "default", "y"), {"text": "from b"})
+    text = run("status", env=env).stdout
+    assert "not reachable" in text and "none needed" not in text
+
+
 def test_status_refuses_a_missing_directory(tmp_path):
     out = run("status", env=cli_env(tmp_path / "nowhere", "a"))
     assert out.returncode == 1 and "does not exist" in out.stdout
@@ -240,10 +276,26 @@ def test_doctor_on_a_lone_machine_without_replication_is_healthy_with_a_note(tmp
     assert code == 1 and problems(findings, "certificates")
 
 
-def test_doctor_missing_directory(tmp_path):
-    code, findings = doctor(cli_env(tmp_path / "gone", "a"), "--no-daemon")
+def test_doctor_before_the_first_session_says_no_memory_yet_and_no_problem(tmp_path):
+    fresh = tmp_path / "home" / ".noon"
+    (tmp_path / "home").mkdir()
+    code, findings = doctor(cli_env(fresh, "a"))
+    assert code == 0, findings
+    assert not [f for f in findings if f["level"] in ("error", "warning")], findings
+    (note,) = [f for f in findings if f["check"] == "directory"]
+    assert note["level"] == "note" and "no memory has been written" in note["what"]
+    text = run("doctor", env=cli_env(fresh, "a")).stdout
+    assert "problem" not in text and text.rstrip().endswith("healthy")
+    # what it says is true: the first write creates the directory
+    write(fresh, "a", X, {"text": "first"})
+    assert fresh.is_dir()
+
+
+def test_doctor_directory_that_cannot_be_created(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    code, findings = doctor(cli_env(tmp_path / "file" / "gone", "a"), "--no-daemon")
     assert code == 1
-    assert "does not exist" in problems(findings, "directory")[0]["what"]
+    assert "cannot create it" in problems(findings, "directory")[0]["what"]
 
 
 def test_doctor_missing_certificate(tmp_path, pki):

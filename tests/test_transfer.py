@@ -65,10 +65,10 @@ def test_official_file_round_trips_byte_for_byte(
     assert "Imported 3 of 3 entities and 3 of 3 relations" in capsys.readouterr().out
     assert list(_shards(d)) == ["n1-import.jsonl"]  # the import shard, not the node's own
     out = tmp_path / "out.jsonl"
-    assert _noon(d, "export", "-o", str(out)) == 0
+    assert _noon(d, "export", "--format", "official", "-o", str(out)) == 0
     assert out.read_bytes() == src.read_bytes()
     # to stdout as well, with no trailing newline
-    assert _noon(d, "export") == 0
+    assert _noon(d, "export", "--format", "official") == 0
     assert capsys.readouterr().out == src.read_text(encoding="utf-8")
 
 
@@ -297,3 +297,36 @@ async def test_import_while_a_server_runs_reaches_its_clients(tmp_path: Path) ->
         graph = (await client.call_tool("read_graph", {})).structured_content
     assert [e["name"] for e in graph["entities"]] == ["Live", "Alice", "Bob", "x/y: z"]
     assert set(_shards(d)) == {"n1.jsonl", "n1-import.jsonl"}
+
+
+@pytest.mark.parametrize("planted", ["shard", "lock"])
+def test_noon_format_import_never_writes_through_a_link(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], planted: str
+) -> None:
+    """A link in NOON_DIR where the import would write (a shard or its lock): the import is
+    refused before writing anything, the file it points at is untouched, the other shards of
+    the export are not half-restored, and the store still serves its readers."""
+    a = tmp_path / "a"
+    src = tmp_path / "memory.jsonl"
+    src.write_text(_official_text(OFFICIAL_LINES))
+    _noon(a, "import", str(src))
+    dump = tmp_path / "all.noon"
+    assert _noon(a, "export", "--format", "noon", "-o", str(dump)) == 0
+    b = tmp_path / "b"
+    b.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"not a shard\n")
+    target = b / ("n1-import.jsonl" + (".lock" if planted == "lock" else ""))
+    target.symlink_to(outside)
+    capsys.readouterr()
+    assert _noon(b, "import", str(dump)) == 1
+    err = capsys.readouterr().err
+    assert f"{target} is not a regular file" in err and "Nothing was imported" in err
+    assert outside.read_bytes() == b"not a shard\n"
+    assert target.is_symlink()
+    assert sorted(p.name for p in b.iterdir() if not p.is_symlink()) == []
+    target.unlink()  # the honest import goes through once the link is gone
+    assert _noon(b, "import", str(dump)) == 0
+    assert _shards(b) == _shards(a)
+    graph = kg_read(_store(b), "default", lambda view: view.graph())
+    assert [e["name"] for e in graph["entities"]] == ["Alice", "Bob", "x/y: z"]

@@ -1,8 +1,10 @@
 """Properties of rollback planning (noon/graph/undo.py), on pure simulated writers: a change
-rolled back leaves every element it touched reading as before it, whatever was written since
-on any machine; a rollback rolled back reads as before the rollback; a memory rolled back to a
-version gets that version's text and the metadata of then; a version that is not held any more
-is refused, never guessed."""
+rolled back leaves every element it touched reading as if neither it nor the edits built on it
+had been written, whatever other machines wrote concurrently (which it never takes away); a
+rollback rolled back reads as before the rollback; a memory rolled back to a version gets that
+version's text and the metadata of then; a version that is not held any more is refused, never
+guessed. And the two cases that deleted what the change had not written: two machines creating
+``core://notes`` while apart, and an op with no predecessor on an existing memory."""
 
 from __future__ import annotations
 
@@ -92,22 +94,48 @@ def merged(writers: list[Replica]) -> Replica:
     return page
 
 
+def built_on(change: list[Op], ops: list[Op]) -> set[Any]:
+    """The ids of ``change`` and of every op of ``ops`` whose prev leads to one of them."""
+    found = {op.id for op in change}
+    grew = True
+    while grew:
+        grew = False
+        for op in ops:
+            if op.id not in found and found & set(op.prev or ()):
+                found.add(op.id)
+                grew = True
+    return found
+
+
+def without(writers: list[Replica], change: list[Op]) -> Fold:
+    """Every op written anywhere but the change's and those built on them, folded: what a
+    rollback must read as."""
+    ops = list({op.id: op for w in writers for op in w.log}.values())
+    gone = built_on(change, ops)
+    fold = Fold()
+    fold.apply_all([op for op in ops if op.id not in gone])
+    return fold
+
+
 @given(HISTORY, st.integers(0, 1000))
-def test_a_rolled_back_change_reads_as_before_it_everywhere(history: list[Any], pick: int) -> None:
+def test_a_rolled_back_change_reads_as_if_never_written_everywhere(
+    history: list[Any], pick: int
+) -> None:
     writers, change, before = play(history, pick)
     if not change:
         return
     page = merged(writers)
+    expected = without(writers, change)
     planned = undo.undo([change], undo.element_lookup(page.fold.elements.get))
     write(page, planned.drafts)
-    for key, was in before.items():
-        assert read(page.fold, key) == was, key
+    for key in before:
+        assert read(page.fold, key) == read(expected, key), key
         heads = page.fold.elements[key].heads.values() if key in page.fold.elements else []
         assert len(heads) <= 1 or all(h.val is None for h in heads), "the rollback settles"
     # A machine that receives the rollback reads the same: it replicates like any write.
     other = writers[1]
     other.receive([op for w in writers for op in w.log] + page.log)
-    assert {k: read(other.fold, k) for k in before} == before
+    assert {k: read(other.fold, k) for k in before} == {k: read(expected, k) for k in before}
 
 
 @given(HISTORY, st.integers(0, 1000))
@@ -128,26 +156,31 @@ def test_a_rollback_rolled_back_reads_as_before_the_rollback(history: list[Any],
 
 
 @given(HISTORY, st.integers(0, 1000))
-def test_preview_says_what_it_restores_and_what_was_edited_since(
+def test_preview_says_what_it_restores_and_what_was_written_since(
     history: list[Any], pick: int
 ) -> None:
-    writers, change, before = play(history, pick)
+    writers, change, _ = play(history, pick)
     if not change:
         return
     page = merged(writers)
     ids = {op.id for op in change}
+    expected = without(writers, change)
+    gone = built_on(change, [op for w in writers for op in w.log])
     preview = undo.preview([change], undo.element_lookup(page.fold.elements.get))
     assert not preview.problems
     for step in preview.steps:
-        assert step.before == before[step.key]
+        assert step.before == read(expected, step.key)
         assert step.after == max((o for o in change if o.el == step.key), key=lambda o: o.order).val
         heads = page.fold.elements[step.key].heads.values()
-        assert {h.id for h in step.later} == {h.id for h in heads if h.id not in ids}
+        assert {h.id for h in step.later} == {h.id for h in heads if h.id in gone - ids}
+        assert {h.id for h in step.concurrent} == {h.id for h in heads if h.id not in gone}
         assert (step.draft is None) == (
-            read(page.fold, step.key) == before[step.key]
+            read(page.fold, step.key) == step.before
             and (len(heads) == 1 or all(h.val is None for h in heads))
         )
-        assert undo.describe(step)
+        said = undo.describe(step)
+        assert ("later edits" in said) == bool(step.later and step.draft)
+        assert ("concurrently" in said) == bool(step.concurrent and step.draft)
 
 
 @given(HISTORY, st.integers(0, 1000))
@@ -246,3 +279,51 @@ def test_rolling_a_memory_back_to_a_version_restores_the_metadata_of_then(
     assert pl.disclosure == ("d" if k == 0 else f"d{k}")
     if planned.drafts:
         assert version_id(el.winner) != version_id(target)  # a new version: history keeps all
+
+
+def test_rolling_back_one_machines_creation_leaves_the_others_memory_placed() -> None:
+    """Two machines create ``core://notes`` while apart; rolling back one's creation removes
+    its memory and leaves the other's at the URI (before: an orphan)."""
+    a, b = Replica("a"), Replica("b")
+    core = Uri("core", ())
+    a.write(lambda g: plan.create(g, NS, core, "notes", "from a", 1, "d")[0:2])
+    change_a = list(a.log)
+    b.write(lambda g: plan.create(g, NS, core, "notes", "from b", 1, "d")[0:2])
+    node_b = plan.resolve_memory(b.graph, NS, Uri("core", ("notes",)))[0]
+    page = merged([a, b])
+    preview = undo.preview([change_a], undo.element_lookup(page.fold.elements.get))
+    edge = next(s for s in preview.steps if s.key == edge_key(NS, "@core", "notes"))
+    assert not edge.later and [h.node for h in edge.concurrent] == ["b"]
+    said = undo.describe(edge)
+    assert "back to the version prop on b wrote concurrently" in said and "later" not in said
+    write(page, preview.drafts)
+    node, _ = plan.resolve_memory(page.graph, NS, Uri("core", ("notes",)))
+    assert node == node_b and page.graph.orphans(NS) == []
+    el = page.graph.content(NS, node_b)
+    assert el is not None and live_text(el) == "from b"
+    assert graph_view(page.graph)["memories"].keys() == {node_b}
+
+
+def test_rolling_back_an_op_without_predecessor_leaves_the_memory() -> None:
+    """An op with no predecessor and a newer stamp on an existing memory (it wins, not knowing
+    the memory's text): rolling it back puts the memory's own text back, never deletes it."""
+    a, hostile = Replica("a"), Replica("b")
+    a.write(lambda g: plan.create(g, NS, Uri("core", ()), "door", "PIN 4711", 1, "d")[0:2])
+    hostile.receive(a.log)
+    node = plan.resolve_memory(a.graph, NS, Uri("core", ("door",)))[0]
+    key = content_key(NS, node)
+    forged = write(hostile, [Draft(key, {"text": "overwritten"}, None)])
+    page = merged([a, hostile])
+    el = page.graph.content(NS, node)
+    assert el is not None and live_text(el) == "overwritten" and len(el.heads) == 2
+    preview = undo.preview([forged], undo.element_lookup(page.fold.elements.get))
+    (step,) = preview.steps
+    assert step.before == {"text": "PIN 4711"} and not step.later
+    assert [h.node for h in step.concurrent] == ["a"]
+    assert undo.describe(step) == (
+        f"the text of {node}: back to the version prop on a wrote concurrently"
+    )
+    write(page, preview.drafts)
+    el = page.graph.content(NS, node)
+    assert el is not None and not el.deleted and live_text(el) == "PIN 4711"
+    assert plan.resolve_memory(page.graph, NS, Uri("core", ("door",)))[0] == node

@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 from noon.core.elements import review_key
+from noon.graph import plan
+from noon.store.access import service
 from noon.web.routes import DATA
-from tests.harness.web import AGENT, NS, agent_edit, open_store, page_server, seed
+from tests.harness.web import AGENT, NS, agent_create, agent_edit, open_store, page_server, seed
 
 U = {"uri": "core://user"}
 
@@ -442,6 +444,25 @@ async def test_mesh_answers_without_a_daemon(tmp_path: Path) -> None:
         status, mesh = await page.get("/api/mesh")
         assert status == 200 and mesh["node"] == "laptop" and not mesh["daemon"]["reachable"]
         assert mesh["shards"][0]["shard"] == "laptop" and mesh["conflicts_total"] == 0
+        assert mesh["daemon"]["needed"] is False and "only machine" in mesh["daemon"]["note"]
+
+
+async def test_machines_page_counts_the_conflicts_the_conflicts_page_lists(tmp_path: Path) -> None:
+    """An edit that lost to a delete on another machine is a conflict on both pages."""
+    desk_dir = tmp_path / "desk"
+    async with page_server(tmp_path / "laptop") as page:
+        node = agent_create(page.store, "core://", "note", "first")
+        desk = open_store(desk_dir, "desk")
+        shutil.copyfile(page.store.own, desk_dir / page.store.own.name)
+        service(desk).write(
+            lambda g: (plan.delete(g, NS, node, "core://note", None, True)[0], 0), AGENT
+        )
+        agent_edit(page.store, "core://note", "edited on the laptop")
+        shutil.copyfile(desk.own, tmp_path / "laptop" / desk.own.name)
+        desk.close()
+        _, listed = await page.get("/api/conflicts")
+        _, mesh = await page.get("/api/mesh")
+        assert len(listed) == 1 and mesh["conflicts_total"] == 1
 
 
 async def test_rebinding_host_cross_origin_and_missing_csrf_are_refused(tmp_path: Path) -> None:
@@ -607,3 +628,34 @@ async def test_a_peers_watermark_naming_thousands_of_authors_costs_only_the_auth
         assert pending["pending"] == 1 and [i["ops"] for i in pending["items"]] == [1]
         assert [i["status"] for i in queue["items"]].count("pending") == 1
         assert took < 5, took
+
+
+async def test_rolling_back_one_machines_creation_keeps_the_other_machines_memory(
+    tmp_path: Path,
+) -> None:
+    """Two machines create core://notes while apart; on the page, rolling back this machine's
+    creation says the other's version was written concurrently and keeps it at the URI."""
+    desktop = open_store(tmp_path / "desktop", "desktop")
+    theirs = agent_create(desktop, "core://", "notes", "from the desktop")
+    async with page_server(tmp_path / "laptop") as page:
+        agent_create(page.store, "core://", "notes", "from the laptop")
+        shutil.copy(desktop.own, page.store.dir / desktop.own.name)
+        _, queue = await page.get("/api/changes", view="all", limit="50")
+        mine = next(
+            i
+            for i in queue["items"]
+            if i["subject"]["label"].startswith("core://notes") and i["machine"] == "laptop"
+        )
+        _, detail = await page.get("/api/change", id=mine["id"])
+        edge = next(s for s in detail["steps"] if s["kind"] == "edge")
+        assert [c["machine"] for c in edge["concurrent"]] == ["desktop"] and edge["later"] == []
+        assert f"back to the version {AGENT} on desktop wrote concurrently" in edge["restore"]
+        assert not detail["undo"]["overwrites_later"]
+        status, _ = await page.post(
+            "/api/changes/rollback", {"ids": [mine["id"]], "basis": detail["undo"]["basis"]}
+        )
+        assert status == 200
+        _, memory = await page.get("/api/memory", uri="core://notes")
+        assert memory["node"] == theirs and memory["text"] == "from the desktop"
+        _, orphans = await page.get("/api/orphans")
+        assert orphans["items"] == []

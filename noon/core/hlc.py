@@ -9,6 +9,9 @@ Invariants kept by :class:`Clock`:
 - ``observe`` never moves the clock more than ``max_skew_ms`` ahead of the wall clock: a remote
   stamp further in the future is clamped, and the clamp is counted. The remote op keeps its own
   stamp (ordering is by the op's stamp); only the local clock is protected from being dragged.
+- ``follow`` takes a stamp of this node itself (the last op of its own shard, which another
+  process of the machine may have written) without a clamp: the node's stamps rise strictly
+  across every process that writes its shard, even after the wall clock stepped back.
 """
 
 from __future__ import annotations
@@ -66,6 +69,13 @@ class Clock:
             # Counter exhausted within one millisecond: borrow the next millisecond.
             self.last = pack(last_physical + 1, 0)
         return self.last
+
+    def follow(self, own: int) -> None:
+        """Move past a stamp this node wrote, in whichever process: the next :meth:`tick` is
+        greater. Never clamped (the stamp is already in the node's shard; falling below it
+        would order the node's own ops backwards)."""
+        if own > self.last:
+            self.last = own
 
     def observe(self, remote: int, wall_ms: int) -> bool:
         """Merge a stamp seen on another node's op. Returns True when it had to be clamped."""

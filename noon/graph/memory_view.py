@@ -7,14 +7,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from noon.core.elements import edge_key
 from noon.core.hlc import utc
 from noon.core.ops import Op
 from noon.graph.glossary import Glossary
+from noon.graph.model import DEFAULT_DOMAIN
 from noon.graph.reader import (
     GraphReader,
     Placement,
+    last_placement,
     live_text,
     op_time_ms,
+    past_uri,
     version_id,
     written_ms,
 )
@@ -31,6 +35,31 @@ def when(ms: int) -> str:
 def show_uri(graph: GraphReader, namespace: str, node: str) -> str:
     uri = graph.primary_uri(namespace, node)
     return str(uri) if uri is not None else node_view(node)
+
+
+def show_uri_or_past(graph: GraphReader, namespace: str, node: str) -> str:
+    """The memory's URI; for one no root reaches, its id and the URI it had last."""
+    uri = graph.primary_uri(namespace, node)
+    if uri is not None:
+        return str(uri)
+    past = past_uri(graph, namespace, node)
+    return node_view(node) + (f" (was {past})" if past is not None else "")
+
+
+def restore_call(graph: GraphReader, namespace: str, node: str) -> str:
+    """The ``move_memory`` call that places a deleted or orphaned memory again where it was (or
+    at the top of ``core://`` when that place is gone or taken), as it would be accepted: the
+    priority and disclosure it had come back by themselves."""
+    last = last_placement(graph, namespace, node)
+    target = past_uri(graph, namespace, node)
+    if (
+        target is None
+        or graph.resolve(namespace, target) is not None
+        or (len(target.path) > 1 and graph.resolve(namespace, target.parent()) is None)
+    ):
+        target = Uri(DEFAULT_DOMAIN, (last.name if last is not None else node,))
+    extra = "" if last is not None and last.disclosure.strip() else ", disclosure='When ...'"
+    return f"move_memory(uri='{node_view(node)}', new_uri='{target}'{extra})"
 
 
 def author(op: Op) -> str:
@@ -150,21 +179,36 @@ def _notes(graph: GraphReader, namespace: str, node: str, uris: list[Uri]) -> li
         notes += ["", f"--- current version {version_id(el.winner)} ---"]
     if el is not None and el.deleted:
         by = f"{author(el.winner)} at {when(op_time_ms(el.winner))}"
-        if graph.placements(namespace, node):
+        placed = graph.placements(namespace, node)
+        if placed:
+            keepers = sorted(
+                {
+                    edge.winner.node
+                    for p in placed
+                    if (edge := graph.element(edge_key(namespace, p.parent, p.key_name)))
+                    is not None
+                }
+                - {el.winner.node}
+            )
+            where = (
+                f"while another machine ({', '.join(keepers)}) kept it placed"
+                if keepers
+                else f"but it is still placed at {uris[0] if uris else node_view(node)}"
+            )
             notes.append(
-                f"⚠ DELETED by {by}, while another machine kept it placed. Shown is its last "
-                "text. Update it to keep it, or delete it."
+                f"⚠ DELETED by {by}, {where}. Shown is its last text. Update it to keep it, "
+                "or delete it."
             )
         else:
             notes.append(
                 f"⚠ DELETED by {by}. Shown is its last text; its versions stay in "
-                f"system://history/{node_view(node)} until the deletion is collected. Place it "
-                f"again with move_memory(uri='{node_view(node)}', new_uri=...) to restore it."
+                f"system://history/{node_view(node)} until the deletion is collected. Restore it "
+                f"with {restore_call(graph, namespace, node)}."
             )
     elif not uris:
         notes.append(
             "⚠ ORPHAN: no domain root reaches this memory (concurrent moves or deletes). "
-            "Place it again with move_memory."
+            f"Place it again with {restore_call(graph, namespace, node)}."
         )
     return notes
 

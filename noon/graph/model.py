@@ -217,6 +217,15 @@ class Graph(Walks):
         g = self.spaces.get(namespace)
         return g.glossary_version if g else 0
 
+    def past_edges(self, namespace: str, node: str) -> list[Key]:
+        return sorted(
+            k
+            for k, el in self.fold.elements.items()
+            if k[0] == EDGE
+            and k[1] == namespace
+            and any(v.val is not None and v.val.get("child") == node for v in el.versions)
+        )
+
     def boot_nodes(self, namespace: str) -> set[str]:
         g = self.spaces.get(namespace)
         return set(g.boot) if g else set()

@@ -14,7 +14,14 @@ from noon.core.elements import boot_key, content_key, edge_key, keyword_key
 from noon.core.ops import Draft, Op, OpId
 from noon.errors import NoonError
 from noon.graph.quote import QuoteEdit, QuoteError, replace_quoted
-from noon.graph.reader import GraphReader, Placement, live_text, resolve_past, version_id
+from noon.graph.reader import (
+    GraphReader,
+    Placement,
+    last_placement,
+    live_text,
+    resolve_past,
+    version_id,
+)
 from noon.graph.uri import NODE_VIEW, Uri, check_name, is_root, new_node_id, parse
 
 MAX_KEYWORD = 100
@@ -344,10 +351,16 @@ def move(
     check_name(name, what="new name")
     check_free(graph, namespace, new_uri)
     check_no_cycle(graph, namespace, node, parent, f"move to '{new_uri}'")
-    prio = old.priority if priority is None and old is not None else (priority or 0)
-    disc = old.disclosure if disclosure is None and old is not None else (disclosure or "")
+    # Unnamed, priority and disclosure stay those of the placement moved, or for an orphan or a
+    # deleted memory placed again, those of the placement it had last.
+    before = old if old is not None else last_placement(graph, namespace, node)
+    prio = before.priority if priority is None and before is not None else (priority or 0)
+    disc = before.disclosure if disclosure is None and before is not None else (disclosure or "")
     if old is None and not disc.strip():
-        raise GraphError("disclosure is required when placing an orphan: say when to recall it.")
+        raise GraphError(
+            "disclosure is required when placing an orphan that never had one: say when to "
+            "recall it (disclosure='When ...')."
+        )
     check_priority(prio)
     drafts = [place(graph, namespace, parent, name, node, prio, disc)]
     if old is not None:

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, Protocol
 
 from noon.core.elements import edge_key, written_at
 from noon.core.ops import Key, Op, OpId
-from noon.graph.uri import Uri, is_root, root, root_domain
+from noon.graph.uri import MAX_SEGMENTS, Uri, is_root, root, root_domain
 
 MAX_URIS = 32
 """URIs derived per node at most (aliases of aliases multiply)."""
@@ -85,6 +85,10 @@ class GraphReader(Protocol):
     def keywords(self, namespace: str) -> dict[str, set[str]]: ...
     def glossary_version(self, namespace: str) -> int: ...
     def boot_nodes(self, namespace: str) -> set[str]: ...
+    def past_edges(self, namespace: str, node: str) -> list[Key]:
+        """The placement elements a held version of which places ``node`` (live or not)."""
+        ...
+
     def conflicts(self, namespace: str) -> Sequence[tuple[Key, ElementLike]]: ...
 
 
@@ -233,3 +237,41 @@ def resolve_past(graph: GraphReader, namespace: str, uri: Uri) -> str | None:
             return None
         node = str(max(lives, key=lambda o: o.order).val["child"])  # type: ignore[index]
     return node
+
+
+def last_placement(graph: GraphReader, namespace: str, node: str) -> Placement | None:
+    """Where ``node`` was placed last (its latest held placement version naming it), with that
+    placement's priority and disclosure: what placing a deleted or orphaned memory again
+    restores when the caller names neither."""
+    best: tuple[Any, Key, Op] | None = None
+    for key in graph.past_edges(namespace, node):
+        el = graph.element(key)
+        for v in el.versions if el is not None else ():
+            names_it = v.val is not None and v.val.get("child") == node
+            if names_it and (best is None or v.order > best[0]):
+                best = (v.order, key, v)
+    if best is None:
+        return None
+    _, key, op = best
+    return _placement(op, key[2], key[3], key[3])
+
+
+def past_uri(graph: GraphReader, namespace: str, node: str) -> Uri | None:
+    """The URI ``node`` had at its last placement: under its parent's URI, or the one its
+    parent had, when that is gone too (up to :data:`~noon.graph.uri.MAX_SEGMENTS` levels)."""
+    names: list[str] = []
+    seen = {node}
+    while len(names) < MAX_SEGMENTS:
+        pl = last_placement(graph, namespace, node)
+        if pl is None:
+            return None
+        names.insert(0, pl.name)
+        if is_root(pl.parent):
+            return Uri(root_domain(pl.parent), tuple(names))
+        above = graph.primary_uri(namespace, pl.parent)
+        if above is not None:
+            return Uri(above.domain, (*above.path, *names))
+        if pl.parent in seen:
+            return None
+        seen.add(node := pl.parent)
+    return None

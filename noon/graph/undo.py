@@ -1,8 +1,14 @@
 """Undo planning: the drafts that put back what one or more changes touched.
 
 A *change* is one batch (the ops of one author sharing ``bat``: one tool call) or one single op.
-Undoing changes writes, for every element they touched, the value that element held just before
-the first of them, as new ops whose ``prev`` names the element's current heads. So an undo
+Undoing changes takes out of every element they touched only what they wrote: the element then
+reads as its versions *not* written by them nor built on them say (the winner of those that no
+other of them replaced), as a new op whose ``prev`` names the element's current heads. Before
+any concurrent writes that is the value just before the first change. A version another
+machine wrote concurrently (on the same element, not knowing the change) is not the change's:
+rolling back one machine's creation of ``core://notes`` leaves the other machine's, and an op
+with no predecessor on an existing memory, rolled back, leaves the memory. Edits built on the
+change (made after it, knowing it) are replaced, and the preview says so. So an undo
 replicates like any write, settles a conflict on the element, and is itself a change that can be
 undone. Every kind is restored the same way, which is what makes a rollback complete: a memory's
 text, its placements (priority, disclosure, moves, aliases), keywords, boot membership, a deleted
@@ -72,13 +78,20 @@ class Step:
     current: Value
     """What readers see now (the winner's value; None when deleted or absent)."""
     later: tuple[Op, ...]
-    """Current heads written by none of the undone changes: edits made since, which the undo
-    replaces too. Empty when nothing touched the element after the changes."""
+    """Current heads built on the undone changes (their ``prev`` leads to one of them): edits
+    made since, knowing the changes, which the undo replaces too."""
     draft: Draft | None
     """The op to write; None when the element already reads as before (or is unknown)."""
     known: bool = True
     """False when a version the changes replaced is not held (see :attr:`Undo.problems`):
     ``before`` is then unknown and nothing is written for this element."""
+    concurrent: tuple[Op, ...] = ()
+    """Current heads neither written by the undone changes nor built on them: versions other
+    writers made without knowing the changes. An undo leaves what they say (``before`` is
+    read from them); a rollback to a version replaces them too (:attr:`replaces_concurrent`)."""
+    restored_from: Op | None = None
+    """The version whose value ``before`` is (None when the element was absent)."""
+    replaces_concurrent: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,6 +131,25 @@ def _replaced(ops: Sequence[Op], ids: set[OpId]) -> set[OpId]:
     return replaced
 
 
+def _built_on(ids: set[OpId], held: Mapping[OpId, Op]) -> set[OpId]:
+    """``ids`` and every held version whose ``prev`` leads (through held versions) to one of
+    them: what the undone ops wrote and what was built on it. Passes in stamp order until
+    nothing is added (one pass, and one to confirm, unless stamps were forged out of order)."""
+    found = set(ids)
+    pending = sorted((v for i, v in held.items() if i not in found), key=lambda o: o.order)
+    grew = True
+    while grew:
+        grew, rest = False, []
+        for v in pending:
+            if found.intersection(v.prev or ()):
+                found.add(v.id)
+                grew = True
+            else:
+                rest.append(v)
+        pending = rest
+    return found
+
+
 def _restore(
     key: Key, ops: Sequence[Op], ids: set[OpId], state: ElementState
 ) -> tuple[Step, str | None]:
@@ -135,20 +167,53 @@ def _restore(
         later = tuple(h for h in state.heads if h.id not in ids)
         current = _winner_value(state.heads)
         return Step(key, None, after, current, later, None, known=False), problem
-    versions = [state.held[r] for r in replaced]
-    # Among the replaced versions, only those no other replaced version supersedes were heads.
-    named = {p for v in versions for p in (v.prev or ())}
-    before = _winner_value(v for v in versions if v.id not in named)
-    return _step(key, before, after, ids, state), None
+    held = {**state.held, **{h.id: h for h in state.heads}}
+    undone = _built_on(ids, held)
+    # What the element reads as without the changes and what was built on them: the winner of
+    # the remaining versions that no remaining version replaced.
+    rest = [v for i, v in held.items() if i not in undone]
+    named = {p for v in rest for p in (v.prev or ())}
+    frontier = [v for v in rest if v.id not in named]
+    source = pick_winner(frontier) if frontier else None
+    before = source.val if source is not None else None
+    return _step(key, before, after, ids, undone, state, source), None
 
 
-def _step(key: Key, before: Value, after: Value, ids: set[OpId], state: ElementState) -> Step:
-    later = tuple(sorted((h for h in state.heads if h.id not in ids), key=lambda o: o.order))
+def _step(
+    key: Key,
+    before: Value,
+    after: Value,
+    ids: set[OpId],
+    undone: set[OpId],
+    state: ElementState,
+    source: Op | None,
+    *,
+    replaces_concurrent: bool = False,
+) -> Step:
+    """The step writing ``before`` over every current head. ``ids`` are the undone changes'
+    ops, ``undone`` those and every version built on them."""
+    heads = sorted(state.heads, key=lambda o: o.order)
+    later = tuple(h for h in heads if h.id in undone and h.id not in ids)
+    concurrent = tuple(
+        h
+        for h in heads
+        if h.id not in undone and not (replaces_concurrent and source and h.id == source.id)
+    )
     draft = None
     if not _reads_as(state, before):
         prev = tuple(sorted(h.id for h in state.heads)) or None
         draft = Draft(key, dict(before) if before is not None else None, prev)
-    return Step(key, before, after, _winner_value(state.heads), later, draft)
+    return Step(
+        key,
+        before,
+        after,
+        _winner_value(state.heads),
+        later,
+        draft,
+        concurrent=concurrent,
+        restored_from=source,
+        replaces_concurrent=replaces_concurrent,
+    )
 
 
 def preview(changes: Sequence[Sequence[Op]], lookup: Lookup) -> Undo:
@@ -194,7 +259,14 @@ def to_version(version: Op, later: Sequence[Sequence[Op]], lookup: Lookup) -> Un
     base = undo(others, lookup) if any(others) else Undo(())
     mine = [op for change in later for op in change if op.el == version.el]
     after = max(mine, key=lambda o: o.order).val if mine else version.val
-    own = _step(version.el, version.val, after, ids, lookup(version.el))
+    state = lookup(version.el)
+    # Edits made knowing the version are later ones; the rest of the heads were written
+    # without knowing it (concurrently), and the rollback replaces them too.
+    undone = _built_on(ids | {version.id}, {**state.held, **{h.id: h for h in state.heads}})
+    undone.discard(version.id)
+    own = _step(
+        version.el, version.val, after, ids, undone, state, version, replaces_concurrent=True
+    )
     return Undo((own, *base.steps))
 
 
@@ -220,32 +292,57 @@ def label(key: Key, name: Callable[[str], str] = str) -> str:
     return "/".join(key)
 
 
+def _who(ops: Iterable[Op]) -> str:
+    return ", ".join(sorted({f"{h.by or 'unknown'} on {h.node}" for h in ops}))
+
+
 def describe(step: Step, name: Callable[[str], str] = str) -> str:
-    """What writing ``step`` does, in one sentence."""
+    """What writing ``step`` does, in one sentence: what it restores and from which version,
+    and every current version it replaces that the undone changes did not write."""
     what = label(step.key, name)
     if step.draft is None:
         return f"{what}: already as before (nothing to write)"
     kind, before, current = step.key[0], step.before, step.current
+    source = step.restored_from
+    ours = {h.id for h in step.concurrent}
+    concurrent_source = source if source is not None and source.id in ours else None
     if before is None:
         verb = {
-            CONTENT: "deleted (the change created it)",
+            CONTENT: "deleted",
             EDGE: "removed",
             KEYWORD: "unbound",
             BOOT: "removed from the boot list",
         }.get(kind, "removed")
-        text = f"{what}: {verb}"
-    elif current is None:
-        text = f"{what}: restored (the change removed it)"
-        if kind == EDGE:
-            text += f" -> {name(before['child'])}, priority {before['priority']}"
-    elif kind == EDGE:
-        text = (
-            f"{what}: back to {name(before['child'])}, priority {before['priority']}, "
-            f"disclosure {before['disclosure']!r}"
-        )
+        if step.concurrent and not step.replaces_concurrent:
+            why = f"as {_who(step.concurrent)} left it, writing concurrently"
+        elif source is None:
+            why = "the change created it"
+        else:
+            why = "the change restored it"
+        text = f"{what}: {verb} ({why})"
     else:
-        text = f"{what}: restored to its earlier value"
+        if concurrent_source is not None:
+            origin = f"the version {_who([concurrent_source])} wrote concurrently"
+        elif step.replaces_concurrent:
+            origin = "the version chosen"
+        else:
+            origin = "the version this change replaced"
+        if current is None:
+            text = f"{what}: restored to {origin} (it reads as deleted now)"
+        else:
+            text = f"{what}: back to {origin}"
+        if kind == EDGE:
+            text += (
+                f" -> {name(before['child'])}, priority {before['priority']}, "
+                f"disclosure {before['disclosure']!r}"
+            )
     if step.later:
-        who = ", ".join(sorted({f"{h.by or 'unknown'} on {h.node}" for h in step.later}))
-        text += f" (also replaces later edits by {who})"
+        text += f"; also replaces later edits by {_who(step.later)}, made after the change"
+    if step.concurrent and step.replaces_concurrent:
+        text += f"; also replaces the version(s) {_who(step.concurrent)} wrote concurrently"
+    elif step.concurrent and concurrent_source is None and before is not None:
+        text += (
+            f"; the version(s) {_who(step.concurrent)} wrote concurrently, not this change, "
+            "lose to it as they would without the change"
+        )
     return text

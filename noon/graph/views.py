@@ -12,7 +12,15 @@ from collections import Counter
 
 from noon.core.elements import CONTENT, boot_key
 from noon.graph.glossary import Glossary
-from noon.graph.memory_view import SNIPPET, author, memory, show_uri, when
+from noon.graph.memory_view import (
+    SNIPPET,
+    author,
+    memory,
+    restore_call,
+    show_uri,
+    show_uri_or_past,
+    when,
+)
 from noon.graph.reader import (
     GraphReader,
     Placement,
@@ -21,6 +29,7 @@ from noon.graph.reader import (
     version_id,
     written_ms,
 )
+from noon.graph.textdiff import hunks
 from noon.graph.uri import Uri, UriError, node_view, parse, root, root_domain
 
 CROWDED = 10
@@ -53,7 +62,7 @@ def boot(graph: GraphReader, glossary: Glossary, namespace: str, now_ms: int) ->
     failed: list[str] = []
     for n in nodes:
         if not graph.is_live(namespace, n):
-            failed.append(f"- {n}: deleted")
+            failed.append(f"- {show_uri_or_past(graph, namespace, n)}: deleted")
             continue
         booted = _boot_uri(graph, namespace, n)
         if booted is None:
@@ -182,16 +191,17 @@ def orphans(graph: GraphReader, namespace: str) -> str:
         "# Orphaned Memories",
         f"# Total: {len(found)}",
         "# No domain root reaches these (concurrent moves, a cycle, or a parent deleted on "
-        "another machine). Nothing is lost: read one by its system://node URI and place it "
-        "with move_memory(uri=<that URI>, new_uri=...), or delete it.",
+        "another machine). Nothing is lost: read one by its system://node URI, place it again "
+        "with the call shown under it, or delete it.",
         "",
     ]
     for n in found:
         el = graph.content(namespace, n)
         snip = " ".join((live_text(el) if el else "").split())[:SNIPPET]
         last = [f"{p.parent}/{p.name}" for p in graph.placements(namespace, n)]
-        out.append(f"- {node_view(n)}")
+        out.append(f"- {show_uri_or_past(graph, namespace, n)}")
         out.append(f"  Snippet: {snip}")
+        out.append(f"  Place it again: {restore_call(graph, namespace, n)}")
         if last:
             out.append(f"  Still placed under (unreachable): {', '.join(last)}")
     return "\n".join(out) + "\n"
@@ -217,7 +227,7 @@ def conflicts(graph: GraphReader, namespace: str) -> str:
                 if el.deleted and not el.conflicted
                 else "concurrent content versions"
             )
-            out.append(f"- {show_uri(graph, namespace, node)} ({what})")
+            out.append(f"- {show_uri_or_past(graph, namespace, node)} ({what})")
         else:
             parent, name = key[2], key[3]
             where = (
@@ -251,7 +261,7 @@ def history(
         f"# Versions kept: {len(versions)} (newest first; roll back with rollback_memory)",
         "",
     ]
-    for op in versions[:limit]:
+    for at, op in enumerate(versions[:limit]):
         state = "deleted" if op.val is None else f"{len(op.val['text'])} chars"
         current = el is not None and op.id == el.winner.id
         cur = " [current]" if current else (" [concurrent head]" if op.id in heads else "")
@@ -259,7 +269,12 @@ def history(
         if written_ms(op) != op_time_ms(op):
             stamp += f" (imported {when(op_time_ms(op))})"
         out.append(f"- {version_id(op)}{cur} {stamp} by {author(op)}: {state}")
-        if op.val is not None:
+        older = next((v.val for v in versions[at + 1 :] if v.val is not None), None)
+        if op.val is not None and older is not None:
+            out += [f"  {h}" for h in hunks(older["text"], op.val["text"])] or [
+                "  (same text as the version before)"
+            ]
+        elif op.val is not None:
             first = " ".join(op.val["text"].split())[:80]
             out.append(f"  {first}")
         rows.append(

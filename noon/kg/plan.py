@@ -19,13 +19,43 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from noon.core.elements import MAX_KEY_PART, entity_key, rel_key
-from noon.core.ops import Draft, Key
+from noon.core.ops import MAX_BATCH, Draft, Key
 from noon.errors import NoonError
 from noon.kg.graph import KgReader, obs_key, obs_value
 
 
 class KGError(NoonError):
-    """A call the official server refuses; the message is the official error text."""
+    """A call the official server refuses; the message is the official error text (or, for
+    what only noon bounds, a message saying the bound)."""
+
+
+MAX_CALL_ITEMS = 10_000
+"""The most entities, relations, names, observations and contents one call may list: a call
+is one batch written under the shard's lock, and a whole graph migrates with ``noon import``."""
+
+
+def call_size(items: Sequence[Any]) -> int:
+    """How many items a call's argument lists: its entries and the strings each one lists."""
+    return len(items) + sum(
+        len(v)
+        for item in items
+        if isinstance(item, dict)
+        for v in item.values()
+        if isinstance(v, list)
+    )
+
+
+def check_size(tool: str, items: Sequence[Any]) -> None:
+    """Refuse, before anything is read or written, a call listing more than
+    :data:`MAX_CALL_ITEMS` items (the official server has no bound: a deviation,
+    docs/knowledge-graph.md)."""
+    size = call_size(items)
+    if size > MAX_CALL_ITEMS:
+        raise KGError(
+            f"{tool} lists {size} items (entries and the observations or names they list); one "
+            f"call takes at most {MAX_CALL_ITEMS}. Nothing was written: split it into smaller "
+            "calls, or import a whole graph with `noon import`."
+        )
 
 
 @dataclass
@@ -54,6 +84,11 @@ class _Batch:
         self.drafts[key] = Draft(key, None)
 
     def list(self) -> list[Draft]:
+        if len(self.drafts) > MAX_BATCH:  # a deletion cascading to that many observations
+            raise KGError(
+                f"This call would write {len(self.drafts)} operations; one change holds at "
+                f"most {MAX_BATCH}. Nothing was written: delete in smaller calls."
+            )
         return list(self.drafts.values())
 
 

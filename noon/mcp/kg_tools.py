@@ -100,7 +100,9 @@ Planner = Callable[[KgReader, Any], plan.Planned]
 
 async def _mutate(ctx: ToolContext, planner: Planner, arg: Any) -> Any:
     """Plan and write one batch off the event loop (it fsyncs); notify subscribers after.
-    A refusal (``KGError``: an unknown entity, an over-long name) writes nothing."""
+    A refusal (``KGError``: an unknown entity, an over-long name) writes nothing; a call
+    listing too many items is refused before the store is touched."""
+    plan.check_size(planner.__name__, arg)
     result = await anyio.to_thread.run_sync(
         lambda: kg_mutate(ctx.store, ctx.namespace, planner, arg, ctx.client)
     )

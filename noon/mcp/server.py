@@ -51,6 +51,19 @@ NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 KG_SCHEME = "memory://"
 
 
+def with_notice(result: ToolResult, store: Store) -> ToolResult:
+    """A tool's result, with a last text block saying so while the memory shown is not current
+    (the read model is behind its shards: a full disk)."""
+    behind = store.behind
+    if behind is None:
+        return result
+    if isinstance(result, dict):
+        result.setdefault("content", []).append({"type": "text", "text": behind.notice()})
+    else:
+        result.content.append(types.TextContent(type="text", text=behind.notice()))
+    return result
+
+
 def package_version() -> str:
     try:
         return version("noon")
@@ -280,7 +293,7 @@ def create_server(
                 f"{spec.name}: " + "\n".join(problems)
             )
         try:
-            return await spec.handler(args, tool_context(ctx, family))
+            return with_notice(await spec.handler(args, tool_context(ctx, family)), store)
         except family.refusals as exc:
             return family.refusal(exc)
         except (StoreError, OSError) as exc:

@@ -189,10 +189,11 @@ def delete_memory(svc: GraphService, args: DeleteArgs, ctx: ToolContext) -> Repl
         text = f"Success: Memory '{label}' deleted."
         if deleted > 1:
             text += f" (Recursively deleted {deleted - 1} descendant memory(ies))"
+        restore = svc.read(lambda s: memory_view.restore_call(s.graph, ctx.namespace, node))
         text += (
             f" Its versions stay in system://history/{label} (and in "
-            f"system://node/{node}) until the deletion is collected; restore it with "
-            f"move_memory(uri='system://node/{node}', new_uri=...)."
+            f"system://node/{node}) until the deletion is collected; restore it (with its "
+            f"priority and disclosure) with {restore}."
         )
     return text, {"uri": label, "memory_id": node, "deleted": deleted}
 

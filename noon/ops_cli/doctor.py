@@ -1,11 +1,12 @@
 """``noon doctor``: check everything a node needs and say, for each problem, how to fix it.
 
-Checks, in order: the directory (exists, writable); the shards (corrupt lines with file:line,
-stamps from a clock far in the future); forks (two different ops with one identity, found by
-folding every shard, and those the daemon reports); this node's certificate, key and CA (present,
-matching, signed by the CA, CN equal to the node id, expiry); the local daemon (answers, is this
-node, its own shard not behind); every member (answers over mutual TLS, is not suspect or dead)
-and its clock (the skew between its HTTP ``Date`` and ours).
+Checks, in order: the directory (exists, writable, its entries readable by their owner only);
+the shards (corrupt lines with file:line, stamps from a clock far in the future); forks (two
+different ops with one identity, found by folding every shard, and those the daemon reports);
+this node's certificate, key and CA (present, matching, signed by the CA, CN equal to the node
+id, expiry); the local daemon (answers, is this node, its own shard not behind); every member
+(answers over mutual TLS, is not suspect or dead) and its clock (the skew between its HTTP
+``Date`` and ours).
 
 A machine where nothing says it replicates (no certificate, no peer source, no daemon state)
 gets a note instead of the certificate, daemon and peer checks: keeping memory on one machine
@@ -34,6 +35,7 @@ from noon.ops_cli.doctor_mesh import check_daemon, check_members
 from noon.ops_cli.findings import ERROR, NOTE, OK, WARNING, Finding, render
 from noon.ops_cli.peers import state_path
 from noon.store import peerstate
+from noon.store.private import fix_command, loose_entries
 from noon.store.shard import unsafe_entries
 from noon.store.store import ForkDetected, Store
 from noon.store.survey import survey_dir
@@ -64,12 +66,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def check_directory(d: Path) -> list[Finding]:
     if not d.exists():
+        base = next((p for p in d.parents if p.exists()), None)
+        if base is not None and base.is_dir() and os.access(base, os.W_OK | os.X_OK):
+            return [
+                Finding(
+                    "directory",
+                    NOTE,
+                    f"{d} does not exist yet: no memory has been written on this machine; the "
+                    "first write (a session of noon serve, or noon import) creates it",
+                    "nothing to do; if this machine's memory is elsewhere, set NOON_DIR to it",
+                )
+            ]
         return [
             Finding(
                 "directory",
                 ERROR,
-                f"{d} does not exist",
-                f"set NOON_DIR to the right directory, or create it: mkdir -p {d}",
+                f"{d} does not exist, and {base} is not a directory this user can write in, "
+                "so noon cannot create it",
+                f"set NOON_DIR to a directory you can write, or create it: mkdir -p {d}",
             )
         ]
     if not d.is_dir():
@@ -91,6 +105,29 @@ def check_directory(d: Path) -> list[Finding]:
             )
         ]
     return [Finding("directory", OK, f"{d} exists and is writable")]
+
+
+SHOWN_LOOSE = 50
+
+
+def check_modes(d: Path) -> list[Finding]:
+    """Whether another account on this machine could read or change the memory: every entry
+    of ``d`` must be its owner's alone (0700 directories, 0600 files, as noon creates them)."""
+    loose = loose_entries(d)
+    if not loose:
+        return [Finding("permissions", OK, f"{d} and its files are readable by their owner only")]
+    named = ", ".join(f"{name} ({mode:04o})" for name, mode in loose[:SHOWN_LOOSE])
+    more = f" and {len(loose) - SHOWN_LOOSE} more" if len(loose) > SHOWN_LOOSE else ""
+    return [
+        Finding(
+            "permissions",
+            WARNING,
+            f"{len(loose)} entries of {d} are open to other accounts on this machine (unless a "
+            f"directory above it stops them): {named}{more}. They can read every memory, "
+            "key and PIN in it, or change them",
+            f"take the group's and other accounts' permissions away: {fix_command(d)}",
+        )
+    ]
 
 
 def check_shards(settings: Settings, now_ms: int) -> list[Finding]:
@@ -292,6 +329,7 @@ ALONE = Finding(
 def diagnose(settings: Settings, url: str, *, daemon: bool = True) -> list[Finding]:
     findings = check_directory(settings.dir)
     if findings[0].level == OK:
+        findings += check_modes(settings.dir)
         findings += check_shards(settings, time.time_ns() // 1_000_000)
         findings += check_fork(settings)
     if not replication_set_up(settings):

@@ -16,13 +16,13 @@ from typing import Any
 from noon.config import Settings, add_store_flags, settings_from
 from noon.core.elements import CONTENT
 from noon.core.hlc import physical, utc
-from noon.core.ops import Key
-from noon.graph.memory_view import show_uri
-from noon.graph.reader import ElementLike
+from noon.graph.memory_view import show_uri_or_past
+from noon.names import shard_node
 from noon.ops_cli import daemon_api
 from noon.ops_cli.peers import state_path
 from noon.store import peerstate
-from noon.store.readmodel.rows import key_of
+from noon.store.readmodel.overview import namespaces
+from noon.store.shard import list_shards
 from noon.store.store import ForkDetected, Store
 from noon.store.survey import survey_dir
 
@@ -51,44 +51,57 @@ def iso(seconds: float | None) -> str | None:
     return utc(seconds * 1000, "iso")
 
 
-def live_heads(el: ElementLike) -> list[Any]:
-    return [h for h in el.heads.values() if h.val is not None]
-
-
-def conflicts(store: Store, limit: int) -> tuple[int, list[dict[str, Any]]]:
-    """Elements with more than one live head (concurrent versions nobody resolved yet)."""
+def conflicts(store: Store, limit: int) -> tuple[int, list[dict[str, Any]], dict[str, int]]:
+    """What ``system://conflicts`` and the page's Conflicts list, in every namespace (one rule:
+    :meth:`~noon.graph.reader.GraphReader.conflicts`, edits that lost to a delete included):
+    the total, the first ``limit`` items, and the count per namespace."""
     with store.lock, store.graph.reading():
-        return _conflicts(store, limit)
-
-
-def _conflicts(store: Store, limit: int) -> tuple[int, list[dict[str, Any]]]:
-    found: list[tuple[Key, ElementLike]] = []
-    for (kt,) in store.model.conn.execute(
-        "SELECT key FROM elements WHERE nheads > 1 ORDER BY key"
-    ).fetchall():
-        key = key_of(kt)
-        stored = store.graph.element(key)
-        if stored is not None and len(live_heads(stored)) > 1:
-            found.append((key, stored))
-    found.sort(key=lambda kv: kv[0])
-    graph = store.graph
-    out = []
-    for key, el in found[:limit]:
-        item: dict[str, Any] = {"element": list(key)}
-        if key[0] == CONTENT:
-            item["uri"] = show_uri(graph, key[1], key[2])
-        item["heads"] = [
-            {
-                "version": f"{h.node}:{h.seq}",
-                "by": h.by,
-                "node": h.node,
-                "time": iso(physical(h.hlc) / 1000),
-                "winner": h.id == el.winner.id,
-            }
-            for h in sorted(live_heads(el), key=lambda o: o.order, reverse=True)
+        graph = store.graph
+        found = [
+            (ns, key, el)
+            for ns in sorted(namespaces(graph.conn))
+            for key, el in graph.conflicts(ns)
         ]
-        out.append(item)
-    return len(found), out
+        per_ns: dict[str, int] = {}
+        for ns, _, _ in found:
+            per_ns[ns] = per_ns.get(ns, 0) + 1
+        out = []
+        for ns, key, el in found[:limit]:
+            item: dict[str, Any] = {"namespace": ns, "element": list(key)}
+            if key[0] == CONTENT:
+                item["uri"] = show_uri_or_past(graph, ns, key[2])
+            item["heads"] = [
+                {
+                    "version": f"{h.node}:{h.seq}",
+                    "by": h.by,
+                    "node": h.node,
+                    "time": iso(physical(h.hlc) / 1000),
+                    "winner": h.id == el.winner.id,
+                    "deleted": h.val is None,
+                }
+                for h in sorted(el.heads.values(), key=lambda o: o.order, reverse=True)
+            ]
+            out.append(item)
+        return len(found), out, per_ns
+
+
+ONE_MACHINE = (
+    "none needed: this is the only machine (no certificates, no peers); "
+    "`noon certs init` starts adding another (docs/noond.md)"
+)
+
+
+def _peers_known(settings: Settings) -> bool:
+    """Whether this machine has, or had, peers: its daemon's state file names some, or the
+    directory holds another machine's shard."""
+    own = {settings.node_id, settings.node_id + "-import"}
+    if any(shard_node(name) not in own for name in list_shards(settings.dir)):
+        return True
+    try:
+        state = peerstate.load(state_path(settings))
+    except (OSError, peerstate.StateError):
+        return True  # unreadable: assume a mesh rather than hide a daemon that is down
+    return bool(state.members or state.reports)
 
 
 def gather(
@@ -107,6 +120,11 @@ def gather(
     try:
         status_doc = daemon_api.get_json(url, "/status", settings)
         peers_doc = daemon_api.get_json(url, "/peers", settings)
+    except daemon_api.NoCertificate as exc:
+        daemon["error"] = str(exc)
+        daemon["needed"] = _peers_known(settings)
+        if not daemon["needed"]:
+            daemon["note"] = ONE_MACHINE
     except daemon_api.Unreachable as exc:
         daemon["error"] = str(exc)
     if status_doc is not None and status_doc.get("node") != settings.node_id:
@@ -190,10 +208,13 @@ def gather(
     except ForkDetected as exc:
         forks.append({"peer": None, "shard": None, "error": str(exc)})
         report["conflicts_total"], report["conflicts"] = None, []
+        report["conflicts_by_namespace"] = {}
     else:
         try:
             with own.lock:
-                report["conflicts_total"], report["conflicts"] = conflicts(own, limit)
+                total, listed, per_ns = conflicts(own, limit)
+                report["conflicts_total"], report["conflicts"] = total, listed
+                report["conflicts_by_namespace"] = per_ns
         finally:
             if own is not store:
                 own.close()
@@ -232,6 +253,8 @@ def render(r: dict[str, Any]) -> str:
             f"daemon {d['url']}: up {d.get('uptime_seconds', 0):.0f} s, "
             f"{d.get('rounds')} rounds{behind}"
         )
+    elif d.get("needed") is False:
+        out.append(f"daemon: {ONE_MACHINE}")
     else:
         out.append(f"daemon {d['url']}: not reachable ({d.get('error')})")
     out.append("")
@@ -276,11 +299,12 @@ def render(r: dict[str, Any]) -> str:
     if r["conflicts_total"] is None:
         out.append("conflicts: unknown (the directory is forked, see below)")
     else:
-        out.append(f"conflicts: {r['conflicts_total']}")
+        per_ns = ", ".join(f"{ns}: {n}" for ns, n in r["conflicts_by_namespace"].items())
+        out.append(f"conflicts: {r['conflicts_total']}" + (f" ({per_ns})" if per_ns else ""))
     for c in r["conflicts"]:
-        out.append(f"  {c.get('uri') or '/'.join(c['element'])}")
+        out.append(f"  [{c['namespace']}] {c.get('uri') or '/'.join(c['element'])}")
         for h in c["heads"]:
-            mark = " (shown)" if h["winner"] else ""
+            mark = " (shown)" if h["winner"] else (" (a delete)" if h["deleted"] else "")
             out.append(
                 f"    {h['version']}{mark} by {h['by'] or 'unknown'} on {h['node']} at {h['time']}"
             )

@@ -20,6 +20,7 @@ from pathlib import Path
 from noon.core.compaction import droppable
 from noon.core.gcpause import paused as paused_gc
 from noon.core.ops import Key, Op, OpError, OpId, decode
+from noon.store.private import make_dir
 from noon.store.shard import list_shards, locked, open_regular, write_file
 
 Scan = tuple[list[tuple[bytes, Op | None]], int, int]
@@ -95,7 +96,7 @@ def maintenance(directory: Path) -> Iterator[None]:
     rewrites: two planning on each other's old files could each drop the last op naming a
     version, and that version would come back as a head."""
     state = directory / ".noon"
-    state.mkdir(exist_ok=True)
+    make_dir(state)
     with locked(state / "compact"):
         yield
 

@@ -33,6 +33,7 @@ from pathlib import Path
 import orjson
 
 from noon.core.ops import OpId
+from noon.store.private import make_dir
 from noon.store.shard import fsync_dir, open_regular, read_regular, write_file
 
 MAX_JOURNAL = 1 << 32
@@ -52,7 +53,7 @@ def _open(directory: Path) -> int | None:
     nothing can collect there either)."""
     path = cut_lock_path(directory)
     try:
-        path.parent.mkdir(exist_ok=True)
+        make_dir(path.parent)
         return open_regular(path, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
         if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):

@@ -16,3 +16,7 @@ class ForkDetected(StoreError):
 
 class ShardBehind(StoreError):
     """The own shard holds fewer ops than a copy of it elsewhere: writing would reuse seqs."""
+
+
+class DiskFull(StoreError):
+    """The disk holding ``NOON_DIR`` is full: a write was refused, and nothing was written."""

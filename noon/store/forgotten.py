@@ -31,6 +31,7 @@ from pathlib import Path
 import orjson
 
 from noon.core.ops import Key, Op
+from noon.store.private import make_dir
 from noon.store.shard import fsync_dir, open_regular, read_regular
 
 MAX_LEDGER = 1 << 32
@@ -75,7 +76,7 @@ def record(directory: Path, keys: Iterable[Key], frontier: Mapping[str, int]) ->
     if not keys:
         return
     path = ledger_path(directory)
-    path.parent.mkdir(exist_ok=True)
+    make_dir(path.parent)
     created = not path.exists()
     line = (
         orjson.dumps({"frontier": dict(sorted(frontier.items())), "keys": [list(k) for k in keys]})

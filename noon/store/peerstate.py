@@ -14,6 +14,7 @@ from pathlib import Path
 
 from noon.core.ops import valid_node_id
 from noon.errors import NoonError
+from noon.store.private import make_dir
 from noon.store.shard import NotRegular, locked, read_regular, write_file
 
 MAX_STATE = 256 << 20
@@ -170,7 +171,7 @@ def save(path: Path, state: PeerState) -> None:
 
 def update(path: Path, change: Callable[[PeerState], None]) -> PeerState:
     """Read, change (in place) and write the state under the file's lock."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dir(path.parent)
     with locked(path):
         state = load(path)
         change(state)

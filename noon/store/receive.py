@@ -20,6 +20,7 @@ from noon.store.errors import ForkDetected
 from noon.store.lines import clean_end, digest_at
 from noon.store.shard import (
     HeldLock,
+    append_all,
     fsync_dir,
     list_shards,
     locked,
@@ -27,7 +28,6 @@ from noon.store.shard import (
     open_regular,
     read_regular,
     repair_tail,
-    write_all,
     write_file,
 )
 
@@ -147,11 +147,9 @@ def append(
                             raise SkipsCompacted(node, expect - 1, op.seq)
                         expect += 1
             if fresh:
-                write_all(fd, b"".join(fresh))
-                if fsync:
-                    os.fsync(fd)
-                    if created:
-                        fsync_dir(directory)
+                append_all(fd, b"".join(fresh), fsync=fsync)
+                if fsync and created:
+                    fsync_dir(directory)
             head = max([last] + [op.seq for _, op in ops])
         finally:
             os.close(fd)

@@ -18,6 +18,7 @@ File invariants (every writer keeps them, every reader relies on them):
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import mmap
 import os
@@ -32,6 +33,7 @@ from noon.core.ops import Op, OpError, decode
 from noon.errors import NoonError
 from noon.names import shard_node
 from noon.store.lines import BatchGate, Buffer, Envelope, clean_end, last_complete, lines_backwards
+from noon.store.private import FILE_MODE, make_dir
 
 READ_CHUNK = 16 << 20
 
@@ -55,7 +57,7 @@ class NotRegular(NoonError, FileNotFoundError):
     treats it as absent (hence a :class:`FileNotFoundError`), and ``noon doctor`` names it."""
 
 
-def open_regular(path: Path, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
+def open_regular(path: Path, flags: int = os.O_RDONLY, mode: int = FILE_MODE) -> int:
     """Open ``path`` without following a symbolic link and without blocking on a FIFO; refuse
     anything but a regular file (:class:`NotRegular`). A missing file raises
     :class:`FileNotFoundError` as ``os.open`` does (unless ``flags`` create it)."""
@@ -196,13 +198,13 @@ class HeldLock:
 
 
 def write_file(
-    path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o644, durable: bool = True
+    path: Path, data: bytes | Iterable[bytes], *, mode: int = FILE_MODE, durable: bool = True
 ) -> None:
     """Replace ``path`` with ``data`` (bytes, or chunks written in order) atomically: a crash
     leaves the old file or the new one, never a mixture; ``durable`` also survives a power
     loss (fsync of the file and its directory). The new file is created with ``mode`` (less
     the umask); a link at ``path`` is replaced, never written through."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dir(path.parent)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
@@ -267,6 +269,22 @@ def _own_ops(buf: Buffer, end: int, node: str) -> Iterator[tuple[tuple[int, Op],
             continue
         if op.node == node:
             yield (start, op), Envelope(op.node, op.seq, op.bat)
+
+
+def append_all(fd: int, data: bytes, *, fsync: bool) -> None:
+    """Under the shard's lock: append ``data`` (whole lines) all or nothing. A write or fsync
+    that fails (a full disk) truncates the file back to where it was before raising, so a
+    failure reported is an append that did not happen, and a retry cannot duplicate it."""
+    size = os.fstat(fd).st_size
+    try:
+        write_all(fd, data)
+        if fsync:
+            os.fsync(fd)
+    except BaseException:
+        os.ftruncate(fd, size)
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+        raise
 
 
 def write_all(fd: int, data: bytes) -> None:

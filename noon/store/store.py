@@ -8,6 +8,11 @@ under the lock, it repairs the shard's tail and folds what arrived meanwhile; if
 the plan is made again there (it is a pure function of what it reads, with a bounded cost), so
 "expected version" checks and conflict heads are exact even with several writers of one node.
 The ops are stamped, appended in one write and fsync'd before the call returns.
+
+A write is reported done exactly when its batch is durable in the shard: an append that fails
+(a full disk) is taken back and raises :class:`DiskFull`; a read model that cannot fold the
+batch afterwards falls behind (:mod:`noon.store.readmodel.behind`) without turning the durable
+write into a failure, and refuses the next writes until it caught up.
 """
 
 from __future__ import annotations
@@ -24,16 +29,18 @@ from noon.core.hlc import Clock
 from noon.core.ops import AUTO, Draft, Key, Op, OpId, decode, encode
 from noon.names import shard_file
 from noon.store.compact import compact_dir
-from noon.store.errors import ForkDetected, ShardBehind, StoreError
+from noon.store.errors import DiskFull, ForkDetected, ShardBehind, StoreError
+from noon.store.private import make_dir
+from noon.store.readmodel.behind import Behind, full
 from noon.store.readmodel.graph import SqlGraph
 from noon.store.readmodel.kg import SqlKg
 from noon.store.readmodel.model import Changes, ReadModel
 from noon.store.readmodel.schema import FILE_NAME
 from noon.store.readmodel.search import Search
 from noon.store.readmodel.state import FoldView, head_ids
-from noon.store.shard import Corrupt, fsync_dir, locked, open_regular, repair_tail, write_all
+from noon.store.shard import Corrupt, append_all, fsync_dir, locked, open_regular, repair_tail
 
-__all__ = ["Changes", "ForkDetected", "ShardBehind", "Store", "StoreError"]
+__all__ = ["Changes", "DiskFull", "ForkDetected", "ShardBehind", "Store", "StoreError"]
 
 log = logging.getLogger("noon.store")
 
@@ -73,7 +80,7 @@ class Store:
         self.now = clock_ms
         self.clock = Clock(max_skew_ms=settings.max_skew_ms)
         self.lock = threading.RLock()
-        self.dir.mkdir(parents=True, exist_ok=True)
+        make_dir(self.dir)
         self.model = ReadModel(
             self.dir, read_model_path(self.dir) if shared else None, self.clock, clock_ms
         )
@@ -127,6 +134,7 @@ class Store:
         Returns the ops as written."""
         with self.lock:
             self.refresh()
+            self._check_current()
             with self.graph.reading():
                 planned_at = self.model.generation
                 drafts = list(plan(self.graph))
@@ -146,6 +154,9 @@ class Store:
                         tail.dropped_batch,
                     )
                 self.refresh()
+                self._check_current()
+                if tail.last is not None:
+                    self.clock.follow(tail.last.hlc)  # another process may have written it
                 last_seq = tail.last.seq if tail.last else 0
                 self._check_not_behind(last_seq)
                 with self.graph.reading():
@@ -154,18 +165,38 @@ class Store:
                     if not drafts:
                         return []
                     lines = self._stamp(drafts, last_seq, client)
-                write_all(fd, b"".join(line + b"\n" for line in lines))
-                if self.settings.fsync:
-                    os.fsync(fd)
-                    if created:
-                        fsync_dir(self.dir)
+                self._append(fd, b"".join(line + b"\n" for line in lines))
+                if self.settings.fsync and created:
+                    fsync_dir(self.dir)
             finally:
                 os.close(fd)
-            self.refresh()
+            self.refresh()  # on a full disk the read model falls behind: the batch is durable
         ops = [decode(line) for line in lines]
-        if self.compaction_due(ops):
+        if self.compaction_due(ops) and self.behind is None:
             self._compact_in_background()
         return ops
+
+    @property
+    def behind(self) -> Behind | None:
+        """Set while the read model cannot fold what the shards gained (a full disk): reads
+        show its last committed state, writes are refused."""
+        return self.model.behind
+
+    def _check_current(self) -> None:
+        if self.model.behind is not None:
+            raise DiskFull(self.model.behind.refusal())
+
+    def _append(self, fd: int, data: bytes) -> None:
+        try:
+            append_all(fd, data, fsync=self.settings.fsync)
+        except OSError as exc:
+            if not full(exc):
+                raise
+            raise DiskFull(
+                f"Not written: no space left on the disk for {self.own} ({exc.strerror}). "
+                "Nothing was written (the partial append was taken back). Free space there and "
+                "call again."
+            ) from exc
 
     def _check_not_behind(self, last_seq: int) -> None:
         seen = self.fold.highwater(self.node)

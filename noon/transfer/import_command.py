@@ -1,7 +1,8 @@
 """``noon import SOURCE``: the official memory server's ``memory.jsonl`` / ``memory.json`` (or
 any ``{entities, relations}`` JSON document: server-noonien's ``export``, a ``read_graph``
 result), server-noonien's shards (its ``NOONIEN_DIR`` or one ``<node>.jsonl``), a Nocturne
-Memory database (a SQLite file or a PostgreSQL URL, with its boot list), or a noon export. The
+Memory database (a SQLite file or a PostgreSQL URL, with its boot list), a noon export, or a
+folder ``noon export --format markdown`` wrote. The
 format is detected from the content; ``--format`` names it.
 
 Everything is read and validated before the first write: bad input imports nothing.
@@ -14,11 +15,25 @@ import sys
 from pathlib import Path
 
 from noon.config import Settings, add_store_flags, settings_from
-from noon.transfer import nocturne, nocturne_boot, noon_format, noonien, official, postgres
+from noon.store.private import make_dir
+from noon.transfer import (
+    markdown_dir,
+    nocturne,
+    nocturne_boot,
+    noon_format,
+    noonien,
+    official,
+    postgres,
+)
 from noon.transfer.errors import TransferError
-from noon.transfer.importer import import_nocturne, import_official, import_store
+from noon.transfer.importer import (
+    import_markdown,
+    import_nocturne,
+    import_official,
+    import_store,
+)
 
-FORMATS = ("auto", "official", "nocturne", "noonien", "noon")
+FORMATS = ("auto", "official", "nocturne", "noonien", "noon", "markdown")
 HEAD_BYTES = 4096
 
 
@@ -28,7 +43,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="SOURCE",
         help="memory.jsonl or memory.json (official server), an {entities, relations} JSON "
         "export, server-noonien's directory (~/.noonien) or a shard of it, a Nocturne database "
-        "(.db file or postgresql://user:password@host/db), or a noon export",
+        "(.db file or postgresql://user:password@host/db), a noon export, or a folder of "
+        "noon export --format markdown",
     )
     parser.add_argument("--format", choices=FORMATS, default="auto", help="default: detect")
     parser.add_argument(
@@ -43,6 +59,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def detect(path: Path) -> str:
+    if markdown_dir.is_markdown_export(path):
+        return "markdown"
     if path.is_dir():
         return "noonien"
     if nocturne.is_sqlite(path):
@@ -63,11 +81,16 @@ def run(args: argparse.Namespace) -> int:
     if not path.exists():
         raise TransferError(f"{path}: no such file or directory")
     kind = detect(path) if args.format == "auto" else args.format
-    if path.is_dir() and kind != "noonien":
-        raise TransferError(f"{path}: a directory; only server-noonien's directory imports as one")
+    if path.is_dir() and kind not in ("noonien", "markdown"):
+        raise TransferError(
+            f"{path}: a directory; only server-noonien's directory and a noon Markdown export "
+            "import as one"
+        )
+    if kind == "markdown":
+        return _markdown(settings, markdown_dir.read_dir(path), str(path))
     if kind == "noon":
         export = noon_format.parse(path.read_bytes(), str(path))
-        settings.dir.mkdir(parents=True, exist_ok=True)
+        make_dir(settings.dir)
         added, present = noon_format.restore(settings.dir, export, str(path))
         print(f"Restored {added} operations ({present} already present) from {path}.")
         return 0
@@ -85,6 +108,14 @@ def run(args: argparse.Namespace) -> int:
     except UnicodeDecodeError as exc:
         raise TransferError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     return _official(settings, official.parse(text, str(path)), str(path))
+
+
+def _markdown(settings: Settings, export: markdown_dir.MarkdownExport, source: str) -> int:
+    with import_store(settings) as store:
+        print(import_markdown(store, export, source))
+        for ns, graph in sorted(export.graphs.items()):
+            print(import_official(store, ns, graph, f"{source}/{ns}/{markdown_dir.KG_FILE}"))
+    return 0
 
 
 def _official(settings: Settings, graph: official.OfficialGraph, source: str) -> int:

@@ -23,6 +23,7 @@ from noon.names import shard_file
 from noon.store.access import kg_mutate
 from noon.store.compact import compact_dir
 from noon.store.store import Store
+from noon.transfer.markdown_dir import MarkdownExport
 from noon.transfer.nocturne import NocturneData, Version
 from noon.transfer.nocturne_boot import BootPlan
 from noon.transfer.official import OfficialGraph
@@ -188,4 +189,38 @@ def import_nocturne(
         f"{len(data.versions)} memories, {placed} of {len(placements)} placements, {bound} of "
         f"{len(keywords)} keywords and {booted} of {len(boots)} boot entries (boot list from "
         f"{boot.source}; what was already present is skipped)."
+    )
+
+
+def import_markdown(store: Store, export: MarkdownExport, source: str) -> str:
+    """A Markdown export: each memory's current text (with when it was written), placements,
+    keywords and boot entries; what is already present is skipped. Its knowledge graphs are
+    imported by :func:`import_official`."""
+    contents: list[tuple[Key, dict[str, Any]]] = []
+    placements: list[tuple[Key, dict[str, Any]]] = []
+    keywords: list[tuple[Key, dict[str, Any]]] = []
+    boots: list[tuple[Key, dict[str, Any]]] = []
+    for m in export.memories:
+        when = m.history[-1] if m.history else None
+        contents.append((content_key(m.namespace, m.node), content_value(Version(m.text, when))))
+        placements += [
+            (
+                edge_key(m.namespace, p.parent, p.name),
+                {"child": m.node, "priority": p.priority, "disclosure": p.disclosure},
+            )
+            for p in m.placements
+        ]
+        keywords += [(keyword_key(m.namespace, k, m.node), {}) for k in m.keywords]
+        if m.boot is not None:
+            boots.append((boot_key(m.namespace, m.node), {"uri": m.boot} if m.boot else {}))
+    total = len(contents) + len(placements) + len(keywords) + len(boots)
+    with _bar(total, "importing") as bar:
+        made = _write_absent(store, contents, bar)
+        placed = _write_absent(store, placements, bar)
+        bound = _write_absent(store, keywords, bar)
+        booted = _write_absent(store, boots, bar)
+    return (
+        f"Imported from {source}: {made} of {len(contents)} memories, {placed} of "
+        f"{len(placements)} placements, {bound} of {len(keywords)} keywords and {booted} of "
+        f"{len(boots)} boot entries (what was already present is skipped)."
     )

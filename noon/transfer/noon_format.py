@@ -15,13 +15,24 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from noon.core.ops import Op, OpError, decode
 from noon.names import shard_file, shard_node
-from noon.store.shard import fsync_dir, list_shards, locked, repair_tail, write_all
+from noon.store.shard import (
+    NotRegular,
+    fsync_dir,
+    list_shards,
+    lock_path,
+    locked,
+    mapped,
+    open_regular,
+    repair_tail,
+    write_all,
+)
 from noon.store.store import Store
 from noon.transfer import jsontext
 from noon.transfer.errors import TransferError
@@ -101,11 +112,15 @@ def parse(data: bytes, source: str) -> NoonExport:
     return NoonExport({n: [ops[s] for s in sorted(ops)] for n, ops in by_node.items()})
 
 
-def _local_ops(path: Path) -> dict[int, bytes]:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return {}
+def _local_ops(path: Path, source: str) -> dict[int, bytes]:
+    """The ops of the shard at ``path`` by seq; an entry there that is not a regular file (a
+    link, a FIFO) refuses the import before anything is written (nothing is written through
+    it, PROTOCOL.md §10.4)."""
+    for entry in (path, lock_path(path)):
+        if os.path.lexists(entry) and not stat.S_ISREG(os.lstat(entry).st_mode):
+            raise TransferError(f"{source}: {_refused(entry)}")
+    with mapped(path) as buf:
+        raw = bytes(buf)
     held: dict[int, bytes] = {}
     for line in raw.split(b"\n"):
         try:
@@ -122,7 +137,7 @@ def restore(directory: Path, export: NoonExport, source: str) -> tuple[int, int]
     present = 0
     for node, ops in export.ops.items():
         path = directory / shard_file(node)
-        held = _local_ops(path)
+        held = _local_ops(path, source)
         top = max(held, default=0)
         for op, line in ops:
             if op.seq in held:
@@ -140,18 +155,34 @@ def restore(directory: Path, export: NoonExport, source: str) -> tuple[int, int]
     for node, lines in plan.items():
         path = directory / shard_file(node)
         assert shard_node(path.name) == node
-        with locked(path):
-            created = not path.exists()
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-            try:
-                tail = repair_tail(fd, node)
-                last = tail.last.seq if tail.last else 0
-                fresh = [ln for ln in lines if decode(ln).seq > last]
-                write_all(fd, b"".join(ln + b"\n" for ln in fresh))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if created:
-                fsync_dir(directory)
-        added += len(fresh)
+        try:
+            added += _append(directory, path, node, lines)
+        except NotRegular as exc:  # placed between the check above and this write
+            raise TransferError(f"{source}: {exc}; {added} operations were restored") from None
     return added, present
+
+
+def _append(directory: Path, path: Path, node: str, lines: list[bytes]) -> int:
+    """Append to ``node``'s shard the ``lines`` past its last op, under its lock; never through a
+    link (:func:`open_regular`). Returns how many were appended."""
+    with locked(path):
+        created = not os.path.lexists(path)
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        try:
+            tail = repair_tail(fd, node)
+            last = tail.last.seq if tail.last else 0
+            fresh = [ln for ln in lines if decode(ln).seq > last]
+            write_all(fd, b"".join(ln + b"\n" for ln in fresh))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:
+            fsync_dir(directory)
+    return len(fresh)
+
+
+def _refused(path: Path) -> str:
+    return (
+        f"{path} is not a regular file (noon never writes through a link, a FIFO or a "
+        "directory in its place); move it away. Nothing was imported"
+    )

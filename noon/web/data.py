@@ -207,7 +207,9 @@ class WebData:
     def change(self, ns: str, ids: list[str]) -> dict[str, Any]:
         """One change, or several taken together (a memory's group): ``{changes: [heads as in
         :meth:`changes`], steps: [{element, kind, known, before, after, current, later
-        [{version, time, client, machine}], restore (what a rollback does to it), writes,
+        (current versions built on the changes) and concurrent (current versions written
+        without knowing them) [{version, time, client, machine}], restore (what a rollback
+        does to it, in words), writes,
         memory + diff (texts) | fields [[field, before, after]]}], undo: {possible, problems,
         writes, overwrites_later, basis}}``. ``before`` is an element's value before the first
         of the changes, ``after`` what they left, ``current`` what reads show now (texts are

@@ -61,6 +61,7 @@ def steps(graph: SqlGraph, ns: str, preview: undo.Undo) -> list[dict[str, Any]]:
             "after": _shown(step.after, name),
             "current": _shown(step.current, name),
             "later": [{"version": version_id(h), **who(h)} for h in step.later],
+            "concurrent": [{"version": version_id(h), **who(h)} for h in step.concurrent],
             "restore": undo.describe(step, name),
             "writes": step.draft is not None,
         }

@@ -201,6 +201,16 @@ class SqlGraph(Walks):
         ).fetchone()
         return int(row[0]) if row else 0
 
+    def past_edges(self, namespace: str, node: str) -> list[Key]:
+        return [
+            key_of(k)
+            for (k,) in self.conn.execute(
+                "SELECT DISTINCT key FROM ops INDEXED BY ops_by_child WHERE ns = ? AND child = ? "
+                "ORDER BY key",
+                (namespace, node),
+            )
+        ]
+
     def boot_nodes(self, namespace: str) -> set[str]:
         return {n for (n,) in self.conn.execute("SELECT node FROM boot WHERE ns = ?", (namespace,))}
 

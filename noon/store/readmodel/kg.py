@@ -145,7 +145,10 @@ class SqlKg:
 
     def search(self, query: str) -> dict[str, Any]:
         q = js_lower(query)
-        if len(q) >= 3 and SEPARATOR not in q:
+        # FTS5 reads its query as a C string: a NUL would end it mid-phrase, so a query holding
+        # one (like one holding the separator) scans the documents and is matched in Python.
+        indexable = SEPARATOR not in q and "\x00" not in q
+        if len(q) >= 3 and indexable:
             phrase = '"' + q.replace('"', '""') + '"'
             ids = self.conn.execute(
                 "SELECT rowid FROM entity_fts WHERE doc MATCH ?", (phrase,)
@@ -153,7 +156,7 @@ class SqlKg:
         else:  # shorter than a trigram (or holding the separator): scan the documents
             ids = self.conn.execute(
                 "SELECT rowid FROM entity_fts WHERE instr(doc, ?) > 0",
-                (q if SEPARATOR not in q else "",),
+                (q if indexable else "",),
             ).fetchall()
         entities = [
             e

@@ -17,7 +17,7 @@ shows what they justify:
 
 from __future__ import annotations
 
-import errno
+import contextlib
 import fcntl
 import logging
 import os
@@ -37,8 +37,10 @@ from noon.core.ops import Key, Op
 from noon.names import shard_file, shard_node
 from noon.store.cut import ReadCut
 from noon.store.errors import ForkDetected
+from noon.store.private import FILE_MODE
 from noon.store.readmodel import schema
 from noon.store.readmodel.apply import Transaction
+from noon.store.readmodel.behind import Behind, full
 from noon.store.readmodel.rows import key_of
 from noon.store.readmodel.shardcheck import describe_fork, head_mark, still_same
 from noon.store.shard import Corrupt, ShardReader, list_shards
@@ -88,8 +90,23 @@ class ReadModel:
         self.path = path
         self.clock = clock
         self.now_ms = now_ms
-        self.conn, self.inode = schema.connect(path)
+        try:
+            self.conn, self.inode = schema.connect(path)
+        except (sqlite3.DatabaseError, OSError) as exc:
+            if path is None or not full(exc, path.parent):
+                raise
+            log.warning(
+                "no space left on the disk to open the read model %s: this process folds the "
+                "shards into its own memory instead",
+                path,
+            )
+            self.path = None
+            self.conn, self.inode = schema.connect(None)
         self.cut = ReadCut(directory)
+        self.behind: Behind | None = None
+        """Set while a full disk keeps the fold from committing (see :mod:`.behind`)."""
+        self.shown_ms = now_ms()
+        """When the read model last held everything the shards did."""
         self.seen = self.generation
         self._progress = Progress(0, 0, None)
         self.on_progress: Callable[[int, int], None] | None = None
@@ -112,23 +129,57 @@ class ReadModel:
 
     def refresh(self) -> Changes:
         """Fold whatever the shards gained; report what changed since this process last
-        looked, whichever process folded it. A damaged file is thrown away and rebuilt."""
+        looked, whichever process folded it. A damaged file is thrown away and rebuilt. On a
+        full disk the committed state stays readable and :attr:`behind` says why it is not
+        current; the fold is tried again as :meth:`Behind.due` allows."""
+        if self.behind is not None and not self.behind.due():
+            self.behind.pending = self._pending()
+            return self._since_seen()
         for attempt in range(2):
             try:
                 with self.cut.held():
                     self._fold()
                     self.clock.last = max(self.clock.last, self._int("clock"))
-                    return self._since_seen()
-            except sqlite3.DatabaseError as exc:
-                if full(exc):
-                    raise OSError(
-                        errno.ENOSPC, f"No space left on device for the read model {self.path}"
-                    ) from exc
-                if attempt or not damaged(exc):
+                    changes = self._since_seen()
+            except (sqlite3.DatabaseError, OSError) as exc:
+                if full(exc, self.dir):
+                    return self._fell_behind()
+                if attempt or not isinstance(exc, sqlite3.DatabaseError) or not damaged(exc):
                     raise
                 log.warning("the read model is damaged (%s): rebuilding it from the shards", exc)
                 self._reopen()
+                continue
+            self.shown_ms = self.now_ms()
+            if self.behind is not None:
+                log.warning("the read model caught up with the shards: the disk has space again")
+                self.behind = None
+            return changes
         raise AssertionError("unreachable")
+
+    def _fell_behind(self) -> Changes:
+        with contextlib.suppress(sqlite3.Error):
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+        first = self.behind is None
+        where = self.path if self.path is not None else "this process's copy of it"
+        self.behind = Behind.start(
+            self.dir,
+            f"the disk holding the read model ({where}) is full",
+            self.shown_ms,
+            self._pending(),
+        )
+        if first:
+            log.warning(
+                "no space left for the read model %s: reads show it as it was, writes are "
+                "refused, and the fold is tried again as space returns",
+                where,
+            )
+        return self._since_seen()
+
+    def _pending(self) -> int:
+        """Bytes of shard lines the read model has not folded."""
+        held = dict(self.conn.execute("SELECT name, offset FROM shards").fetchall())
+        return sum(max(0, self._size(n) - int(held.get(n, 0))) for n in list_shards(self.dir))
 
     def _int(self, key: str) -> int:
         value = self._meta(key)
@@ -168,7 +219,8 @@ class ReadModel:
         if self.path is None:
             yield
             return
-        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        lock = self.path.with_name(self.path.name + ".lock")
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -427,11 +479,6 @@ class Progress:
         self.done += max(consumed, 0)
         if self.tell is not None:
             self.tell(min(self.done, self.total), self.total)
-
-
-def full(exc: sqlite3.DatabaseError) -> bool:
-    """SQLite could not write: the disk (or the file system's quota) is full."""
-    return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "full" in str(exc)
 
 
 def damaged(exc: sqlite3.DatabaseError) -> bool:

@@ -34,6 +34,9 @@ import sqlite3
 import stat
 from pathlib import Path
 
+from noon.store.private import create_file, make_dir
+from noon.store.readmodel.behind import full
+
 log = logging.getLogger("noon.readmodel")
 
 SCHEMA_VERSION = 5
@@ -160,6 +163,7 @@ def _configure(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA foreign_keys = OFF")
     conn.execute("PRAGMA busy_timeout = 600000")
     conn.execute("PRAGMA cache_size = -16000")
+    conn.execute("PRAGMA temp_store = MEMORY")  # reads need no disk space: a full disk serves
     conn.execute("PRAGMA wal_autocheckpoint = 256")  # about 1 MiB of WAL between checkpoints
     conn.execute("PRAGMA journal_size_limit = 4194304")  # and the file cut back after one
 
@@ -180,7 +184,8 @@ def _create_if_missing(conn: sqlite3.Connection) -> None:
             )
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
 
 
@@ -214,7 +219,7 @@ def _regular_or_absent(path: Path) -> bool:
 
 def _writable(directory: Path) -> bool:
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        make_dir(directory)
     except OSError as exc:
         if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
             return False
@@ -236,6 +241,7 @@ def connect(path: Path | None) -> tuple[sqlite3.Connection, int | None]:
             if not _regular_or_absent(name):
                 log.warning("%s is not a regular file: the read model is rebuilt", name)
                 remove(path)
+        create_file(path)  # 0600: SQLite keeps the mode and gives it to -wal and -shm
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=600)
         try:
             inode = os.lstat(path).st_ino
@@ -245,6 +251,8 @@ def connect(path: Path | None) -> tuple[sqlite3.Connection, int | None]:
             return conn, inode
         except (Damaged, sqlite3.DatabaseError) as exc:
             conn.close()
+            if full(exc, path.parent):
+                raise  # a full disk, not a damaged file: deleting it would lose what it holds
             if attempt == 2 or (isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)):
                 raise
             log.warning("the read model %s is rebuilt from the shards: %s", path, exc)

@@ -42,7 +42,8 @@ export function steps(list) {
       h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "field"), h("th", { scope: "col" }, "before"), h("th", { scope: "col" }, "after"))),
       h("tbody", {}, s.fields.map(([f, a, b]) => h("tr", {}, h("th", { scope: "row" }, f), h("td", {}, value(a)), h("td", {}, value(b)))))) : null,
     s.fields && !s.fields.length && !s.diff ? h("p", { class: "muted" }, `${s.before ? "present" : "absent"} → ${s.after ? "present" : "absent"}`) : null,
-    s.later.length ? h("p", { class: "notice warn" }, `Changed again since, by ${s.later.map((l) => `${l.client} on ${l.machine}`).join(", ")}.`) : null)));
+    s.later.length ? h("p", { class: "notice warn" }, `Changed again since, by ${s.later.map((l) => `${l.client} on ${l.machine}`).join(", ")}.`) : null,
+    s.concurrent.length ? h("p", { class: "notice" }, `Also written concurrently, not by this change, by ${s.concurrent.map((l) => `${l.client} on ${l.machine}`).join(", ")}.`) : null)));
 }
 
 // The details of changes `ids` with their rollback; `done(result)` after a rollback.
