@@ -588,7 +588,7 @@ async def test_search_ignores_stop_words_and_finds_other_forms_of_a_word(s: Sess
     await s.create("core://", "chatter", "When did it happen? When did you say it did? Did it?")
     await s.create("core://", "kids", "Melanie is busy with the kids and work.")
     _, data = await s.call("search_memory", query="When did Melanie paint a sunrise?")
-    assert [r["uri"] for r in data["results"]][0] == "core://lake"
+    assert data["results"][0]["uri"] == "core://lake"
     assert "core://chatter" not in [r["uri"] for r in data["results"]]
     _, data = await s.call("search_memory", query="sunr")
     assert [r["uri"] for r in data["results"]] == ["core://lake"]

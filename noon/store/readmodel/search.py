@@ -123,8 +123,7 @@ class Search:
     ) -> Iterator[Hit]:
         fragments = self._fragments(terms)
         lists = {
-            t: self._ranked(namespace, _quoted(t) + ("*" if t in fragments else ""))
-            for t in terms
+            t: self._ranked(namespace, _quoted(t) + ("*" if t in fragments else "")) for t in terms
         }
         rows_of = {t: {r for r, _ in hits} for t, hits in lists.items()}
         given = 0
