@@ -57,7 +57,7 @@ CREATE TABLE corrupt (
 CREATE TABLE highwater (node TEXT PRIMARY KEY, seq INTEGER) WITHOUT ROWID;
 CREATE TABLE ops (
     node TEXT, seq INTEGER, digest INTEGER, hlc INTEGER, ns TEXT, key TEXT, tomb INTEGER,
-    val TEXT, prev TEXT, client TEXT, bat INTEGER, eid INTEGER, child TEXT,
+    val TEXT, prev TEXT, client TEXT, bat INTEGER, via TEXT, eid INTEGER, child TEXT,
     PRIMARY KEY (node, seq)
 ) WITHOUT ROWID;
 CREATE INDEX ops_by_element ON ops (eid) WHERE eid IS NOT NULL;
