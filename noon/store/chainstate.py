@@ -3,8 +3,8 @@ its last line, needed to sign the next batch (the own shard) or to verify the ne
 replica). Walking a shard from its first line costs its size, so the head is remembered in a
 small file per shard (``NOON_DIR/.noon/<node>.chain``, written under the shard's lock), good
 while the shard still ends on the same line (seq and digest): compaction and collection
-rewrite a shard but never its last line, so only an append moves it. A missing or stale record is walked again; it is a cache,
-never a source of truth (a wrong one would only make the next signature or page fail)."""
+rewrite a shard but never its last line, so only an append moves it. A missing or stale
+record is walked again; it is a cache, never a source of truth (a wrong one would only make the next signature or page fail)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from noon.names import shard_file
 from noon.store.lines import clean_end, envelope, lines_forwards
 from noon.store.private import FILE_MODE
 from noon.store.shard import mapped, read_regular
-
 
 RECORD_BYTES = 256
 """A record's size on disk, padded with spaces (JSON ignores them)."""
