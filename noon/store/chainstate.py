@@ -4,7 +4,8 @@ replica). Walking a shard from its first line costs its size, so the head is rem
 small file per shard (``NOON_DIR/.noon/<node>.chain``, written under the shard's lock), good
 while the shard still ends on the same line (seq and digest): compaction and collection
 rewrite a shard but never its last line, so only an append moves it. A missing or stale
-record is walked again; it is a cache, never a source of truth (a wrong one would only make the next signature or page fail)."""
+record is walked again; it is a cache, never a source of truth (a wrong one would only make
+the next signature or page fail)."""
 
 from __future__ import annotations
 

@@ -167,10 +167,7 @@ def append(
                 at = chainstate.head(
                     directory, node, (last, tail.last.digest) if tail.last else None
                 )
-                try:
-                    proven = chain.verify(node, at, [(op.seq, line) for line, op in new], check)
-                except chain.ChainError as exc:
-                    raise Unproven(str(exc)) from None
+                proven = early if early is not None and not last else _prove(node, at, new, check)
                 if len(kept) < len(new):
                     fresh = [
                         line + b"\n"
