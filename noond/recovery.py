@@ -87,7 +87,13 @@ class Recovery:
         self, m: Member, shard: str, mine: serve.Summary, theirs: serve.Summary
     ) -> None:
         """``m`` lists more of our own ``shard`` than we hold: check, record, and recover only
-        what the operator confirmed."""
+        what the operator confirmed. ``mine`` was read when the exchange began: local writers
+        (and the pushes that carried their ops to ``m`` meanwhile) may have moved past it, so
+        the shard is read again before anything is called a claim."""
+        mine = await self.ex.holdings.summary(shard)
+        if mine.seq >= theirs.seq:
+            self.settled(m.node, shard)  # it only lagged our own writers; nothing is missing
+            return
         known = self.claims.get((m.node, shard))
         if known is None or (known.seq, known.digest, known.held) != (
             theirs.seq,

@@ -268,3 +268,30 @@ async def test_a_move_is_undone_from_the_history(tmp_path: Path) -> None:
     store.close()
     assert text_of(d, "laptop", "core://agent/style") == "Answer tersely."
     assert text_of(d, "laptop", "core://style") is None
+
+
+async def test_a_delete_made_on_the_other_machine_is_said_to_be_made_there(tmp_path: Path) -> None:
+    laptop, desktop = tmp_path / "laptop", tmp_path / "desktop"
+    store = open_store(laptop)
+    seed(store)
+    desktop.mkdir()
+    shutil.copyfile(store.own, desktop / store.own.name)
+    other = open_store(desktop, "desktop")
+    agent_edit(store, "core://user", "Salem likes green tea.")
+
+    def delete(g: Graph) -> tuple[list[Any], None]:
+        node, _, pl = plan.locate(g, NS, "core://user")
+        return plan.delete(g, NS, node, "core://user", pl, False)[0], None
+
+    service(other).write(delete, AGENT)
+    shutil.copyfile(other.own, laptop / other.own.name)
+    other.close()
+    store.close()
+    with web_process(laptop) as url:
+        async with browser_page(url) as page:
+            await page.goto("/#/conflicts")
+            conflict = page.locator("article.conflict")
+            await conflict.locator("section.version").nth(1).wait_for()
+            said = await conflict.inner_text()
+            assert f"Deleted by {AGENT} on desktop." in said
+            assert "this machine" not in said and "Salem likes green tea." in said

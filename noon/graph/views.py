@@ -29,6 +29,7 @@ from noon.graph.reader import (
     version_id,
     written_ms,
 )
+from noon.graph.textdiff import hunks
 from noon.graph.uri import Uri, UriError, node_view, parse, root, root_domain
 
 CROWDED = 10
@@ -260,7 +261,7 @@ def history(
         f"# Versions kept: {len(versions)} (newest first; roll back with rollback_memory)",
         "",
     ]
-    for op in versions[:limit]:
+    for at, op in enumerate(versions[:limit]):
         state = "deleted" if op.val is None else f"{len(op.val['text'])} chars"
         current = el is not None and op.id == el.winner.id
         cur = " [current]" if current else (" [concurrent head]" if op.id in heads else "")
@@ -268,7 +269,12 @@ def history(
         if written_ms(op) != op_time_ms(op):
             stamp += f" (imported {when(op_time_ms(op))})"
         out.append(f"- {version_id(op)}{cur} {stamp} by {author(op)}: {state}")
-        if op.val is not None:
+        older = next((v.val for v in versions[at + 1 :] if v.val is not None), None)
+        if op.val is not None and older is not None:
+            out += [f"  {h}" for h in hunks(older["text"], op.val["text"])] or [
+                "  (same text as the version before)"
+            ]
+        elif op.val is not None:
             first = " ".join(op.val["text"].split())[:80]
             out.append(f"  {first}")
         rows.append(

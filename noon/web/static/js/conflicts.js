@@ -21,7 +21,7 @@ function content(c) {
     return h("section", { class: "version", "aria-label": `Version ${v.version}` },
       h("h3", {}, h("code", {}, v.version), v.winner ? " (shown now)" : ""),
       h("p", { class: "muted" }, `${when(v.time)} · ${v.client} on ${v.machine}`),
-      v.text === null ? h("p", { class: "notice warn" }, "Deleted on this machine.") : h("pre", { class: "body" }, v.text),
+      v.text === null ? h("p", { class: "notice warn" }, `Deleted by ${v.client} on ${v.machine}.`) : h("pre", { class: "body" }, v.text),
       v.diff ? h("details", {}, h("summary", {}, "Difference from the shown version"), diffView(v.diff)) : null,
       keep);
   });
@@ -30,7 +30,7 @@ function content(c) {
   const save = h("button", { type: "button" }, "Save merged text");
   save.addEventListener("click", () => resolve(save, c, { text: merged.value }));
   return h("article", { class: "card conflict", "data-node": c.node },
-    h("h2", {}, link(c.uri), c.deleted_while_placed ? " (deleted on one machine, still placed on another)" : ""),
+    h("h2", {}, link(c.uri), c.deleted_while_placed ? " (deleted, but still placed)" : ""),
     h("div", { class: "side-by-side" }, columns),
     h("details", { class: "merge" }, h("summary", {}, "Merge by hand"), field("Merged text", merged), save));
 }
