@@ -93,7 +93,9 @@ async def test_the_page_marks_at_most_max_spans_places_and_says_so(tmp_path: Pat
 
         async def hostile() -> None:
             started = time.monotonic()
-            r = await page.client.get("/api/memory", params={"uri": "core://long"})
+            r = await page.client.get(
+                "/api/memory", params={"uri": "core://long"}, headers=page.auth
+            )
             answers["size"] = len(await r.read())
             answers["took"] = time.monotonic() - started
             answers["status"] = r.status
