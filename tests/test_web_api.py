@@ -617,8 +617,8 @@ async def test_a_peers_watermark_naming_thousands_of_authors_costs_only_the_auth
         held = queue["frontier"]["laptop"]
         marks = {f"ghost{i:05}": 10**6 for i in range(9_999)} | {"laptop": held - 1}
         line = encode(
-            node="peer", seq=1, hlc=1 << 40, el=review_key(NS, "upto", "peer"),
-            val={"through": marks}, by="web",
+            node="peer", seq=1, hlc=(int(time.time() * 1000) + 1000) << 16,
+            el=review_key(NS, "upto", "peer"), val={"through": marks}, by="web", via="web",
         )  # fmt: skip
         (tmp_path / "peer.jsonl").write_bytes(line + b"\n")
         started = time.monotonic()

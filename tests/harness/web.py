@@ -41,7 +41,7 @@ def agent_create(
         drafts, node, _ = plan.create(g, NS, parse(parent), title, text, priority, disclosure)
         return drafts, node
 
-    return service(store).write(fn, AGENT)[1]
+    return service(store).write(fn, AGENT, "mcp")[1]
 
 
 def agent_edit(store: Store, uri: str, text: str) -> None:
@@ -49,7 +49,7 @@ def agent_edit(store: Store, uri: str, text: str) -> None:
         node = plan.locate(g, NS, uri)[0]
         return [plan.set_text(NS, node, text)], None
 
-    service(store).write(fn, AGENT)
+    service(store).write(fn, AGENT, "mcp")
 
 
 def seed(store: Store) -> dict[str, str]:
@@ -64,7 +64,7 @@ def seed(store: Store) -> dict[str, str]:
     def kw(g: Graph) -> tuple[list[Any], None]:
         return plan.triggers(g, NS, nodes["user"], ["Salem"], [])[0], None
 
-    service(store).write(kw, AGENT)
+    service(store).write(kw, AGENT, "mcp")
     return nodes
 
 

@@ -18,7 +18,8 @@ Tables, by job:
   decided (``heads`` rows only when there are several: a conflict).
 - ``changes``: the element keys each generation touched, so every process can tell what
   changed since it last looked, whoever folded it.
-- the URI graph: ``memories``, ``placements``, ``keywords``, ``boot``, ``memory_fts``.
+- the URI graph: ``memories``, ``placements``, ``keywords``, ``boot``, ``memory_fts`` (and
+  ``memory_vocab``, its words: what a prefix expands to).
 - the knowledge graph: ``entities``, ``observations``, ``relations``, ``entity_fts``.
 - ``reviews``: the review state of the web page's queue (live ``review`` elements).
 - ``corrupt``: complete lines of a shard that are not valid ops (reported, skipped).
@@ -38,7 +39,7 @@ from noon.store.readmodel.behind import full
 
 log = logging.getLogger("noon.readmodel")
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 FILE_NAME = "readmodel.sqlite3"
 
 NUMBERED = "key_name GLOB '[1-9]*' AND key_name NOT GLOB '*[^0-9]*'"
@@ -56,7 +57,7 @@ CREATE TABLE corrupt (
 CREATE TABLE highwater (node TEXT PRIMARY KEY, seq INTEGER) WITHOUT ROWID;
 CREATE TABLE ops (
     node TEXT, seq INTEGER, digest INTEGER, hlc INTEGER, ns TEXT, key TEXT, tomb INTEGER,
-    val TEXT, prev TEXT, client TEXT, bat INTEGER, eid INTEGER, child TEXT,
+    val TEXT, prev TEXT, client TEXT, bat INTEGER, via TEXT, eid INTEGER, child TEXT,
     PRIMARY KEY (node, seq)
 ) WITHOUT ROWID;
 CREATE INDEX ops_by_element ON ops (eid) WHERE eid IS NOT NULL;
@@ -90,8 +91,9 @@ CREATE INDEX keywords_by_node ON keywords (ns, node);
 CREATE TABLE glossary (ns TEXT PRIMARY KEY, version INTEGER) WITHOUT ROWID;
 CREATE TABLE boot (ns TEXT, node TEXT, PRIMARY KEY (ns, node)) WITHOUT ROWID;
 CREATE VIRTUAL TABLE memory_fts USING fts5 (
-    text, uri, disclosure, keywords, tokenize = 'unicode61 remove_diacritics 2'
+    text, uri, disclosure, keywords, tokenize = 'porter unicode61 remove_diacritics 2'
 );
+CREATE VIRTUAL TABLE memory_vocab USING fts5vocab (memory_fts, 'row');
 CREATE TABLE reviews (
     ns TEXT, subject TEXT, reviewer TEXT, val TEXT, w_node TEXT, w_seq INTEGER, w_hlc INTEGER,
     PRIMARY KEY (ns, subject, reviewer)
