@@ -58,3 +58,18 @@ def test_a_token_guards_the_page_served_by_the_command(tmp_path: Path) -> None:
         port = url.rsplit(":", 1)[1]
         status, body = get(f"{url}/api/info", Host=f"rebound.example:{port}")
         assert status == 421
+
+
+def test_the_address_announced_accepts_connections_before_the_page_serves() -> None:
+    """``noon web`` prints its address once the socket listens: a client that connects at
+    once waits in the backlog instead of being refused while the server starts."""
+    import socket
+
+    from noon.web.command import listening_socket
+
+    sock = listening_socket("127.0.0.1", 0)
+    try:
+        with socket.create_connection(sock.getsockname(), timeout=5):
+            pass  # no accept has run: the kernel queued it
+    finally:
+        sock.close()

@@ -15,6 +15,7 @@ from noon.config import ConfigError
 from noon.mcp.command import is_loopback, parse_host_port, settings_from
 
 DEFAULT_LISTEN = "127.0.0.1:7708"
+BACKLOG = 128
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +45,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node-id", help="this machine's node id (default NOON_NODE_ID)")
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` and already listening: a connection made as soon as the
+    address is announced waits in the backlog until the page serves it, instead of being
+    refused while the server starts."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(BACKLOG)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 def run(args: argparse.Namespace) -> int:
     # The server's modules load here, not with the parser: `noon` builds every subcommand's
     # parser on each run, and aiohttp's web stack has no business in `noon serve`'s start.
@@ -68,9 +85,7 @@ def run(args: argparse.Namespace) -> int:
             "set NOON_TOKEN"
         )
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    sock = listening_socket(host, port)
     bound = sock.getsockname()[1]
     store = Store(settings)
     try:
