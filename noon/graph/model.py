@@ -23,7 +23,7 @@ from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, content_key, edge_k
 from noon.core.fold import Element, Fold
 from noon.core.gcpause import paused
 from noon.core.ops import Key
-from noon.graph.reader import Placement, Walks, is_number_name, placements_of
+from noon.graph.reader import Placement, Walks, is_number_name, placements_of, written_ms
 from noon.graph.uri import Uri, is_root, root, root_domain
 
 DEFAULT_DOMAIN = "core"
@@ -194,9 +194,11 @@ class Graph(Walks):
                 yield n
 
     def recent_nodes(self, namespace: str) -> Iterator[str]:
-        """Live nodes, the most recently written first."""
+        """Live nodes, the most recently written first (by an imported version's original
+        time, :func:`~noon.graph.reader.written_ms`; then by op order)."""
         live = list(self.live_nodes(namespace))
-        order = {n: self.content(namespace, n).winner.order for n in live}  # type: ignore[union-attr]
+        winners = {n: self.content(namespace, n).winner for n in live}  # type: ignore[union-attr]
+        order = {n: (written_ms(w), *w.order) for n, w in winners.items()}
         yield from heapq.nlargest(len(live), live, key=order.__getitem__)
 
     def orphans(self, namespace: str) -> list[str]:
