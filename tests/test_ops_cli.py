@@ -521,7 +521,7 @@ def test_log_history_and_query(tmp_path):
     alice = json_lines(run("history", "--json", "kg://Alice", env=env))
     assert len(alice) == 4 and {e["by"] for e in alice} == {"opencode"}
     missing = run("history", "core://nowhere", env=env)
-    assert missing.returncode == 1 and "not found" in missing.stdout
+    assert missing.returncode == 1 and "no memory at core://nowhere" in missing.stdout
 
     found = as_json(run("query", "--json", "tea", env=env))
     assert found["memories"][0]["uri"] == "core://agent"
