@@ -49,8 +49,8 @@ ASSETS = [
 ]
 
 
-def _get(conn: http.client.HTTPConnection, path: str) -> bytes:
-    conn.request("GET", path)
+def _get(conn: http.client.HTTPConnection, path: str, token: str) -> bytes:
+    conn.request("GET", path, headers={"Authorization": f"Bearer {token}"})
     resp = conn.getresponse()
     body = resp.read()
     if resp.status != 200:
@@ -58,21 +58,21 @@ def _get(conn: http.client.HTTPConnection, path: str) -> bytes:
     return body
 
 
-def _timed(port: int, paths: list[str]) -> float:
+def _timed(port: int, token: str, paths: list[str]) -> float:
     """Milliseconds to fetch ``paths`` one after the other on one connection."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     try:
         t0 = time.perf_counter()
         for path in paths:
-            _get(conn, path)
+            _get(conn, path, token)
         return (time.perf_counter() - t0) * 1000
     finally:
         conn.close()
 
 
-def _series(port: int, paths: list[str], repeats: int) -> dict[str, float]:
-    cold = _timed(port, paths)
-    return {"cold": cold, **percentiles([_timed(port, paths) for _ in range(repeats)])}
+def _series(port: int, token: str, paths: list[str], repeats: int) -> dict[str, float]:
+    cold = _timed(port, token, paths)
+    return {"cold": cold, **percentiles([_timed(port, token, paths) for _ in range(repeats)])}
 
 
 CHROMIUM_ARGS = [
@@ -96,7 +96,31 @@ def chromium() -> str | None:
     return None
 
 
-def _browser(url: str, memory: str) -> dict[str, float] | None:
+def split_address(address: str) -> tuple[str, str | None]:
+    """The base URL and the token of the address ``noon web`` printed
+    (``http://127.0.0.1:7708/#token=...``, or without the fragment for a token one chose)."""
+    base, _, fragment = address.partition("#")
+    token = fragment[len("token=") :] if fragment.startswith("token=") else None
+    return base.rstrip("/"), token
+
+
+def login(base: str, token: str) -> str:
+    """The session ``POST /api/login`` trades ``token`` for (what the page keeps)."""
+    host, port = base.removeprefix("http://").rsplit(":", 1)
+    conn = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=60)
+    try:
+        body = json.dumps({"token": token})
+        conn.request("POST", "/api/login", body, {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        answer = json.loads(resp.read())
+        if resp.status != 200:
+            raise RuntimeError(f"login refused: {resp.status} {answer}")
+        return str(answer["session"])
+    finally:
+        conn.close()
+
+
+def _browser(url: str, token: str, memory: str) -> dict[str, float] | None:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -105,6 +129,7 @@ def _browser(url: str, memory: str) -> dict[str, float] | None:
     if executable is None:
         return None
     out: dict[str, float] = {}
+    keep = f"localStorage.setItem('noon-session', {json.dumps(login(url, token))})"
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:
@@ -113,6 +138,7 @@ def _browser(url: str, memory: str) -> dict[str, float] | None:
                 ("memory_ms", f"/#/browse?uri={memory}", "article.memory .body"),
             ):
                 page = browser.new_page()  # a new page: nothing cached from the last one
+                page.add_init_script(keep)  # logged in, as a page opened before would be
                 page.set_default_timeout(120_000)
                 t0 = time.perf_counter()
                 page.goto(url + path)
@@ -130,8 +156,10 @@ EXITED = "exited"
 def web_server(
     directory: Path, node: str, *args: str, env: dict[str, str] | None = None
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """A ``noon web`` process on ``directory`` listening on a free loopback port: yields its
-    base URL and the process; stops it afterwards. Its log goes to ``<directory>.web.log``."""
+    """A ``noon web`` process on ``directory`` listening on a free loopback port: yields the
+    address it printed (with ``#token=...`` unless a token was given; see
+    :func:`split_address`) and the process; stops it afterwards. Its log goes to
+    ``<directory>.web.log``."""
     log = directory.with_name(directory.name + ".web.log")
     command = ["web", "--listen", "127.0.0.1:0", "--dir", str(directory), "--node-id", node]
     with open(log, "ab") as out:
@@ -146,7 +174,7 @@ def web_server(
     try:
 
         def started() -> str | None:
-            m = re.search(r"serving the page on (http://\S+)/", log.read_text())
+            m = re.search(r"serving the page on (http://\S+)", log.read_text())
             if m:
                 return m.group(1)
             return EXITED if proc.poll() is not None else None
@@ -166,8 +194,10 @@ def web_server(
 
 def measure(directory: Path, memories: int, repeats: int) -> dict[str, Any]:
     t0 = time.perf_counter()
-    with web_server(directory, "bench") as (url, proc):
+    with web_server(directory, "bench") as (address, proc):
         started = time.perf_counter() - t0
+        url, token = split_address(address)
+        assert token is not None
         bound = int(url.rsplit(":", 1)[1])
         per = max(1, memories // 100)
         memory = f"core://topic50/m{per // 2}"
@@ -177,14 +207,14 @@ def measure(directory: Path, memories: int, repeats: int) -> dict[str, Any]:
             "memories": memories,
             "ops": ops_in(directory),
             "start_s": started,
-            "tree_http_ms": _series(bound, tree, repeats),
-            "memory_http_ms": _series(bound, [f"/api/memory?uri={memory}"], repeats),
+            "tree_http_ms": _series(bound, token, tree, repeats),
+            "memory_http_ms": _series(bound, token, [f"/api/memory?uri={memory}"], repeats),
             "topic_children_http_ms": _series(
-                bound, ["/api/children?uri=core://topic50&limit=100"], repeats
+                bound, token, ["/api/children?uri=core://topic50&limit=100"], repeats
             ),
-            "review_http_ms": _series(bound, ["/api/changes?limit=30"], repeats),
+            "review_http_ms": _series(bound, token, ["/api/changes?limit=30"], repeats),
         }
-        result["browser"] = _browser(url, memory)
+        result["browser"] = _browser(url, token, memory)
         result["rss_mib"] = rss_mib(proc.pid)
         return result
 

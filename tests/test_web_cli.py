@@ -1,5 +1,7 @@
-"""``noon web`` as a command: off loopback it refuses to start without a token (before binding
-anything), a bad --listen is named, and a token given on the command line guards every route."""
+"""``noon web`` as a command: off loopback it refuses to start without a token one chose (before
+binding anything), a bad --listen is named, a token given on the command line guards every
+route (with a warning that other accounts can read it), and without one the printed address
+carries a new token each start."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench.mesh import ROOT, subprocess_env
+from bench.web import login, split_address
 from tests.harness.web import open_store, seed, web_process
 
 pytestmark = pytest.mark.integration
@@ -32,7 +35,7 @@ def noon_web(*args: str) -> subprocess.CompletedProcess[str]:
 def test_off_loopback_without_a_token_is_refused(tmp_path: Path) -> None:
     done = noon_web("--listen", "0.0.0.0:0", "--dir", str(tmp_path), "--node-id", "n1")
     assert done.returncode == 1
-    assert "needs a token; pass --token or set NOON_TOKEN" in done.stderr
+    assert "needs a token you chose; pass --token or set NOON_TOKEN" in done.stderr
     done = noon_web("--listen", "nonsense", "--dir", str(tmp_path), "--node-id", "n1")
     assert done.returncode == 1 and "--listen wants HOST:PORT" in done.stderr
 
@@ -50,7 +53,9 @@ def test_a_token_guards_the_page_served_by_the_command(tmp_path: Path) -> None:
     store = open_store(tmp_path)
     seed(store)
     store.close()
-    with web_process(tmp_path, "laptop", "--token", "t0ken") as url:
+    with web_process(tmp_path, "laptop", "--token", "t0ken") as address:
+        url, token = split_address(address)
+        assert token is None  # a token one chose is not printed
         status, body = get(f"{url}/api/info")
         assert status == 401 and "token" in str(body["error"])
         status, body = get(f"{url}/api/info", Authorization="Bearer t0ken")
@@ -58,18 +63,19 @@ def test_a_token_guards_the_page_served_by_the_command(tmp_path: Path) -> None:
         port = url.rsplit(":", 1)[1]
         status, body = get(f"{url}/api/info", Host=f"rebound.example:{port}")
         assert status == 421
+    log = tmp_path.with_name(tmp_path.name + ".web.log").read_text()
+    assert "a token on the command line is visible to every account of this machine" in log
 
 
-def test_the_address_announced_accepts_connections_before_the_page_serves() -> None:
-    """``noon web`` prints its address once the socket listens: a client that connects at
-    once waits in the backlog instead of being refused while the server starts."""
-    import socket
-
-    from noon.web.command import listening_socket
-
-    sock = listening_socket("127.0.0.1", 0)
-    try:
-        with socket.create_connection(sock.getsockname(), timeout=5):
-            pass  # no accept has run: the kernel queued it
-    finally:
-        sock.close()
+def test_the_printed_address_carries_a_new_token_that_logs_in(tmp_path: Path) -> None:
+    tokens = []
+    for run in range(2):  # (two directories: each has its own log to read the address from)
+        with web_process(tmp_path / f"run{run}", "laptop") as address:
+            url, token = split_address(address)
+            assert token is not None and address == f"{url}/#token={token}"
+            tokens.append(token)
+            assert get(f"{url}/api/info")[0] == 401
+            assert get(f"{url}/api/info", Authorization=f"Bearer {token}")[0] == 200
+            session = login(url, token)
+            assert get(f"{url}/api/info", **{"X-Noon-Session": session})[1]["node"] == "laptop"
+    assert tokens[0] != tokens[1]  # a new one each start

@@ -3,9 +3,12 @@ web`` answers with queries of the machine's read model, agree with a fresh in-me
 same shards (tests/harness/review_oracle.py) on random multi-node histories: agents writing on
 two machines, each machine's page approving changes one by one or all at once, withdrawing
 verdicts, rolling changes back and editing as the person, shards delivered in pieces (batches
-cut mid-way) and compacted. Checked while the history unfolds (the pending count is kept per
-read-model generation: it must follow every fold) and at the end, every listing paged through
-its cursor; and each memory's children as the page lists them (counts, snippets, state)."""
+cut mid-way) and compacted; and machines writing what an honest page never writes (review ops in
+another machine's name, a watermark naming seqs not written yet, a rollback verdict without the
+rollback, an agent calling itself ``web``). Checked while the history unfolds (the pending count
+is kept per read-model generation: it must follow every fold) and at the end, every listing
+paged through its cursor; and each memory's children as the page lists them (counts, snippets,
+state)."""
 
 from __future__ import annotations
 
@@ -42,6 +45,9 @@ KINDS = {
     "approve_all": 3,
     "unreview": 3,
     "rollback": 4,
+    "forge": 3,
+    "open_mark": 2,
+    "fake_rollback": 2,
     "web_edit": 4,
     "compact": 2,
     "check": 4,
@@ -49,6 +55,7 @@ KINDS = {
 URI_STEPS = ["create"] * 4 + ["alias", "move", "move", "delete", "trigger", "boot", "edit", "edit"]
 KG_STEPS = ["entity", "entity", "observe", "relate", "forget", "unobserve"]
 PEOPLE = ["ann", "bob"]
+MAX = (1 << 53) - 1
 
 
 def events(rnd: random.Random) -> list[tuple[str, str, Any]]:
@@ -69,9 +76,11 @@ def events(rnd: random.Random) -> list[tuple[str, str, Any]]:
 
 
 def page_action(r: Replica, kind: str, pick: int) -> None:
-    """What the page of machine ``r`` writes (client ``web``), planned on what ``r`` holds."""
+    """What the page of machine ``r`` writes (through the edge ``web``), planned on what ``r``
+    holds; and what a hostile machine ``r`` writes in review elements."""
     seen = Oracle(r.fold, NS)
-    agents = [c for c in seen.changes if c.client != WEB]
+    agents = [c for c in seen.changes if c.via != WEB]
+    other = NODES[1 - NODES.index(r.node)]
     drafts: list[Draft] = []
     if kind == "approve" and agents:
         chosen = agents[pick % len(agents)]
@@ -80,11 +89,15 @@ def page_action(r: Replica, kind: str, pick: int) -> None:
         drafts = [Draft(review_key(NS, "upto", r.node), {"through": r.fold.frontier()})]
     elif kind == "unreview":
         held = sorted(
-            k
+            (k, el)
             for k, el in r.fold.elements.items()
             if k[0] == REVIEW and k[2] != "upto" and not el.deleted
         )
-        drafts = [Draft(held[pick % len(held)], None)] if held else []
+        if held:
+            key, el = held[pick % len(held)]
+            own = [v.id for v in el.versions if v.node == key[3]]
+            decided = {max(own, key=lambda i: i[1])} if own else set()
+            drafts = [Draft(key, None, tuple(sorted(set(el.heads) | decided)))]
     elif kind == "rollback" and agents:
         chosen = agents[pick % len(agents)]
         try:
@@ -93,8 +106,19 @@ def page_action(r: Replica, kind: str, pick: int) -> None:
             return
         mark = Draft(review_key(NS, chosen.id, r.node), {"verdict": "rolled_back"})
         drafts = [*planned.drafts, mark]
+    elif kind == "forge":  # in the other machine's name: every change, and everything after
+        verdict = "approved" if pick % 2 else "rolled_back"
+        drafts = [Draft(review_key(NS, c.id, other), {"verdict": verdict}) for c in agents]
+        drafts.append(Draft(review_key(NS, "upto", other), {"through": dict.fromkeys(NODES, MAX)}))
+    elif kind == "open_mark":  # its own, naming seqs not written yet
+        drafts = [Draft(review_key(NS, "upto", r.node), {"through": dict.fromkeys(NODES, MAX)})]
+        ahead = review_key(NS, f"{other}:{pick + 200}", r.node)
+        drafts.append(Draft(ahead, {"verdict": "approved"}))
+    elif kind == "fake_rollback" and agents:
+        chosen = agents[pick % len(agents)]
+        drafts = [Draft(review_key(NS, chosen.id, r.node), {"verdict": "rolled_back"})]
     if drafts:
-        r.write(lambda g: (drafts, None), client=WEB)
+        r.write(lambda g: (drafts, None), client=WEB, via=WEB)
 
 
 def subject(item: dict[str, Any]) -> str | None:
@@ -180,10 +204,10 @@ def run(tmp: Path, history: list[tuple[str, str, Any]]) -> None:
             r = writers[who]
             if kind == "write":
                 apply_step(r, arg)
-            elif kind == "web_edit":
-                r.client = WEB
+            elif kind == "web_edit":  # the page's edit; or an agent calling itself "web"
+                r.client, r.via = WEB, WEB if arg[1] % 2 else "mcp"
                 apply_step(r, arg)
-                r.client = Replica.client
+                r.client, r.via = Replica.client, Replica.via
             elif kind == "kg":
                 apply_kg_step(r, arg)
             elif kind == "sync":

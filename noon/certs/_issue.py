@@ -27,6 +27,7 @@ from noon.certs._model import (
     now_utc,
     validate_node_id,
 )
+from noon.certs._signing import issue_signing_cert, signing_paths
 from noon.store.shard import write_file
 
 _HOST_RE = re.compile(r"^(\*\.)?[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_-]{1,63})*\.?$")
@@ -261,6 +262,8 @@ def issue_node_cert(
     write_file(paths.cert, cert.public_bytes(serialization.Encoding.PEM))
     if copy_ca:
         write_file(paths.ca, ca_pem)
+    if role == ROLE_NODE and not signing_paths(out, node_id).key.exists():
+        issue_signing_cert(ca_dir, node_id, out)
     return paths
 
 

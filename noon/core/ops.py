@@ -3,7 +3,7 @@
 Wire and file form (keys in this order when noon writes; readers accept any order)::
 
     {"v":1,"node":"laptop","seq":42,"hlc":116..,"el":["content","default","laptop.40"],
-     "val":{"text":"..."},"prev":[["laptop",40]],"by":"claude-code","bat":43}
+     "val":{"text":"..."},"prev":[["laptop",40]],"by":"claude-code","bat":43,"via":"mcp"}
 
 - ``v``: format version. An op with a newer version is *unknown*: its envelope (``node``,
   ``seq``, ``hlc``) is still read so it can be stored, deduplicated and relayed, but the fold
@@ -14,7 +14,10 @@ Wire and file form (keys in this order when noon writes; readers accept any orde
 - ``val``: the value; absent means tombstone.
 - ``prev``: the ops on the element the writer held as current (its heads), which this op
   replaces; absent when the element was new to the writer.
-- ``by``: the client that wrote it (MCP ``clientInfo`` name, ``cli``, ``import``).
+- ``by``: the client that wrote it (MCP ``clientInfo`` name, ``cli``, ``import``): the
+  client's own claim, shown as information only.
+- ``via``: the edge of noon that wrote it (:data:`EDGES`), set by that edge's own code, never
+  taken from a client: the review queue keys on it. Absent on ops written before it existed.
 - ``bat``: present on every op of a multi-op batch: the seq of the batch's last op. A reader
   applies a batch only once it holds an op of that author with ``seq >= bat``, so a batch torn
   by a crash is never half-visible.
@@ -40,6 +43,10 @@ MAX_LINE = 4 << 20
 MAX_PREV = 256
 MAX_KEY_PARTS = 16
 MAX_CLIENT = 128
+EDGES = ("web", "cli", "import", "mcp")
+"""The edges of noon that write ops (``via``): the page, the command line, ``noon import``, an
+agent over MCP. A reader keeps any other short string verbatim and treats it as none of them."""
+MAX_EDGE = 32
 MAX_BATCH = 100_000
 MAX_SEQ = (1 << 53) - 1
 MAX_HLC = (253_402_300_799_999 << 16) | 0xFFFF
@@ -66,7 +73,20 @@ def valid_node_id(node: object) -> bool:
 class Op:
     """One decoded operation. Immutable by convention; shared between fold states."""
 
-    __slots__ = ("bat", "by", "digest", "el", "hlc", "known", "node", "prev", "seq", "val")
+    __slots__ = (
+        "bat",
+        "by",
+        "digest",
+        "el",
+        "hlc",
+        "known",
+        "node",
+        "prev",
+        "seq",
+        "stub",
+        "val",
+        "via",
+    )
 
     def __init__(
         self,
@@ -80,6 +100,8 @@ class Op:
         bat: int | None,
         known: bool,
         digest: int,
+        via: str | None = None,
+        stub: bool = False,
     ) -> None:
         self.node = node
         self.seq = seq
@@ -91,6 +113,9 @@ class Op:
         self.bat = bat
         self.known = known
         self.digest = digest
+        self.via = via
+        self.stub = stub
+        """A stub (:mod:`noon.core.chain`): no op, but what compaction left of dropped ones."""
 
     @property
     def id(self) -> OpId:
@@ -116,6 +141,19 @@ def line_digest(line: bytes) -> int:
     with or without its newline has one digest."""
     body = line.rstrip(b"\r\n\t ")
     return int.from_bytes(hashlib.blake2b(body, digest_size=8).digest(), "big") or 1
+
+
+def stub_digest(obj: Mapping[str, Any], digest: int) -> int | None:
+    """A stub (a run of lines compaction dropped, :mod:`noon.core.chain`) stands for the line
+    it replaces: its digest is that line's, so duplicate and fork checks compare like with
+    like. None for any other line."""
+    d = obj.get("d")
+    if type(obj.get("gone")) is int and type(d) is str and len(d) == 16:
+        try:
+            return int(d, 16) or None  # 0: the stub does not know it
+        except ValueError:
+            return None
+    return None
 
 
 def _fail(msg: str) -> OpError:
@@ -192,7 +230,20 @@ def from_object(obj: Mapping[str, Any], digest: int) -> Op:
     if bat is not None:
         bat = _int(obj, "bat", seq, seq + MAX_BATCH)
     if version > FORMAT_VERSION:
-        return Op(node, seq, stamp, (), None, None, None, bat, False, digest)
+        stub = stub_digest(obj, digest)
+        return Op(
+            node,
+            seq,
+            stamp,
+            (),
+            None,
+            None,
+            None,
+            bat,
+            False,
+            stub or digest,
+            stub=stub is not None,
+        )
 
     el = obj.get("el")
     if type(el) is not list or not 2 <= len(el) <= MAX_KEY_PARTS:
@@ -229,6 +280,11 @@ def from_object(obj: Mapping[str, Any], digest: int) -> Op:
         if type(by) is not str or len(by) > MAX_CLIENT:
             raise _fail(f"'by' must be a string of at most {MAX_CLIENT} characters")
         by = _name(by)
+    via = obj.get("via")
+    if via is not None:
+        if type(via) is not str or len(via) > MAX_EDGE:
+            raise _fail(f"'via' must be a string of at most {MAX_EDGE} characters")
+        via = _name(via)
 
     known = kind is not None
     if kind is not None and val is not None:
@@ -236,7 +292,7 @@ def from_object(obj: Mapping[str, Any], digest: int) -> Op:
             kind.validate(val)
         except InvalidValue as exc:
             raise _fail(f"invalid value for {key[0]!r}: {exc}") from None
-    return Op(node, seq, stamp, key, val, prev, by, bat, known, digest)
+    return Op(node, seq, stamp, key, val, prev, by, bat, known, digest, via)
 
 
 def _shallow(val: dict[str, Any]) -> bool:
@@ -263,6 +319,7 @@ def encode(
     prev: tuple[OpId, ...] | None = None,
     by: str | None = None,
     bat: int | None = None,
+    via: str | None = None,
 ) -> bytes:
     """Encode an op as one line, without the newline, in noon's canonical key order. The
     envelope is checked first (:class:`OpError`): a writer never puts on disk a seq, stamp or
@@ -282,6 +339,8 @@ def encode(
         obj["by"] = by
     if bat is not None:
         obj["bat"] = bat
+    if via is not None:
+        obj["via"] = via
     return orjson.dumps(obj)
 
 

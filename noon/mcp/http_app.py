@@ -128,7 +128,12 @@ async def serve_http(
     sock.listen(BACKLOG)  # before the line below: whoever reads it may connect at once
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if family == socket.AF_INET6 else host
-    counter = ConnectionCounter(limits.connection_cap(), limits.connections_per_client)
+    counter = ConnectionCounter(
+        limits.connection_cap(),
+        limits.connections_per_client,
+        "NOON_HTTP_MAX_CONNECTIONS",
+        "NOON_HTTP_CONNECTIONS_PER_CLIENT",
+    )
     if not log.isEnabledFor(logging.DEBUG):
         # The SDK logs every session opened, expired or unknown at INFO, with the id in the
         # format string (so no rate limit can group them): a session flood would flood the log.

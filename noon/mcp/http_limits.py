@@ -25,10 +25,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import resource
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import h11
@@ -39,11 +38,9 @@ from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from noon.config import env_float, env_int
+from noon.net import ConnectionCounter, connection_cap
 
 log = logging.getLogger("noon.serve")
-
-DESCRIPTOR_RESERVE = 64
-"""Descriptors kept free for the store's files and the process itself."""
 
 
 @dataclass(frozen=True)
@@ -73,10 +70,7 @@ class HttpLimits:
 
     def connection_cap(self) -> int:
         """``max_connections``, or fewer if the descriptor limit would not hold them."""
-        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft == resource.RLIM_INFINITY:
-            return self.max_connections
-        return max(1, min(self.max_connections, soft - DESCRIPTOR_RESERVE))
+        return connection_cap(self.max_connections)
 
 
 def refused(what: str, source: str, reason: str, *detail: object) -> None:
@@ -87,33 +81,6 @@ def refused(what: str, source: str, reason: str, *detail: object) -> None:
 
 
 # -- connections ------------------------------------------------------------------------------
-
-
-@dataclass
-class ConnectionCounter:
-    total_cap: int
-    per_source_cap: int
-    by_source: dict[str, int] = field(default_factory=dict)
-    total: int = 0
-
-    def admit(self, source: str) -> str | None:
-        """Count a new connection; or the reason it is refused (then nothing is counted)."""
-        if self.total >= self.total_cap:
-            return "as many connections open as allowed (NOON_HTTP_MAX_CONNECTIONS)"
-        held = self.by_source.get(source, 0)
-        if held >= self.per_source_cap:
-            return "as many connections open from it as allowed (NOON_HTTP_CONNECTIONS_PER_CLIENT)"
-        self.by_source[source] = held + 1
-        self.total += 1
-        return None
-
-    def release(self, source: str) -> None:
-        self.total -= 1
-        left = self.by_source[source] - 1
-        if left:
-            self.by_source[source] = left
-        else:
-            del self.by_source[source]
 
 
 def guarded_protocol(counter: ConnectionCounter, header_timeout: float) -> type[H11Protocol]:

@@ -104,7 +104,7 @@ async def _mutate(ctx: ToolContext, planner: Planner, arg: Any) -> Any:
     listing too many items is refused before the store is touched."""
     plan.check_size(planner.__name__, arg)
     result = await anyio.to_thread.run_sync(
-        lambda: kg_mutate(ctx.store, ctx.namespace, planner, arg, ctx.client)
+        lambda: kg_mutate(ctx.store, ctx.namespace, planner, arg, ctx.client, ctx.via)
     )
     await ctx.changed()
     return result

@@ -22,9 +22,13 @@ class ToolContext:
     settings: Settings
     namespace: str
     client: str
-    """The writing client's name (MCP ``clientInfo.name``), recorded as provenance."""
+    """The writing client's name (MCP ``clientInfo.name``): its own claim, recorded as
+    information only."""
     changed: Callable[[], Awaitable[None]]
     """Call after a successful write: notifies resource subscribers."""
+    via: str = "mcp"
+    """The edge every write of a tool call is recorded as (``via``): always this one, whatever
+    the client calls itself, so the review queue can trust it."""
 
 
 ToolResult = types.CallToolResult | dict[str, Any]

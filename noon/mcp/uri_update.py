@@ -185,7 +185,7 @@ def update_memory(svc: GraphService, args: UpdateArgs, ctx: ToolContext) -> Repl
             drafts.append(plan.place(g, ns, pl.parent, pl.key_name, node, prio, disc))
         return drafts, shown
 
-    ops, shown = svc.write(fn, ctx.client)
+    ops, shown = svc.write(fn, ctx.client, ctx.via)
     content_op = next((o for o in ops if o.el[0] == CONTENT), None)
     version = version_id(content_op) if content_op else None
     if version is None:

@@ -116,7 +116,7 @@ def create_memory(svc: GraphService, args: CreateArgs, ctx: ToolContext) -> Repl
         )
         return drafts, (node, uri)
 
-    ops, (node, uri) = svc.write(fn, ctx.client)
+    ops, (node, uri) = svc.write(fn, ctx.client, ctx.via)
     related = svc.read(lambda s: similar(s, ctx.namespace, node, args.title or "", args.content))
     text = f"Success: Memory created at '{uri}'\n\n"
     if related:
@@ -179,7 +179,7 @@ def delete_memory(svc: GraphService, args: DeleteArgs, ctx: ToolContext) -> Repl
         drafts, deleted = plan.delete(g, ctx.namespace, node, label, pl, bool(args.recursive))
         return drafts, (deleted, node)
 
-    _, (deleted, node) = svc.write(fn, ctx.client)
+    _, (deleted, node) = svc.write(fn, ctx.client, ctx.via)
     if deleted == 0:
         text = (
             f"Success: Path '{label}' removed. The memory stays reachable through its other "
@@ -234,7 +234,7 @@ def add_alias(svc: GraphService, args: AliasArgs, ctx: ToolContext) -> Reply:
         disc = args.disclosure if args.disclosure is not None else (pl.disclosure if pl else "")
         return [plan.alias(g, ctx.namespace, new_uri, node, prio, disc)], node
 
-    _, node = svc.write(fn, ctx.client)
+    _, node = svc.write(fn, ctx.client, ctx.via)
     text = (
         f"Success: Alias '{new_uri}' now points to same memory as "
         f"'{args.target_uri.strip()}' (its children come along).\n"
@@ -280,7 +280,7 @@ def move_memory(svc: GraphService, args: MoveArgs, ctx: ToolContext) -> Reply:
         drafts = plan.move(g, ctx.namespace, node, pl, new_uri, args.priority, args.disclosure)
         return drafts, node
 
-    _, node = svc.write(fn, ctx.client)
+    _, node = svc.write(fn, ctx.client, ctx.via)
     text = (
         f"Success: Memory moved from '{args.uri.strip()}' to '{new_uri}' (children, "
         "keywords, history and boot membership come along)."
@@ -354,7 +354,7 @@ def manage_triggers(svc: GraphService, args: TriggersArgs, ctx: ToolContext) -> 
         drafts, report = plan.triggers(g, ns, node, args.add or [], args.remove or [])
         return drafts, (node, report)
 
-    ops, (node, report) = svc.write(fn, ctx.client)
+    ops, (node, report) = svc.write(fn, ctx.client, ctx.via)
     current, lonely = svc.read(
         lambda s: (s.graph.keywords_of(ns, node), unmentioned(s, ns, node, report["added"]))
     )
@@ -428,7 +428,7 @@ def rollback_memory(svc: GraphService, args: RollbackArgs, ctx: ToolContext) -> 
         el = g.content(ctx.namespace, node)
         return drafts, (node, version_id(el.winner) if el is not None else "")
 
-    ops, (node, unchanged) = svc.write(fn, ctx.client)
+    ops, (node, unchanged) = svc.write(fn, ctx.client, ctx.via)
     text = next((op for op in ops if op.el[0] == CONTENT), None)
     version = version_id(text) if text is not None else unchanged
     beside = len(ops) - (text is not None)
@@ -480,7 +480,7 @@ def manage_boot(svc: GraphService, args: BootArgs, ctx: ToolContext) -> Reply:
         remove = [plan.locate(g, ns, u)[0] for u in args.remove or []]
         return plan.boot(g, ns, add, remove), None
 
-    ops, _ = svc.write(fn, ctx.client)
+    ops, _ = svc.write(fn, ctx.client, ctx.via)
 
     def listing(s: GraphService) -> list[str]:
         return sorted(memory_view.show_uri(s.graph, ns, n) for n in s.graph.boot_nodes(ns))

@@ -46,7 +46,7 @@ class GraphService:
                 return fn(self)
 
     def write(
-        self, plan: Callable[[SqlGraph], tuple[list[Draft], T]], client: str
+        self, plan: Callable[[SqlGraph], tuple[list[Draft], T]], client: str, via: str = "cli"
     ) -> tuple[list[Op], T]:
         """Plan against the fresh graph and append the drafts as one durable batch."""
         out: list[T] = []
@@ -56,7 +56,7 @@ class GraphService:
             out.append(info)
             return drafts
 
-        ops = self.store.write(planner, client=client)
+        ops = self.store.write(planner, client=client, via=via)
         return ops, out[-1]
 
 
@@ -77,7 +77,12 @@ def kg_read(store: Store, namespace: str, fn: Callable[[KgReader], T]) -> T:
 
 
 def kg_mutate(
-    store: Store, namespace: str, planner: Callable[[KgReader, A], Planned], arg: A, client: str
+    store: Store,
+    namespace: str,
+    planner: Callable[[KgReader, A], Planned],
+    arg: A,
+    client: str,
+    via: str = "cli",
 ) -> object:
     """Plan one tool call against the fresh state and write it as one batch; return its
     result. A :class:`~noon.kg.plan.KGError` raised by the planner writes nothing."""
@@ -88,5 +93,5 @@ def kg_mutate(
         box.append(planned.result)
         return planned.drafts
 
-    store.write(plan, client=client)
+    store.write(plan, client=client, via=via)
     return box[-1]

@@ -29,6 +29,7 @@ from noon.transfer.nocturne_boot import BootPlan
 from noon.transfer.official import OfficialGraph
 
 CLIENT = "import"
+"""The client name and the edge (``via``) of every op an import writes."""
 CHUNK = 2000
 PROGRESS_FROM = 5000
 """Show a progress bar (stderr) for inputs with at least this many items."""
@@ -79,11 +80,11 @@ def import_official(store: Store, namespace: str, graph: OfficialGraph, source: 
     made_e = made_r = 0
     with _bar(total, "importing") as bar:
         for chunk in _chunks(graph.entities):
-            created = kg_mutate(store, namespace, plan.create_entities, chunk, CLIENT)
+            created = kg_mutate(store, namespace, plan.create_entities, chunk, CLIENT, CLIENT)
             made_e += len(created)  # type: ignore[arg-type]
             bar.update(len(chunk))
         for chunk in _chunks(graph.relations):
-            created = kg_mutate(store, namespace, plan.create_relations, chunk, CLIENT)
+            created = kg_mutate(store, namespace, plan.create_relations, chunk, CLIENT, CLIENT)
             made_r += len(created)  # type: ignore[arg-type]
             bar.update(len(chunk))
     return (
@@ -101,7 +102,7 @@ def _write_absent(store: Store, items: Sequence[tuple[Key, dict[str, Any]]], bar
         ) -> list[Draft]:
             return [Draft(k, v) for k, v in chunk if graph.element(k) is None]
 
-        written += len(store.write(absent, client=CLIENT))
+        written += len(store.write(absent, client=CLIENT, via=CLIENT))
         bar.update(len(chunk))
     return written
 
@@ -166,7 +167,7 @@ def import_nocturne(
                         if _texts(graph, key) == before
                     ]
 
-                versions_written += len(store.write(next_version, client=CLIENT))
+                versions_written += len(store.write(next_version, client=CLIENT, via=CLIENT))
                 bar.update(len(chunk))
         placements = [
             (

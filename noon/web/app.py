@@ -20,7 +20,8 @@ from noon.store.store import StoreError
 from noon.web import routes, security
 from noon.web.data import WebData
 from noon.web.errors import NotFound, Stale, WebError
-from noon.web.inputs import BadInput, Body, json_body
+from noon.web.inputs import BODY_TIMEOUT, BadInput, Body, SlowBody, json_body, query_params
+from noon.web.listener import WebLimits
 from noon.web.live import Live
 from noon.web.routes import DATA, POOL
 
@@ -45,7 +46,12 @@ async def errors(request: web.Request, handler: security.Handler) -> web.StreamR
     """Every refusal as ``{"error": message}`` with its status; a bug as a 500 that says what
     broke (and is logged), never a stack trace page."""
     try:
+        query_params(request)
         return await handler(request)
+    except SlowBody as exc:
+        slow = _error(408, str(exc))
+        slow.force_close()
+        return slow
     except Stale as exc:
         return _error(409, str(exc), current=exc.current)
     except NotFound as exc:
@@ -58,49 +64,44 @@ async def errors(request: web.Request, handler: security.Handler) -> web.StreamR
         if exc.status < 400:
             raise
         return _error(exc.status, exc.reason)
-    except Exception as exc:
+    except Exception:
         log.exception("%s %s failed", request.method, request.path)
-        return _error(500, f"Internal error: {type(exc).__name__}: {exc}")
+        return _error(500, "Internal error; the server's log says what broke.")
 
 
 async def index(request: web.Request) -> web.StreamResponse:
-    """The page, with this server's CSRF token; ``?token=`` logs in and drops it from the URL."""
-    guard = request.app[GUARD]
-    offered = request.query.get("token")
-    if offered is not None:
-        redirect = web.HTTPSeeOther("/")
-        guard.set_cookies(redirect, login=guard.token_ok(offered))
-        raise redirect
-    html = (STATIC / "index.html").read_text(encoding="utf-8")
-    response = web.Response(
-        text=html.replace("{{csrf}}", guard.csrf), content_type="text/html", charset="utf-8"
-    )
+    """The page's shell: it holds no data. Its script reads the token from the address's
+    fragment (``/#token=...``, which browsers never send to a server), trades it for the
+    session at ``POST /api/login`` and drops it from the address bar."""
+    response = web.FileResponse(STATIC / "index.html")
     response.headers["Cache-Control"] = "no-store"
-    guard.set_cookies(response)
     return response
 
 
 async def login(request: web.Request) -> web.Response:
+    """``{token}`` -> ``{session}``: the value the page sends as ``X-Noon-Session``."""
     guard = request.app[GUARD]
     body = Body(await json_body(request), {"token"})
-    token = body.need("token", limit=4096)
-    if guard.token is None:
-        return web.json_response({"ok": True, "token_required": False})
-    if not guard.token_ok(token):
-        await asyncio.sleep(0.5)  # slows guessing; a legitimate user types it once
-        return _error(401, "Wrong token.")
-    response = web.json_response({"ok": True})
-    guard.set_cookies(response, login=True)
-    return response
+    refused = guard.check_token(request, body.need("token", limit=4096))
+    if refused is not None:
+        return refused
+    return web.json_response({"session": guard.session})
 
 
-def create_app(data: WebData, guard: security.Guard, *, workers: int = WORKERS) -> web.Application:
+def create_app(
+    data: WebData,
+    guard: security.Guard,
+    *,
+    workers: int = WORKERS,
+    body_timeout: float = WebLimits.body_timeout,
+) -> web.Application:
     app = web.Application(
         client_max_size=MAX_BODY, middlewares=[errors, security.middleware(guard)]
     )
     pool = ThreadPoolExecutor(workers, thread_name_prefix="noon-web")
     live = Live(data, pool)
     app[DATA], app[POOL], app[LIVE], app[GUARD] = data, pool, live, guard
+    app[BODY_TIMEOUT] = body_timeout
     app.router.add_get("/", index)
     app.router.add_post("/api/login", login)
     app.router.add_get("/api/events", live.handler)

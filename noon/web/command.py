@@ -1,13 +1,16 @@
 """``noon web``: the page where the person sees, reviews and undoes what their agents remember.
 
-Served on loopback by default. Off loopback a token is required (``--token`` or
-``NOON_TOKEN``), as for ``noon serve --http``; docs/web.md describes the security model.
+Served on loopback by default, and always behind a token: ``--token`` or ``NOON_TOKEN``, or one
+made up at each start and printed in the page's address (``http://127.0.0.1:7708/#token=...``,
+opened once: the page trades it for its session). Loopback is no boundary between the accounts
+of one machine; docs/web.md describes the security model.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import socket
 import sys
 
@@ -15,13 +18,13 @@ from noon.config import ConfigError
 from noon.mcp.command import is_loopback, parse_host_port, settings_from
 
 DEFAULT_LISTEN = "127.0.0.1:7708"
-BACKLOG = 128
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Serve the page where you browse, edit, review and undo what your agents remember "
-        "(changes from every machine appear live). Loopback only unless a token is set."
+        "(changes from every machine appear live). Open the address it prints: it carries "
+        "the token the page needs."
     )
     parser.add_argument(
         "--listen",
@@ -30,7 +33,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"address to serve on (default {DEFAULT_LISTEN}; port 0 picks one)",
     )
     parser.add_argument(
-        "--token", help="token the page asks for (default NOON_TOKEN); required off loopback"
+        "--token",
+        help="token the page asks for (default NOON_TOKEN, else a new one each start, printed "
+        "in the address); other accounts can read a command line, so prefer NOON_TOKEN",
     )
     parser.add_argument(
         "--allow-host",
@@ -45,30 +50,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node-id", help="this machine's node id (default NOON_NODE_ID)")
 
 
-def listening_socket(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host:port`` and already listening: a connection made as soon as the
-    address is announced waits in the backlog until the page serves it, instead of being
-    refused while the server starts."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(BACKLOG)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
 def run(args: argparse.Namespace) -> int:
     # The server's modules load here, not with the parser: `noon` builds every subcommand's
     # parser on each run, and aiohttp's web stack has no business in `noon serve`'s start.
-    from aiohttp import web
+    import asyncio
 
     from noon.store.store import Store
     from noon.web.app import create_app
     from noon.web.data import WebData
+    from noon.web.listener import WebLimits, serve
     from noon.web.security import Guard, allowed_hosts
 
     settings = settings_from(args)
@@ -78,27 +68,44 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--listen wants HOST:PORT (e.g. {DEFAULT_LISTEN}), got {args.listen!r}"
         ) from None
-    token = args.token or os.environ.get("NOON_TOKEN", "").strip() or None
-    if token is None and not is_loopback(host):
+    given = args.token or os.environ.get("NOON_TOKEN", "").strip() or None
+    if given is None and not is_loopback(host):
         raise ConfigError(
-            f"--listen {host}: serving the page beyond loopback needs a token; pass --token or "
-            "set NOON_TOKEN"
+            f"--listen {host}: serving the page beyond loopback needs a token you chose; pass "
+            "--token or set NOON_TOKEN"
         )
+    if args.token:
+        print(
+            "noon: warning: a token on the command line is visible to every account of this "
+            "machine (ps); prefer NOON_TOKEN",
+            file=sys.stderr,
+            flush=True,
+        )
+    token = given or secrets.token_urlsafe(32)
+    limits = WebLimits.from_env(os.environ)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = listening_socket(host, port)
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
     bound = sock.getsockname()[1]
     store = Store(settings)
     try:
         data = WebData(store, settings, args.daemon_url)
-        guard = Guard(allowed_hosts(host, bound, args.allow_host), token, bound)
-        app = create_app(data, guard)
+        guard = Guard(allowed_hosts(host, bound, args.allow_host), token)
+        app = create_app(data, guard, body_timeout=limits.body_timeout)
         shown = f"[{host}]" if family == socket.AF_INET6 else host
-        login = " (log in with the token)" if token else ""
-        # The line tests and scripts wait for; stderr, like every log.
-        print(
-            f"noon: serving the page on http://{shown}:{bound}/{login}", file=sys.stderr, flush=True
-        )
-        web.run_app(app, sock=sock, print=None, access_log=None)
+        if given is None:
+            where = f"http://{shown}:{bound}/#token={token}"
+            hint = " (a new token each start; the page drops it from the address)"
+        else:
+            where = f"http://{shown}:{bound}/"
+            hint = " (log in with your token, or add #token=... to this address)"
+
+        def ready() -> None:
+            # The line tests and scripts wait for; stderr, like every log.
+            print(f"noon: serving the page on {where}{hint}", file=sys.stderr, flush=True)
+
+        asyncio.run(serve(app, sock, limits, ready))
     finally:
         store.close()
     return 0

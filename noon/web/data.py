@@ -83,7 +83,7 @@ class WebData:
         return self.svc.read(lambda s: fn(s.graph))
 
     def _write(self, fn: Callable[[SqlGraph], tuple[list[Draft], T]]) -> tuple[list[Op], T]:
-        return self.svc.write(fn, WEB_CLIENT)
+        return self.svc.write(fn, WEB_CLIENT, WEB_CLIENT)
 
     def _memory_of(self, graph: SqlGraph, ns: str, node: str, at: Uri | None) -> dict[str, Any]:
         found = graph.resolve(ns, at) if at is not None else None
@@ -252,12 +252,13 @@ class WebData:
         return {"written": written}
 
     def unreview(self, ns: str, change_id: str) -> dict[str, Any]:
-        """Put a change back in the queue (its verdicts from every machine are deleted). A
-        change approved by "approve all" stays approved. ``{written}``."""
+        """Put a change back in the queue (a tombstone over every machine's verdict on it, each
+        naming the verdict it withdraws). A change approved by "approve all" stays approved.
+        ``{written}``."""
 
         def fn(g: SqlGraph) -> tuple[list[Draft], int]:
             (found,) = queue.named(g.conn, ns, [change_id])
-            drafts = queue.withdrawal(g.conn, ns, found)
+            drafts = queue.withdrawal(g, ns, found)
             return drafts, len(drafts)
 
         _, written = self._write(fn)

@@ -1,10 +1,14 @@
 """Reading a request's parameters: every value checked for type, size and range, with a message
-that names the parameter (HTTP 400, nothing written)."""
+that names the parameter (HTTP 400, nothing written). Every string, in the query or anywhere
+in a JSON body, is refused if it holds a NUL or a lone surrogate (no text of noon can hold
+them: SQLite would cut the string at the NUL, UTF-8 cannot encode the surrogate)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from noon.errors import NoonError
@@ -16,8 +20,47 @@ MAX_SHORT = 4096
 MAX_ITEMS = 100
 
 
+BODY_TIMEOUT: web.AppKey[float] = web.AppKey("body_timeout", float)
+"""Seconds a request body may take to arrive (see :mod:`noon.web.listener`)."""
+
+
 class BadInput(NoonError, ValueError):
     """A parameter missing, of the wrong type, or out of range."""
+
+
+class SlowBody(BadInput):
+    """The body did not arrive in time (HTTP 408)."""
+
+
+def _encodable(where: str, value: str) -> str:
+    if "\x00" in value:
+        raise BadInput(f"{where} holds a NUL character, which no text of noon may hold.")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInput(f"{where} holds a lone surrogate (not a Unicode character).") from None
+    return value
+
+
+def _check_strings(where: str, value: object, depth: int = 0) -> None:
+    """Every string in a JSON value, keys too (as deep as the parser allows: orjson refuses
+    deeper nesting than Python's recursion limit)."""
+    if isinstance(value, str):
+        _encodable(where, value)
+    elif isinstance(value, list):
+        for item in value:
+            _check_strings(where, item, depth + 1)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _encodable(f"A key of {where.lower()}", key)
+            _check_strings(f"Field {key[:40]!r}" if depth == 0 else where, item, depth + 1)
+
+
+def query_params(request: web.Request) -> None:
+    """Refuse a query whose names or values hold what no text may hold."""
+    for name, value in request.query.items():
+        _encodable("A query parameter's name", name)
+        _encodable(f"Query parameter {name[:40]!r}", value)
 
 
 def query_str(
@@ -58,12 +101,19 @@ def namespace(value: object, default: str) -> str:
 async def json_body(request: web.Request) -> dict[str, Any]:
     if request.content_type != "application/json":
         raise BadInput("Send a JSON object with Content-Type: application/json.")
+    seconds = request.app.get(BODY_TIMEOUT, 30.0)
     try:
-        body = await request.json()
-    except ValueError as exc:
+        async with asyncio.timeout(seconds):
+            raw = await request.read()
+    except TimeoutError:
+        raise SlowBody(f"The body did not arrive within {seconds:g} s.") from None
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
         raise BadInput(f"The body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
         raise BadInput("The body must be a JSON object.")
+    _check_strings("The body", body)
     return body
 
 

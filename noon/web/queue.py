@@ -25,7 +25,8 @@ from noon.store.readmodel.state import FoldView
 from noon.web.errors import NotFound, WebError
 
 WEB_CLIENT = "web"
-"""The client name of every write the page makes; its changes are never queued for review."""
+"""The client name and the edge (``via``) of every write the page makes: changes written through
+this edge are never queued for review (a client's name, whatever it is, never counts)."""
 SUMMARY_OPS = 6
 """Ops described one by one in a queue item; the rest are counted."""
 MAX_IDS = 1000
@@ -77,22 +78,23 @@ class Review:
         self._verdicts: dict[str, list[Verdict]] = {}
         self._asked: set[str] = set()
 
-    def verdict(self, cid: str) -> Verdict | None:
-        """The latest verdict on ``cid`` from any reviewer."""
-        if cid not in self._asked:
-            self._asked.add(cid)
-            self._verdicts.update(changes.verdicts(self.conn, self.ns, [cid]))
-        found = self._verdicts.get(cid)
-        return max(found, key=lambda v: v.order) if found else None
+    def verdict(self, r: Ref) -> Verdict | None:
+        """The latest decision on ``r`` that counts (:func:`changes.counts`), of any machine."""
+        if r.id not in self._asked:
+            self._asked.add(r.id)
+            found = changes.verdicts(self.conn, self.ns, [r.id]).get(r.id, [])
+            self._verdicts[r.id] = [v for v in found if changes.counts(self.conn, r, v)]
+        counted = self._verdicts[r.id]
+        return max(counted, key=lambda v: v.order) if counted else None
 
     def status(self, r: Ref) -> str:
-        """``web`` (the page's own), a verdict (``approved``, ``rolled_back``), ``approved``
-        (under a watermark) or ``pending``."""
-        if r.client == WEB_CLIENT:
+        """``web`` (written through the page), a verdict (``approved``, ``rolled_back``),
+        ``approved`` (under a watermark) or ``pending``."""
+        if r.via == WEB_CLIENT:
             return "web"
-        verdict = self.verdict(r.id)
+        verdict = self.verdict(r)
         if verdict is not None:
-            return str(verdict.value.get("verdict") or "approved")
+            return str(verdict.value["verdict"])
         return "approved" if r.seq <= self.marks.get(r.author, 0) else "pending"
 
     def wanted(self, r: Ref, view: str) -> bool:
@@ -117,7 +119,7 @@ def _subject(graph: SqlGraph, ns: str, about: str | None) -> dict[str, Any] | No
 def item(graph: SqlGraph, review: Review, h: Head) -> dict[str, Any]:
     """A change as a list shows it (the head of every listing, detail and timeline entry)."""
     r = h.ref
-    verdict = review.verdict(r.id)
+    verdict = review.verdict(r)
     return {
         "id": r.id,
         "ids": [r.id],
@@ -160,10 +162,10 @@ def _walk(
         if pending.since is None:
             return iter(())
         return changes.newest(
-            conn, ns, before, reviewed=False, skip_client=WEB_CLIENT, since=pending.since
+            conn, ns, before, reviewed=False, skip_via=WEB_CLIENT, since=pending.since
         )
     if view == "reviewed":
-        return changes.newest(conn, ns, before, reviewed=True, skip_client=WEB_CLIENT)
+        return changes.newest(conn, ns, before, reviewed=True, skip_via=WEB_CLIENT)
     return changes.newest(conn, ns, before)
 
 
@@ -230,7 +232,7 @@ def approval(
     drafts = [
         Draft(review_key(ns, r.id, me), {"verdict": "approved"})
         for r in refs
-        if review.verdict(r.id) is None
+        if review.verdict(r) is None
     ]
     if through:
         for author, seq in through.items():
@@ -250,9 +252,17 @@ def approval(
     return drafts
 
 
-def withdrawal(conn: sqlite3.Connection, ns: str, r: Ref) -> list[Draft]:
-    """Tombstones for every machine's verdict on ``r`` (it goes back to the queue)."""
-    found = changes.verdicts(conn, ns, [r.id]).get(r.id, [])
+def withdrawal(graph: SqlGraph, ns: str, r: Ref) -> list[Draft]:
+    """Tombstones withdrawing every machine's decision on ``r`` (it goes back to the queue).
+    Each names the decision it withdraws in ``prev`` beside the element's heads: only that
+    withdraws it (:mod:`noon.core.review`), whatever else another machine wrote there."""
+    found = changes.verdicts(graph.conn, ns, [r.id]).get(r.id, [])
     if not found:
         raise WebError(f"Change {r.id} has no verdict of its own to withdraw.")
-    return [Draft(review_key(ns, r.id, v.reviewer), None) for v in found]
+    drafts = []
+    for v in found:
+        key = review_key(ns, r.id, v.reviewer)
+        el = graph.element(key)
+        heads = set(el.heads) if el is not None else set()
+        drafts.append(Draft(key, None, tuple(sorted(heads | {(v.order[1], v.order[2])}))))
+    return drafts

@@ -6,14 +6,17 @@ Every request:
   rebinding (an attacker's name resolving to this machine);
 - if it carries ``Origin``, that is one of those hosts; API requests marked ``Sec-Fetch-Site:
   cross-site`` or ``same-site`` are refused;
-- when a token is set (always, off loopback), is authenticated: by the session cookie the
-  login sets (``POST /api/login`` or a first visit to ``/?token=...``), or by ``Authorization:
-  Bearer <token>`` for programs.
+- is authenticated, on every bind (loopback too: another account on the machine reaches
+  loopback as well as the person does), except the page shell, its static assets and
+  ``POST /api/login``: by the ``X-Noon-Session`` header the page's script sends (the session
+  it got from the login, kept in the origin's storage), or by ``Authorization: Bearer <token>``
+  for programs.
 
-State-changing requests (anything but GET/HEAD) also carry the per-server CSRF token twice: in
-the ``SameSite=Strict`` cookie set with the page and in the ``X-Noon-CSRF`` header the page's
-script sends (a custom header no cross-origin page can add without a preflight this server
-never grants). A program authenticated by its bearer token needs neither.
+No credential is a cookie. A browser scopes cookies by host, not port, so a cookie would reach
+every other server on 127.0.0.1; a header is sent only by a script that holds the session, and
+a script reads only its own origin's storage (scheme, host and port). The same header is the
+CSRF defence: a cross-origin page can neither read the session nor send the header without a
+preflight this server never grants. Guessing the token is bounded by :mod:`noon.web.guesses`.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ from dataclasses import dataclass, field
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-CSRF_HEADER = "X-Noon-CSRF"
-SAFE_METHODS = frozenset(("GET", "HEAD"))
+from noon.web.guesses import Guesses
+
+SESSION_HEADER = "X-Noon-Session"
 PUBLIC = ("/static/", "/favicon.ico")
 """Paths served without authentication: the assets hold no data."""
 
@@ -58,54 +62,44 @@ def allowed_hosts(listen_host: str, port: int, extra: Iterable[str] = ()) -> fro
 @dataclass
 class Guard:
     hosts: frozenset[str]
-    token: str | None
-    port: int
-    csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    token: str
     session: str = field(default_factory=lambda: secrets.token_urlsafe(32))
-    """The value of the login cookie (random per server start: restarting logs everyone out)."""
-
-    @property
-    def csrf_cookie(self) -> str:
-        return f"noon_csrf_{self.port}"
-
-    @property
-    def auth_cookie(self) -> str:
-        return f"noon_auth_{self.port}"
+    """What ``POST /api/login`` trades the token for (random per server start: restarting
+    logs every page out)."""
+    guesses: Guesses = field(default_factory=Guesses)
 
     def origin_ok(self, origin: str) -> bool:
         scheme, sep, rest = origin.partition("://")
         return bool(sep) and scheme in ("http", "https") and rest.lower() in self.hosts
 
-    def token_ok(self, offered: str) -> bool:
-        return self.token is not None and hmac.compare_digest(offered.encode(), self.token.encode())
+    def check_token(self, request: web.Request, offered: str) -> web.Response | None:
+        """None if ``offered`` is the token; else the refusal: 401, or 429 when this address
+        (or every address together) offered too many wrong tokens lately, then unchecked."""
+        source = request.remote or "unknown"
+        limited = self.guesses.refusal(source)
+        if limited is not None:
+            message, wait = limited
+            answer = refuse(429, message)
+            answer.headers["Retry-After"] = str(wait)
+            return answer
+        if hmac.compare_digest(offered.encode(), self.token.encode()):
+            return None
+        self.guesses.failed(source)
+        return refuse(401, "Wrong token.")
 
-    def bearer(self, request: web.Request) -> bool:
-        got = request.headers.get("Authorization", "")
-        return got.startswith("Bearer ") and self.token_ok(got[len("Bearer ") :])
-
-    def authenticated(self, request: web.Request) -> bool:
-        if self.token is None:
-            return True
-        cookie = request.cookies.get(self.auth_cookie, "")
-        return hmac.compare_digest(cookie.encode(), self.session.encode()) or self.bearer(request)
-
-    def csrf_ok(self, request: web.Request) -> bool:
-        header = request.headers.get(CSRF_HEADER, "")
-        cookie = request.cookies.get(self.csrf_cookie, "")
-        return hmac.compare_digest(header.encode(), self.csrf.encode()) and hmac.compare_digest(
-            cookie.encode(), self.csrf.encode()
-        )
-
-    def set_cookies(self, response: web.StreamResponse, *, login: bool = False) -> None:
-        response.set_cookie(self.csrf_cookie, self.csrf, httponly=True, samesite="Strict", path="/")
-        if login:
-            response.set_cookie(
-                self.auth_cookie, self.session, httponly=True, samesite="Strict", path="/"
-            )
+    def session_ok(self, request: web.Request) -> bool:
+        got = request.headers.get(SESSION_HEADER, "")
+        return hmac.compare_digest(got.encode(), self.session.encode())
 
 
 def refuse(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
+
+
+NEEDS_LOGIN = (
+    "Log in first: open the address noon web printed (it carries the token once), or give "
+    "the token (NOON_TOKEN) to the page."
+)
 
 
 def middleware(guard: Guard) -> Middleware:
@@ -123,21 +117,19 @@ def middleware(guard: Guard) -> Middleware:
         if origin is not None and not guard.origin_ok(origin):
             return refuse(403, f"Cross-origin request from {origin[:100]!r} refused.")
         path = request.path
-        api = path.startswith("/api/")
-        if api and request.headers.get("Sec-Fetch-Site") in ("cross-site", "same-site"):
+        if path.startswith("/api/") and request.headers.get("Sec-Fetch-Site") in (
+            "cross-site",
+            "same-site",
+        ):
             return refuse(403, "Cross-site request refused.")
         public = path.startswith(PUBLIC) or path == "/" or path == "/api/login"
-        if not public and not guard.authenticated(request):
-            return refuse(401, "Log in first: this server needs its token (NOON_TOKEN).")
-        if request.method not in SAFE_METHODS and not (
-            guard.bearer(request) or guard.csrf_ok(request)
-        ):
-            return refuse(
-                403,
-                f"Missing or wrong CSRF token: state-changing requests need the {CSRF_HEADER} "
-                "header and cookie the page sets (reload the page).",
-            )
-        return await handler(request)
+        if public or guard.session_ok(request):
+            return await handler(request)
+        bearer = request.headers.get("Authorization", "")
+        if not bearer.startswith("Bearer "):
+            return refuse(401, NEEDS_LOGIN)
+        refused = guard.check_token(request, bearer[len("Bearer ") :])
+        return refused if refused is not None else await handler(request)
 
     return check
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.web import CHROMIUM_ARGS, chromium
+from bench.web import CHROMIUM_ARGS, chromium, split_address
 
 TIMEOUT_MS = 20_000
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
@@ -30,15 +30,18 @@ def skip_without_browser() -> pytest.MarkDecorator:
 
 
 @asynccontextmanager
-async def browser_page(base_url: str) -> AsyncIterator[object]:
-    """A fresh page of headless Chromium on ``base_url``. Fails the test if the page's script
-    throws or logs an error."""
+async def browser_page(address: str, refusals: tuple[str, ...] = ()) -> AsyncIterator[object]:
+    """A fresh page of headless Chromium, logged in as a person is: by opening ``address``, what
+    ``noon web`` printed (``http://127.0.0.1:PORT/#token=...``); the page's relative URLs are
+    on that server. Fails the test if the page's script throws or logs an error other than the
+    refusals (HTTP statuses) the test causes: 409 and 400, and those named."""
     from playwright.async_api import async_playwright
 
     errors: list[str] = []
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
         try:
+            base_url, token = split_address(address)
             context = await browser.new_context(
                 base_url=base_url, viewport={"width": 1280, "height": 820}
             )
@@ -49,10 +52,15 @@ async def browser_page(base_url: str) -> AsyncIterator[object]:
                 "console",
                 lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None,
             )
+            if token is not None:
+                await page.goto(address)
+                await page.wait_for_function("localStorage.getItem('noon-session') !== null")
+                assert "token" not in page.url, page.url  # dropped from the address bar
             yield page
         finally:
             await browser.close()
-    expected = [e for e in errors if "409" not in e and "400" not in e]  # refusals the test causes
+    caused = ("409", "400", *refusals)
+    expected = [e for e in errors if not any(code in e for code in caused)]
     assert not expected, expected
 
 

@@ -28,6 +28,8 @@ class Replica:
     ids = 0
     client = "prop"
     """The client name its writes carry unless one is given."""
+    via = "mcp"
+    """The edge its writes are recorded as unless one is given (``web``: the page's)."""
 
     def __init__(self, node: str) -> None:
         if node == "a":  # a new history: replay it exactly
@@ -41,9 +43,10 @@ class Replica:
         self.lines: list[bytes] = []
         """This node's shard, line by line, as written."""
 
-    def write(self, fn: Any, client: str | None = None) -> Any:
+    def write(self, fn: Any, client: str | None = None, via: str | None = None) -> Any:
         """Plan ``fn(graph) -> (drafts, info)`` and append the drafts as one batch written by
-        ``client`` (default: :attr:`client`); return ``info``."""
+        ``client`` through the edge ``via`` (defaults: :attr:`client`, :attr:`via`); return
+        ``info``."""
 
         def next_id() -> str:
             Replica.ids += 1
@@ -72,6 +75,7 @@ class Replica:
                 prev=prev,
                 by=client or self.client,
                 bat=last if len(drafts) > 1 else None,
+                via=via or self.via,
             )
             ops.append(decode(line))
             self.lines.append(line)

@@ -4,9 +4,13 @@ into its change, and each question is answered by scanning them all.
 
 A change is the ops of one author sharing ``bat`` (one tool call) or one lone op; its id is
 ``node:seq`` of its last op, its stamp the greatest ``(hlc, node, seq)`` of its held ops, its
-namespace and client those of its first op. Its subject is what its first op that is about
-something is about. It is reviewed when a live review element names it, or when its id's seq is
-at most the greatest watermark (``upto``) any reviewer wrote for its author.
+namespace, client and edge (``via``) those of its first op. Its subject is what its first op
+that is about something is about. A review element holds the decision of the machine it names:
+that machine's own latest version, unless another machine's tombstone names that version in
+``prev`` (a withdrawal). A change is reviewed when such a decision on it is stamped after every
+op of it and is ``approved``, or ``rolled_back`` while no text it wrote is a head any more; or
+when a watermark (``upto``) covers it: its id's seq at most the greatest seq of its author
+that is at most the watermark's and stamped before the watermark.
 """
 
 from __future__ import annotations
@@ -49,6 +53,10 @@ class Change:
     def client(self) -> str:
         return self.ops[0].by or "unknown"
 
+    @property
+    def via(self) -> str:
+        return self.ops[0].via or ""
+
 
 def subject(fold: Fold, op: Op) -> str | None:
     kind = op.el[0]
@@ -86,16 +94,31 @@ class Oracle:
         )
         self.verdicts: dict[str, list[tuple[tuple[int, str, int], str, dict[str, Any], str]]] = {}
         self.through: dict[str, int] = {}
+        held: dict[str, list[Op]] = {}
+        for el in fold.elements.values():
+            for op in el.versions:
+                held.setdefault(op.node, []).append(op)
         for key, el in fold.elements.items():
-            if key[0] != REVIEW or key[1] != ns or el.winner.val is None:
+            if key[0] != REVIEW or key[1] != ns:
                 continue
-            w = el.winner
+            reviewer = key[3]
+            own = [v for v in el.versions if v.node == reviewer]
+            if not own:
+                continue
+            w = max(own, key=lambda v: v.seq)
+            withdrawn = any(
+                v.node != reviewer and v.val is None and w.id in (v.prev or ()) for v in el.versions
+            )
+            if w.val is None or withdrawn:
+                continue
             if key[2] == "upto":
-                for author, seq in el.winner.val["through"].items():
-                    self.through[author] = max(seq, self.through.get(author, 0))
+                for author, seq in w.val["through"].items():
+                    older = [o.seq for o in held.get(author, []) if o.seq <= seq and o.hlc < w.hlc]
+                    if older:
+                        self.through[author] = max(max(older), self.through.get(author, 0))
             else:
                 batch = f"{w.node}:{w.bat or w.seq}"
-                self.verdicts.setdefault(key[2], []).append((w.order, key[3], w.val, batch))
+                self.verdicts.setdefault(key[2], []).append((w.order, reviewer, w.val, batch))
 
     def subject_of(self, c: Change) -> str | None:
         return next((s for op in c.ops if (s := subject(self.fold, op)) is not None), None)
@@ -103,11 +126,27 @@ class Oracle:
     def about(self, what: str) -> list[Change]:
         return [c for c in self.changes if any(subject(self.fold, op) == what for op in c.ops)]
 
+    def stands(self, c: Change) -> bool:
+        return any(op.el[0] != REVIEW and op.id in self.fold.elements[op.el].heads for op in c.ops)
+
+    def counted(self, c: Change) -> list[tuple[tuple[int, str, int], str, dict[str, Any], str]]:
+        """The decisions on ``c`` that count."""
+        out = []
+        for v in self.verdicts.get(c.id, []):
+            verdict = v[2].get("verdict")
+            if v[0][0] <= c.stamp[0] or verdict not in ("approved", "rolled_back"):
+                continue
+            if verdict == "rolled_back" and self.stands(c):
+                continue
+            out.append(v)
+        return out
+
     def status(self, c: Change) -> str:
-        if c.client == WEB:
+        if c.via == WEB:
             return "web"
-        if c.id in self.verdicts:
-            return str(max(self.verdicts[c.id])[2].get("verdict") or "approved")
+        counted = self.counted(c)
+        if counted:
+            return str(max(counted)[2]["verdict"])
         return "approved" if c.seq <= self.through.get(c.author, 0) else "pending"
 
     def wanted(self, c: Change, view: str) -> bool:
@@ -120,7 +159,8 @@ class Oracle:
     def head(self, c: Change) -> dict[str, Any]:
         """What the page shows of a change (the fields the read model computes)."""
         about = self.subject_of(c)
-        verdict = max(self.verdicts[c.id]) if c.id in self.verdicts else None
+        counted = self.counted(c)
+        verdict = max(counted) if counted else None
         return {
             "id": c.id,
             "time": c.stamp[0] >> 16,

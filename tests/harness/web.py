@@ -3,7 +3,6 @@ subprocess (for the browser tests)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -22,7 +21,8 @@ from noon.store.access import service
 from noon.store.store import Store
 from noon.web.app import create_app
 from noon.web.data import WebData
-from noon.web.security import Guard, allowed_hosts
+from noon.web.guesses import Guesses
+from noon.web.security import SESSION_HEADER, Guard, allowed_hosts
 
 NS = "default"
 AGENT = "claude-code"
@@ -41,7 +41,7 @@ def agent_create(
         drafts, node, _ = plan.create(g, NS, parse(parent), title, text, priority, disclosure)
         return drafts, node
 
-    return service(store).write(fn, AGENT)[1]
+    return service(store).write(fn, AGENT, "mcp")[1]
 
 
 def agent_edit(store: Store, uri: str, text: str) -> None:
@@ -49,7 +49,7 @@ def agent_edit(store: Store, uri: str, text: str) -> None:
         node = plan.locate(g, NS, uri)[0]
         return [plan.set_text(NS, node, text)], None
 
-    service(store).write(fn, AGENT)
+    service(store).write(fn, AGENT, "mcp")
 
 
 def seed(store: Store) -> dict[str, str]:
@@ -64,33 +64,39 @@ def seed(store: Store) -> dict[str, str]:
     def kw(g: Graph) -> tuple[list[Any], None]:
         return plan.triggers(g, NS, nodes["user"], ["Salem"], [])[0], None
 
-    service(store).write(kw, AGENT)
+    service(store).write(kw, AGENT, "mcp")
     return nodes
 
 
 class Page:
-    """A client of the page server that behaves like the page's script: it loads ``/`` (for
-    the CSRF cookie and token) and sends the token with every POST."""
+    """A client of the page server that behaves like the page's script: it trades the token
+    for the session (``POST /api/login``) and sends it in ``X-Noon-Session`` with every
+    request."""
 
-    def __init__(self, client: TestClient[Any, Any], store: Store, port: int) -> None:
+    def __init__(self, client: TestClient[Any, Any], store: Store, port: int, token: str) -> None:
         self.client = client
         self.store = store
         self.port = port
-        self.csrf = ""
+        self.token = token
+        self.session = ""
 
     async def load(self) -> None:
         r = await self.client.get("/")
-        html = await r.text()
-        found = re.search(r'name="noon-csrf" content="([^"]+)"', html)
-        assert found, html[:300]
-        self.csrf = found.group(1)
+        assert r.status == 200 and "<!doctype html>" in await r.text()
+        r = await self.client.post("/api/login", json={"token": self.token})
+        assert r.status == 200, await r.text()
+        self.session = (await r.json())["session"]
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {SESSION_HEADER: self.session}
 
     async def get(self, path: str, **params: Any) -> tuple[int, Any]:
-        r = await self.client.get(path, params=params)
+        r = await self.client.get(path, params=params, headers=self.auth)
         return r.status, await r.json()
 
     async def post(self, path: str, body: Any, **headers: str) -> tuple[int, Any]:
-        r = await self.client.post(path, json=body, headers={"X-Noon-CSRF": self.csrf, **headers})
+        r = await self.client.post(path, json=body, headers={**self.auth, **headers})
         return r.status, await _json(r)
 
     def shard(self) -> bytes:
@@ -106,17 +112,23 @@ async def _json(r: ClientResponse) -> Any:
 
 @asynccontextmanager
 async def page_server(
-    directory: Path, *, token: str | None = None, node: str = "laptop"
+    directory: Path,
+    *,
+    token: str = "t0ken-of-the-tests",
+    node: str = "laptop",
+    guesses: Guesses | None = None,
+    body_timeout: float = 30.0,
 ) -> AsyncIterator[Page]:
-    """The page's app on a loopback port, with a store on ``directory``."""
+    """The page's app on a loopback port, with a store on ``directory``, and a page logged
+    in."""
     store = open_store(directory, node)
     settings = Settings.from_env({}, dir=directory, node_id=node, fsync=False)
     port = free_port()
     data = WebData(store, settings, daemon_url=f"https://127.0.0.1:{free_port()}")
-    guard = Guard(allowed_hosts("127.0.0.1", port), token, port)
-    app = create_app(data, guard, workers=2)
+    guard = Guard(allowed_hosts("127.0.0.1", port), token, guesses=guesses or Guesses())
+    app = create_app(data, guard, workers=2, body_timeout=body_timeout)
     async with TestClient(TestServer(app, host="127.0.0.1", port=port)) as client:
-        page = Page(client, store, port)
+        page = Page(client, store, port, token)
         await page.load()
         yield page
     store.close()
@@ -126,9 +138,10 @@ async def page_server(
 def web_process(
     directory: Path, node: str = "laptop", *args: str, env: dict[str, str] | None = None
 ) -> Iterator[str]:
-    """``noon web`` on ``directory`` (a free loopback port); yields its base URL."""
+    """``noon web`` on ``directory`` (a free loopback port); yields the address it printed
+    (``http://127.0.0.1:PORT/#token=...``, or without the fragment when given a token)."""
     with web_server(directory, node, *args, env=env or subprocess_env(NOON_FSYNC="false")) as (
-        url,
+        address,
         _,
     ):
-        yield url
+        yield address

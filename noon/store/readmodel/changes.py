@@ -8,10 +8,13 @@ by its *stamp*, the greatest ``(hlc, node, seq)`` of its ops: a walk of a namesp
 first meets each change first at its newest op, so changes come out in order without grouping
 the whole log.
 
-A change is *reviewed* when a verdict names it (``review(ns, change id, reviewer)``) or when its
-seq is at most its author's watermark (``review(ns, "upto", reviewer)``: "approve all", the
-greatest over every reviewer counts). Only ops the shards still hold are listed: a version
-compaction dropped is gone from its change.
+A change is *reviewed* when a verdict names it (``review(ns, change id, reviewer)``) or when a
+watermark covers it (``review(ns, "upto", reviewer)``: "approve all"; any reviewer's counts).
+Only each machine's own decisions are read (:mod:`noon.core.review`: the ``reviews`` table holds
+them), and a decision covers only what was stamped before it: a verdict the change it names,
+when that change is older; a watermark an author's ops up to its seq that are older than it. A
+``rolled_back`` verdict is believed only while no text the change wrote is still current. Only
+ops the shards still hold are listed: a version compaction dropped is gone from its change.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from typing import Any
 
 import orjson
 
+from noon.core import review
 from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS
-from noon.core.ops import Key, Op
+from noon.core.ops import MAX_BATCH, Key, Op
 from noon.store.readmodel.rows import ROW, key_text, op_of
 from noon.store.readmodel.state import load_op
 
@@ -78,6 +82,10 @@ class Ref:
     low: int
     """Its ops are the author's held ops with ``low < seq <= self.seq``."""
     client: str
+    """The name its writer was told by its client (information only)."""
+    via: str
+    """The edge that wrote it (``web``, ``cli``, ``import``, ``mcp``; empty when its op does not
+    say: written before edges were recorded)."""
     stamp: Stamp
     oldest: Stamp
     """The least ``(hlc, node, seq)`` of its ops."""
@@ -107,8 +115,8 @@ def ref(conn: sqlite3.Connection, cid: str) -> Ref | None:
     ).fetchone()
     if not count:
         return None
-    seq, ns, client = conn.execute(
-        f"SELECT seq, ns, client {span} AND hlc = ? ORDER BY seq DESC LIMIT 1",
+    seq, ns, client, via = conn.execute(
+        f"SELECT seq, ns, client, via {span} AND hlc = ? ORDER BY seq DESC LIMIT 1",
         (node, low, last, newest),
     ).fetchone()
     (first,) = conn.execute(
@@ -121,6 +129,7 @@ def ref(conn: sqlite3.Connection, cid: str) -> Ref | None:
         last,
         low,
         client or "unknown",
+        via or "",
         (newest, node, seq),
         (oldest, node, first),
         count,
@@ -185,10 +194,24 @@ def _marks(conn: sqlite3.Connection, ns: str) -> tuple[str, list[Any]]:
     return f"(CASE node {whens} ELSE 0 END)", [x for pair in marks.items() for x in pair]
 
 
+_STANDS = (
+    "EXISTS (SELECT 1 FROM ops c JOIN elements e ON e.id = c.eid WHERE c.node = ops.node "
+    "AND c.seq BETWEEN coalesce(ops.bat - ?, ops.seq) AND coalesce(ops.bat, ops.seq) "
+    "AND coalesce(c.bat, c.seq) = coalesce(ops.bat, ops.seq) "
+    "AND e.kind != 'review' AND ((e.w_node = c.node AND e.w_seq = c.seq) OR EXISTS "
+    "(SELECT 1 FROM heads h WHERE h.eid = c.eid AND h.node = c.node AND h.seq = c.seq)))"
+).replace("?", str(MAX_BATCH))
+"""A text the change of ``ops`` wrote is still current (a batch's ops lie within
+:data:`~noon.core.ops.MAX_BATCH` seqs below its end; evaluated only for a rollback verdict)."""
 _VERDICT = (
     "EXISTS (SELECT 1 FROM reviews r WHERE r.ns = ops.ns "
-    "AND r.subject = ops.node || ':' || coalesce(ops.bat, ops.seq))"
+    "AND r.subject = ops.node || ':' || coalesce(ops.bat, ops.seq) AND r.w_hlc > coalesce("
+    "(SELECT l.hlc FROM ops l WHERE l.node = ops.node AND l.seq = coalesce(ops.bat, ops.seq)), "
+    "ops.hlc) AND (json_extract(r.val, '$.verdict') = 'approved' OR "
+    f"(json_extract(r.val, '$.verdict') = 'rolled_back' AND NOT {_STANDS})))"
 )
+"""A decision that counts names the change of ``ops``: stamped after it, and a rollback only
+while the change's text no longer stands (:func:`stands`)."""
 
 
 def newest(
@@ -197,13 +220,13 @@ def newest(
     before: Stamp | None = None,
     *,
     reviewed: bool | None = None,
-    skip_client: str = "",
+    skip_via: str = "",
     since: int | None = None,
 ) -> Iterator[Ref]:
     """Changes of ``ns``, newest first, each older than ``before`` when given. With
-    ``reviewed`` (True or False), only the changes not made by ``skip_client`` that are (or
-    are not) reviewed. ``since``: no wanted change has an op older than this ``hlc`` (the walk
-    stops there; see :func:`pending`).
+    ``reviewed`` (True or False), only the changes not written through the edge ``skip_via``
+    that are (or are not) reviewed. ``since``: no wanted change has an op older than this
+    ``hlc`` (the walk stops there; see :func:`pending`).
 
     Each step asks for the newest op below the last one met. When nothing but the ops of the
     change just met lies between its newest and its oldest op (one tool call is stamped at one
@@ -220,8 +243,8 @@ def newest(
     if reviewed is not None:
         mark, mark_args = _marks(conn, ns)
         covered = f"(coalesce(bat, seq) <= {mark} OR {_VERDICT})"
-        where += f" AND coalesce(client, '') != ? AND {'' if reviewed else 'NOT '}{covered}"
-        fixed += [skip_client, *mark_args]
+        where += f" AND coalesce(via, '') != ? AND {'' if reviewed else 'NOT '}{covered}"
+        fixed += [skip_via, *mark_args]
     step = (
         "SELECT node, seq, bat, hlc FROM ops WHERE ns = ? AND hlc <= ? "
         "AND (hlc < ? OR node < ? OR (node = ? AND seq < ?)) "
@@ -295,7 +318,8 @@ class Verdict:
 
 
 def verdicts(conn: sqlite3.Connection, ns: str, ids: Iterable[str]) -> dict[str, list[Verdict]]:
-    """The live verdicts on each of the changes ``ids``, by change id."""
+    """The live decisions on each of the changes ``ids``, by change id (whether each counts:
+    :func:`counts`)."""
     out: dict[str, list[Verdict]] = {}
     for cid in set(ids):
         for reviewer, val, node, seq, hlc, bat in conn.execute(
@@ -311,19 +335,51 @@ def verdicts(conn: sqlite3.Connection, ns: str, ids: Iterable[str]) -> dict[str,
     return out
 
 
+def stands(conn: sqlite3.Connection, r: Ref) -> bool:
+    """Whether a text the change ``r`` wrote (or a deletion) is still current: a head of its
+    memory. Stops at the first one found."""
+    found = conn.execute(
+        "SELECT 1 FROM ops c JOIN elements e ON e.id = c.eid "
+        "WHERE c.node = ? AND c.seq > ? AND c.seq <= ? AND e.kind != 'review' "
+        "AND ((e.w_node = c.node AND e.w_seq = c.seq) OR EXISTS "
+        "(SELECT 1 FROM heads h WHERE h.eid = c.eid AND h.node = c.node AND h.seq = c.seq)) "
+        "LIMIT 1",
+        (r.author, r.low, r.seq),
+    ).fetchone()
+    return found is not None
+
+
+def counts(conn: sqlite3.Connection, r: Ref, v: Verdict) -> bool:
+    """Whether the decision ``v`` on ``r`` counts: a known verdict stamped after every op of
+    the change (no machine approves what it had not seen), and ``rolled_back`` only while none
+    of the change's text stands (PROTOCOL.md §1.5)."""
+    verdict = review.verdict_of_value(v.value)
+    if verdict is None or v.order[0] <= r.stamp[0]:
+        return False
+    return verdict != "rolled_back" or not stands(conn, r)
+
+
 def through(conn: sqlite3.Connection, ns: str) -> dict[str, int]:
-    """Per author, the seq up to which every change is reviewed: the greatest of every
-    reviewing machine's watermark. Only authors this machine ever held count (a watermark
-    naming others has nothing to cover here), so what a list costs is bounded by them."""
-    return {
-        author: int(seq)
-        for author, seq in conn.execute(
-            "SELECT j.key, max(j.value) FROM reviews r, json_each(r.val, '$.through') j "
-            "WHERE r.ns = ? AND r.subject = ? AND j.type = 'integer' AND j.value > 0 "
-            "AND j.key IN (SELECT node FROM highwater) GROUP BY j.key",
-            (ns, UPTO),
-        )
-    }
+    """Per author, the seq up to which every change is reviewed: the greatest any reviewing
+    machine's watermark covers. A watermark ``{author: seq}`` covers that author's ops up to
+    ``seq`` stamped before the watermark itself (its seqs grow with its stamps), so a mark
+    naming seqs not written yet covers nothing written after it. Only authors this machine ever
+    held count (a watermark naming others has nothing to cover here), so what a list costs is
+    bounded by them."""
+    out: dict[str, int] = {}
+    for stamp, author, seq in conn.execute(
+        "SELECT r.w_hlc, j.key, j.value FROM reviews r, json_each(r.val, '$.through') j "
+        "WHERE r.ns = ? AND r.subject = ? AND j.type = 'integer' AND j.value > 0 "
+        "AND j.key IN (SELECT node FROM highwater)",
+        (ns, UPTO),
+    ).fetchall():
+        row = conn.execute(
+            "SELECT seq FROM ops WHERE node = ? AND seq <= ? AND hlc < ? ORDER BY seq DESC LIMIT 1",
+            (author, seq, stamp),
+        ).fetchone()
+        if row is not None and row[0] > out.get(author, 0):
+            out[author] = int(row[0])
+    return out
 
 
 @dataclass(frozen=True)
@@ -342,18 +398,18 @@ WITH RECURSIVE walk(seq) AS (
     FROM walk JOIN ops o ON o.node = :node AND o.seq = walk.seq
 )
 SELECT count(*), min(ops.hlc) FROM walk JOIN ops ON ops.node = :node AND ops.seq = walk.seq
-WHERE ops.ns = :ns AND ops.{_KNOWN} AND coalesce(ops.client, '') != :skip AND NOT {_VERDICT}
+WHERE ops.ns = :ns AND ops.{_KNOWN} AND coalesce(ops.via, '') != :skip AND NOT {_VERDICT}
 """
 
 
-def pending(conn: sqlite3.Connection, ns: str, skip_client: str) -> Pending:
-    """How many changes of ``ns`` not made by ``skip_client`` no verdict and no watermark
+def pending(conn: sqlite3.Connection, ns: str, skip_via: str) -> Pending:
+    """How many changes of ``ns`` not written through ``skip_via`` no verdict and no watermark
     covers. Per author, a skip-scan from its watermark that visits each change once (one index
     seek each), never each op: after "approve all" it costs what arrived since."""
     marks = through(conn, ns)
     count, since = 0, None
     for (node,) in conn.execute("SELECT node FROM highwater").fetchall():
-        args = {"node": node, "mark": marks.get(node, 0), "ns": ns, "skip": skip_client}
+        args = {"node": node, "mark": marks.get(node, 0), "ns": ns, "skip": skip_via}
         n, oldest = conn.execute(_SKIP_SCAN, args).fetchone()
         count += n
         if oldest is not None and (since is None or oldest < since):

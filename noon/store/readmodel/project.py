@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from noon.core import review
 from noon.core.elements import BOOT, CONTENT, EDGE, ENTITY, KEYWORD, OBS, REL, REVIEW
 from noon.core.ops import Key, Op, OpId
 from noon.graph.reader import placements_of
@@ -101,7 +102,7 @@ class Projection:
         elif kind == REL:
             self._rel(key, winner)
         elif kind == REVIEW:
-            self._review(key, winner)
+            self._review(eid, key)
 
     def gone(self, eid: int, key: Key) -> None:
         """No version of the element is left (collected, or its shard is gone)."""
@@ -128,7 +129,9 @@ class Projection:
         elif kind == REL:
             self._rel(key, None)
         elif kind == REVIEW:
-            self._review(key, None)
+            self.conn.execute(
+                "DELETE FROM reviews WHERE ns = ? AND subject = ? AND reviewer = ?", key[1:4]
+            )
 
     # -- the URI graph ---------------------------------------------------------------------
 
@@ -249,9 +252,14 @@ class Projection:
             return
         self.relations.append((ns, src, dst, rtype, slot, winner.hlc, winner.node, winner.seq))
 
-    def _review(self, key: Key, winner: Op | None) -> None:
+    def _review(self, eid: int, key: Key) -> None:
+        """The decision of the machine the key names, from the versions it wrote itself
+        (:func:`noon.core.review.decision`), not the element's winner: another machine's
+        version never speaks for it."""
         _, ns, subject, reviewer = key
-        if winner is None or winner.val is None:
+        rows = self.conn.execute(f"SELECT {ROW} FROM ops WHERE eid = ?", (eid,))
+        found = review.decision((op_of(row) for row in rows), reviewer)
+        if found is None or found.val is None:
             self.conn.execute(
                 "DELETE FROM reviews WHERE ns = ? AND subject = ? AND reviewer = ?",
                 (ns, subject, reviewer),
@@ -262,10 +270,10 @@ class Projection:
                 ns,
                 subject,
                 reviewer,
-                orjson.dumps(winner.val).decode(),
-                winner.node,
-                winner.seq,
-                winner.hlc,
+                orjson.dumps(found.val).decode(),
+                found.node,
+                found.seq,
+                found.hlc,
             )
         )
 

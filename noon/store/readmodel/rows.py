@@ -2,9 +2,9 @@
 
 An element key is stored as its canonical JSON text (a list of strings): unique per key, the
 same in every process. An op is stored by identity with the columns the fold and the op log
-use without decoding anything (``hlc``, ``tomb`` for a tombstone, ``prev``, ``client``, ``bat``)
-and its value as JSON. The digest is the author's line digest: a duplicate and a fork tell
-themselves apart by it, as in :mod:`noon.core.fold`.
+use without decoding anything (``hlc``, ``tomb`` for a tombstone, ``prev``, ``client``,
+``bat``, ``via``) and its value as JSON. The digest is the author's line digest: a duplicate
+and a fork tell themselves apart by it, as in :mod:`noon.core.fold`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import orjson
 from noon.core.elements import EDGE
 from noon.core.ops import Key, Op, OpId
 
-ROW = "node, seq, digest, hlc, ns, key, tomb, val, prev, client, bat"
+ROW = "node, seq, digest, hlc, ns, key, tomb, val, prev, client, bat, via"
 """The columns of ``ops`` that :func:`op_of` reads, in its order."""
 COLUMNS = ROW + ", eid, child"
 """What :func:`op_row` writes: :data:`ROW`, the id of the op's element and, for a placement
@@ -69,6 +69,7 @@ def op_row(op: Op, kt: str | None, eid: int | None) -> tuple[Any, ...]:
         _prev_text(op.prev),
         op.by,
         op.bat,
+        op.via,
         eid,
         _child(op) if known else None,
     )
@@ -81,7 +82,7 @@ def _child(op: Op) -> str | None:
 
 def op_of(row: tuple[Any, ...]) -> Op:
     """The op of a full ``ops`` row (columns :data:`ROW`)."""
-    node, seq, digest, hlc, _, key, tomb, val, prev, client, bat = row
+    node, seq, digest, hlc, _, key, tomb, val, prev, client, bat, via = row
     return Op(
         node,
         seq,
@@ -93,6 +94,7 @@ def op_of(row: tuple[Any, ...]) -> Op:
         bat,
         True,
         unsigned(digest),
+        via,
     )
 
 

@@ -38,7 +38,7 @@ from noon.store.readmodel.behind import full
 
 log = logging.getLogger("noon.readmodel")
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 FILE_NAME = "readmodel.sqlite3"
 
 NUMBERED = "key_name GLOB '[1-9]*' AND key_name NOT GLOB '*[^0-9]*'"
@@ -56,7 +56,7 @@ CREATE TABLE corrupt (
 CREATE TABLE highwater (node TEXT PRIMARY KEY, seq INTEGER) WITHOUT ROWID;
 CREATE TABLE ops (
     node TEXT, seq INTEGER, digest INTEGER, hlc INTEGER, ns TEXT, key TEXT, tomb INTEGER,
-    val TEXT, prev TEXT, client TEXT, bat INTEGER, eid INTEGER, child TEXT,
+    val TEXT, prev TEXT, client TEXT, bat INTEGER, via TEXT, eid INTEGER, child TEXT,
     PRIMARY KEY (node, seq)
 ) WITHOUT ROWID;
 CREATE INDEX ops_by_element ON ops (eid) WHERE eid IS NOT NULL;

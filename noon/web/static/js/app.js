@@ -1,7 +1,7 @@
 // The page: routing between sections (by the URL's hash), the namespace, the live feed and
 // the review badge. Each section is a module exporting `show(main, params)`.
 
-import { ApiError, get, ns, post, setNs } from "./api.js";
+import { ApiError, events, get, loggedIn, login, ns, setNs } from "./api.js";
 import { clear, field, go, h, notice } from "./dom.js";
 
 const sections = {
@@ -23,7 +23,16 @@ function parseHash() {
   return { name: sections[name] ? name : "browse", params: new URLSearchParams(query || "") };
 }
 
-async function route() {
+let routing = Promise.resolve();
+
+/** Show the section the hash names, after the one being shown finished drawing (so a quick
+ * second navigation is never overdrawn by the first). */
+function route() {
+  routing = routing.then(show, show);
+  return routing;
+}
+
+async function show() {
   const { name, params } = parseHash();
   const main = document.getElementById("main");
   document.querySelectorAll("nav a").forEach((a) => {
@@ -52,17 +61,16 @@ async function refreshBadge() {
 
 function listen() {
   const status = document.getElementById("live");
-  const source = new EventSource("/api/events");
-  source.onopen = () => { status.textContent = "live"; status.classList.add("on"); };
-  source.onerror = () => { status.textContent = "reconnecting"; status.classList.remove("on"); };
-  source.onmessage = (message) => {
-    const event = JSON.parse(message.data);
+  events((event) => {
     if (event.error) { notice(event.error, "error"); return; }
     const mine = event.reset ? { reset: true } : (event.namespaces || {})[ns()];
     if (!mine) return;
     refreshBadge();
     window.dispatchEvent(new CustomEvent("noon-change", { detail: mine }));
-  };
+  }, (on) => {
+    status.textContent = on ? "live" : "reconnecting";
+    status.classList.toggle("on", on);
+  });
 }
 
 async function namespaces(info) {
@@ -72,15 +80,16 @@ async function namespaces(info) {
   select.addEventListener("change", () => { setNs(select.value); refreshBadge(); route(); });
 }
 
-function login(main) {
+function showLogin(main) {
   const input = h("input", { type: "password", autocomplete: "current-password", required: true });
   const form = h("form", { class: "card login" }, h("h1", {}, "Log in"),
-    h("p", {}, "This page needs the token noon web was started with (NOON_TOKEN)."),
+    h("p", {}, "Open the address noon web printed when it started (it carries the token once), "
+      + "or give the token it was started with (NOON_TOKEN) here."),
     field("Token", input), h("button", { type: "submit" }, "Log in"));
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     try {
-      await post("/api/login", { token: input.value });
+      await login(input.value);
       location.reload();
     } catch (err) { notice(err.message, "error"); }
   });
@@ -88,12 +97,28 @@ function login(main) {
   input.focus();
 }
 
+/** `noon web` prints the page's address with the token in its fragment (`/#token=...`, never
+ * sent to a server): drop it from the address bar and this history entry, and trade it for
+ * the session. */
+async function takeToken() {
+  const found = location.hash.match(/^#token=([^&]*)/);
+  if (!found) return;
+  history.replaceState(null, "", location.pathname + location.search);
+  try {
+    await login(decodeURIComponent(found[1]));
+  } catch (err) { notice(`The token in the address was refused: ${err.message}`, "error"); }
+}
+
 async function start() {
+  await takeToken();
+  window.addEventListener("noon-logged-out", () => showLogin(document.getElementById("main")));
+  const main = document.getElementById("main");
+  if (!loggedIn()) { showLogin(main); return; }
   let info;
   try {
     info = await get("/api/info");
   } catch (err) {
-    if (err instanceof ApiError && err.status === 401) { login(document.getElementById("main")); return; }
+    if (err instanceof ApiError && err.status === 401) { showLogin(main); return; }
     throw err;
   }
   document.title = `noon · ${info.node}`;
