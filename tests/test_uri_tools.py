@@ -585,6 +585,20 @@ async def test_search_ranks_with_bm25_and_finds_cjk_text(s: Session) -> None:
     assert data["results"][0]["uri"] == "core://mixed"
 
 
+@mcp_test
+async def test_search_ignores_stop_words_and_finds_other_forms_of_a_word(s: Session) -> None:
+    """A question as asked: its function words find nothing, its other words find the memory
+    in another form (stemmed), and a fragment still finds the words it starts."""
+    await s.create("core://", "lake", "Melanie painted a lake sunrise last year.")
+    await s.create("core://", "chatter", "When did it happen? When did you say it did? Did it?")
+    await s.create("core://", "kids", "Melanie is busy with the kids and work.")
+    _, data = await s.call("search_memory", query="When did Melanie paint a sunrise?")
+    assert data["results"][0]["uri"] == "core://lake"
+    assert "core://chatter" not in [r["uri"] for r in data["results"]]
+    _, data = await s.call("search_memory", query="sunr")
+    assert [r["uri"] for r in data["results"]] == ["core://lake"]
+
+
 async def test_search_ranks_the_newest_memories_when_too_many_hold_the_words(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
