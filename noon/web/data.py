@@ -143,8 +143,9 @@ class WebData:
         {parent_uri, name, priority, disclosure, version}, None for system://node URIs),
         aliases [{uri, priority}], placements [{parent_uri, name, priority, disclosure}],
         keywords, boot, glossary [{start, end, keyword, targets}] (character offsets in
-        ``text``), children (count), breadcrumbs [{name, uri}], modified {time, client,
-        machine}}``."""
+        ``text``; the first ``MAX_SPANS`` places), glossary_more (whether the text has more
+        linked places than marked), children (count), breadcrumbs [{name, uri}], modified
+        {time, client, machine}}``."""
 
         def fn(g: SqlGraph) -> dict[str, Any]:
             node, at, _ = plan.locate(g, ns, uri)
