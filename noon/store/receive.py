@@ -254,7 +254,7 @@ def replace(
                     )
                 except chain.ChainError as exc:
                     raise Unproven(f"the whole copy of {node}: {exc}") from None
-            ours = {op.seq: (line, op) for line, op in mine}
+            ours = {op.seq: (line, op) for line, op in mine if not op.stub}
             head = max(ours, default=0)
             if not theirs or head > theirs[-1][1].seq:
                 return False
@@ -262,6 +262,8 @@ def replace(
             kept: list[Op] = []
             gone = forgotten.load(directory)
             for line, op in theirs:
+                if op.stub:
+                    continue  # their dropped lines: gaps to the merge, bridged at the end
                 held = ours.get(op.seq)
                 if op.seq > head:
                     if not gone.covers(op):
@@ -285,13 +287,14 @@ def replace(
                 if seq not in merged and op.id not in stale:
                     merged[seq] = line
             lines = [(seq, merged[seq]) for seq in sorted(merged)]
-            if check is not None:
+            # Stubs of either copy are gaps here: every gap is bridged again from the leaves
+            # either copy knows (a line kept from ours may lie inside one of their stubs).
+            body = [line for _, line in lines]
+            if any(chain.SIG_FIELD in line for line, _ in theirs):  # a signed shard
                 values = chain.known(node, [(op.seq, line) for line, op in theirs])
                 for seq, value in chain.known(node, [(op.seq, line) for line, op in mine]).items():
                     values.setdefault(seq, value)
                 body = chain.bridge(node, lines, values)
-            else:
-                body = [line for _, line in lines]
             write_file(path, (line + b"\n" for line in body), durable=fsync)
             chainstate.forget(directory, node)
             return True

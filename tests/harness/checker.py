@@ -99,6 +99,8 @@ def read_replica(name: str, directory: Path) -> Replica:
                 op = decode(raw)
             except OpError:
                 continue
+            if op.stub:
+                continue  # what compaction left of dropped ops (PROTOCOL.md §13.3): no op
             ops[op.id] = raw.strip()
             if op.val is None:
                 tombstones.add(op.id)
