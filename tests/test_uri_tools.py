@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -129,6 +130,10 @@ async def test_update_patch_append_metadata_and_expected_version(s: Session) -> 
     assert "She said hello once." in await s.read("core://note")
     await s.call("update_memory", uri="core://note", append="Appended.")
     assert "Line two.\nAppended." in await s.read("core://note")
+    # as the tool's description says: the line break is noon's, Nocturne adds none
+    tools = {t.name: t for t in (await s.client.list_tools()).tools}
+    said = tools["update_memory"].input_schema["properties"]["append"]
+    assert "one line break goes before it" in json.dumps(said)
     await s.call("update_memory", uri="core://note", priority=5, disclosure="When asked")
     body = await s.read("core://note")
     assert "Priority: 5" in body and "Disclosure: When asked" in body

@@ -135,6 +135,9 @@ class NocturneData:
     """The active preset's boot lists (Nocturne namespace -> URIs), if the database has one."""
     undated: int = 0
     """Versions whose ``created_at`` is missing or unreadable (imported without a time)."""
+    deprecated_only: list[str] = field(default_factory=list)
+    """Nocturne node uuids with only deprecated versions: deleted there (Nocturne's soft delete
+    deprecates a memory's last version), so not imported; the import says how many."""
 
 
 def is_sqlite(path: Path) -> bool:
@@ -238,7 +241,8 @@ def _read_versions(db: Database, data: NocturneData, problems: list[str]) -> Non
     for uuid, mems in by_node.items():
         active = [v for v, old in mems if not old]
         if not active:
-            continue  # deleted in Nocturne: only deprecated versions remain
+            data.deprecated_only.append(uuid)  # deleted in Nocturne: only old versions remain
+            continue
         if len(active) > 1:
             problems.append(f"node {uuid}: {len(active)} active memories (expected one)")
         data.versions[node_id(uuid)] = [v for v, old in mems if old] + [active[-1]]

@@ -66,8 +66,11 @@ def domains(graph: SqlGraph, ns: str) -> list[dict[str, Any]]:
     return [{"domain": d, "children": counts[root(d)]} for d in found]
 
 
-def children(graph: SqlGraph, ns: str, uri: str, offset: int, limit: int) -> dict[str, Any]:
-    """A page of the children of the memory or domain root ``uri`` names."""
+def children(
+    graph: SqlGraph, ns: str, uri: str, offset: int, limit: int, name_filter: str = ""
+) -> dict[str, Any]:
+    """A page of the children of the memory or domain root ``uri`` names; with
+    ``name_filter``, of those whose name or disclosure holds it (any case)."""
     base: Uri | None
     if uri.strip().startswith(NODE_VIEW):
         node = plan.locate(graph, ns, uri)[0]
@@ -79,6 +82,10 @@ def children(graph: SqlGraph, ns: str, uri: str, offset: int, limit: int) -> dic
             raise NotFound(f"'{uri}' not found (moved or deleted meanwhile?).")
         node = found[0]
     kids = graph.children(ns, node)
+    every = len(kids)
+    if name_filter:
+        needle = name_filter.casefold()
+        kids = [k for k in kids if needle in k.name.casefold() or needle in k.disclosure.casefold()]
     shown = kids[offset : offset + limit]
     boot = graph.boot_nodes(ns)
     counts = child_counts(graph.conn, ns, (kid.child for kid in shown))
@@ -101,7 +108,15 @@ def children(graph: SqlGraph, ns: str, uri: str, offset: int, limit: int) -> dic
             }
         )
     where = str(base) if base else node_view(node)
-    return {"uri": where, "node": node, "total": len(kids), "offset": offset, "items": items}
+    return {
+        "uri": where,
+        "node": node,
+        "total": len(kids),
+        "all": every,
+        "filter": name_filter,
+        "offset": offset,
+        "items": items,
+    }
 
 
 def _heads(el: ElementLike) -> list[Op]:
