@@ -85,3 +85,43 @@ def setup(level: int, env: dict[str, str] | None = None) -> None:
     handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
     handler.addFilter(RateLimit())
     logging.basicConfig(level=level, handlers=[handler], force=True)
+
+
+class Condition:
+    """A condition that persists (a full disk): logged once when it starts, then at most once
+    per ``every`` seconds with how often it recurred meanwhile, and once when it ends; not once
+    per request or round that meets it."""
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        every: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.logger = logger
+        self.every = every
+        self.clock = clock
+        self._lock = threading.Lock()
+        self.since: float | None = None
+        self._told = 0.0
+        self._recurred = 0
+
+    def met(self, message: str, *args: object) -> None:
+        now = self.clock()
+        with self._lock:
+            if self.since is None:
+                self.since, self._told, self._recurred = now, now, 0
+            elif now - self._told < self.every:
+                self._recurred += 1
+                return
+            else:
+                message = f"{message} (still so: met {self._recurred + 1} more time(s) since)"
+                self._told, self._recurred = now, 0
+        self.logger.warning(message, *args)
+
+    def ended(self, message: str, *args: object) -> None:
+        with self._lock:
+            if self.since is None:
+                return
+            self.since = None
+        self.logger.warning(message, *args)

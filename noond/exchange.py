@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from noon.core.collection import member_of
 from noon.core.ops import valid_node_id
 from noon.store import forgotten, receive, serve
+from noon.store.readmodel.behind import full
 from noond.client import PeerError, Unreachable
 from noond.config import parse_address
 from noond.membership import Member
@@ -100,7 +101,10 @@ class Exchanger(Wired):
             log.warning("peer %s sent invalid ops, nothing stored: %s", member.node, exc)
         except OSError as exc:  # this node's disk: full, or an entry that is not a file
             self.metrics.exchanges.labels("local_error").inc()
-            log.error("exchange with %s stopped on a local file: %s", member.node, exc)
+            if full(exc):
+                self.holdings.disk_full(exc)
+            else:
+                log.error("exchange with %s stopped on a local file: %s", member.node, exc)
         else:
             self.membership.succeeded(member)
             self.metrics.exchanges.labels("ok").inc()
@@ -207,10 +211,8 @@ class Exchanger(Wired):
                 await self._push(m, node, theirs)
             else:
                 await self.recovery.claimed(m, node, mine, theirs)
-        elif theirs.seq > mine.seq:
-            through = self.puller.through(m, node, theirs.seq)
-            if through > mine.seq and self.puller.may_pull(m, node):
-                await self.puller.pull(m, node, mine, through)
+        elif theirs.seq > mine.seq and self.puller.may_pull(m, node):
+            await self.puller.pull(m, node, mine)
 
     async def _gossip(self, m: Member, members_hash: Any) -> None:
         if isinstance(members_hash, str) and members_hash == m.members_hash:

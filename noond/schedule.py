@@ -17,6 +17,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from noon.store.readmodel.behind import full
 from noond import discovery
 from noond.admission import Admission
 from noond.collection import Collector
@@ -166,6 +167,11 @@ class Scheduler:
         members = list(self.membership.members.values())
         try:
             await asyncio.to_thread(self.collector.run, members, set(self.state.ignored))
+        except OSError as exc:
+            if not full(exc):
+                log.exception("tombstone collection failed")
+            else:  # it waits for space like storing does, and is said with it, once
+                self.exchanger.holdings.disk_full(exc)
         except Exception:  # collection only ever removes; a failure leaves everything in place
             log.exception("tombstone collection failed")
 
@@ -178,14 +184,17 @@ class Scheduler:
             await asyncio.sleep(self.config.interval)
 
     async def _admit(self) -> None:
-        """Probe candidates as their backoff falls due, between rounds too, so a peer that
-        starts after us is admitted within seconds whatever the round interval."""
+        """Probe candidates, and members that failed, as their backoff falls due, between
+        rounds too, so a peer that starts after us is admitted, and one back from a partition
+        exchanged with, within seconds whatever the round interval."""
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._admit_wake.wait(), min(1.0, self.config.interval))
             self._admit_wake.clear()
             for cand in self.membership.due_candidates():
                 self._spawn(f"c:{cand.address}", self.admission.verify(cand), self._cand_sem)
+            for m in self.membership.due_probes():
+                self._spawn(f"m:{m.node}", self.exchanger.exchange(m), self._sem)
 
     async def _discover(self) -> None:
         while True:

@@ -21,12 +21,14 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from noon.certs import ROLE_METRICS, peer_identity
+from noon.core.chain import Verify
 from noon.core.collection import member_of
 from noon.core.ops import MAX_SEQ, valid_node_id
 from noon.errors import NoonError
 from noon.net import is_loopback
 from noon.store import receive, serve, store
 from noon.store.errors import ForkDetected
+from noon.store.readmodel.behind import full
 from noon.store.shard import NotRegular
 from noond.config import parse_address
 from noond.shards import refused
@@ -71,9 +73,13 @@ def _json(obj: Any) -> web.Response:
 
 
 class Refused(NoonError):
-    def __init__(self, status: int, code: Code, message: str, **extra: Any) -> None:
+    def __init__(
+        self, status: int, code: Code, message: str, *, logged: bool = True, **extra: Any
+    ) -> None:
         super().__init__(message)
         self.code = code
+        self.logged = logged
+        """False when the reason is logged elsewhere, once (a full disk)."""
         self.response = _error(status, code, message, **extra)
 
 
@@ -145,14 +151,15 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     except Refused as exc:
         response = exc.response
         metrics.rejected.labels(exc.code).inc()
-        log.warning(
-            "refused %s %s from %s: %s (%s)",
-            request.method,
-            route,
-            request.get("caller") or request.remote,
-            exc,
-            exc.code,
-        )
+        if exc.logged:
+            log.warning(
+                "refused %s %s from %s: %s (%s)",
+                request.method,
+                route,
+                request.get("caller") or request.remote,
+                exc,
+                exc.code,
+            )
     except web.HTTPException as exc:
         code = {
             404: Code.NOT_FOUND,
@@ -412,10 +419,13 @@ async def push_ops(request: web.Request) -> web.Response:
         message = f"{exc}; refusing to merge"
         daemon.forks.record(caller or node, node, message)
         raise Refused(409, Code.FORK, message) from None
+    verify = await _verifier(daemon, caller, node)
     try:
         done = await asyncio.to_thread(
-            receive.append, config.store.dir, node, ops, fsync=config.store.fsync
+            receive.append, config.store.dir, node, ops, fsync=config.store.fsync, check=verify
         )
+    except receive.Unproven as exc:
+        raise Refused(400, Code.UNPROVEN, f"nothing stored: {exc}") from None
     except NotRegular as exc:
         log.error("cannot store shard %s: %s", node, exc)
         raise Refused(503, Code.UNAVAILABLE, f"this node cannot store {node!r} now") from None
@@ -426,8 +436,50 @@ async def push_ops(request: web.Request) -> web.Response:
         # This replica lags behind a compaction of the pusher: it re-fetches the whole
         # shard when it next pulls (PROTOCOL.md §5).
         raise Refused(409, Code.GAP, str(exc), head=held) from None
+    except OSError as exc:
+        if not full(exc):
+            raise
+        daemon.holdings.disk_full(exc)
+        raise Refused(
+            507,
+            Code.UNAVAILABLE,
+            "this node's disk is full: nothing of this push was stored; it pulls what it "
+            "misses once space returns",
+            logged=False,
+        ) from None
+    daemon.holdings.disk_ok()
     daemon.metrics.ops_received.inc(done.appended)
     return _json({"appended": done.appended, "skipped": done.skipped, "head": done.head})
+
+
+async def _verifier(daemon: Daemon, caller: str | None, node: str) -> Verify | None:
+    """How a push of ``node`` is checked: its author's certified keys, asked from the pusher
+    when none is known here (PROTOCOL.md §13.2); refused when there are none."""
+    if not daemon.signers.required:
+        return None
+    check = daemon.signers.check(node)
+    member = daemon.membership.members.get(caller or "")
+    if check is None and member is not None:
+        _, check = await daemon.exchanger.puller.verifier(member, node)
+    if check is None:
+        raise Refused(
+            400,
+            Code.UNPROVEN,
+            f"nothing stored: no signing certificate of {member_of(node)!r} by this node's CA "
+            "is known here",
+        )
+    return check
+
+
+async def signers(request: web.Request) -> web.Response:
+    """The signing certificates known for a node (PROTOCOL.md §13.2): checked against the CA
+    here, and by every node that takes them."""
+    daemon = request.app[DAEMON]
+    node = _shard_param(request)
+    pems = daemon.signers.pems(node)
+    if not pems:
+        raise Refused(404, Code.NOT_FOUND, f"no signing certificate of {node!r} is known here")
+    return _json({"node": node, "certs": pems})
 
 
 async def graph(request: web.Request) -> web.Response:
@@ -458,6 +510,7 @@ def build_app(daemon: Daemon) -> web.Application:
     app.router.add_get("/shards/digest", digest)
     app.router.add_get("/shards/{node}/ops", get_ops)
     app.router.add_post("/shards/{node}/ops", push_ops)
+    app.router.add_get("/signers/{node}", signers)
     app.router.add_get("/graph", graph)
     app.router.add_get("/metrics", metrics)
     return app

@@ -5,10 +5,12 @@ listed, served nor pulled; a departed node's stay shared, its memories are still
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
 from noon.core.collection import member_of
+from noon.logs import Condition
 from noon.names import shard_file
 from noon.store.serve import Summaries, Summary
 
@@ -25,6 +27,20 @@ class Holdings:
         self.own = directory / shard_file(node)
         self._summaries = Summaries(directory)
         self._revoked = revoked
+        self._disk = Condition(logging.getLogger("noond"), every=60.0)
+
+    def disk_full(self, exc: OSError) -> None:
+        """A shard could not be stored: this node's disk is full. Said once, then at most once
+        a minute, not on every push and pull that meets it."""
+        self._disk.met(
+            "this node's disk is full (%s): nothing more is stored; pushes are refused and "
+            "pulls wait until space returns, then noond catches up by itself",
+            exc.strerror or exc,
+        )
+
+    def disk_ok(self) -> None:
+        """A shard was stored: if the disk was full, it has space again."""
+        self._disk.ended("this node's disk has space again: storing shards again")
 
     def held(self) -> dict[str, Summary]:
         """Every shard served, with seq > 0, by node. Blocking I/O (a stat per shard)."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import logging
 
-from noon.logs import RateLimit
+import pytest
+
+from noon.logs import Condition, RateLimit
 
 
 def records(limit: RateLimit, n: int, msg: str = "refused %s", name: str = "noond") -> list[str]:
@@ -37,3 +39,23 @@ def test_memory_stays_bounded_when_every_message_differs() -> None:
     for i in range(RateLimit.MAX_TEMPLATES * 3):
         records(limit, 1, f"unique {i} %s")
     assert len(limit._seen) <= RateLimit.MAX_TEMPLATES
+
+
+def test_a_lasting_condition_is_said_once_then_once_a_window_and_when_it_ends(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    now = [0.0]
+    disk = Condition(logging.getLogger("noond"), every=60.0, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, "noond"):
+        for _ in range(500):
+            disk.met("disk full")
+        now[0] = 61.0
+        disk.met("disk full")
+        disk.met("disk full")
+        disk.ended("space again")
+        disk.ended("space again")
+    assert [r.getMessage() for r in caplog.records] == [
+        "disk full",
+        "disk full (still so: met 500 more time(s) since)",
+        "space again",
+    ]

@@ -125,18 +125,18 @@ def test_a_full_disk_loses_no_acknowledged_write(tmp_path: Path, pki: Pki) -> No
         filler = fill(victim.dir)
         writer_log = tmp_path / f"{cluster.writers[victim.name].tag}.log"
         wait_until(
-            lambda: writer_log.exists() and "No space left" in writer_log.read_text(),
+            lambda: writer_log.exists() and "Not written" in writer_log.read_text(),
             what="the writer on the full disk to be refused",
         )
         acked = cluster.history.writes
         wait_until(lambda: cluster.history.writes > acked + 20, what="others to keep writing")
         wait_until(
-            lambda: "No space left" in victim.log.read_text(),
+            lambda: "this node's disk is full" in victim.log.read_text(),
             what="the daemon to hit the full disk",
         )
         assert victim.get("/health")[0] == 200  # still serving
         wait_until(
-            lambda: writer_log.read_text().count("No space left") >= 3,
+            lambda: writer_log.read_text().count("Not written") >= 3,
             what="the writer to be refused again and again",
         )
         filler.unlink(missing_ok=True)
