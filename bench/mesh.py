@@ -11,6 +11,7 @@ import http.client
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import ssl
@@ -118,6 +119,29 @@ class Pki:
             self._issued.add(node)
         return out / f"{node}.crt", out / f"{node}.key", out / "ca.crt"
 
+    def signing(self, node: str) -> tuple[Path, Path]:
+        """``node``'s signing key and certificate (issued with its node certificate)."""
+        self.node(node)
+        paths = certs.signing_paths(self.root / "nodes", node)
+        return paths.key, paths.cert
+
+    def install_signing(self, node: str, directory: Path) -> None:
+        """Put ``node``'s signing key where every process of that ``NOON_DIR`` finds it."""
+        target = directory / "certs"
+        target.mkdir(parents=True, exist_ok=True)
+        for path in self.signing(node):
+            if not (target / path.name).exists():
+                shutil.copy2(path, target / path.name)
+
+    def know_signers(self, directory: Path, *nodes: str) -> None:
+        """Make the node of ``directory`` know the signing certificates of ``nodes`` (as if
+        it had pulled their shards before), for tests that act as those nodes by hand."""
+        path = directory / ".noon" / "signers.pem"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab") as out:
+            for node in nodes:
+                out.write(self.signing(node)[1].read_bytes())
+
     def foreign(self, node: str) -> tuple[Path, Path, Path]:
         """A certificate for ``node`` signed by another CA."""
         other = self.root / "foreign"
@@ -176,6 +200,7 @@ class Node:
 
     def start(self, peers: Iterable[Node | str] = (), *, wait: bool = True, **extra: str) -> Node:
         cert, key, ca = self.pki.node(self.name)
+        self.pki.install_signing(self.name, self.dir)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NOON_", "NOOND_"))}
         env.update(
             {
@@ -303,6 +328,7 @@ class Node:
     # -- the store --------------------------------------------------------------------
 
     def store(self) -> Store:
+        self.pki.install_signing(self.name, self.dir)
         return Store(Settings(dir=self.dir, node_id=self.name, fsync=False))
 
     def write(self, *items: tuple[str, str]) -> None:

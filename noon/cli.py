@@ -18,7 +18,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("noon.mcp.command", "run the MCP server (stdio by default)"),
     "web": ("noon.web.command", "the page: browse, edit, review and undo what agents remember"),
     "import": ("noon.transfer.import_command", "import memories from another server or an export"),
-    "export": ("noon.transfer.export_command", "export memories (official jsonl or noon format)"),
+    "export": (
+        "noon.transfer.export_command",
+        "export everything, or a Markdown folder, or memory.jsonl",
+    ),
     "status": ("noon.ops_cli.status", "show this node, its shards, peers and conflicts"),
     "compact": ("noon.ops_cli.compact", "drop superseded operations from the shards"),
     "certs": ("noon.ops_cli.certs", "create the private CA and issue node certificates"),

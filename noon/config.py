@@ -90,6 +90,9 @@ class Settings:
     """``noon compact`` may remove deleted memories without a daemon (``NOON_SOLE_WRITER``)."""
     token: str | None = field(default=None, repr=False)
     """The bearer token ``noon serve --http`` requires (``NOON_TOKEN``)."""
+    signing_key: Path | None = None
+    """The Ed25519 key this node signs its shards with (``NOON_SIGNING_KEY``); None: the
+    default place, ``<dir>/certs/<node>.signing.key`` (PROTOCOL.md §13)."""
 
     @classmethod
     def from_env(
@@ -118,6 +121,9 @@ class Settings:
             compact_after=env_int(env, "NOON_COMPACT_AFTER", 1000),
             sole_writer=env_bool(env, "NOON_SOLE_WRITER", False),
             token=env.get("NOON_TOKEN", "").strip() or None,
+            signing_key=expand(key, env)
+            if (key := env.get("NOON_SIGNING_KEY", "").strip())
+            else None,
         )
         settings = replace(settings, **overrides)
         try:

@@ -16,12 +16,20 @@ from typing import Any
 
 from aiohttp import web
 
-from noon.certs import CertError, cert_info, client_ssl_context, server_ssl_context
+from noon.certs import (
+    CertError,
+    ca_certificate,
+    cert_info,
+    client_ssl_context,
+    server_ssl_context,
+)
 from noon.config import ConfigError
 from noon.core.collection import IMPORT_SUFFIX
 from noon.daemon_link import dial_host, publish, withdraw
 from noon.net import is_loopback
+from noon.store import signing
 from noon.store.private import make_dir
+from noon.store.shard import read_regular
 from noon.store.store import Store
 from noond.admission import Admission
 from noond.client import Client, HttpTransport, Transport
@@ -35,6 +43,7 @@ from noond.metrics import Metrics
 from noond.schedule import Scheduler
 from noond.server import build_app, build_metrics_app
 from noond.shards import Holdings
+from noond.signers import Signers
 from noond.statefile import StateFile
 from noond.wire import PROTOCOL, members_hash
 from noond.wiring import ExchangeSettings, Wiring
@@ -73,8 +82,12 @@ class Daemon:
         self.forks = Forks(self.metrics)
         self.server_ssl = None
         client_ssl = None
+        ca = None
         if config.tls:
             self.server_ssl, client_ssl = self._tls()
+            ca = ca_certificate(config.tls_files()[2])
+        self.signers = Signers(self.dir, ca)
+        self._own_signer()
         self.client = Client(
             node=self.node,
             advertise=config.advertise,
@@ -96,7 +109,14 @@ class Daemon:
             max_shard_bytes=config.max_shard_bytes,
         )
         wiring = Wiring(
-            self.node, self.client, self.holdings, self.membership, self.forks, self.metrics, limits
+            self.node,
+            self.client,
+            self.holdings,
+            self.membership,
+            self.forks,
+            self.metrics,
+            limits,
+            self.signers,
         )
         self.exchanger = Exchanger(wiring, state=self.state, suggest=self.suggest)
         self.admission = Admission(
@@ -145,6 +165,24 @@ class Daemon:
                 "NOOND_TLS_KEY, NOOND_TLS_CA)"
             ) from None
         return server, client
+
+    def _own_signer(self) -> None:
+        """This node's signing certificate, known like any other (PROTOCOL.md §13.2)."""
+        if not self.signers.required:
+            return
+        path = signing.cert_path(self.config.store)
+        try:
+            self.signers.add(read_regular(path, 1 << 16), self.node)
+        except FileNotFoundError:
+            log.warning(
+                "no signing certificate at %s: this node's writes are unsigned, and every "
+                "member refuses them. Issue one with `noon certs sign %s` (or set "
+                "NOON_SIGNING_KEY to the key beside its .crt)",
+                path,
+                self.node,
+            )
+        except CertError as exc:
+            raise ConfigError(f"signing certificate {path}: {exc}") from None
 
     # -- what the routes show ---------------------------------------------------------------
 

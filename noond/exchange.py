@@ -211,10 +211,8 @@ class Exchanger(Wired):
                 await self._push(m, node, theirs)
             else:
                 await self.recovery.claimed(m, node, mine, theirs)
-        elif theirs.seq > mine.seq:
-            through = self.puller.through(m, node, theirs.seq)
-            if through > mine.seq and self.puller.may_pull(m, node):
-                await self.puller.pull(m, node, mine, through)
+        elif theirs.seq > mine.seq and self.puller.may_pull(m, node):
+            await self.puller.pull(m, node, mine)
 
     async def _gossip(self, m: Member, members_hash: Any) -> None:
         if isinstance(members_hash, str) and members_hash == m.members_hash:

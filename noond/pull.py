@@ -1,8 +1,8 @@
 """Pulling other authors' shards from a member (PROTOCOL.md §6): page by page, each page
-validated as a whole before it is appended, within what one exchange may take from one member
-(:mod:`noond.budget`), no further than the shard's author reported holding when the member is a
-relay, up to the per-author quota; and taking a member's whole copy when ours lags behind a
-compaction there."""
+validated as a whole and proven by its author's signature before it is appended (a relay is
+taken as far as it proves, PROTOCOL.md §13), within what one exchange may take from one member
+(:mod:`noond.budget`), up to the per-author quota; and taking a member's whole copy when ours
+lags behind a compaction there."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 
+from noon.certs import CertError
+from noon.core.chain import Verify
 from noon.core.collection import member_of
 from noon.core.ops import Op
 from noon.store import receive, serve
@@ -21,6 +23,7 @@ from noon.store.shard import open_regular
 from noond.budget import Budget, BudgetSpent
 from noond.client import OpsPage, PeerError
 from noond.membership import Member
+from noond.signers import MAX_SIGNERS_PER_NODE
 from noond.wire import MAX_OPS_PER_PAGE, Code
 from noond.wiring import Wired, Wiring
 
@@ -57,27 +60,45 @@ class Puller(Wired):
         finally:
             del self._budgets[member]
 
-    def through(self, m: Member, node: str, claimed: int) -> int:
-        """How far ``node``'s shard may be taken from ``m``: what it claims, but a relay no
-        further than the shard's author last said it holds itself (nobody holds more of a
-        shard than its author, unless the author lost data, and then it recovers first).
-        Without a report from the author, a relay is taken at its word (PROTOCOL.md §10)."""
-        author = self.membership.members.get(member_of(node))
-        if author is None or author.node == m.node or author.reported_at is None:
-            return claimed
-        reported = author.heads.get(node, 0)
-        if claimed > reported:
-            self.metrics.rejected.labels("beyond_author").inc()
-            log.warning(
-                "%s lists %s up to seq %d, but %s itself reported seq %d: taking no more than "
-                "its author holds",
-                m.node,
+    async def verifier(self, m: Member, node: str) -> tuple[bool, Verify | None]:
+        """Whether ``node``'s shard may be taken from ``m``, and how its signatures are
+        checked (PROTOCOL.md §13.2): with the certified keys of its author, asked from ``m``
+        when none is known here (a certificate travels with the shard; ``m`` cannot make one
+        the CA did not issue). Without a CA (no TLS) nothing is checked."""
+        if not self.signers.required:
+            return True, None
+        author = member_of(node)
+        check = self.signers.check(node)
+        if check is None:
+            try:
+                answer = await self.client.get_json(m.address, f"/signers/{author}", expect=m.node)
+            except PeerError as exc:
+                answer = {"error": str(exc)}
+            pems = answer.get("certs")
+            for pem in pems[:MAX_SIGNERS_PER_NODE] if isinstance(pems, list) else []:
+                try:
+                    self.signers.add(str(pem).encode(), author)
+                except CertError as exc:
+                    self.refuse(
+                        "uncertified", "%s offered a signing certificate for %s: %s", m, author, exc
+                    )
+            check = self.signers.check(node)
+        if check is None:
+            self.refuse(
+                "uncertified",
+                "%s lists shard %s, but no signing certificate of %s by this CA is known: "
+                "nothing of it is taken",
+                m,
                 node,
-                claimed,
-                author.node,
-                reported,
+                author,
             )
-        return min(claimed, reported)
+            return False, None
+        return True, check
+
+    def refuse(self, reason: str, message: str, m: Member, *args: object) -> None:
+        """Count a refusal of what ``m`` sent and log it (rate-limited, noon.logs)."""
+        self.metrics.rejected.labels(reason).inc()
+        log.warning(message, m.node, *args)
 
     def may_pull(self, m: Member, node: str) -> bool:
         """The per-author quota and the exchange's budget of new shards."""
@@ -139,16 +160,18 @@ class Puller(Wired):
         self.metrics.rejected.labels("pull_budget").inc()
         log.info("pull of %s from %s stops here: %s; it goes on next round", node, m.node, exc)
 
-    async def pull(self, m: Member, node: str, mine: serve.Summary, through: int) -> None:
-        """Fetch ``node``'s ops beyond ours up to ``through`` from ``m``, page by page, and
-        append them."""
+    async def pull(self, m: Member, node: str, mine: serve.Summary) -> None:
+        """Fetch ``node``'s ops beyond ours from ``m``, page by page, each proven by its
+        author's signature before it is appended: a relay is taken as far as it proves."""
+        allowed, verify = await self.verifier(m, node)
+        if not allowed:
+            return
         after = mine.seq
-        check = mine.digest if mine.seq else None
         local = self.holdings.path(node)
         checks = await asyncio.to_thread(serve.recent_digests, local, after) if after else []
+        digest = mine.digest if mine.seq else None
         try:
-            async for after, _page, page_ops in self.pages(m, node, mine.seq, check, checks):
-                ops = [(line, op) for line, op in page_ops if op.seq <= through]
+            async for after, _page, ops in self.pages(m, node, mine.seq, digest, checks):
                 if not ops:
                     return
                 try:
@@ -159,7 +182,17 @@ class Puller(Wired):
                         ops,
                         fsync=self.settings.fsync,
                         consumed=after,
+                        check=verify,
                     )
+                except receive.Unproven as exc:
+                    self.refuse(
+                        "unproven",
+                        "%s served ops of %s that are not proven, nothing stored: %s",
+                        m,
+                        node,
+                        exc,
+                    )
+                    raise
                 except ForkDetected as exc:
                     self.forks.record(m.node, node, str(exc))
                     return
@@ -169,7 +202,7 @@ class Puller(Wired):
                     return
                 self.holdings.disk_ok()
                 self.metrics.ops_pulled.inc(done.appended)
-                if len(ops) < len(page_ops) or not self.may_pull(m, node):
+                if not self.may_pull(m, node):
                     return
         except BudgetSpent as exc:
             self._spent(m, node, exc)
@@ -190,6 +223,9 @@ class Puller(Wired):
             await self._refetch_from(m, node)
 
     async def _refetch_from(self, m: Member, node: str) -> None:
+        allowed, check = await self.verifier(m, node)
+        if not allowed:
+            return
         fetched = self.dir / f".{node}.{m.node}.refetch.tmp"
         try:
             fd = open_regular(fetched, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
@@ -203,9 +239,13 @@ class Puller(Wired):
                 except BudgetSpent as exc:
                     self._spent(m, node, exc)
                     return
-            done = await asyncio.to_thread(
-                receive.replace, self.dir, node, fetched, fsync=self.settings.fsync
-            )
+            try:
+                done = await asyncio.to_thread(
+                    receive.replace, self.dir, node, fetched, fsync=self.settings.fsync, check=check
+                )
+            except receive.Unproven as exc:
+                self.refuse("unproven", "%s served a copy of %s, nothing stored: %s", m, node, exc)
+                raise
             log.warning(
                 "re-fetched the whole shard %s from %s (ours lagged behind a compaction there)%s",
                 node,

@@ -194,6 +194,9 @@ class Recovery:
         after = now.seq
         checks = await asyncio.to_thread(serve.recent_digests, path, after) if after else []
         check = now.digest if after else None
+        allowed, verify = await ex.puller.verifier(m, shard)
+        if not allowed:
+            return False
         try:
             async for cursor, _, ops in ex.puller.pages(m, shard, after, check, checks):
                 kept = [(line, op) for line, op in ops if op.seq <= through]
@@ -213,6 +216,7 @@ class Recovery:
                         held=held,
                         allow_skip=True,
                         consumed=cursor,
+                        check=verify,
                     )
                     ex.metrics.ops_recovered.inc(done.appended)
                 if (kept and kept[-1][1].seq >= through) or len(kept) < len(ops):

@@ -184,14 +184,17 @@ class Scheduler:
             await asyncio.sleep(self.config.interval)
 
     async def _admit(self) -> None:
-        """Probe candidates as their backoff falls due, between rounds too, so a peer that
-        starts after us is admitted within seconds whatever the round interval."""
+        """Probe candidates, and members that failed, as their backoff falls due, between
+        rounds too, so a peer that starts after us is admitted, and one back from a partition
+        exchanged with, within seconds whatever the round interval."""
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._admit_wake.wait(), min(1.0, self.config.interval))
             self._admit_wake.clear()
             for cand in self.membership.due_candidates():
                 self._spawn(f"c:{cand.address}", self.admission.verify(cand), self._cand_sem)
+            for m in self.membership.due_probes():
+                self._spawn(f"m:{m.node}", self.exchanger.exchange(m), self._sem)
 
     async def _discover(self) -> None:
         while True:

@@ -21,6 +21,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from noon.certs import ROLE_METRICS, peer_identity
+from noon.core.chain import Verify
 from noon.core.collection import member_of
 from noon.core.ops import MAX_SEQ, valid_node_id
 from noon.errors import NoonError
@@ -418,10 +419,13 @@ async def push_ops(request: web.Request) -> web.Response:
         message = f"{exc}; refusing to merge"
         daemon.forks.record(caller or node, node, message)
         raise Refused(409, Code.FORK, message) from None
+    verify = await _verifier(daemon, caller, node)
     try:
         done = await asyncio.to_thread(
-            receive.append, config.store.dir, node, ops, fsync=config.store.fsync
+            receive.append, config.store.dir, node, ops, fsync=config.store.fsync, check=verify
         )
+    except receive.Unproven as exc:
+        raise Refused(400, Code.UNPROVEN, f"nothing stored: {exc}") from None
     except NotRegular as exc:
         log.error("cannot store shard %s: %s", node, exc)
         raise Refused(503, Code.UNAVAILABLE, f"this node cannot store {node!r} now") from None
@@ -446,6 +450,36 @@ async def push_ops(request: web.Request) -> web.Response:
     daemon.holdings.disk_ok()
     daemon.metrics.ops_received.inc(done.appended)
     return _json({"appended": done.appended, "skipped": done.skipped, "head": done.head})
+
+
+async def _verifier(daemon: Daemon, caller: str | None, node: str) -> Verify | None:
+    """How a push of ``node`` is checked: its author's certified keys, asked from the pusher
+    when none is known here (PROTOCOL.md §13.2); refused when there are none."""
+    if not daemon.signers.required:
+        return None
+    check = daemon.signers.check(node)
+    member = daemon.membership.members.get(caller or "")
+    if check is None and member is not None:
+        _, check = await daemon.exchanger.puller.verifier(member, node)
+    if check is None:
+        raise Refused(
+            400,
+            Code.UNPROVEN,
+            f"nothing stored: no signing certificate of {member_of(node)!r} by this node's CA "
+            "is known here",
+        )
+    return check
+
+
+async def signers(request: web.Request) -> web.Response:
+    """The signing certificates known for a node (PROTOCOL.md §13.2): checked against the CA
+    here, and by every node that takes them."""
+    daemon = request.app[DAEMON]
+    node = _shard_param(request)
+    pems = daemon.signers.pems(node)
+    if not pems:
+        raise Refused(404, Code.NOT_FOUND, f"no signing certificate of {node!r} is known here")
+    return _json({"node": node, "certs": pems})
 
 
 async def graph(request: web.Request) -> web.Response:
@@ -476,6 +510,7 @@ def build_app(daemon: Daemon) -> web.Application:
     app.router.add_get("/shards/digest", digest)
     app.router.add_get("/shards/{node}/ops", get_ops)
     app.router.add_post("/shards/{node}/ops", push_ops)
+    app.router.add_get("/signers/{node}", signers)
     app.router.add_get("/graph", graph)
     app.router.add_get("/metrics", metrics)
     return app

@@ -14,7 +14,7 @@ from noon.core.ops import MAX_SEQ, valid_node_id
 from noon.store.serve import MAX_CHECKS, Checks, Summary
 
 PROTOCOL = 1
-CAPABILITIES = ("digest", "gzip", "check", "checks", "membership", "graph")
+CAPABILITIES = ("digest", "gzip", "check", "checks", "membership", "graph", "signed")
 
 MAX_LISTING = 100_000
 """Shard summaries read from one ``/shards`` listing."""
@@ -30,6 +30,7 @@ class Code(StrEnum):
     BAD_REQUEST = "bad_request"
     PROTOCOL = "protocol"
     INVALID_OPS = "invalid_ops"
+    UNPROVEN = "unproven"
     FORBIDDEN = "forbidden"
     NOT_FOUND = "not_found"
     METHOD_NOT_ALLOWED = "method_not_allowed"

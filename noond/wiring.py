@@ -12,6 +12,7 @@ from noond.forks import Forks
 from noond.membership import Membership
 from noond.metrics import Metrics
 from noond.shards import Holdings
+from noond.signers import Signers
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class Wiring:
     forks: Forks
     metrics: Metrics
     settings: ExchangeSettings
+    signers: Signers
 
 
 class Wired:
@@ -54,3 +56,4 @@ class Wired:
         self.forks = wiring.forks
         self.metrics = wiring.metrics
         self.settings = wiring.settings
+        self.signers = wiring.signers

@@ -313,3 +313,26 @@ def test_postgres_problems_are_clear_bounded_and_import_nothing(
     err = capsys.readouterr().err
     assert "cannot connect" in err and "hunter2" not in err and "me:***@" in err
     assert not d.exists() or not list(d.glob("*.jsonl"))
+
+
+async def test_recent_after_an_import_follows_the_original_times(tmp_path: Path, utc: None) -> None:
+    """The import writes agent's three versions last (one level a batch), but Nocturne wrote
+    notes last: system://recent orders by the times Nocturne wrote, as it shows them."""
+    db = tmp_path / "nocturne.db"
+    nocturne_db(db)
+    d = tmp_path / "noon"
+    assert _noon(d, "import", str(db)) == 0
+    recent = await _read(d, "system://recent")
+    listed = [line.split()[1] for line in recent.splitlines() if line[:1].isdigit()]
+    assert listed == ["writer://notes", "core://agent/identity", "core://agent"]
+    assert "modified: 2026-01-01 00:00:05 UTC" in recent.splitlines()[4]
+    # a memory written now is newer than every imported one
+    store, settings = open_store(d, "n1")
+    try:
+        async with Client(make_server(store, settings)) as client:
+            await Session(client).create("core://", "today", "written after the import")
+            recent = await Session(client).read("system://recent")
+    finally:
+        store.close()
+    listed = [line.split()[1] for line in recent.splitlines() if line[:1].isdigit()]
+    assert listed[:2] == ["core://today", "writer://notes"]

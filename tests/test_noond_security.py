@@ -15,13 +15,18 @@ import pytest
 
 from bench.mesh import ROOT, Node, Pki, free_port, noon_command, wait_until
 from noon.core.ops import decode, encode
+from tests.harness import signed
 
 pytestmark = pytest.mark.integration
+
+SIGNERS = ("alice", "bigbob", "carol", "gina", "henry", "mona", "paula")
+"""The nodes these tests push as: the target knows their signing certificates."""
 
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[Node]:
     n = Node("target", tmp_path_factory.mktemp("sec"), pki)
+    pki.know_signers(n.dir, *SIGNERS)
     n.metrics_port = free_port()
     n.start(
         NOOND_MAX_BODY="65536",
@@ -45,8 +50,11 @@ def op_line(node: str, seq: int, text: str = "t") -> bytes:
     )
 
 
-def body(node: str, n: int) -> bytes:
-    return b"".join(op_line(node, i) + b"\n" for i in range(1, n + 1))
+def body(target: Node, node: str, n: int, text: str = "t") -> bytes:
+    """``node``'s first ``n`` ops, signed with its key (which ``target`` knows)."""
+    return signed.body(
+        signed.signed(target.pki, node, [op_line(node, i, text) for i in range(1, n + 1)])
+    )
 
 
 def error_of(raw: bytes) -> dict[str, str]:
@@ -57,20 +65,20 @@ def error_of(raw: bytes) -> dict[str, str]:
 
 def test_a_peer_pushes_its_own_shard(node):
     status, _, raw = node.request(
-        "POST", "/shards/alice/ops?after=0", body("alice", 3), as_node="alice"
+        "POST", "/shards/alice/ops?after=0", body(node, "alice", 3), as_node="alice"
     )
     assert status == 200, raw
     assert json.loads(raw) == {"appended": 3, "skipped": 0, "head": 3}
     # Pushing the same again is idempotent.
     status, _, raw = node.request(
-        "POST", "/shards/alice/ops?after=0", body("alice", 3), as_node="alice"
+        "POST", "/shards/alice/ops?after=0", body(node, "alice", 3), as_node="alice"
     )
     assert json.loads(raw) == {"appended": 0, "skipped": 3, "head": 3}
 
 
 def test_pushing_another_nodes_shard_is_refused(node):
     status, _, raw = node.request(
-        "POST", "/shards/carol/ops?after=0", body("carol", 1), as_node="bob"
+        "POST", "/shards/carol/ops?after=0", body(node, "carol", 1), as_node="bob"
     )
     assert status == 403
     assert error_of(raw)["code"] == "forbidden"
@@ -79,7 +87,7 @@ def test_pushing_another_nodes_shard_is_refused(node):
 
 def test_pushing_the_receivers_own_shard_is_refused(node):
     status, _, _ = node.request(
-        "POST", "/shards/target/ops?after=0", body("target", 1), as_node="target"
+        "POST", "/shards/target/ops?after=0", body(node, "target", 1), as_node="target"
     )
     assert status == 403
 
@@ -88,7 +96,7 @@ def test_pushing_the_receivers_own_shard_is_refused(node):
 def test_foreign_and_expired_certificates_fail_the_handshake(node, pki, kind):
     files = pki.foreign("eve") if kind == "foreign" else pki.expired("eve")
     with pytest.raises((ssl.SSLError, ConnectionError)):
-        node.request("POST", "/shards/eve/ops?after=0", body("eve", 1), files=files)
+        node.request("POST", "/shards/eve/ops?after=0", body(node, "eve", 1), files=files)
     assert not (node.dir / "eve.jsonl").exists()
 
 
@@ -106,7 +114,7 @@ def test_a_revoked_certificate_is_refused_on_every_route(node):
         ("POST", "/shards/mallory/ops?after=0"),
     ):
         status, _, raw = node.request(
-            method, path, body("mallory", 1) if method == "POST" else None, as_node="mallory"
+            method, path, body(node, "mallory", 1) if method == "POST" else None, as_node="mallory"
         )
         assert status == 403, (path, raw)
     assert not (node.dir / "mallory.jsonl").exists()
@@ -132,7 +140,7 @@ def test_revocation_through_the_cli_takes_effect(node, tmp_path):
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
 def test_an_oversized_body_is_refused_with_413(node, chunked):
-    big = body("bigbob", 600)
+    big = body(node, "bigbob", 600)
     assert len(big) > 65536
     try:
         status, _, raw = node.request(
@@ -166,7 +174,7 @@ def test_garbage_ops_are_refused_and_nothing_is_stored(node, payload, reason):
 
 def test_a_push_past_what_the_receiver_holds_is_a_gap(node):
     status, _, raw = node.request(
-        "POST", "/shards/gina/ops?after=5", body("gina", 7), as_node="gina"
+        "POST", "/shards/gina/ops?after=5", body(node, "gina", 7), as_node="gina"
     )
     assert status == 409
     assert error_of(raw)["code"] == "gap"
@@ -177,13 +185,13 @@ def test_a_push_whose_older_ops_differ_is_a_fork_and_stores_nothing(node):
     ``check`` at 3 cannot be compared (say the receiver collected op 3): its ``checks`` on
     ops 1-2 still show that it wrote another history."""
     status, _, raw = node.request(
-        "POST", "/shards/henry/ops?after=0", body("henry", 3), as_node="henry"
+        "POST", "/shards/henry/ops?after=0", body(node, "henry", 3), as_node="henry"
     )
     assert status == 200, raw
     checks = ",".join(
         f"{i}:{decode(op_line('henry', i, text='restored')).digest:016x}" for i in (2, 1)
     )
-    more = b"".join(op_line("henry", i, text="restored") + b"\n" for i in (4, 5))
+    more = b"".join(body(node, "henry", 5, text="restored").splitlines(keepends=True)[3:])
     status, _, raw = node.request(
         "POST", f"/shards/henry/ops?after=3&checks={checks}", more, as_node="henry"
     )
@@ -232,7 +240,7 @@ def test_wrong_method_is_405(node):
 
 
 def test_op_stream_pages_and_compresses(node):
-    node.request("POST", "/shards/paula/ops?after=0", body("paula", 50), as_node="paula")
+    node.request("POST", "/shards/paula/ops?after=0", body(node, "paula", 50), as_node="paula")
     status, headers, raw = node.request(
         "GET",
         "/shards/paula/ops?after=10&limit=1024",
@@ -265,7 +273,7 @@ def test_metrics_are_prometheus_text_with_units(node):
         assert name in text, name
     assert "_created" not in text
     node.request("GET", "/health", as_node="alice")
-    node.request("POST", "/shards/mona/ops?after=0", body("mona", 1), as_node="mona")
+    node.request("POST", "/shards/mona/ops?after=0", body(node, "mona", 1), as_node="mona")
     text = node.request("GET", "/metrics", as_node="alice")[2].decode()
     assert 'noond_http_requests_total{code="200",method="GET",route="/health"}' in text
     assert 'noond_server_received_bytes_total{route="/shards/{node}/ops"}' in text
@@ -343,7 +351,7 @@ def test_a_metrics_certificate_reaches_metrics_and_health_only(node, pki, tmp_pa
         ("POST", "/shards/prometheus/ops?after=0"),
     ):
         status, _, raw = node.request(
-            method, path, body("prometheus", 1) if method == "POST" else None, files=files
+            method, path, body(node, "prometheus", 1) if method == "POST" else None, files=files
         )
         assert status == 403 and "metrics certificate" in error_of(raw)["error"], path
     assert not (node.dir / "prometheus.jsonl").exists()

@@ -102,10 +102,30 @@ def test_liveness_thresholds_and_revival():
     assert peer.state == "suspect"
     m.failed(peer, now=0)
     assert peer.state == "dead"
-    assert m.contactable(now=5) == []
-    assert m.contactable(now=11) == [peer]  # tried again after dead_retry
+    assert m.contactable(now=0.5) == [] and m.due_probes(now=0.5) == []
+    assert m.contactable(now=1) == [peer] == m.due_probes(now=1)  # the first retry: 1 s
     m.heard_from("p")
-    assert peer.state == "alive" and peer.failures == 0
+    assert peer.state == "alive" and peer.failures == 0 and m.due_probes(now=99) == []
+
+
+def test_a_failing_member_is_probed_after_an_eighth_of_its_outage_within_bounds():
+    """A peer back from a 60 s partition is probed within 8 s of its return, one gone for a
+    long time every dead_retry seconds, never more often than once a second."""
+    m = Membership("me", suspect_after=3, dead_after=6, dead_retry=300)
+    peer = m.admit("p", "h:1")
+    assert peer is not None
+    now = 0.0
+    waits = []
+    while now < 60:
+        m.failed(peer, now=now)
+        waits.append(peer.next_try - now)
+        now = peer.next_try
+    assert waits[0] == 1.0 and all(w >= 1.0 for w in waits)
+    assert peer.state == "dead" and waits[-1] <= 60 / 8 + 1
+    m.failed(peer, now=86_400.0)
+    assert peer.next_try - 86_400.0 == 300  # capped by NOOND_DEAD_RETRY
+    m.succeeded(peer)
+    assert peer.failures == 0 and peer.failing_since is None and m.due_probes(now=1e9) == []
 
 
 def test_candidates_are_bounded_back_off_and_never_include_self_or_ignored():

@@ -521,7 +521,7 @@ def test_log_history_and_query(tmp_path):
     alice = json_lines(run("history", "--json", "kg://Alice", env=env))
     assert len(alice) == 4 and {e["by"] for e in alice} == {"opencode"}
     missing = run("history", "core://nowhere", env=env)
-    assert missing.returncode == 1 and "not found" in missing.stdout
+    assert missing.returncode == 1 and "no memory at core://nowhere" in missing.stdout
 
     found = as_json(run("query", "--json", "tea", env=env))
     assert found["memories"][0]["uri"] == "core://agent"
@@ -585,3 +585,23 @@ def test_doctor_and_status_on_a_plaintext_loopback_mesh(spawn, tmp_path, pki):
     assert any("peer b" in f["what"] and f["level"] == "ok" for f in findings)
     status = as_json(run("status", "--json", env=cli))
     assert status["daemon"]["reachable"] and status["peers"][0]["node"] == "b"
+
+
+def test_a_cli_error_names_cli_commands_and_they_work(tmp_path):
+    d = tmp_path / "data"
+    store = Store(Settings(dir=d, node_id="a", fsync=False))
+    service(store).write(
+        lambda g: (
+            plan.create(g, "default", parse("core://"), "tea", "Salem likes tea.", 1, "d")[0],
+            0,
+        ),
+        "cli",
+    )
+    store.close()
+    env = cli_env(d, "a")
+    out = run("history", "core://nope", env=env)
+    assert out.returncode == 1 and "search_memory" not in out.stdout
+    assert "`noon query WORDS`" in out.stdout and "`noon log`" in out.stdout
+    found = run("query", "tea", env=env)
+    assert found.returncode == 0 and "core://tea" in found.stdout
+    assert run("log", env=env).returncode == 0

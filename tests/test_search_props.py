@@ -1,11 +1,14 @@
-"""The search's word test: a sorted-list bisection answers as a scan of the document's words."""
+"""The search's pure pieces: the word test (a sorted-list bisection answers as a scan of the
+document's words), the query's terms, and how per-term BM25 lists combine."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from noon.store.readmodel.search import _holds, _words
+from noon.graph.search import query_terms, tokens
+from noon.graph.stopwords import STOP_WORDS
+from noon.store.readmodel.search import _holds, _words, combine, coordinated
 
 WORD = st.text(alphabet="abcé1", min_size=1, max_size=5)
 
@@ -16,3 +19,39 @@ def test_a_term_is_held_as_a_word_or_the_start_of_one(doc_words: list[str], term
     words = _words(doc)
     scanned = any(w.startswith(term) for w in set(words))
     assert _holds(words, doc.casefold(), term) == scanned
+
+
+TERM = st.sampled_from(["tea", "sync", "deploy", "when", "did", "the", "记忆", "green"])
+
+
+@given(st.lists(TERM, max_size=10))
+def test_query_terms_drop_stop_words_unless_nothing_else_is_left(words: list[str]) -> None:
+    terms = query_terms(" ".join(words))
+    assert len(terms) == len(set(terms))
+    content = [w for w in dict.fromkeys(tokens(" ".join(words))) if w not in STOP_WORDS]
+    assert terms == (content or list(dict.fromkeys(tokens(" ".join(words)))))
+
+
+ROWS = st.dictionaries(st.integers(1, 30), st.floats(0.01, 50), max_size=12)
+
+
+@given(st.lists(ROWS, min_size=1, max_size=5))
+def test_combine_sums_shares_and_ranks_by_coordinated_score(
+    per_term: list[dict[int, float]],
+) -> None:
+    lists = {f"t{i}": sorted(rows.items()) for i, rows in enumerate(per_term)}
+    ranked = combine(lists, len(lists))
+    assert {r for r, _, _ in ranked} == {r for rows in per_term for r in rows}
+    for row, score, held in ranked:
+        shares = [rows[row] for rows in per_term if row in rows]
+        assert held == len(shares)
+        assert score == coordinated(sum(shares), held, len(lists))
+        assert score <= sum(shares)  # coordination never raises a score
+    scores = [s for _, s, _ in ranked]
+    assert scores == sorted(scores, reverse=True)
+
+
+@given(st.floats(0.01, 50), st.integers(1, 8), st.integers(1, 8))
+def test_holding_more_of_the_query_never_ranks_lower(score: float, held: int, more: int) -> None:
+    terms = held + more
+    assert coordinated(score, held + more, terms) >= coordinated(score, held, terms)

@@ -217,7 +217,8 @@ def test_nocturne_database_imports_everything_and_reimport_changes_nothing(
     d = tmp_path / "noon"
     assert _noon(d, "import", str(dbfile)) == 0
     # 5 versions in the default namespace, and agent's 3 again in "team", which places it
-    assert "8 content versions of 3 memories" in capsys.readouterr().out
+    said = capsys.readouterr()
+    assert "8 content versions of 3 memories" in said.out
     store = _store(d)
     els = store.fold.elements
     agent, identity, notes = node_id(u["agent"]), node_id(u["identity"]), node_id(u["notes"])
@@ -232,6 +233,9 @@ def test_nocturne_database_imports_everything_and_reimport_changes_nothing(
     assert not content.conflicted
     assert els[("content", "default", notes)].winner.val["text"] == "Notes ✓"
     assert node_id(u["gone"]) not in {k[2] for k in els if k[0] == "content"}
+    # ... and the import said so, naming it
+    assert "1 Nocturne memory(ies) hold only deprecated versions" in said.err
+    assert u["gone"] in said.err
     # URIs, aliases, priorities and disclosures
     assert _uri_of(store, "default", identity) == {"core://agent/identity"}
     assert _uri_of(store, "default", notes) == {"writer://notes", "core://agent/my_notes"}

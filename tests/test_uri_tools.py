@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -129,6 +130,10 @@ async def test_update_patch_append_metadata_and_expected_version(s: Session) -> 
     assert "She said hello once." in await s.read("core://note")
     await s.call("update_memory", uri="core://note", append="Appended.")
     assert "Line two.\nAppended." in await s.read("core://note")
+    # as the tool's description says: the line break is noon's, Nocturne adds none
+    tools = {t.name: t for t in (await s.client.list_tools()).tools}
+    said = tools["update_memory"].input_schema["properties"]["append"]
+    assert "one line break goes before it" in json.dumps(said)
     await s.call("update_memory", uri="core://note", priority=5, disclosure="When asked")
     body = await s.read("core://note")
     assert "Priority: 5" in body and "Disclosure: When asked" in body
@@ -578,6 +583,20 @@ async def test_search_ranks_with_bm25_and_finds_cjk_text(s: Session) -> None:
     _, data = await s.call("search_memory", query="sync")
     # BM25: the memory saying "sync" three times in a short text ranks first
     assert data["results"][0]["uri"] == "core://mixed"
+
+
+@mcp_test
+async def test_search_ignores_stop_words_and_finds_other_forms_of_a_word(s: Session) -> None:
+    """A question as asked: its function words find nothing, its other words find the memory
+    in another form (stemmed), and a fragment still finds the words it starts."""
+    await s.create("core://", "lake", "Melanie painted a lake sunrise last year.")
+    await s.create("core://", "chatter", "When did it happen? When did you say it did? Did it?")
+    await s.create("core://", "kids", "Melanie is busy with the kids and work.")
+    _, data = await s.call("search_memory", query="When did Melanie paint a sunrise?")
+    assert data["results"][0]["uri"] == "core://lake"
+    assert "core://chatter" not in [r["uri"] for r in data["results"]]
+    _, data = await s.call("search_memory", query="sunr")
+    assert [r["uri"] for r in data["results"]] == ["core://lake"]
 
 
 async def test_search_ranks_the_newest_memories_when_too_many_hold_the_words(

@@ -295,3 +295,44 @@ async def test_a_delete_made_on_the_other_machine_is_said_to_be_made_there(tmp_p
             said = await conflict.inner_text()
             assert f"Deleted by {AGENT} on desktop." in said
             assert "this machine" not in said and "Salem likes green tea." in said
+
+
+async def test_a_domain_row_opens_on_click_and_a_crowded_parent_has_a_filter(
+    tmp_path: Path,
+) -> None:
+    from noon.core.elements import content_key, edge_key
+    from noon.core.ops import Draft
+
+    d = tmp_path / "laptop"
+    store = open_store(d)
+    seed(store)
+    parent = plan.locate(service(store).graph, NS, "project://noon")[0]
+    drafts = []
+    for i in range(5000):
+        node = f"kid{i:05d}"
+        drafts.append(Draft(content_key(NS, node), {"text": f"child number {i}"}))
+        drafts.append(
+            Draft(edge_key(NS, parent, f"child-{i}"), plan.edge_val(node, 1, f"When {i}"))
+        )
+    store.write(lambda g: drafts, client=AGENT)
+    store.close()
+    with web_process(d) as url:
+        async with browser_page(url) as page:
+            await page.goto("/")
+            tree = page.get_by_role("tree", name="Memories")
+            await tree.locator('[data-uri="core://agent"]').wait_for()
+            # a click on the domain's row itself (not its twisty) opens it
+            await tree.locator('[data-uri="project://"] > .row .name').click()
+            await tree.locator('[data-uri="project://noon"]').wait_for()
+            await tree.locator('[data-uri="project://noon"] > .row button.twisty').click()
+            box = page.get_by_label("Filter the children of noon")
+            await box.wait_for()
+            assert await box.get_attribute("placeholder") == "Filter 5000 children by name"
+            await box.fill("child-4321")
+            only = tree.locator('[data-uri="project://noon/child-4321"]')
+            await only.wait_for()
+            await page.wait_for_function(
+                "document.querySelectorAll('[data-uri^=\"project://noon/\"]').length === 1"
+            )
+            await box.fill("no such child")
+            await page.get_by_text("No child holds “no such child”.").wait_for()

@@ -123,3 +123,28 @@ async def test_a_page_on_another_loopback_port_gets_nothing_usable(tmp_path: Pat
                 assert r.status == 401, (r.status, replay)
     assert shard.read_bytes() == before  # nothing written, by the probe or the replays
     assert text_of(d, "laptop", "core://user") == "The user is Salem. Salem likes tea."
+
+
+async def test_without_the_token_the_page_asks_for_it_and_a_wrong_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    d = tmp_path / "laptop"
+    store = open_store(d)
+    seed(store)
+    store.close()
+    with web_process(d) as address:
+        base, token = split_address(address)
+        assert token is not None
+        async with browser_page(base + "/", refusals=("401",)) as page:  # without the token
+            await page.goto("/#token=not-the-token")
+            await page.locator(".notice.error", has_text="Wrong token.").wait_for()
+            assert "token" not in page.url  # dropped from the address even when refused
+            form = page.locator("form.login")
+            await form.get_by_text("Open the address noon web printed").wait_for()
+            await form.get_by_label("Token").fill(token)
+            await form.get_by_role("button", name="Log in").click()
+            await (
+                page.get_by_role("tree", name="Memories")
+                .locator('[data-uri="core://user"]')
+                .wait_for()
+            )

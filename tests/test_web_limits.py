@@ -343,6 +343,7 @@ def _call(port: int, session: str, method: str, target: str, body: bytes | None)
         ("/api/memory?uri=core://user%00", "'uri'"),
         ("/api/changes?before=%00", "'before'"),
         ("/api/change?id=laptop:1%00", "'id'"),
+        ("/api/events?ns=%00", "'ns'"),
     ],
 )
 def test_a_nul_in_any_query_is_a_clean_refusal(

@@ -17,6 +17,10 @@ one (or with ``noon-node``) it is a *node*, a full member. With ``noon-metrics``
 ``/metrics`` and ``/health`` and nothing else, never admits it as a member, and it is issued
 for client authentication only. Any other OU is refused everywhere.
 
+Signing: every node also holds an Ed25519 signing key certified by the CA
+(``<node>.signing.key``, ``<node>.signing.crt``, OU ``noon-signer``): it signs the node's shards
+(PROTOCOL.md §13). ``issue_node_cert`` issues one with the node certificate.
+
 Revocation is by node id list elsewhere (no CRLs here).
 """
 
@@ -46,6 +50,16 @@ from noon.certs._model import (
     PeerIdentityError,
     validate_node_id,
 )
+from noon.certs._signing import (
+    SIGNER_UNIT,
+    Signer,
+    SigningPaths,
+    ca_certificate,
+    issue_signing_cert,
+    read_signer,
+    signer_from_pem,
+    signing_paths,
+)
 from noon.certs._tls import (
     client_ssl_context,
     peer_identity,
@@ -62,6 +76,7 @@ __all__ = [
     "ROLE_METRICS",
     "ROLE_NODE",
     "ROLE_UNITS",
+    "SIGNER_UNIT",
     "CaExistsError",
     "CaPaths",
     "CertError",
@@ -74,14 +89,21 @@ __all__ = [
     "NodePaths",
     "NotSignedByCaError",
     "PeerIdentityError",
+    "Signer",
+    "SigningPaths",
+    "ca_certificate",
     "cert_info",
     "check_node_files",
     "client_ssl_context",
     "init_ca",
     "issue_node_cert",
+    "issue_signing_cert",
     "peer_identity",
     "peer_node_id",
+    "read_signer",
     "require_peer",
     "server_ssl_context",
+    "signer_from_pem",
+    "signing_paths",
     "validate_node_id",
 ]

@@ -27,12 +27,15 @@ from noon.certs._model import (
     now_utc,
     validate_node_id,
 )
+from noon.certs._signing import issue_signing_cert, signing_paths
 from noon.store.shard import write_file
 
 _HOST_RE = re.compile(r"^(\*\.)?[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_-]{1,63})*\.?$")
 
 
-_CLOCK_SKEW = dt.timedelta(minutes=5)
+BACKDATE = dt.timedelta(days=1)
+"""How far before its issue a certificate is valid from: a machine whose clock is up to a day
+behind the issuer's still accepts it (a laptop back from a trip, a board without a battery)."""
 
 
 _DEFAULT_HOSTS: tuple[str, ...] = ("localhost", "127.0.0.1", "::1")
@@ -101,7 +104,7 @@ def init_ca(
         .issuer_name(subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _CLOCK_SKEW)
+        .not_valid_before(now - BACKDATE)
         .not_valid_after(now + dt.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
@@ -167,7 +170,7 @@ def issue_node_cert(
 
     now = now_utc()
     if not_before is None:
-        not_before = now - _CLOCK_SKEW
+        not_before = now - BACKDATE
     if not_after is None:
         if days < 1:
             raise ValueError(f"days must be >= 1, got {days}")
@@ -259,6 +262,8 @@ def issue_node_cert(
     write_file(paths.cert, cert.public_bytes(serialization.Encoding.PEM))
     if copy_ca:
         write_file(paths.ca, ca_pem)
+    if role == ROLE_NODE and not signing_paths(out, node_id).key.exists():
+        issue_signing_cert(ca_dir, node_id, out)
     return paths
 
 

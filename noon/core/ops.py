@@ -73,7 +73,20 @@ def valid_node_id(node: object) -> bool:
 class Op:
     """One decoded operation. Immutable by convention; shared between fold states."""
 
-    __slots__ = ("bat", "by", "digest", "el", "hlc", "known", "node", "prev", "seq", "val", "via")
+    __slots__ = (
+        "bat",
+        "by",
+        "digest",
+        "el",
+        "hlc",
+        "known",
+        "node",
+        "prev",
+        "seq",
+        "stub",
+        "val",
+        "via",
+    )
 
     def __init__(
         self,
@@ -88,6 +101,7 @@ class Op:
         known: bool,
         digest: int,
         via: str | None = None,
+        stub: bool = False,
     ) -> None:
         self.node = node
         self.seq = seq
@@ -100,6 +114,8 @@ class Op:
         self.known = known
         self.digest = digest
         self.via = via
+        self.stub = stub
+        """A stub (:mod:`noon.core.chain`): no op, but what compaction left of dropped ones."""
 
     @property
     def id(self) -> OpId:
@@ -125,6 +141,19 @@ def line_digest(line: bytes) -> int:
     with or without its newline has one digest."""
     body = line.rstrip(b"\r\n\t ")
     return int.from_bytes(hashlib.blake2b(body, digest_size=8).digest(), "big") or 1
+
+
+def stub_digest(obj: Mapping[str, Any], digest: int) -> int | None:
+    """A stub (a run of lines compaction dropped, :mod:`noon.core.chain`) stands for the line
+    it replaces: its digest is that line's, so duplicate and fork checks compare like with
+    like. None for any other line."""
+    d = obj.get("d")
+    if type(obj.get("gone")) is int and type(d) is str and len(d) == 16:
+        try:
+            return int(d, 16) or None  # 0: the stub does not know it
+        except ValueError:
+            return None
+    return None
 
 
 def _fail(msg: str) -> OpError:
@@ -201,7 +230,20 @@ def from_object(obj: Mapping[str, Any], digest: int) -> Op:
     if bat is not None:
         bat = _int(obj, "bat", seq, seq + MAX_BATCH)
     if version > FORMAT_VERSION:
-        return Op(node, seq, stamp, (), None, None, None, bat, False, digest)
+        stub = stub_digest(obj, digest)
+        return Op(
+            node,
+            seq,
+            stamp,
+            (),
+            None,
+            None,
+            None,
+            bat,
+            False,
+            stub or digest,
+            stub=stub is not None,
+        )
 
     el = obj.get("el")
     if type(el) is not list or not 2 <= len(el) <= MAX_KEY_PARTS:

@@ -10,7 +10,7 @@ from typing import Any
 from noon.core.elements import edge_key
 from noon.core.hlc import utc
 from noon.core.ops import Op
-from noon.graph.glossary import Glossary
+from noon.graph.glossary import MAX_LINKS, Glossary
 from noon.graph.model import DEFAULT_DOMAIN
 from noon.graph.reader import (
     GraphReader,
@@ -110,7 +110,13 @@ def memory(
     links = _glossary_links(graph, glossary, namespace, node, text)
     if links:
         lines += ["", RULE, "", "GLOSSARY (keywords detected in this content)", ""]
-        lines += [f"- {', '.join('@' + k for k in kws)} -> {target}" for target, kws in links]
+        shown_links = links[:MAX_LINKS]
+        lines += [f"- {', '.join('@' + k for k in kws)} -> {target}" for target, kws in shown_links]
+        if len(links) > MAX_LINKS:
+            lines.append(
+                f"- ... and {len(links) - MAX_LINKS} more linked memories (only the first "
+                f"{MAX_LINKS} are listed; system://glossary lists every keyword)"
+            )
     kids = graph.children(namespace, node)
     base = uri if uri is not None else (uris[0] if uris else None)
     if kids:

@@ -23,7 +23,7 @@ from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, content_key, edge_k
 from noon.core.fold import Element, Fold
 from noon.core.gcpause import paused
 from noon.core.ops import Key
-from noon.graph.reader import Placement, Walks, is_number_name, placements_of
+from noon.graph.reader import Placement, Walks, is_number_name, placements_of, written_ms
 from noon.graph.uri import Uri, is_root, root, root_domain
 
 DEFAULT_DOMAIN = "core"
@@ -42,6 +42,9 @@ class NsGraph:
     nodes: set[str] = field(default_factory=set)
     """Nodes with a content element (live or deleted)."""
     glossary_version: int = 0
+    placed_once: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+    """child -> (parent, name) of every placement element a version of which named it (may
+    hold placements whose versions are gone since: readers check the versions)."""
 
 
 class Graph(Walks):
@@ -103,6 +106,9 @@ class Graph(Walks):
                 if not ps:
                     del g.parents[old.child]
         el = self.fold.elements.get(key)
+        for v in el.versions if el is not None else ():
+            if v.val is not None:
+                g.placed_once.setdefault(v.val["child"], set()).add((parent, name))
         new = placements_of(el.winner, el.heads, parent, name) if el is not None else []
         if new:
             g.edges[(parent, name)] = new
@@ -194,9 +200,11 @@ class Graph(Walks):
                 yield n
 
     def recent_nodes(self, namespace: str) -> Iterator[str]:
-        """Live nodes, the most recently written first."""
+        """Live nodes, the most recently written first (by an imported version's original
+        time, :func:`~noon.graph.reader.written_ms`; then by op order)."""
         live = list(self.live_nodes(namespace))
-        order = {n: self.content(namespace, n).winner.order for n in live}  # type: ignore[union-attr]
+        winners = {n: self.content(namespace, n).winner for n in live}  # type: ignore[union-attr]
+        order = {n: (written_ms(w), *w.order) for n, w in winners.items()}
         yield from heapq.nlargest(len(live), live, key=order.__getitem__)
 
     def orphans(self, namespace: str) -> list[str]:
@@ -218,13 +226,8 @@ class Graph(Walks):
         return g.glossary_version if g else 0
 
     def past_edges(self, namespace: str, node: str) -> list[Key]:
-        return sorted(
-            k
-            for k, el in self.fold.elements.items()
-            if k[0] == EDGE
-            and k[1] == namespace
-            and any(v.val is not None and v.val.get("child") == node for v in el.versions)
-        )
+        placed = self.ns(namespace).placed_once.get(node, ())
+        return sorted(edge_key(namespace, parent, name) for parent, name in placed)
 
     def boot_nodes(self, namespace: str) -> set[str]:
         g = self.spaces.get(namespace)

@@ -31,6 +31,15 @@ class GraphError(NoonError, ValueError):
     """An edit the graph refuses. The message tells the agent what to do instead."""
 
 
+class MemoryNotFound(GraphError):
+    """A URI that names no memory (the message points an agent at its tools; a command says
+    its own next step from :attr:`uri`)."""
+
+    def __init__(self, message: str, uri: Uri) -> None:
+        super().__init__(message)
+        self.uri = uri
+
+
 def edge_val(child: str, priority: int, disclosure: str) -> dict[str, object]:
     return {"child": child, "priority": priority, "disclosure": disclosure}
 
@@ -47,7 +56,7 @@ def not_found(graph: GraphReader, namespace: str, uri: Uri) -> GraphError:
         )
     else:
         where = "note that there are no memories yet (create_memory under core:// makes one)"
-    return GraphError(f"Memory '{uri}' not found. Search with search_memory, or {where}.")
+    return MemoryNotFound(f"Memory '{uri}' not found. Search with search_memory, or {where}.", uri)
 
 
 def resolve(graph: GraphReader, namespace: str, uri: Uri) -> tuple[str, Placement | None]:

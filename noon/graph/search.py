@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from noon.graph.stopwords import STOP_WORDS
+
 _WORD = re.compile(r"\w+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
@@ -26,6 +28,14 @@ def tokens(text: str) -> list[str]:
         else:
             out.append(word)
     return out
+
+
+def query_terms(query: str) -> list[str]:
+    """The distinct words of a query that can tell memories apart: its tokens without English
+    stop words, or all of them when nothing else is left ("who am I")."""
+    words = list(dict.fromkeys(tokens(query)))
+    kept = [w for w in words if w not in STOP_WORDS]
+    return kept or words
 
 
 def snippet(text: str, query: str, terms: tuple[str, ...], width: int = 40) -> str:

@@ -78,7 +78,8 @@ class SearchArgs(Args):
             min_length=1,
             max_length=1000,
             description="Words to look for (lexical, not semantic): ranked over content, "
-            "URIs, disclosures and keywords; prefixes match too.",
+            "URIs, disclosures and keywords; any word finds, more words rank higher, and a "
+            "word no memory holds is looked up as the start of one.",
         ),
     ]
     domain: Annotated[str, Field(max_length=32, description="Only this domain.")] | None = None

@@ -51,7 +51,12 @@ class UpdateArgs(Args):
     ) = None
     append: (
         Annotated[
-            LongText, Field(description="Text to add at the end (instead of old/new_string).")
+            LongText,
+            Field(
+                description="Text to add at the end as new line(s), instead of old/new_string: "
+                "one line break goes before it unless the memory ends with one or the text "
+                "starts with one (Nocturne adds none)."
+            ),
         ]
         | None
     ) = None

@@ -1,5 +1,6 @@
-"""``noon certs init`` and ``noon certs issue NODE``: the private CA and node certificates that
-noond's mutual TLS needs (see docs/noond.md, "Certificates")."""
+"""``noon certs init``, ``noon certs issue NODE`` and ``noon certs sign NODE``: the private CA,
+the node certificates that noond's mutual TLS needs, and the signing keys nodes sign their
+shards with (see docs/noond.md, "Certificates")."""
 
 from __future__ import annotations
 
@@ -51,6 +52,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="node (a member, the default) or metrics (reaches /metrics and /health only)",
     )
     issue.add_argument("--force", action="store_true", help="re-issue over existing files")
+    sign = sub.add_parser(
+        "sign", help="issue a signing key for a node that has a certificate but no signing key"
+    )
+    sign.add_argument("node", help="the node id")
+    sign.add_argument("--ca-dir", type=Path, help="default: $NOON_CA_DIR or ~/.config/noon/ca")
+    sign.add_argument("--out", type=Path, help="output directory (default: $NOON_DIR/certs)")
+    sign.add_argument(
+        "--force", action="store_true", help="a new signing key over the old one (rotation)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"CA created: {ca.cert} (key {ca.key}, keep it private)")
         print("next: `noon certs issue <node>` for every machine")
         return 0
+    if args.certs_command == "sign":
+        return _sign(ca_dir, args)
     try:
         paths = certs.issue_node_cert(
             ca_dir,
@@ -80,6 +92,24 @@ def run(args: argparse.Namespace) -> int:
         print(f"issued {paths.cert} and {paths.key}: a monitoring identity (CA copy: {paths.ca})")
         print("it reaches /metrics and /health of every noond and nothing else")
         return 0
+    signing = certs.signing_paths(paths.dir, paths.node_id)
     print(f"issued {paths.cert} and {paths.key} for node {paths.node_id} (CA copy: {paths.ca})")
-    print(f"copy these three files to {paths.node_id}'s $NOON_DIR/certs/")
+    print(f"and its signing key {signing.key} with {signing.cert}")
+    print(f"copy these five files to {paths.node_id}'s $NOON_DIR/certs/")
+    return 0
+
+
+def _sign(ca_dir: Path, args: argparse.Namespace) -> int:
+    try:
+        paths = certs.issue_signing_cert(
+            ca_dir, args.node, args.out or default_cert_dir(), force=args.force
+        )
+    except certs.CertFileMissingError as exc:
+        print(f"noon: {exc}; create the CA first with `noon certs init`")
+        return 1
+    except certs.CertError as exc:
+        print(f"noon: {exc}")
+        return 1
+    print(f"issued the signing key {paths.key} with {paths.cert} for node {args.node}")
+    print(f"copy both to {args.node}'s $NOON_DIR/certs/; its writes are signed from then on")
     return 0

@@ -8,7 +8,7 @@ import argparse
 import json
 
 from noon.config import add_store_flags, settings_from
-from noon.graph.plan import GraphError
+from noon.graph.plan import GraphError, MemoryNotFound
 from noon.graph.uri import UriError
 from noon.kg import uri as kg_uri
 from noon.ops_cli import journal
@@ -46,6 +46,12 @@ def run(args: argparse.Namespace) -> int:
             else:
                 try:
                     node = journal.memory_node(graph, ns, args.uri)
+                except MemoryNotFound as exc:
+                    print(
+                        f"noon: no memory at {exc.uri} in namespace {ns!r}; find it with "
+                        "`noon query WORDS`, or see what changed lately with `noon log`"
+                    )
+                    return 1
                 except (GraphError, UriError) as exc:
                     print(f"noon: {exc}")
                     return 1

@@ -17,7 +17,7 @@ from noon.store.store import Store
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Search memories by words (ranked over content, URIs, disclosures and keywords; "
-        "prefixes match too) and knowledge-graph entities by substring."
+        "a word no memory holds as the start of one) and knowledge-graph entities by substring."
     )
     parser.add_argument("text", nargs="+", help="what to look for")
     parser.add_argument("-n", "--limit", type=int, default=10, help="memories shown (default 10)")

@@ -5,7 +5,9 @@ every shard under a directory-wide compaction lock (two compactions planning on 
 old files could each drop the last op naming a version). The rewrite keeps every other line
 verbatim and in place (unknown ops, corrupt lines, other authors' ops), goes to a temp file,
 and is swapped in by rename under the shard's own lock after copying whatever was appended
-meanwhile, so a concurrent append is never lost and waits only for that short copy.
+meanwhile, so a concurrent append is never lost and waits only for that short copy. Each run of
+dropped lines leaves a stub behind, so the author's signatures still prove what remains
+(PROTOCOL.md §13.3).
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from noon.core import chain
 from noon.core.compaction import droppable
 from noon.core.gcpause import paused as paused_gc
 from noon.core.ops import Key, Op, OpError, OpId, decode
+from noon.names import shard_node
 from noon.store.errors import DiskFull
 from noon.store.private import make_dir
 from noon.store.readmodel.behind import free_bytes
@@ -126,6 +130,19 @@ def in_scope(lines: list[tuple[bytes, Op | None]]) -> set[OpId]:
     return {op.id for _, op in lines if op is not None and last[op.node] != op.seq}
 
 
+def kept_lines(name: str, lines: list[tuple[bytes, Op | None]], drops: Set[OpId]) -> list[bytes]:
+    """A shard's lines without ``drops``, each run of dropped lines of its author replaced by a
+    stub so the author's chain still crosses it (:func:`noon.core.chain.restub`). A shard that
+    also holds corrupt lines or another author's ops keeps them and leaves no stubs: its chain
+    was broken before (a corrupt line is never served); so does an unsigned shard, as in
+    revision 1 (its author signs a checkpoint when it starts signing)."""
+    author = shard_node(name)
+    foreign = any(op.node != author if op else raw.strip() for raw, op in lines)
+    if author is None or foreign or not any(chain.SIG_FIELD in raw for raw, _ in lines):
+        return [raw for raw, op in lines if op is None or op.id not in drops]
+    return chain.restub(author, [(op.seq, raw, op.id not in drops) for raw, op in lines if op])
+
+
 def rewrite(path: Path, scan: Scan, drops: Set[OpId]) -> CompactReport:
     """Rewrite one shard without the ops in ``drops``; everything else stays verbatim."""
     lines, end, inode = scan
@@ -133,8 +150,7 @@ def rewrite(path: Path, scan: Scan, drops: Set[OpId]) -> CompactReport:
     corrupt = sum(1 for raw, op in lines if op is None and raw.strip())
     if not any(op.id in drops for op in ops):
         return CompactReport(path.name, len(ops), len(ops), corrupt)
-    kept = [raw for raw, op in lines if op is None or op.id not in drops]
-    body = b"".join(raw + b"\n" for raw in kept)
+    body = b"".join(raw + b"\n" for raw in kept_lines(path.name, lines, drops))
     with locked(path):
         fd = open_regular(path)
         try:

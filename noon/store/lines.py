@@ -20,6 +20,7 @@ from typing import Generic, TypeVar
 
 import orjson
 
+from noon.core.chain import STUB_PREFIX, parse_stub
 from noon.core.ops import line_digest
 
 Buffer = bytes | mmap.mmap
@@ -50,7 +51,12 @@ def envelope(raw: bytes) -> Envelope | None:
 
 
 def digest(raw: bytes) -> int:
-    """The digest of a line (with or without its newline)."""
+    """The digest of a line (with or without its newline); a stub's is the digest of the line
+    it replaced (:func:`noon.core.ops.stub_digest`)."""
+    if raw.startswith(STUB_PREFIX):
+        stub = parse_stub(raw.rstrip(b"\r\n\t "))
+        if stub is not None and stub.digest:
+            return stub.digest
     return line_digest(raw)
 
 

@@ -10,11 +10,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from noon.core import chain
 from noon.core.compaction import stale_after_refetch
 from noon.core.ops import Key, Op, OpError, decode
 from noon.errors import NoonError
 from noon.names import shard_file
-from noon.store import forgotten
+from noon.store import chainstate, forgotten
 from noon.store.compact import maintenance
 from noon.store.errors import ForkDetected
 from noon.store.lines import clean_end, digest_at
@@ -49,6 +50,12 @@ class SkipsCompacted(ReplicaError):
             f"ops {node}:{before + 1}..{first - 1} were compacted away by the sender; this replica "
             "must re-fetch the whole shard instead of appending past them"
         )
+
+
+class Unproven(ReplicaError):
+    """Ops their author's chain and signature do not prove (PROTOCOL.md §13): forged, changed,
+    reordered, moved, spliced, signed with another key, or unsigned where a signature is due.
+    Nothing of the body is stored."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,7 @@ def append(
     held: HeldLock | None = None,
     allow_skip: bool = False,
     consumed: int = 0,
+    check: chain.Verify | None = None,
 ) -> Appended:
     """Append validated ops (from :func:`parse_ops`) to ``node``'s shard under its lock (or
     under ``held``, the same lock taken earlier by the caller).
@@ -111,12 +119,19 @@ def append(
     Unless ``allow_skip``, new ops that skip a seq above the head of a non-empty shard raise
     :class:`SkipsCompacted` and nothing is written. ``consumed`` is the cursor of the pull this
     body belongs to: ops up to it came in earlier pages (stored, or not stored again because
-    this node collected them: :mod:`noon.store.forgotten`), so no gap below it is a gap."""
+    this node collected them: :mod:`noon.store.forgotten`), so no gap below it is a gap.
+
+    With ``check`` (the author's certified keys), the new ops must continue the author's chain
+    from this shard's head and end on a signature that verifies (:func:`noon.core.chain.verify`),
+    else :class:`Unproven` and nothing is written; ops not stored again because this node
+    collected them leave a stub, so the chain here stays whole."""
     path = directory / shard_file(node)
     if held is not None and held.shard != path:
         raise ValueError(f"the lock held is {held.shard}, not {path}")
     with contextlib.nullcontext() if held is not None else locked(path):
         created = not os.path.lexists(path)
+        if created and check is not None and ops:
+            _prove(node, chain.empty(node), ops, check)  # before a file of that author exists
         fd = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
         try:
             tail = repair_tail(fd, node)
@@ -137,23 +152,50 @@ def append(
                         skipped += 1
             gone = forgotten.load(directory)
             new = [(line, op) for line, op in ops if op.seq > last]
-            fresh = [line + b"\n" for line, op in new if not gone.covers(op)]
-            skipped += len(new) - len(fresh)
             if last and not allow_skip:
                 expect = max(last, consumed) + 1
-                for _, op in ops:
+                for line, op in ops:
                     if op.seq >= expect:
-                        if op.seq != expect:
+                        if op.seq != expect or line.startswith(chain.STUB_PREFIX):
                             raise SkipsCompacted(node, expect - 1, op.seq)
                         expect += 1
+            kept = [(line, op) for line, op in new if not gone.covers(op)]
+            skipped += len(new) - len(kept)
+            fresh = [line + b"\n" for line, _ in kept]
+            if check is not None and new:
+                at = chainstate.head(
+                    directory, node, (last, tail.last.digest) if tail.last else None
+                )
+                try:
+                    proven = chain.verify(node, at, [(op.seq, line) for line, op in new], check)
+                except chain.ChainError as exc:
+                    raise Unproven(str(exc)) from None
+                if len(kept) < len(new):
+                    fresh = [
+                        line + b"\n"
+                        for line in chain.restub(
+                            node, [(op.seq, line, not gone.covers(op)) for line, op in new], at
+                        )
+                    ]
             if fresh:
                 append_all(fd, b"".join(fresh), fsync=fsync)
                 if fsync and created:
                     fsync_dir(directory)
             head = max([last] + [op.seq for _, op in ops])
+            if check is not None and new:
+                chainstate.remember(directory, node, proven.head, new[-1][1].digest)
         finally:
             os.close(fd)
-    return Appended(len(fresh), skipped, head)
+    return Appended(len(kept), skipped, head)
+
+
+def _prove(
+    node: str, at: chain.Head, ops: list[tuple[bytes, Op]], check: chain.Verify
+) -> chain.Proven:
+    try:
+        return chain.verify(node, at, [(op.seq, line) for line, op in ops], check)
+    except chain.ChainError as exc:
+        raise Unproven(str(exc)) from None
 
 
 def _decoded(raw: bytes) -> list[tuple[bytes, Op]]:
@@ -186,7 +228,9 @@ def _ops_on(directory: Path, keys: set[Key], *, besides: Path) -> list[Op]:
     ]
 
 
-def replace(directory: Path, node: str, fetched: Path, *, fsync: bool) -> bool:
+def replace(
+    directory: Path, node: str, fetched: Path, *, fsync: bool, check: chain.Verify | None = None
+) -> bool:
     """Merge ``fetched`` (a peer's whole copy of ``node``'s shard, validated complete lines)
     into this replica, atomically; see :class:`SkipsCompacted`. Not done when the shard
     meanwhile got past the copy's head. Holds the directory's maintenance lock, so no
@@ -195,12 +239,23 @@ def replace(directory: Path, node: str, fetched: Path, *, fsync: bool) -> bool:
     The result is the peer's copy, except at or below our old head: there an op we no longer
     hold never comes back (we removed it: tombstone collection relies on that, PROTOCOL.md
     §11.3), and an op the peer no longer holds goes when it would otherwise be a stale head
-    and its going exposes nothing (:func:`~noon.core.compaction.stale_after_refetch`)."""
+    and its going exposes nothing (:func:`~noon.core.compaction.stale_after_refetch`).
+
+    With ``check``, the peer's copy must be proven whole by its author's chain and last
+    signature (else :class:`Unproven`, nothing changed), and the merged copy gets a stub in
+    every gap, so it stays provable to whoever pulls it from here."""
     path = directory / shard_file(node)
     try:
         with maintenance(directory), locked(path):
             theirs = _decoded(_read(fetched))
             mine = _decoded(_read(path))
+            if check is not None:
+                try:
+                    chain.verify(
+                        node, chain.empty(node), [(op.seq, line) for line, op in theirs], check
+                    )
+                except chain.ChainError as exc:
+                    raise Unproven(f"the whole copy of {node}: {exc}") from None
             ours = {op.seq: (line, op) for line, op in mine}
             head = max(ours, default=0)
             if not theirs or head > theirs[-1][1].seq:
@@ -231,7 +286,16 @@ def replace(directory: Path, node: str, fetched: Path, *, fsync: bool) -> bool:
             for seq, (line, op) in ours.items():
                 if seq not in merged and op.id not in stale:
                     merged[seq] = line
-            write_file(path, (merged[seq] + b"\n" for seq in sorted(merged)), durable=fsync)
+            lines = [(seq, merged[seq]) for seq in sorted(merged)]
+            if check is not None:
+                values = chain.known(node, [(op.seq, line) for line, op in theirs])
+                for seq, value in chain.known(node, [(op.seq, line) for line, op in mine]).items():
+                    values.setdefault(seq, value)
+                body = chain.bridge(node, lines, values)
+            else:
+                body = [line for _, line in lines]
+            write_file(path, (line + b"\n" for line in body), durable=fsync)
+            chainstate.forget(directory, node)
             return True
     finally:
         fetched.unlink(missing_ok=True)

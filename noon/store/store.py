@@ -25,9 +25,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from noon.config import Settings
+from noon.core import chain
 from noon.core.hlc import Clock
-from noon.core.ops import AUTO, Draft, Key, Op, OpId, decode, encode
+from noon.core.ops import AUTO, Draft, Key, Op, OpId, decode, encode, line_digest
 from noon.names import shard_file
+from noon.store import chainstate, signing
 from noon.store.compact import compact_dir
 from noon.store.errors import DiskFull, ForkDetected, ShardBehind, StoreError
 from noon.store.private import make_dir
@@ -89,6 +91,7 @@ class Store:
         self.graph = SqlGraph(self.model)
         self.search = Search(self.model)
         self.listeners: list[Callable[[Changes], None]] = []
+        self.signer = signing.load(settings)
         self._compacting: threading.Thread | None = None
         if fold_now:
             self.refresh()
@@ -167,6 +170,7 @@ class Store:
                     if not drafts:
                         return []
                     lines = self._stamp(drafts, last_seq, client, via)
+                lines = self._sign(lines, tail.last)
                 self._append(fd, b"".join(line + b"\n" for line in lines))
                 if self.settings.fsync and created:
                     fsync_dir(self.dir)
@@ -240,6 +244,23 @@ class Store:
                     via=via,
                 )
             )
+        return lines
+
+    def _sign(self, lines: list[bytes], last: Op | None) -> list[bytes]:
+        """Chain the batch onto the shard and sign its last line (PROTOCOL.md §13). Unsigned
+        when this node has no signing key, or when its shard's unsigned history has a gap its
+        chain cannot cross."""
+        if self.signer is None:
+            return lines
+        at = chainstate.head(self.dir, self.node, (last.seq, last.digest) if last else None)
+        if at.chain is None:
+            log.warning(
+                "%s has unsigned history with a gap: this write stays unsigned", self.own.name
+            )
+            return lines
+        seq = at.seq + len(lines)
+        after = chain.sign_batch(at.chain, lines, seq, self.signer)
+        chainstate.remember(self.dir, self.node, chain.Head(seq, after), line_digest(lines[-1]))
         return lines
 
     def compaction_due(self, ops: Sequence[Op]) -> bool:

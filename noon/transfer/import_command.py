@@ -136,6 +136,15 @@ def _nocturne(
         print(import_nocturne(store, data, boot, source, settings.namespace))
     for note in boot.notes:
         print(f"noon: warning: {note}", file=sys.stderr)
+    if data.deprecated_only:
+        shown = ", ".join(data.deprecated_only[:5]) + (
+            ", ..." if len(data.deprecated_only) > 5 else ""
+        )
+        print(
+            f"noon: warning: {len(data.deprecated_only)} Nocturne memory(ies) hold only "
+            f"deprecated versions (deleted in Nocturne) and were not imported: {shown}",
+            file=sys.stderr,
+        )
     if data.undated:
         print(
             f"noon: warning: {data.undated} version(s) had no readable created_at and show "

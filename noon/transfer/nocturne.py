@@ -50,12 +50,36 @@ class Database(Protocol):
     def rows(self, sql: str) -> list[tuple[Any, ...]]: ...
 
 
+READ_TABLES = (*REQUIRED, "glossary_keywords", "presets")
+MAX_VALUE_BYTES = 64 << 20
+"""The longest text or blob a foreign SQLite file may hand over (SQLITE_LIMIT_LENGTH)."""
+HEAP_BYTES = 256 << 20
+"""What SQLite may allocate while reading one (its hard heap limit, for the read)."""
+
+
 class SqliteDatabase:
+    """A foreign SQLite file, read without evaluating anything it defines: only ordinary
+    tables are read (a view or virtual table named like one is not a table here), a table
+    with generated columns is refused before any of its rows is (their expressions would run
+    on every read: a 24 KB file reached 1.5 GB), triggers never fire on reads, and every
+    value and the heap are bounded."""
+
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        conn.execute("PRAGMA query_only = ON")
+        conn.execute("PRAGMA trusted_schema = OFF")
 
     def tables(self) -> set[str]:
-        return {r[0] for r in self.rows("SELECT name FROM sqlite_master WHERE type='table'")}
+        return {
+            name
+            for name, sql in self.rows("SELECT name, sql FROM sqlite_master WHERE type='table'")
+            if not str(sql or "").lstrip().upper().startswith("CREATE VIRTUAL")
+        }
+
+    def generated(self, table: str) -> list[str]:
+        """The generated columns of ``table`` (``table_xinfo``'s hidden 2 and 3)."""
+        return [r[1] for r in self.conn.execute(f"PRAGMA table_xinfo({table})") if r[6] in (2, 3)]
 
     def columns(self, table: str) -> set[str]:
         return {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
@@ -111,6 +135,9 @@ class NocturneData:
     """The active preset's boot lists (Nocturne namespace -> URIs), if the database has one."""
     undated: int = 0
     """Versions whose ``created_at`` is missing or unreadable (imported without a time)."""
+    deprecated_only: list[str] = field(default_factory=list)
+    """Nocturne node uuids with only deprecated versions: deleted there (Nocturne's soft delete
+    deprecates a memory's last version), so not imported; the import says how many."""
 
 
 def is_sqlite(path: Path) -> bool:
@@ -124,11 +151,24 @@ def read_sqlite(path: Path, default_namespace: str) -> NocturneData:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     except sqlite3.Error as exc:
         raise TransferError(f"{source}: cannot open as SQLite: {exc}") from None
+    heap = conn.execute("PRAGMA hard_heap_limit").fetchone()[0]
     try:
-        return read(SqliteDatabase(conn), source, default_namespace)
+        conn.execute(f"PRAGMA hard_heap_limit = {HEAP_BYTES}")
+        db = SqliteDatabase(conn)
+        tables = db.tables()
+        for table in READ_TABLES:
+            columns = db.generated(table) if table in tables else []
+            if columns:
+                raise TransferError(
+                    f"{source}: table {table} has generated columns ({', '.join(columns)}); "
+                    "Nocturne's have none, and noon evaluates nothing in a file it imports. "
+                    "Nothing was imported"
+                )
+        return read(db, source, default_namespace)
     except sqlite3.Error as exc:
         raise TransferError(f"{source}: not a readable Nocturne database: {exc}") from None
     finally:
+        conn.execute(f"PRAGMA hard_heap_limit = {int(heap)}")
         conn.close()
 
 
@@ -201,7 +241,8 @@ def _read_versions(db: Database, data: NocturneData, problems: list[str]) -> Non
     for uuid, mems in by_node.items():
         active = [v for v, old in mems if not old]
         if not active:
-            continue  # deleted in Nocturne: only deprecated versions remain
+            data.deprecated_only.append(uuid)  # deleted in Nocturne: only old versions remain
+            continue
         if len(active) > 1:
             problems.append(f"node {uuid}: {len(active)} active memories (expected one)")
         data.versions[node_id(uuid)] = [v for v, old in mems if old] + [active[-1]]

@@ -126,11 +126,15 @@ class WebData:
         of memories at its top."""
         return self._read(lambda g: views.domains(g, ns))
 
-    def children(self, ns: str, uri: str, offset: int, limit: int) -> dict[str, Any]:
+    def children(
+        self, ns: str, uri: str, offset: int, limit: int, name_filter: str = ""
+    ) -> dict[str, Any]:
         """One page of the children of a memory or of a domain root (``core://``), by priority
-        then name: ``{uri, node, total, offset, items: [{name, uri, node, priority, disclosure,
-        children (how many it has), snippet, deleted, conflicted, boot}]}``."""
-        return self._read(lambda g: views.children(g, ns, uri, offset, limit))
+        then name, only those whose name or disclosure holds ``name_filter`` when given:
+        ``{uri, node, total (matching), all, filter, offset, items: [{name, uri, node,
+        priority, disclosure, children (how many it has), snippet, deleted, conflicted,
+        boot}]}``."""
+        return self._read(lambda g: views.children(g, ns, uri, offset, limit, name_filter))
 
     def memory(self, ns: str, uri: str) -> dict[str, Any]:
         """One memory: ``{namespace, uri, node, version, text, deleted, conflicted, orphan,
@@ -139,8 +143,9 @@ class WebData:
         {parent_uri, name, priority, disclosure, version}, None for system://node URIs),
         aliases [{uri, priority}], placements [{parent_uri, name, priority, disclosure}],
         keywords, boot, glossary [{start, end, keyword, targets}] (character offsets in
-        ``text``), children (count), breadcrumbs [{name, uri}], modified {time, client,
-        machine}}``."""
+        ``text``; the first ``MAX_SPANS`` places), glossary_more (whether the text has more
+        linked places than marked), children (count), breadcrumbs [{name, uri}], modified
+        {time, client, machine}}``."""
 
         def fn(g: SqlGraph) -> dict[str, Any]:
             node, at, _ = plan.locate(g, ns, uri)

@@ -78,7 +78,9 @@ async def domains(request: web.Request) -> web.Response:
 async def children(request: web.Request) -> web.Response:
     offset, limit = _page(request)
     uri = query_str(request, "uri")
-    return await call(request, _data(request).children, _ns(request), uri, offset, limit)
+    name_filter = query_str(request, "filter", default="", limit=200)
+    data = _data(request)
+    return await call(request, data.children, _ns(request), uri, offset, limit, name_filter)
 
 
 @routes.get("/api/memory")

@@ -11,7 +11,7 @@ from typing import Any
 from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS, edge_key
 from noon.core.ops import Draft, Key, Op
 from noon.graph import plan
-from noon.graph.glossary import Glossary, _fold, _wordish
+from noon.graph.glossary import MAX_SPANS, Glossary, _fold
 from noon.graph.memory_view import show_uri
 from noon.graph.reader import ElementLike, Placement, live_text, op_time_ms, version_id
 from noon.graph.uri import NODE_VIEW, Uri, is_root, node_view, parse, root, root_domain
@@ -66,8 +66,11 @@ def domains(graph: SqlGraph, ns: str) -> list[dict[str, Any]]:
     return [{"domain": d, "children": counts[root(d)]} for d in found]
 
 
-def children(graph: SqlGraph, ns: str, uri: str, offset: int, limit: int) -> dict[str, Any]:
-    """A page of the children of the memory or domain root ``uri`` names."""
+def children(
+    graph: SqlGraph, ns: str, uri: str, offset: int, limit: int, name_filter: str = ""
+) -> dict[str, Any]:
+    """A page of the children of the memory or domain root ``uri`` names; with
+    ``name_filter``, of those whose name or disclosure holds it (any case)."""
     base: Uri | None
     if uri.strip().startswith(NODE_VIEW):
         node = plan.locate(graph, ns, uri)[0]
@@ -79,6 +82,10 @@ def children(graph: SqlGraph, ns: str, uri: str, offset: int, limit: int) -> dic
             raise NotFound(f"'{uri}' not found (moved or deleted meanwhile?).")
         node = found[0]
     kids = graph.children(ns, node)
+    every = len(kids)
+    if name_filter:
+        needle = name_filter.casefold()
+        kids = [k for k in kids if needle in k.name.casefold() or needle in k.disclosure.casefold()]
     shown = kids[offset : offset + limit]
     boot = graph.boot_nodes(ns)
     counts = child_counts(graph.conn, ns, (kid.child for kid in shown))
@@ -101,7 +108,15 @@ def children(graph: SqlGraph, ns: str, uri: str, offset: int, limit: int) -> dic
             }
         )
     where = str(base) if base else node_view(node)
-    return {"uri": where, "node": node, "total": len(kids), "offset": offset, "items": items}
+    return {
+        "uri": where,
+        "node": node,
+        "total": len(kids),
+        "all": every,
+        "filter": name_filter,
+        "offset": offset,
+        "items": items,
+    }
 
 
 def _heads(el: ElementLike) -> list[Op]:
@@ -115,6 +130,7 @@ def memory(
     if el is None:
         return None
     text = live_text(el)
+    spans, more = glossary_spans(graph, glossary, ns, node, text)
     uris = graph.uris(ns, node)
     shown = at or (uris[0][0] if uris else None)
     name = namer(graph, ns)
@@ -168,7 +184,8 @@ def memory(
         ],
         "keywords": graph.keywords_of(ns, node),
         "boot": node in graph.boot_nodes(ns),
-        "glossary": glossary_spans(graph, glossary, ns, node, text),
+        "glossary": spans,
+        "glossary_more": more,
         "children": count_children(graph, ns, node),
         "breadcrumbs": crumbs,
         "modified": who(el.winner),
@@ -183,37 +200,37 @@ def preview(graph: SqlGraph, ns: str, node: str, text: str) -> dict[str, Any]:
 
 def glossary_spans(
     graph: SqlGraph, glossary: Glossary, ns: str, node: str, text: str
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], bool]:
     """Where bound keywords occur in ``text`` and the memories they link to, with the matching
-    and word-boundary rule of the glossary that ``read_memory`` shows."""
-    found = glossary.find(ns, text)
-    folded = _fold(text)
-    if not found or len(folded) != len(text):
-        return []  # case folding changed lengths: positions would not match the text
+    and word-boundary rule of the glossary that ``read_memory`` shows: at most
+    :data:`MAX_SPANS` places, and whether there were more."""
+    if len(_fold(text)) != len(text):
+        return [], False  # case folding changed lengths: positions would not match the text
+    bound = glossary.bound(ns)
+    targets_of: dict[str, list[str]] = {}
+
+    def targets(kw: str) -> list[str]:
+        if kw not in targets_of:
+            nodes = bound.get(kw, set())
+            targets_of[kw] = sorted(
+                str(u)
+                for n in nodes
+                if n != node
+                and graph.is_live(ns, n)
+                and (u := graph.primary_uri(ns, n)) is not None
+            )
+        return targets_of[kw]
+
     spans: list[dict[str, Any]] = []
-    for kw, nodes in found.items():
-        targets = sorted(
-            str(u)
-            for n in nodes
-            if n != node and graph.is_live(ns, n) and (u := graph.primary_uri(ns, n)) is not None
-        )
-        if not targets:
+    for start, end, kws in glossary.matches(ns, text):
+        linked = [(kw, t) for kw in kws if (t := targets(kw))]
+        if not linked:
             continue
-        word, start = _fold(kw), 0
-        while (at := folded.find(word, start)) >= 0:
-            end = at + len(word)
-            start = at + 1
-            if _wordish(word[0]) and at > 0 and _wordish(folded[at - 1]):
-                continue
-            if _wordish(word[-1]) and end < len(folded) and _wordish(folded[end]):
-                continue
-            spans.append({"start": at, "end": end, "keyword": kw, "targets": targets})
-    spans.sort(key=lambda s: (int(s["start"]), -int(s["end"])))
-    out: list[dict[str, Any]] = []
-    for s in spans:  # each character is marked once: the longest keyword at a place wins
-        if not out or s["start"] >= out[-1]["end"]:
-            out.append(s)
-    return out
+        if len(spans) == MAX_SPANS:
+            return spans, True
+        kw, to = linked[0]
+        spans.append({"start": start, "end": end, "keyword": kw, "targets": to})
+    return spans, False
 
 
 def conflicts(graph: SqlGraph, ns: str) -> list[dict[str, Any]]:

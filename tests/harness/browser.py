@@ -30,10 +30,11 @@ def skip_without_browser() -> pytest.MarkDecorator:
 
 
 @asynccontextmanager
-async def browser_page(address: str) -> AsyncIterator[object]:
+async def browser_page(address: str, refusals: tuple[str, ...] = ()) -> AsyncIterator[object]:
     """A fresh page of headless Chromium, logged in as a person is: by opening ``address``, what
     ``noon web`` printed (``http://127.0.0.1:PORT/#token=...``); the page's relative URLs are
-    on that server. Fails the test if the page's script throws or logs an error."""
+    on that server. Fails the test if the page's script throws or logs an error other than the
+    refusals (HTTP statuses) the test causes: 409 and 400, and those named."""
     from playwright.async_api import async_playwright
 
     errors: list[str] = []
@@ -58,7 +59,8 @@ async def browser_page(address: str) -> AsyncIterator[object]:
             yield page
         finally:
             await browser.close()
-    expected = [e for e in errors if "409" not in e and "400" not in e]  # refusals the test causes
+    caused = ("409", "400", *refusals)
+    expected = [e for e in errors if not any(code in e for code in caused)]
     assert not expected, expected
 
 

@@ -22,6 +22,7 @@ from noond.forks import Forks
 from noond.membership import Member, Membership
 from noond.metrics import Metrics
 from noond.shards import Holdings
+from noond.signers import Signers
 from noond.statefile import StateFile
 from noond.wire import PROTOCOL, Code, PageHeaders, listing_root, parse_checks, summary_json
 from noond.wiring import ExchangeSettings, Wiring
@@ -161,7 +162,9 @@ def local_node(directory: Path, node: str, peer: FakePeer, *, page_bytes: int = 
     limits = ExchangeSettings(page_bytes=page_bytes, fsync=False, digest=True, recovery_hold=5.0)
     holdings = Holdings(directory, node, set)
     exchanger = Exchanger(
-        Wiring(node, client, holdings, membership, forks, metrics, limits),
+        Wiring(
+            node, client, holdings, membership, forks, metrics, limits, Signers(directory, None)
+        ),
         state=StateFile(directory / ".noon" / "noond.json", membership),
         suggest=lambda address, node, source, via=None: suggested.append((address, node, source)),
     )

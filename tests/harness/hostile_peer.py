@@ -1,5 +1,6 @@
 """A member that lies: an mTLS server with a valid certificate (so it is admitted) that answers
-``/info`` honestly and every other route with whatever the test scripts. Runs on its own event
+``/info`` honestly and every other route with whatever the test scripts (by default: an empty,
+honest-looking peer that serves its own signing certificate). Runs on its own event
 loop thread; counts what it was asked.
 
 A script is an async function of the request returning a response, or None to fall back to
@@ -17,7 +18,10 @@ from aiohttp import web
 
 from bench.mesh import Pki, free_port
 from noon import certs
+from noon.core import chain
+from noon.core.collection import member_of
 from noon.core.ops import encode
+from tests.harness import signed
 
 Script = Callable[[web.Request], Awaitable[web.StreamResponse | None]]
 
@@ -35,6 +39,30 @@ def ops_body(node: str, first: int, count: int, *, text: str = "forged") -> byte
         + b"\n"
         for seq in range(first, first + count)
     )
+
+
+class SignedFeed:
+    """An endless shard of ``node``, genuinely signed with its key: a certified member can
+    serve this much of its own shard. ``lines(first, count)`` are lone ops from seq
+    ``first``."""
+
+    def __init__(self, pki: Pki, node: str, *, text: str = "endless") -> None:
+        self.node = node
+        self.text = text
+        self.sign = signed.key_of(pki.signing(member_of(node))[0])
+        self.signed: list[bytes] = []
+        self.link = chain.genesis(node)
+
+    def lines(self, first: int, count: int) -> list[bytes]:
+        while len(self.signed) < first + count - 1:
+            seq = len(self.signed) + 1
+            line = [ops_body(self.node, seq, 1, text=self.text).rstrip(b"\n")]
+            self.link = chain.sign_batch(self.link, line, seq, self.sign)
+            self.signed.append(line[0])
+        return self.signed[first - 1 : first - 1 + count]
+
+    def body(self, first: int, count: int) -> bytes:
+        return signed.body(self.lines(first, count))
 
 
 def page(body: bytes, *, last: int, more: bool, head: int) -> web.Response:
@@ -63,6 +91,7 @@ class HostilePeer:
         self, pki: Pki, node: str = "rogue", script: Script | None = None, protocol: int = 1
     ) -> None:
         self.node = node
+        self.pki = pki
         self.script = script
         self.protocol = protocol
         self.port = free_port()
@@ -127,6 +156,12 @@ class HostilePeer:
             return listing()
         if request.path == "/membership":
             return web.json_response({"peers": [{"node": self.node, "address": self.address}]})
+        if request.path.startswith("/signers/"):
+            wanted = request.path.removeprefix("/signers/")
+            if wanted != self.node:
+                return web.json_response({"error": "unknown", "code": "not_found"}, status=404)
+            pem = self.pki.signing(self.node)[1].read_text()
+            return web.json_response({"node": self.node, "certs": [pem]})
         if request.method == "POST":
             return web.json_response({"appended": 0, "skipped": 0, "head": 0})
         return page(b"", last=int(request.query.get("after", "0")), more=False, head=0)

@@ -9,11 +9,13 @@ placements in one query instead of node by node.
 
 from __future__ import annotations
 
+import heapq
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NamedTuple
 
-from noon.core.elements import CONTENT, EDGE, content_key, edge_key
+from noon.core.elements import CONTENT, EDGE, WRITTEN, content_key, edge_key, written_at
 from noon.core.ops import Key
 from noon.graph.model import DEFAULT_DOMAIN
 from noon.graph.reader import Placement, Walks
@@ -24,6 +26,16 @@ from noon.store.readmodel.schema import NUMBERED
 from noon.store.readmodel.state import Database, StoredElement, load_element
 
 _PLACEMENT = "parent, name, key_name, child, priority, disclosure"
+
+
+class _Newest(NamedTuple):
+    """A heap entry that pops the newest first."""
+
+    key: tuple[int, int, str, int]
+    node: str
+
+    def __lt__(self, other: object) -> bool:
+        return isinstance(other, _Newest) and self.key > other.key
 
 
 class SqlGraph(Walks):
@@ -166,14 +178,30 @@ class SqlGraph(Walks):
             yield node
 
     def recent_nodes(self, namespace: str) -> Iterator[str]:
+        """Live nodes by when their current text was written (an imported version's original
+        time, see :func:`noon.graph.reader.written_ms`), newest first. Read in op order from
+        the index: a written time is never later than its op's, so a memory is yielded as soon
+        as no row still to come can be newer (a fresh import is read through to its oldest
+        original time; ordinary writes end the scan at once)."""
         cursor = self.conn.execute(
-            "SELECT node FROM memories WHERE ns = ? AND deleted = 0 "
-            "ORDER BY w_hlc DESC, w_node DESC, w_seq DESC",
+            "SELECT m.node, m.w_hlc, m.w_node, m.w_seq, CASE WHEN "
+            "json_type(o.val, '$.written') = 'integer' THEN json_extract(o.val, '$.written') END "
+            "FROM memories m INDEXED BY memories_recent LEFT JOIN ops o "
+            "ON o.node = m.w_node AND o.seq = m.w_seq WHERE m.ns = ? AND m.deleted = 0 "
+            "ORDER BY m.w_hlc DESC, m.w_node DESC, m.w_seq DESC",
             (namespace,),
         )
+        waiting: list[_Newest] = []
         while rows := cursor.fetchmany(64):
-            for (node,) in rows:
-                yield node
+            for node, hlc, w_node, w_seq, carried in rows:
+                written = written_at({WRITTEN: carried})
+                key = (written if written is not None else hlc >> 16, hlc, w_node, w_seq)
+                bound = (hlc >> 16, hlc, w_node, w_seq)  # no row still to come is newer
+                while waiting and waiting[0].key > bound:
+                    yield heapq.heappop(waiting).node
+                heapq.heappush(waiting, _Newest(key, node))
+        while waiting:
+            yield heapq.heappop(waiting).node
 
     def orphans(self, namespace: str) -> list[str]:
         return sorted(n for n in self.live_nodes(namespace) if not self.uris(namespace, n, 1))

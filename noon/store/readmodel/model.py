@@ -361,7 +361,7 @@ class ReadModel:
                 self.conn.execute("DELETE FROM corrupt WHERE shard = ?", (name,))
             self._corrupt(polled.corrupt)
             if kept is not None:
-                kept.update(op.seq for op in polled.ops if op.node == node)
+                kept.update(op.seq for op in polled.ops if op.node == node and not op.stub)
             tx.add(self._own(tx, name, node, polled.ops))
             self._progress.advance(reader.offset - start)
             if start + cap >= size:
@@ -386,6 +386,8 @@ class ReadModel:
         hidden = self.cut.hidden
         own, foreign = [], []
         for op in ops:
+            if op.stub:
+                continue  # what compaction left of dropped ops: nothing to read
             if op.node != node:
                 foreign.append(op)
             elif not hidden or op.id not in hidden:

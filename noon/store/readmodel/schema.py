@@ -18,7 +18,8 @@ Tables, by job:
   decided (``heads`` rows only when there are several: a conflict).
 - ``changes``: the element keys each generation touched, so every process can tell what
   changed since it last looked, whoever folded it.
-- the URI graph: ``memories``, ``placements``, ``keywords``, ``boot``, ``memory_fts``.
+- the URI graph: ``memories``, ``placements``, ``keywords``, ``boot``, ``memory_fts`` (and
+  ``memory_vocab``, its words: what a prefix expands to).
 - the knowledge graph: ``entities``, ``observations``, ``relations``, ``entity_fts``.
 - ``reviews``: the review state of the web page's queue (live ``review`` elements).
 - ``corrupt``: complete lines of a shard that are not valid ops (reported, skipped).
@@ -90,8 +91,9 @@ CREATE INDEX keywords_by_node ON keywords (ns, node);
 CREATE TABLE glossary (ns TEXT PRIMARY KEY, version INTEGER) WITHOUT ROWID;
 CREATE TABLE boot (ns TEXT, node TEXT, PRIMARY KEY (ns, node)) WITHOUT ROWID;
 CREATE VIRTUAL TABLE memory_fts USING fts5 (
-    text, uri, disclosure, keywords, tokenize = 'unicode61 remove_diacritics 2'
+    text, uri, disclosure, keywords, tokenize = 'porter unicode61 remove_diacritics 2'
 );
+CREATE VIRTUAL TABLE memory_vocab USING fts5vocab (memory_fts, 'row');
 CREATE TABLE reviews (
     ns TEXT, subject TEXT, reviewer TEXT, val TEXT, w_node TEXT, w_seq INTEGER, w_hlc INTEGER,
     PRIMARY KEY (ns, subject, reviewer)

@@ -1,14 +1,20 @@
 """Ranked search over the memories of a namespace: SQLite FTS5 with BM25 over four weighted
-columns (text 1, URI words 2, disclosures 1.5, keywords 2).
+columns (text, URI words, disclosures, keywords), English words stemmed (Porter).
 
 A query is cut into words as :func:`noon.graph.search.tokens` cuts it (CJK runs into bigrams,
-searched as phrases of characters, which is how the documents were split). Memories holding every
-word rank first; if that leaves room, memories holding any word, or a word starting with one,
-follow. ``accept`` filters hits (reachable, in a domain) as they stream in, best first.
+searched as phrases of characters, which is how the documents were split), without the English
+stop words it is asked with ("when did", "what is"; kept if nothing else is left). Any word
+finds a memory (OR); each word is looked up on its own and the BM25 shares summed, so a memory
+holding more of the query's words ranks higher, and more so by coordination (the score times
+the share of the words held). A word no memory holds, of at least :data:`PREFIX_MIN` letters,
+finds the words it starts instead ("gre": "green") when they are at most :data:`PREFIX_TERMS`
+(counted in the index's vocabulary): a short prefix never expands to the whole vocabulary.
+``accept`` filters hits (reachable, in a domain) as they stream in, best first.
 
-Each pass ranks at most :data:`RANKED` memories: when more hold the words, the ones this machine
-indexed last (the newest memories). BM25 over every memory holding a common word costs the size
-of the store (about 1.5 s a call at 500k memories); with the bound it costs that many scores.
+Each word ranks at most :data:`RANKED` memories: when more hold it, the ones this machine
+indexed last (the newest memories); a rare word still finds an old memory. BM25 over every
+memory holding a common word costs the size of the store (about 1.5 s a call at 500k
+memories); with the bound it costs that many scores a word.
 """
 
 from __future__ import annotations
@@ -18,14 +24,20 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from noon.graph.search import tokens
+from noon.graph.search import query_terms, tokens
 from noon.store.readmodel.documents import CJK, segment
 from noon.store.readmodel.state import Database
 
-WEIGHTS = "1.0, 2.0, 1.5, 2.0"
+WEIGHTS = {"text": 1.0, "uri": 2.0, "disclosure": 1.5, "keywords": 2.0}
+"""BM25 weight of each column of ``memory_fts``."""
 MAX_TERMS = 64
 RANKED = 1000
-"""Memories scored per pass at most (see the module docstring)."""
+"""Memories scored per query at most (see the module docstring)."""
+COORDINATION = 1.0
+"""How much holding a larger share of the query's words counts: a score is multiplied by that
+share to this power."""
+PREFIX_MIN = 3
+PREFIX_TERMS = 8
 PROBE_WORDS = 6
 """Words of a new memory looked up to find others like it: its longest (long words are rarer)."""
 PROBE_CANDIDATES = 200
@@ -59,6 +71,28 @@ def _holds(words: list[str], flat: str, term: str) -> bool:
     return i < len(words) and words[i].startswith(term)
 
 
+def coordinated(score: float, held: int, terms: int) -> float:
+    """BM25 ``score`` (higher is better) scaled by the share of the query's words held."""
+    if terms <= 0:
+        return score
+    return score * (held / terms) ** COORDINATION
+
+
+def combine(lists: dict[str, list[tuple[int, float]]], terms: int) -> list[tuple[int, float, int]]:
+    """Per-term hit lists (row, that term's BM25 share, higher is better) into one ranking:
+    (row, score, how many terms it holds), best first, ties to the newest row. The sum of the
+    shares is the BM25 of the OR query; coordination then weighs how many terms matched."""
+    total: dict[int, float] = {}
+    held: dict[int, int] = {}
+    for hits in lists.values():
+        for row, score in hits:
+            total[row] = total.get(row, 0.0) + score
+            held[row] = held.get(row, 0) + 1
+    ranked = [(row, coordinated(total[row], held[row], terms), held[row]) for row in total]
+    ranked.sort(key=lambda r: (-r[1], -r[0]))
+    return ranked
+
+
 class Search:
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -75,46 +109,68 @@ class Search:
         accept: Callable[[str], bool] | None = None,
     ) -> list[Hit]:
         """The best ``limit`` memories for ``query`` among those ``accept`` lets through."""
-        terms = list(dict.fromkeys(tokens(query)))[:MAX_TERMS]
+        terms = query_terms(query)[:MAX_TERMS]
         if not terms or limit <= 0:
             return []
-        every = " AND ".join(_quoted(t) for t in terms)
-        some = " OR ".join(f"{_quoted(t)}*" for t in terms)
-        hits: list[Hit] = []
-        seen: set[str] = set()
-        for expression in (every, some) if len(terms) > 1 else (some,):
-            for node, score, doc in self._ranked(namespace, expression):
-                if node in seen:
-                    continue
-                seen.add(node)
-                if accept is not None and not accept(node):
-                    continue
-                flat = doc.casefold()
-                words = _words(doc)
-                found = tuple(t for t in terms if _holds(words, flat, t))
-                hits.append(Hit(node, float(f"{score:.4g}"), found))
-                if len(hits) >= limit:
-                    return hits
-        return hits
+        return list(self._hits(namespace, terms, limit, accept))
 
-    def _ranked(self, namespace: str, expression: str) -> Iterator[tuple[str, float, str]]:
-        """Best first: the node, its score and its document. Only the scores are sorted; a
-        document is read when its hit is reached."""
-        ranked = self.conn.execute(
-            "SELECT m.node, -s.score, s.id FROM ("
-            f"SELECT f.rowid AS id, bm25(memory_fts, {WEIGHTS}) AS score "
-            "FROM memory_fts f JOIN memories m ON m.id = f.rowid "
-            "WHERE memory_fts MATCH ? AND m.ns = ? ORDER BY f.rowid DESC LIMIT ?"
-            ") s JOIN memories m ON m.id = s.id ORDER BY s.score, m.node",
-            (expression, namespace, RANKED),
-        ).fetchall()
-        for node, score, rowid in ranked:
-            doc = self.conn.execute(
-                "SELECT m.text || ' ' || f.uri || ' ' || f.disclosure || ' ' || f.keywords "
-                "FROM memory_fts f JOIN memories m ON m.id = f.rowid WHERE f.rowid = ?",
-                (rowid,),
+    def _hits(
+        self,
+        namespace: str,
+        terms: list[str],
+        limit: int,
+        accept: Callable[[str], bool] | None,
+    ) -> Iterator[Hit]:
+        fragments = self._fragments(terms)
+        lists = {
+            t: self._ranked(namespace, _quoted(t) + ("*" if t in fragments else "")) for t in terms
+        }
+        rows_of = {t: {r for r, _ in hits} for t, hits in lists.items()}
+        given = 0
+        for row, score, _ in combine(lists, len(terms)):
+            found = self.conn.execute("SELECT node FROM memories WHERE id = ?", (row,)).fetchone()
+            if found is None or (accept is not None and not accept(found[0])):
+                continue
+            matched = tuple(t for t in terms if row in rows_of[t])
+            yield Hit(found[0], float(f"{score:.4g}"), matched)
+            given += 1
+            if given >= limit:
+                return
+
+    def _fragments(self, terms: list[str]) -> set[str]:
+        """The terms no memory holds as a word (fragments: "gre"), of :data:`PREFIX_MIN`
+        letters or more, that start at most :data:`PREFIX_TERMS` indexed words (the vocabulary
+        is ordered: one range read each): those are searched as prefixes. Whole words are not:
+        stemming finds their other forms, and their prefixes measured worse on LoCoMo; nor are
+        fragments that start more words than that, which say too little to expand."""
+        out = set()
+        for term in terms:
+            if len(term) < PREFIX_MIN or CJK.search(term) or not term.isalnum():
+                continue
+            if self.conn.execute(
+                "SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT 1", (_quoted(term),)
+            ).fetchone():
+                continue
+            (starts,) = self.conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM memory_vocab WHERE term > ? AND term < ? "
+                "LIMIT ?)",
+                (term, term + "\U0010ffff", PREFIX_TERMS + 1),
             ).fetchone()
-            yield node, score, doc[0] if doc else ""
+            if 0 < starts <= PREFIX_TERMS:
+                out.add(term)
+        return out
+
+    def _ranked(self, namespace: str, match: str) -> list[tuple[int, float]]:
+        """The newest :data:`RANKED` memories of the namespace matching ``match`` (one term
+        and its expansions), each with its BM25 (higher is better)."""
+        weights = ", ".join(str(w) for w in WEIGHTS.values())
+        rows = self.conn.execute(
+            f"SELECT f.rowid, -bm25(memory_fts, {weights}) "
+            "FROM memory_fts f JOIN memories m ON m.id = f.rowid "
+            "WHERE memory_fts MATCH ? AND m.ns = ? ORDER BY f.rowid DESC LIMIT ?",
+            (match, namespace, RANKED),
+        ).fetchall()
+        return [(int(r), float(sc)) for r, sc in rows]
 
     def related(
         self,

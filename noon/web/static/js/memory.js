@@ -55,6 +55,7 @@ export class MemoryView {
       h("div", { class: "stale-slot" }),
       h("div", { class: "editor" }),
       h("section", { class: "text", "aria-label": "Memory text" }, glossed(m.text, m.glossary)),
+      m.glossary_more ? h("p", { class: "notice" }, `Only the first ${m.glossary.length} glossary keywords in this text are linked.`) : null,
       h("dl", { class: "meta" },
         m.placement ? [h("dt", {}, "Disclosure"), h("dd", {}, m.placement.disclosure || "(not set)")] : null,
         h("dt", {}, "Version"), h("dd", {}, h("code", {}, m.version)),

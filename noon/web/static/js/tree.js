@@ -6,6 +6,7 @@ import { get } from "./api.js";
 import { clear, h } from "./dom.js";
 
 const PAGE = 100;
+const FILTER_FROM = 50; // a parent with more children than this gets a filter box
 
 export class Tree {
   constructor(onSelect) {
@@ -73,17 +74,43 @@ export class Tree {
     li.append(ul);
     li.setAttribute("aria-expanded", "true");
     li.querySelector(".twisty").textContent = "▾";
-    const group = { ul, li, uri: li.dataset.uri, loaded: 0 };
+    const previous = this.groups.get(li.dataset.node);
+    const group = { ul, li, uri: li.dataset.uri, loaded: 0, filter: previous?.filter || "" };
     this.groups.set(li.dataset.node, group);
     await this.more(group, upTo);
   }
 
+  // A box that narrows a crowded parent's children to those whose name or disclosure holds
+  // what is typed (asked of the server: the children are never all sent).
+  filterBox(group, all) {
+    const input = h("input", {
+      type: "search", class: "tree-filter", value: group.filter,
+      placeholder: `Filter ${all} children by name`, "aria-label": `Filter the children of ${group.li.entry.name}`,
+    });
+    let timer = null;
+    input.addEventListener("input", () => {
+      clearTimeout(timer);
+      timer = setTimeout(async () => {
+        group.filter = input.value.trim();
+        group.ul.querySelectorAll(":scope > [role=treeitem], :scope > .more, :scope > .none").forEach((x) => x.remove());
+        group.loaded = 0;
+        await this.more(group);
+      }, 200);
+    });
+    input.addEventListener("keydown", (e) => e.stopPropagation()); // typing is not tree navigation
+    return h("li", { class: "filter", role: "none" }, input);
+  }
+
   async more(group, count = PAGE) {
     const level = Number(group.li.getAttribute("aria-level")) + 1;
-    const page = await get("/api/children", { uri: group.uri, offset: group.loaded, limit: Math.min(count, 200) });
+    const page = await get("/api/children", {
+      uri: group.uri, offset: group.loaded, limit: Math.min(count, 200), filter: group.filter,
+    });
+    if (page.all > FILTER_FROM && !group.ul.querySelector(":scope > .filter")) group.ul.append(this.filterBox(group, page.all));
     group.ul.querySelector(":scope > .more")?.remove();
     for (const entry of page.items) group.ul.append(this.item(entry, level));
     group.loaded += page.items.length;
+    if (!page.total && group.filter) group.ul.append(h("li", { class: "none muted", role: "none" }, `No child holds “${group.filter}”.`));
     const left = page.total - group.loaded;
     if (left > 0) {
       group.ul.append(h("li", { class: "more", role: "none" },
@@ -111,6 +138,7 @@ export class Tree {
     li.setAttribute("aria-selected", "true");
     this.focus(li);
     if (li.entry.priority !== null) this.onSelect(li.entry.uri);
+    else this.toggle(li); // a domain row has no memory to show: it opens (or closes) instead
   }
 
   focus(li) {

@@ -1,0 +1,291 @@
+"""Recall on LoCoMo: does ``search_memory`` find what was stored?
+
+    python -m bench.recall [--data DIR] [--sizes 1000,100000] [--conversations 0-4]
+
+Every dialogue turn of LoCoMo's conversations (``../shared/data/locomo/`` beside the repository
+unless ``--data`` says where; skipped, saying why, where it is absent) is written as a memory
+through the write path the tools use (``noon.graph.plan.create`` through ``GraphService.write``:
+the real append and fold into the read model), one namespace per conversation. Each question of
+categories 1-4 is sent, as asked, to ``search_memory``'s own function; a hit at k is one of the
+question's evidence turns among the first k results. The same again with LoCoMo's
+``observation`` facts as the memories (a fact is evidence when the turn it came from is). A
+plain SQLite FTS5 ``bm25()`` over the same texts (English stop words removed, OR of the words)
+is the anchor, measured in the same run.
+
+Then query latency at each ``--sizes`` memories (the synthetic store of :mod:`bench.uri_latency`,
+questions of LoCoMo as queries).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.stats import percentiles
+from bench.uri_latency import build
+from noon.config import Settings
+from noon.graph import plan
+from noon.graph.stopwords import STOP_WORDS
+from noon.graph.uri import parse
+from noon.mcp.uri_read import search as search_memory
+from noon.store.access import GraphService, service
+from noon.store.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data" / "locomo"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+KS = (5, 10)
+
+
+@dataclass
+class Conversation:
+    name: str
+    memories: dict[str, str] = field(default_factory=dict)
+    """key (a dia_id, or a dia_id and a number for facts) -> text"""
+    evidence_of: dict[str, str] = field(default_factory=dict)
+    """memory key -> the turn it holds or came from"""
+    questions: list[tuple[str, int, frozenset[str]]] = field(default_factory=list)
+
+
+def load(path: Path, kind: str, which: range | None = None) -> list[Conversation]:
+    """The conversations of ``locomo-dev.json``, as turns or as observation facts."""
+    samples = json.loads((path / "locomo-dev.json").read_text())
+    out = []
+    for i, sample in enumerate(samples):
+        if which is not None and i not in which:
+            continue
+        conv = Conversation(sample["sample_id"])
+        if kind == "turns":
+            talk = sample["conversation"]
+            for key in sorted(k for k in talk if re.fullmatch(r"session_\d+", k)):
+                for turn in talk[key]:
+                    text = f"{turn['speaker']}: {turn['text']}"
+                    if turn.get("blip_caption"):
+                        text += f" [shares {turn['blip_caption']}]"
+                    conv.memories[turn["dia_id"]] = text
+                    conv.evidence_of[turn["dia_id"]] = turn["dia_id"]
+        else:
+            for session in sample["observation"].values():
+                for facts in session.values():
+                    for fact, source in facts:
+                        key = f"{source}#{len(conv.memories)}"
+                        conv.memories[key] = fact
+                        conv.evidence_of[key] = source if isinstance(source, str) else source[0]
+        for qa in sample["qa"]:
+            if qa["category"] in CATEGORIES:
+                evidence = frozenset(e.strip() for e in qa["evidence"])
+                conv.questions.append((qa["question"], qa["category"], evidence))
+        out.append(conv)
+    return out
+
+
+Ranker = Callable[[str, str, int], list[str]]
+"""(conversation, question, k) -> memory keys, best first."""
+
+
+@contextmanager
+def noon_store(conversations: list[Conversation]) -> Iterator[Ranker]:
+    """A store holding every memory, written through the tools' planning code, and a ranker that
+    asks ``search_memory``'s function."""
+    with tempfile.TemporaryDirectory(prefix="noon-bench-recall-") as d:
+        store = Store(Settings.from_env({}, dir=Path(d), node_id="bench", fsync=False))
+        svc = service(store)
+        keys: dict[str, dict[str, str]] = {}
+        for conv in conversations:
+            keys[conv.name] = write_all(svc, conv)
+
+        def rank(ns: str, question: str, k: int) -> list[str]:
+            _, data = svc.read(lambda s: search_memory(s, ns, question, None, k))
+            return [keys[ns][r["memory_id"]] for r in data["results"]]
+
+        try:
+            yield rank
+        finally:
+            store.close()
+
+
+def write_all(svc: GraphService, conv: Conversation) -> dict[str, str]:
+    """Each memory created under ``core://`` of the conversation's namespace, 100 to a batch;
+    memory id -> key."""
+    parent = parse("core://")
+    items = list(conv.memories.items())
+    ids: dict[str, str] = {}
+    for start in range(0, len(items), 100):
+        chunk = list(enumerate(items[start : start + 100], start))
+
+        def planner(graph: Any, chunk: list[tuple[int, tuple[str, str]]] = chunk) -> Any:
+            drafts, made = [], []
+            for i, (key, text) in chunk:
+                more, node, _ = plan.create(
+                    graph, conv.name, parent, f"m{i}", text, 2, "When the conversation comes up"
+                )
+                drafts += more
+                made.append((node, key))
+            return drafts, made
+
+        _, made = svc.write(planner, client="bench")
+        ids.update(made)
+    return ids
+
+
+WORD = re.compile(r"\w+")
+
+
+@contextmanager
+def bm25_anchor(conversations: list[Conversation]) -> Iterator[Ranker]:
+    """SQLite FTS5 ``bm25()`` alone: stop words removed, the rest OR'ed."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE docs USING fts5 (ns UNINDEXED, key UNINDEXED, text)")
+    for conv in conversations:
+        conn.executemany(
+            "INSERT INTO docs (ns, key, text) VALUES (?, ?, ?)",
+            [(conv.name, k, t) for k, t in conv.memories.items()],
+        )
+
+    def rank(ns: str, question: str, k: int) -> list[str]:
+        words = [w for w in WORD.findall(question.lower()) if w not in STOP_WORDS]
+        if not words:
+            return []
+        expression = " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
+        rows = conn.execute(
+            "SELECT key FROM docs WHERE docs MATCH ? AND ns = ? ORDER BY bm25(docs) LIMIT ?",
+            (expression, ns, k),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    try:
+        yield rank
+    finally:
+        conn.close()
+
+
+def recall(conversations: list[Conversation], rank: Ranker) -> dict[str, Any]:
+    """recall@k per category and overall, and the time a question took (p50 / p99 ms)."""
+    hits = {(c, k): 0 for c in [*CATEGORIES, 0] for k in KS}
+    asked = dict.fromkeys([*CATEGORIES, 0], 0)
+    times = []
+    for conv in conversations:
+        for question, category, evidence in conv.questions:
+            t0 = time.perf_counter()
+            found = [conv.evidence_of[key] for key in rank(conv.name, question, max(KS))]
+            times.append((time.perf_counter() - t0) * 1000)
+            for c in (category, 0):
+                asked[c] += 1
+                for k in KS:
+                    hits[c, k] += bool(evidence.intersection(found[:k]))
+    out: dict[str, Any] = {}
+    for c in [0, *CATEGORIES]:
+        name = CATEGORIES.get(c, "all")
+        if asked[c]:
+            out[name] = {f"@{k}": round(hits[c, k] / asked[c], 4) for k in KS} | {"n": asked[c]}
+    out["query_ms"] = percentiles(times)
+    return out
+
+
+def measure_recall(data: Path, which: range | None, kinds: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for kind in kinds:
+        conversations = load(data, kind, which)
+        memories = sum(len(c.memories) for c in conversations)
+        t0 = time.perf_counter()
+        with noon_store(conversations) as rank:
+            written = time.perf_counter() - t0
+            noon = recall(conversations, rank)
+        with bm25_anchor(conversations) as rank:
+            anchor = recall(conversations, rank)
+        out[kind] = {"memories": memories, "write_s": written, "noon": noon, "bm25": anchor}
+    return out
+
+
+def latency(data: Path | None, sizes: list[int], calls: int = 200) -> dict[str, Any]:
+    """search_memory's ranking, p50 / p99, on synthetic stores of each size; the queries are
+    LoCoMo's questions where the data is here, else words drawn as the text draws them."""
+    questions = []
+    if data is not None:
+        questions = [q for c in load(data, "turns") for q, _, _ in c.questions]
+    rnd = random.Random(7)
+    out = {}
+    for n in sizes:
+        with tempfile.TemporaryDirectory(prefix="noon-bench-recall-") as d:
+            build(Path(d), n)
+            store = Store(Settings.from_env({}, dir=Path(d), node_id="bench", fsync=False))
+            svc = service(store)
+            try:
+                samples = []
+                for i in range(calls):
+                    q = questions[i % len(questions)] if questions else _drawn(rnd)
+                    t0 = time.perf_counter()
+                    svc.read(lambda s, q=q: search_memory(s, "default", q, None, 10))
+                    samples.append((time.perf_counter() - t0) * 1000)
+                out[str(n)] = percentiles(samples)
+            finally:
+                store.close()
+    return out
+
+
+def _drawn(rnd: random.Random) -> str:
+    from bench.uri_latency import text_of
+
+    return text_of(rnd, 6)
+
+
+def print_table(results: dict[str, Any]) -> None:
+    for kind in ("turns", "observations"):
+        if kind not in results:
+            continue
+        r = results[kind]
+        print(f"\nrecall on LoCoMo, {kind} as memories ({r['memories']} memories)")
+        head = ("category", "n", "noon @5", "bm25 @5", "noon @10", "bm25 @10")
+        print("{:<12} {:>4}  {:>8} {:>8}  {:>8} {:>8}".format(*head))
+        for name in ["all", *CATEGORIES.values()]:
+            if name not in r["noon"]:
+                continue
+            a, b = r["noon"][name], r["bm25"][name]
+            print(
+                f"{name:<12} {a['n']:>4}  {a['@5']:>8.3f} {b['@5']:>8.3f}  "
+                f"{a['@10']:>8.3f} {b['@10']:>8.3f}"
+            )
+    for n, p in results.get("latency", {}).items():
+        print(f"search_memory at {n} memories: p50 {p['p50']:.2f} ms, p99 {p['p99']:.2f} ms")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--sizes", default="1000,100000", help="memories for the latency runs")
+    ap.add_argument("--conversations", default=None, help="e.g. 0-2: only these samples")
+    ap.add_argument("--kinds", default="turns,observations", help="what the memories are")
+    ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
+    args = ap.parse_args(argv)
+    which = None
+    if args.conversations:
+        lo, _, hi = args.conversations.partition("-")
+        which = range(int(lo), int(hi or lo) + 1)
+    results: dict[str, Any] = {}
+    data: Path | None = args.data
+    if not (args.data / "locomo-dev.json").is_file():
+        print(f"recall skipped: no LoCoMo data at {args.data} (see --data)", file=sys.stderr)
+        data = None
+    else:
+        results = measure_recall(args.data, which, args.kinds.split(","))
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    results["latency"] = latency(data, sizes)
+    print_table(results)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""Where a shard stands in its author's chain (:mod:`noon.core.chain`): the chain value after
+its last line, needed to sign the next batch (the own shard) or to verify the next page (a
+replica). Walking a shard from its first line costs its size, so the head is remembered in a
+small file per shard (``NOON_DIR/.noon/<node>.chain``), good while the shard still ends on
+the same line (seq and digest): compaction and collection rewrite a shard but never its last
+line, so only an append moves it. A missing or stale record is walked again; it is a cache,
+never a source of truth (a wrong one would only make the next signature or page fail)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+import orjson
+
+from noon.core import chain
+from noon.names import shard_file
+from noon.store.lines import clean_end, envelope, lines_forwards
+from noon.store.shard import mapped, read_regular, write_file
+
+
+def _record(directory: Path, node: str) -> Path:
+    return directory / ".noon" / f"{node}.chain"
+
+
+def head(directory: Path, node: str, last: tuple[int, int] | None) -> chain.Head:
+    """The chain head of ``node``'s shard in ``directory``, which ends on ``last`` (seq,
+    digest; None: empty). The caller holds the shard's lock."""
+    if last is None:
+        return chain.empty(node)
+    try:
+        obj = orjson.loads(read_regular(_record(directory, node), 4096))
+        if obj["seq"] == last[0] and obj["digest"] == last[1]:
+            value = bytes.fromhex(obj["chain"]) if obj["chain"] else None
+            return chain.Head(last[0], value, bool(obj["proven"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    found = walk(directory / shard_file(node), node)
+    remember(directory, node, found, last[1])
+    return found
+
+
+def walk(path: Path, node: str) -> chain.Head:
+    """The chain head of a shard file, from its first line."""
+    try:
+        with mapped(path) as buf:
+            end = clean_end(buf)
+            lines = []
+            for _, raw in lines_forwards(buf, 0, end):
+                env = envelope(raw)
+                if env is not None and env.node == node:
+                    lines.append((env.seq, raw))
+    except FileNotFoundError:
+        return chain.empty(node)
+    return chain.walk(node, lines)
+
+
+def remember(directory: Path, node: str, at: chain.Head, digest: int) -> None:
+    """Record ``at`` as the head of ``node``'s shard, whose last line has ``digest``."""
+    record = {
+        "seq": at.seq,
+        "digest": digest,
+        "chain": at.chain.hex() if at.chain else "",
+        "proven": at.proven,
+    }
+    with contextlib.suppress(OSError):  # a cache: the next use walks the shard instead
+        write_file(_record(directory, node), orjson.dumps(record), durable=False)
+
+
+def forget(directory: Path, node: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(_record(directory, node))

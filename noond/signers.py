@@ -1,0 +1,88 @@
+"""The signing certificates this node knows (PROTOCOL.md §13.2): which keys may sign each
+author's shards. Every certificate is checked against the person's CA before it counts, and
+kept in ``NOON_DIR/.noon/signers.pem`` (one certificate after another), so a restart does not
+ask again. A certificate travels with the shard: a node lacking the signer
+of a shard it is about to pull asks the member serving it (``GET /signers/{node}``), which
+cannot make a certificate the CA did not issue.
+
+Without TLS there is no CA and so no signer: nothing is verified (a loopback test mesh)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+from cryptography import x509
+
+from noon import certs
+from noon.core.chain import Verify
+from noon.core.collection import member_of
+from noon.store.shard import read_regular, write_file
+
+log = logging.getLogger("noond")
+
+MAX_SIGNERS_PER_NODE = 16
+"""Certificates kept per node (rotations); a peer offering more is refused beyond it."""
+_PEM = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----\s*", re.S)
+
+
+class Signers:
+    def __init__(self, directory: Path, ca: x509.Certificate | None) -> None:
+        self.path = directory / ".noon" / "signers.pem"
+        self.ca = ca
+        self._by_node: dict[str, dict[str, certs.Signer]] = {}
+        if ca is not None:
+            self._load()
+
+    @property
+    def required(self) -> bool:
+        """Whether shards must be signed here (there is a CA to check signers against)."""
+        return self.ca is not None
+
+    def _load(self) -> None:
+        try:
+            data = read_regular(self.path, 64 << 20)
+        except FileNotFoundError:
+            return
+        for pem in _PEM.findall(data):
+            try:
+                self._keep(certs.signer_from_pem(pem, self.ca))  # type: ignore[arg-type]
+            except certs.CertError as exc:
+                log.warning("ignored a signing certificate in %s: %s", self.path, exc)
+
+    def _keep(self, signer: certs.Signer) -> bool:
+        known = self._by_node.setdefault(signer.node, {})
+        if signer.fingerprint in known or len(known) >= MAX_SIGNERS_PER_NODE:
+            return False
+        known[signer.fingerprint] = signer
+        return True
+
+    def add(self, pem: bytes, node: str) -> certs.Signer:
+        """Check ``pem`` against the CA as a signer of ``node`` and keep it. Raises
+        :class:`noon.certs.CertError` saying what is wrong."""
+        if self.ca is None:
+            raise certs.CertError("no CA here: signing certificates cannot be checked")
+        signer = certs.signer_from_pem(pem, self.ca)
+        if signer.node != node:
+            raise certs.CertError(f"a signing certificate of {signer.node!r}, not of {node!r}")
+        if self._keep(signer):
+            body = b"".join(s.pem for known in self._by_node.values() for s in known.values())
+            write_file(self.path, body)
+        return signer
+
+    def of(self, node: str) -> list[certs.Signer]:
+        return list(self._by_node.get(node, {}).values())
+
+    def pems(self, node: str) -> list[str]:
+        return [s.pem.decode() for s in self.of(node)]
+
+    def check(self, shard: str) -> Verify | None:
+        """How to verify ``shard``'s signatures: any certified key of its author (an import
+        shard's is its node's). None when that author has no known signer."""
+        keys = self.of(member_of(shard))
+        if not keys:
+            return None
+        if len(keys) == 1:
+            return keys[0].verify
+        return lambda message, sig: any(k.verify(message, sig) for k in keys)
