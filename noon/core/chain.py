@@ -231,7 +231,7 @@ def verify(node: str, head: Head, lines: Sequence[tuple[int, bytes]], check: Ver
             "cannot be continued without the author's checkpoint"
         )
     at, last = head.chain, head.seq
-    before, unsigned, sig = at, b"", None
+    before, end = at, b""
     for seq, raw in lines:
         stub = parse_stub(raw)
         if stub is not None:
@@ -243,15 +243,22 @@ def verify(node: str, head: Head, lines: Sequence[tuple[int, bytes]], check: Ver
                     f"seq {last}"
                 )
             at, before = stub.walk(at)
-            unsigned, sig, last = stub.unsigned or b"", stub.sig, stub.seq
+            last, end = stub.seq, b""
             continue
         if seq != last + 1:
             raise ChainError(
                 f"{node}:{seq} does not follow seq {last}: the chain has a gap nothing covers"
             )
-        bare, sig = split_sig(raw)
-        before, at, last = at, step(at, leaf(raw)), seq
-        unsigned = leaf(bare) if sig is not None else b""
+        before, at, last, end = at, step(at, leaf(raw)), seq, raw
+    sig: bytes | None = None
+    unsigned = b""
+    if end:
+        bare, sig = split_sig(end)
+        unsigned = leaf(bare)
+    elif lines:
+        stub = parse_stub(lines[-1][1])
+        if stub is not None:
+            unsigned, sig = stub.unsigned or b"", stub.sig
     if not lines:
         return Proven(head, 0)
     if sig is None:

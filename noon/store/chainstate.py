@@ -1,10 +1,11 @@
 """Where a shard stands in its author's chain (:mod:`noon.core.chain`): the chain value after
 its last line, needed to sign the next batch (the own shard) or to verify the next page (a
 replica). Walking a shard from its first line costs its size, so the head is remembered in a
-small file per shard (``NOON_DIR/.noon/<node>.chain``), good while the shard still ends on
-the same line (seq and digest): compaction and collection rewrite a shard but never its last
-line, so only an append moves it. A missing or stale record is walked again; it is a cache,
-never a source of truth (a wrong one would only make the next signature or page fail)."""
+small file per shard (``NOON_DIR/.noon/<node>.chain``, written under the shard's lock), good
+while the shard still ends on the same line (seq and digest): compaction and collection
+rewrite a shard but never its last line, so only an append moves it. A missing or stale
+record is walked again; it is a cache, never a source of truth (a wrong one would only make
+the next signature or page fail)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,11 @@ import orjson
 from noon.core import chain
 from noon.names import shard_file
 from noon.store.lines import clean_end, envelope, lines_forwards
-from noon.store.shard import mapped, read_regular, write_file
+from noon.store.private import FILE_MODE
+from noon.store.shard import mapped, read_regular
+
+RECORD_BYTES = 256
+"""A record's size on disk, padded with spaces (JSON ignores them)."""
 
 
 def _record(directory: Path, node: str) -> Path:
@@ -64,8 +69,16 @@ def remember(directory: Path, node: str, at: chain.Head, digest: int) -> None:
         "chain": at.chain.hex() if at.chain else "",
         "proven": at.proven,
     }
+    path = _record(directory, node)
     with contextlib.suppress(OSError):  # a cache: the next use walks the shard instead
-        write_file(_record(directory, node), orjson.dumps(record), durable=False)
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        # Rewritten in place at a fixed size, not renamed or truncated (either costs more than
+        # the signature); a torn record does not parse, and the shard is walked instead.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+        try:
+            os.pwrite(fd, orjson.dumps(record).ljust(RECORD_BYTES), 0)
+        finally:
+            os.close(fd)
 
 
 def forget(directory: Path, node: str) -> None:

@@ -130,8 +130,9 @@ def append(
         raise ValueError(f"the lock held is {held.shard}, not {path}")
     with contextlib.nullcontext() if held is not None else locked(path):
         created = not os.path.lexists(path)
+        early: chain.Proven | None = None
         if created and check is not None and ops:
-            _prove(node, chain.empty(node), ops, check)  # before a file of that author exists
+            early = _prove(node, chain.empty(node), ops, check)  # before any file of it exists
         fd = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
         try:
             tail = repair_tail(fd, node)
@@ -166,10 +167,7 @@ def append(
                 at = chainstate.head(
                     directory, node, (last, tail.last.digest) if tail.last else None
                 )
-                try:
-                    proven = chain.verify(node, at, [(op.seq, line) for line, op in new], check)
-                except chain.ChainError as exc:
-                    raise Unproven(str(exc)) from None
+                proven = early if early is not None and not last else _prove(node, at, new, check)
                 if len(kept) < len(new):
                     fresh = [
                         line + b"\n"
