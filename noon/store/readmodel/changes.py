@@ -179,6 +179,39 @@ def load_ops(conn: sqlite3.Connection, r: Ref) -> list[Op]:
     return _ops(conn, r)
 
 
+def keys_of(conn: sqlite3.Connection, r: Ref) -> set[str]:
+    """The key texts of the elements the change ``r`` wrote (no value is read)."""
+    return {
+        kt
+        for (kt,) in conn.execute(
+            f"SELECT key FROM ops WHERE node = ? AND seq > ? AND seq <= ? AND {_KNOWN}",
+            (r.author, r.low, r.seq),
+        )
+    }
+
+
+def ops_on(conn: sqlite3.Connection, r: Ref, keys: Iterable[str]) -> list[Op]:
+    """The ops of the change ``r`` on the elements ``keys`` (key texts), in seq order: through
+    the element index, so a page of a large change costs what the page holds."""
+    out: list[Op] = []
+    for part in _chunks(sorted(set(keys))):
+        marks = ",".join("?" * len(part))
+        out += [
+            op_of(row)
+            for row in conn.execute(
+                f"SELECT {ROW} FROM ops WHERE eid IN (SELECT id FROM elements WHERE key IN "
+                f"({marks})) AND node = ? AND seq > ? AND seq <= ?",
+                (*part, r.author, r.low, r.seq),
+            )
+        ]
+    return sorted(out, key=lambda op: op.seq)
+
+
+def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
 def load(conn: sqlite3.Connection, cid: str) -> Change | None:
     """The change ``cid`` with every op it still holds, or None when it holds none."""
     r = ref(conn, cid)
