@@ -136,11 +136,13 @@ def ref(conn: sqlite3.Connection, cid: str) -> Ref | None:
     )
 
 
-def _ops(conn: sqlite3.Connection, r: Ref, where: str = "", limit: int = -1) -> list[Op]:
+def _ops(
+    conn: sqlite3.Connection, r: Ref, where: str = "", limit: int = -1, args: tuple[Any, ...] = ()
+) -> list[Op]:
     rows = conn.execute(
         f"SELECT {ROW} FROM ops WHERE node = ? AND seq > ? AND seq <= ? AND {_KNOWN} {where} "
         "ORDER BY seq LIMIT ?",
-        (r.author, r.low, r.seq, limit),
+        (r.author, r.low, r.seq, *args, limit),
     )
     return [op_of(row) for row in rows]
 
@@ -205,6 +207,13 @@ def ops_on(conn: sqlite3.Connection, r: Ref, keys: Iterable[str]) -> list[Op]:
             )
         ]
     return sorted(out, key=lambda op: op.seq)
+
+
+def ops_under(conn: sqlite3.Connection, r: Ref, prefix: str) -> list[Op]:
+    """The ops of the change ``r`` whose key text starts with ``prefix`` (the placements under
+    one memory): the change's span is scanned by key, only those ops' values are read."""
+    end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    return _ops(conn, r, "AND key >= ? AND key < ?", args=(prefix, end))
 
 
 def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
