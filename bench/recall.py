@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.recall_semantic import Semantic, missing
 from bench.stats import percentiles
 from bench.uri_latency import build
 from noon.config import Settings
@@ -193,7 +194,13 @@ def recall(conversations: list[Conversation], rank: Ranker) -> dict[str, Any]:
     return out
 
 
-def measure_recall(data: Path, which: range | None, kinds: list[str]) -> dict[str, Any]:
+def measure_recall(
+    data: Path,
+    which: range | None,
+    kinds: list[str],
+    semantic: str | None = None,
+    weight: float = 0.3,
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kind in kinds:
         conversations = load(data, kind, which)
@@ -202,9 +209,19 @@ def measure_recall(data: Path, which: range | None, kinds: list[str]) -> dict[st
         with noon_store(conversations) as rank:
             written = time.perf_counter() - t0
             noon = recall(conversations, rank)
+            out[kind] = {"memories": memories, "write_s": written, "noon": noon}
+            if semantic is not None:
+                model = Semantic(semantic, conversations)
+                out[kind]["dense"] = recall(conversations, model.dense)
+                out[kind]["fused"] = recall(conversations, model.fused(rank, weight))
+                out[kind]["model"] = {
+                    "name": semantic,
+                    "fuse_weight": weight,
+                    "vectors_per_s": model.vectors_per_s,
+                    "query_embed_ms": percentiles(model.query_ms),
+                }
         with bm25_anchor(conversations) as rank:
-            anchor = recall(conversations, rank)
-        out[kind] = {"memories": memories, "write_s": written, "noon": noon, "bm25": anchor}
+            out[kind]["bm25"] = recall(conversations, rank)
     return out
 
 
@@ -245,16 +262,21 @@ def print_table(results: dict[str, Any]) -> None:
         if kind not in results:
             continue
         r = results[kind]
+        rankers = [x for x in ("noon", "bm25", "dense", "fused") if x in r]
         print(f"\nrecall on LoCoMo, {kind} as memories ({r['memories']} memories)")
-        head = ("category", "n", "noon @5", "bm25 @5", "noon @10", "bm25 @10")
-        print("{:<12} {:>4}  {:>8} {:>8}  {:>8} {:>8}".format(*head))
+        head = ["category", "n", *(f"{x} @5" for x in rankers), *(f"{x} @10" for x in rankers)]
+        print(f"{head[0]:<12} {head[1]:>4}  " + " ".join(f"{h:>9}" for h in head[2:]))
         for name in ["all", *CATEGORIES.values()]:
             if name not in r["noon"]:
                 continue
-            a, b = r["noon"][name], r["bm25"][name]
+            cells = [r[x][name][f"@{k}"] for k in KS for x in rankers]
+            n = r["noon"][name]["n"]
+            print(f"{name:<12} {n:>4}  " + " ".join(f"{c:>9.3f}" for c in cells))
+        if "model" in r:
+            m = r["model"]
             print(
-                f"{name:<12} {a['n']:>4}  {a['@5']:>8.3f} {b['@5']:>8.3f}  "
-                f"{a['@10']:>8.3f} {b['@10']:>8.3f}"
+                f"{m['name']}: {m['vectors_per_s']:.1f} vectors/s, a query embedded in "
+                f"{m['query_embed_ms']['p50']:.1f} ms p50; fused with weight {m['fuse_weight']}"
             )
     for n, p in results.get("latency", {}).items():
         print(f"search_memory at {n} memories: p50 {p['p50']:.2f} ms, p99 {p['p99']:.2f} ms")
@@ -266,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="1000,100000", help="memories for the latency runs")
     ap.add_argument("--conversations", default=None, help="e.g. 0-2: only these samples")
     ap.add_argument("--kinds", default="turns,observations", help="what the memories are")
+    ap.add_argument("--semantic", default=None, help="also measure this embedding model")
+    ap.add_argument("--fuse-weight", type=float, default=0.3, help="the dense ranking's share")
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     args = ap.parse_args(argv)
     which = None
@@ -278,7 +302,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"recall skipped: no LoCoMo data at {args.data} (see --data)", file=sys.stderr)
         data = None
     else:
-        results = measure_recall(args.data, which, args.kinds.split(","))
+        semantic = args.semantic
+        why = missing(semantic) if semantic else None
+        if why:
+            print(f"semantic skipped: {why}", file=sys.stderr)
+            semantic = None
+        kinds = args.kinds.split(",")
+        results = measure_recall(args.data, which, kinds, semantic, args.fuse_weight)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     results["latency"] = latency(data, sizes)
     print_table(results)

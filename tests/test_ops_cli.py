@@ -82,10 +82,12 @@ def problems(
 
 
 def own_cert(pki: Pki, d: Path, node: str) -> None:
-    """Put ``node``'s certificate where noond and the CLI look by default."""
-    (d / "certs").mkdir(parents=True, exist_ok=True)
+    """Put ``node``'s certificate where noond and the CLI look by default, readable by its
+    owner only as ``noon certs issue`` writes it (else doctor rightly warns)."""
+    (d / "certs").mkdir(mode=0o700, parents=True, exist_ok=True)
     for src in pki.node(node):
         shutil.copy(src, d / "certs" / src.name)
+        (d / "certs" / src.name).chmod(0o600)
 
 
 def write(

@@ -34,6 +34,10 @@ async def test_tools_listed_with_strict_schemas_and_annotations(s: Session) -> N
     assert tools["read_memory"].annotations.read_only_hint is True
     assert tools["delete_memory"].annotations.destructive_hint is True
     assert tools["create_memory"].annotations.read_only_hint is False
+    # search is lexical (no embedding model ships with noon): the agent is told so, truly
+    assert "(lexical, not semantic)" in (tools["search_memory"].description or "")
+    query = tools["search_memory"].input_schema["properties"]["query"]["description"]
+    assert "lexical, not semantic" in query
 
 
 @mcp_test

@@ -34,6 +34,7 @@ from noon.ops_cli import daemon_api
 from noon.ops_cli.doctor_mesh import check_daemon, check_members
 from noon.ops_cli.findings import ERROR, NOTE, OK, WARNING, Finding, render
 from noon.ops_cli.peers import state_path
+from noon.ops_cli.terminal import visible_lines
 from noon.store import peerstate
 from noon.store.private import fix_command, loose_entries
 from noon.store.shard import unsafe_entries
@@ -374,5 +375,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"healthy": healthy, "findings": [asdict(f) for f in findings]}, indent=1))
     else:
-        print(render(findings))
+        print(visible_lines(render(findings)))
     return 0 if healthy else 1

@@ -12,6 +12,7 @@ from noon.graph.plan import GraphError, MemoryNotFound
 from noon.graph.uri import UriError
 from noon.kg import uri as kg_uri
 from noon.ops_cli import journal
+from noon.ops_cli.terminal import visible
 from noon.store.readmodel import journal as oplog
 from noon.store.store import Store
 
@@ -53,14 +54,14 @@ def run(args: argparse.Namespace) -> int:
                     )
                     return 1
                 except (GraphError, UriError) as exc:
-                    print(f"noon: {exc}")
+                    print(f"noon: {visible(str(exc))}")
                     return 1
                 keys = oplog.memory_keys(conn, ns, node)
             ops = oplog.versions(conn, keys)[: max(1, args.limit)]
             if args.json:
                 out = "\n".join(json.dumps(journal.entry(graph, op)) for op in ops)
             else:
-                out = f"# history of {args.uri.strip()} (newest first)\n" + journal.render(
+                out = f"# history of {visible(args.uri.strip())} (newest first)\n" + journal.render(
                     graph, ops
                 )
         print(out)

@@ -13,6 +13,7 @@ from noon.graph.plan import locate_past
 from noon.graph.reader import GraphReader
 from noon.graph.uri import is_root, root_domain
 from noon.kg.graph import obs_text
+from noon.ops_cli.terminal import visible
 
 EXCERPT = 60
 
@@ -104,7 +105,9 @@ def render(graph: GraphReader, ops: list[Op]) -> str:
     if not ops:
         return "no changes"
     return "\n".join(
-        f"{when(op)}  {op.node:<16} {op.by or 'unknown':<14} {describe(graph, op)}" for op in ops
+        f"{when(op)}  {visible(op.node):<16} {visible(op.by or 'unknown'):<14} "
+        f"{visible(describe(graph, op))}"
+        for op in ops
     )
 
 

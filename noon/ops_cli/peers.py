@@ -20,6 +20,7 @@ from noon import daemon_link
 from noon.config import Settings
 from noon.core.ops import valid_node_id
 from noon.ops_cli import daemon_api
+from noon.ops_cli.terminal import visible_lines
 from noon.store import peerstate
 
 
@@ -77,13 +78,14 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(data, indent=1))
             return 0
-        print(f"# from {origin}")
+        lines = [f"# from {origin}"]
         for p in data.get("peers", []):
             err = f"  error: {p['error']}" if p.get("error") else ""
-            print(f"{p['node']:<24} {p['address']:<32} {p['state']}{err}")
+            lines.append(f"{p['node']:<24} {p['address']:<32} {p['state']}{err}")
         for label in ("revoked", "departed"):
             if data.get(label):
-                print(f"{label}: {', '.join(data[label])}")
+                lines.append(f"{label}: {', '.join(data[label])}")
+        print(visible_lines("\n".join(lines)))
         return 0
     if not valid_node_id(args.node):
         print(f"noon: invalid node id {args.node!r}")

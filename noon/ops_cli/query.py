@@ -11,6 +11,7 @@ from typing import Any
 from noon.config import add_store_flags, settings_from
 from noon.graph.reader import live_text, version_id
 from noon.graph.search import snippet
+from noon.ops_cli.terminal import visible
 from noon.store.store import Store
 
 
@@ -54,19 +55,22 @@ def search(store: Store, namespace: str, text: str, limit: int) -> dict[str, Any
 
 
 def render(result: dict[str, Any]) -> str:
+    """The result as lines; every stored field is shown :func:`visible` (no control character
+    reaches the terminal, no field spans two lines)."""
+    v = visible
     out = [f"memories matching {result['query']!r}: {len(result['memories'])}"]
     for m in result["memories"]:
-        out.append(f"  {m['uri']}  (score {m['score']})")
-        out.append(f"    {m['snippet']}")
+        out.append(f"  {v(m['uri'])}  (score {m['score']})")
+        out.append(f"    {v(m['snippet'])}")
     out.append(f"knowledge-graph entities: {len(result['entities'])}")
     for e in result["entities"]:
-        out.append(f"  kg://{e['name']} ({e['entityType']})")
+        out.append(f"  kg://{v(e['name'])} ({v(e['entityType'])})")
         for o in e["observations"][:5]:
-            out.append(f"    - {o}")
+            out.append(f"    - {v(o)}")
         if len(e["observations"]) > 5:
             out.append(f"    ... {len(e['observations']) - 5} more")
     for r in result["relations"]:
-        out.append(f"  {r['from']} --{r['relationType']}--> {r['to']}")
+        out.append(f"  {v(r['from'])} --{v(r['relationType'])}--> {v(r['to'])}")
     return "\n".join(out)
 
 

@@ -20,6 +20,7 @@ from noon.graph.memory_view import show_uri_or_past
 from noon.names import shard_node
 from noon.ops_cli import daemon_api
 from noon.ops_cli.peers import state_path
+from noon.ops_cli.terminal import visible_lines
 from noon.store import peerstate
 from noon.store.readmodel.overview import namespaces
 from noon.store.shard import list_shards
@@ -333,5 +334,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=1))
     else:
-        print(render(report))
+        print(visible_lines(render(report)))
     return 0

@@ -24,7 +24,9 @@ from noon.core.compaction import droppable
 from noon.core.gcpause import paused as paused_gc
 from noon.core.ops import Key, Op, OpError, OpId, decode
 from noon.names import shard_node
+from noon.store.errors import DiskFull
 from noon.store.private import make_dir
+from noon.store.readmodel.behind import free_bytes
 from noon.store.shard import list_shards, locked, open_regular, write_file
 
 Scan = tuple[list[tuple[bytes, Op | None]], int, int]
@@ -160,6 +162,26 @@ def rewrite(path: Path, scan: Scan, drops: Set[OpId]) -> CompactReport:
             appended = os.pread(fd, st.st_size - end, end)
         finally:
             os.close(fd)
+        _check_space(path, len(body) + len(appended))
         write_file(path, [body, appended])
     after = sum(1 for _, op in lines if op is not None and op.id not in drops)
     return CompactReport(path.name, len(ops), after, corrupt)
+
+
+SPACE_MARGIN = 1 << 20
+"""Room kept beside a compaction's new copy: the read model's fold of the rewritten shard, the
+journal, logs."""
+
+
+def _check_space(path: Path, need: int) -> None:
+    """A compaction writes the shard's new copy beside the old one until the rename: it needs
+    that copy's size free (not the old file's: only what is kept is written). Checked first, so
+    a small disk is told what it lacks instead of meeting ENOSPC half way."""
+    free = free_bytes(path.parent)
+    if free < need + SPACE_MARGIN:
+        raise DiskFull(
+            f"cannot compact {path.name}: its new copy needs {need} bytes (plus "
+            f"{SPACE_MARGIN} to spare) beside the old one until it replaces it, and the disk "
+            f"holding {path.parent} has {free} bytes free. Nothing was changed; free space "
+            "there and run it again."
+        )

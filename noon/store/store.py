@@ -281,6 +281,8 @@ class Store:
         def run() -> None:
             try:
                 compact_dir(self.dir, [self.own.name], history=self.settings.history)
+            except DiskFull as exc:  # a small disk: said plainly, tried again next trigger
+                log.warning("online compaction skipped: %s", exc)
             except Exception:  # a failed compaction loses nothing; the next trigger retries
                 log.exception("online compaction of %s failed", self.own.name)
 

@@ -209,17 +209,26 @@ class WebData:
 
         return self._read(fn)
 
-    def change(self, ns: str, ids: list[str]) -> dict[str, Any]:
+    def change(
+        self, ns: str, ids: list[str], offset: int = 0, limit: int = rollback.STEPS_PAGE
+    ) -> dict[str, Any]:
         """One change, or several taken together (a memory's group): ``{changes: [heads as in
         :meth:`changes`], steps: [{element, kind, known, before, after, current, later
         (current versions built on the changes) and concurrent (current versions written
         without knowing them) [{version, time, client, machine}], restore (what a rollback
-        does to it, in words), writes,
-        memory + diff (texts) | fields [[field, before, after]]}], undo: {possible, problems,
-        writes, overwrites_later, basis}}``. ``before`` is an element's value before the first
-        of the changes, ``after`` what they left, ``current`` what reads show now (texts are
-        given as ``{chars}``: see ``diff``); pass ``undo.basis`` back to :meth:`rollback`."""
-        return self._read(lambda g: rollback.details(g, ns, queue.named(g.conn, ns, ids)))
+        does to it, in words), writes, memory + diff (texts) | fields [[field, before,
+        after]]}], total_steps, offset, undo: {possible, problems, writes, overwrites_later,
+        basis}}``. ``steps`` are the elements ``offset`` to ``offset + limit`` of the
+        ``total_steps`` they touched. ``before`` is an element's value before the first of the
+        changes, ``after`` what they left, ``current`` what reads show now (texts are given as
+        ``{chars}``: see ``diff``); pass ``undo.basis`` back to :meth:`rollback`. Above
+        :data:`rollback.MAX_UNDO_OPS` ops the undo is not previewed (``problems`` says so,
+        ``basis`` is None)."""
+
+        def fn(g: SqlGraph) -> dict[str, Any]:
+            return rollback.details(g, ns, queue.named(g.conn, ns, ids), offset, limit)
+
+        return self._read(fn)
 
     def history(self, ns: str, uri: str, offset: int, limit: int) -> dict[str, Any]:
         """A memory's timeline, newest first: every change that touched it (its texts,

@@ -9,13 +9,16 @@ from typing import Any
 CONTEXT = 3
 MAX_DIFF_CHARS = 400_000
 """Texts longer than this (either side) are not diffed line by line: the page says so."""
+MAX_SHOWN_CHARS = 50_000
+"""Characters of diff lines one diff shows at most; the rest is counted in a last ``…`` line."""
 
 
 def text_diff(before: str | None, after: str | None) -> dict[str, Any]:
     """``{"lines": [[tag, text], ...], "added": n, "removed": n}`` with tag ``" "`` (context),
     ``"-"``, ``"+"`` or ``"…"`` (unchanged lines left out; its text says how many). A side that
     is None (the memory did not exist, or was deleted) diffs as empty. Texts too long to diff
-    give ``{"too_large": true}`` with their sizes."""
+    give ``{"too_large": true}`` with their sizes. At most :data:`MAX_SHOWN_CHARS` characters of
+    lines are shown (``cut``: how many lines were left out, said in the last line)."""
     a, b = before or "", after or ""
     if len(a) > MAX_DIFF_CHARS or len(b) > MAX_DIFF_CHARS:
         return {"too_large": True, "before_chars": len(a), "after_chars": len(b)}
@@ -45,7 +48,21 @@ def text_diff(before: str | None, after: str | None) -> dict[str, Any]:
         lines = [["…", "only line endings or a final newline differ"]]
     else:
         lines = []
-    return {"lines": lines, "added": added, "removed": removed}
+    shown, cut = _bounded(lines)
+    return {"lines": shown, "added": added, "removed": removed, "cut": cut}
+
+
+def _bounded(lines: list[list[str]]) -> tuple[list[list[str]], int]:
+    """``lines`` up to :data:`MAX_SHOWN_CHARS` characters, and how many were left out (then
+    told in a last ``…`` line)."""
+    budget = MAX_SHOWN_CHARS
+    for i, (_, text) in enumerate(lines):
+        budget -= len(text) + 1
+        if budget < 0:
+            cut = len(lines) - i
+            note = f"{cut} more line(s) not shown: a diff shows {MAX_SHOWN_CHARS:,} characters"
+            return [*lines[:i], ["…", note]], cut
+    return lines, 0
 
 
 def value_diff(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[list[Any]]:

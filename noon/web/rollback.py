@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from noon.core.elements import CONTENT, edge_key, review_key
@@ -17,10 +18,11 @@ from noon.graph.reader import version_id
 from noon.store.readmodel import changes
 from noon.store.readmodel.changes import Change
 from noon.store.readmodel.graph import SqlGraph
+from noon.store.readmodel.rows import key_text
 from noon.store.rollback import lookup
 from noon.web import queue
 from noon.web.diff import text_diff, value_diff
-from noon.web.errors import Stale
+from noon.web.errors import Stale, WebError
 from noon.web.views import namer, who
 
 
@@ -88,24 +90,72 @@ def steps(graph: SqlGraph, ns: str, preview: undo.Undo) -> list[dict[str, Any]]:
     return out
 
 
+MAX_UNDO_OPS = 10_000
+"""Ops the page previews a rollback of and rolls back at once, at most: the work of one step is
+bounded whatever an agent wrote in one call (a 99,000-op batch is shown page by page)."""
+STEPS_PAGE = 50
+"""Elements described in one answer of the details, by default."""
+MAX_STEPS_PAGE = 200
+
+
 def load(graph: SqlGraph, refs: Sequence[changes.Ref]) -> list[Change]:
     return [Change(r, changes.load_ops(graph.conn, r)) for r in refs]
 
 
-def details(graph: SqlGraph, ns: str, refs: Sequence[changes.Ref]) -> dict[str, Any]:
+def too_large(refs: Sequence[changes.Ref]) -> str | None:
+    """Why the page will not preview or write a rollback of ``refs`` (None: it will)."""
+    ops = sum(r.count for r in refs)
+    if ops <= MAX_UNDO_OPS:
+        return None
+    return (
+        f"These changes hold {ops:,} ops; the page previews and rolls back at most "
+        f"{MAX_UNDO_OPS:,} at once. Roll back the memories that matter one by one from their "
+        "history (or with rollback_memory)."
+    )
+
+
+def details(
+    graph: SqlGraph, ns: str, refs: Sequence[changes.Ref], offset: int, limit: int
+) -> dict[str, Any]:
+    """The changes, the elements ``offset`` to ``offset + limit`` they touched (in the order of
+    their keys' text),
+    and the rollback: previewed whole when at most :data:`MAX_UNDO_OPS` ops, else refused with
+    the bound said. Reads only the ops of the elements shown (and the keys of the others)."""
+    conn = graph.conn
     state = lookup(graph)
-    preview = undo.preview([c.ops for c in load(graph, refs)], state)
-    review = queue.Review(graph.conn, ns)
+    every = sorted(set().union(*(changes.keys_of(conn, r) for r in refs)))  # by key text
+    shown = every[offset : offset + limit]
+    page = undo.preview([changes.ops_on(conn, r, shown) for r in refs], state)
+    page = replace(page, steps=tuple(sorted(page.steps, key=lambda s: key_text(s.key))))
+    review = queue.Review(conn, ns)
+    refused = too_large(refs)
+    if refused is None:
+        whole = (
+            page
+            if len(shown) == len(every)
+            else undo.preview([c.ops for c in load(graph, refs)], state)
+        )
+        summary: dict[str, Any] = {
+            "possible": not whole.problems,
+            "problems": list(whole.problems),
+            "writes": len(whole.drafts),
+            "overwrites_later": whole.overwrites_later_edits,
+            "basis": basis((s.key for s in whole.steps), state),
+        }
+    else:
+        summary = {
+            "possible": False,
+            "problems": [refused],
+            "writes": None,
+            "overwrites_later": None,
+            "basis": None,
+        }
     return {
-        "changes": [queue.item(graph, review, queue.head(graph.conn, r)) for r in refs],
-        "steps": steps(graph, ns, preview),
-        "undo": {
-            "possible": not preview.problems,
-            "problems": list(preview.problems),
-            "writes": len(preview.drafts),
-            "overwrites_later": preview.overwrites_later_edits,
-            "basis": basis((s.key for s in preview.steps), state),
-        },
+        "changes": [queue.item(graph, review, queue.head(conn, r)) for r in refs],
+        "steps": steps(graph, ns, page),
+        "total_steps": len(every),
+        "offset": offset,
+        "undo": summary,
     }
 
 
@@ -113,7 +163,11 @@ def rollback(
     graph: SqlGraph, ns: str, refs: Sequence[changes.Ref], basis_seen: str | None, me: str
 ) -> tuple[list[Draft], int]:
     """The drafts undoing ``refs`` plus their rolled-back marks, and how many elements they
-    restore. Refused (:class:`Stale`) when what they touched no longer has ``basis_seen``."""
+    restore. Refused (:class:`Stale`) when what they touched no longer has ``basis_seen``, and
+    (:class:`WebError`) above :data:`MAX_UNDO_OPS` ops."""
+    refused = too_large(refs)
+    if refused is not None:
+        raise WebError(refused)
     state = lookup(graph)
     planned = undo.undo([c.ops for c in load(graph, refs)], state)
     now = basis((s.key for s in planned.steps), state)

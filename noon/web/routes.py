@@ -23,6 +23,7 @@ from noon.web.inputs import (
     query_int,
     query_str,
 )
+from noon.web.rollback import MAX_STEPS_PAGE, STEPS_PAGE
 
 DATA: web.AppKey[WebData] = web.AppKey("data", WebData)
 POOL: web.AppKey[Executor] = web.AppKey("pool", Executor)
@@ -32,15 +33,16 @@ PAGE = 200
 routes = web.RouteTableDef()
 
 
-def _dumps(obj: Any) -> str:
-    return orjson.dumps(obj).decode()
-
-
 async def call(request: web.Request, fn: Callable[..., Any], *args: Any) -> web.Response:
-    """Run a blocking data method in the pool; answer its result as JSON."""
+    """Run a blocking data method in the pool and encode its result there too: the event loop
+    only sends bytes, so one large answer never stalls the other requests."""
     loop = asyncio.get_running_loop()
-    result = await loop.run_in_executor(request.app[POOL], functools.partial(fn, *args))
-    return web.json_response(result, dumps=_dumps)
+    body = await loop.run_in_executor(request.app[POOL], functools.partial(_encoded, fn, *args))
+    return web.Response(body=body, content_type="application/json")
+
+
+def _encoded(fn: Callable[..., Any], *args: Any) -> bytes:
+    return orjson.dumps(fn(*args))
 
 
 def _data(request: web.Request) -> WebData:
@@ -119,7 +121,9 @@ async def change(request: web.Request) -> web.Response:
     ids = request.query.getall("id", [])
     if not ids or len(ids) > 1000 or any(len(i) > 100 for i in ids):
         raise BadInput("Give 1 to 1000 'id' parameters (change ids like laptop:42).")
-    return await call(request, _data(request).change, _ns(request), ids)
+    offset = query_int(request, "offset", 0, 0, 10**9)
+    limit = query_int(request, "limit", STEPS_PAGE, 1, MAX_STEPS_PAGE)
+    return await call(request, _data(request).change, _ns(request), ids, offset, limit)
 
 
 @routes.get("/api/history")

@@ -15,6 +15,7 @@ from noon.graph.memory_view import show_uri
 from noon.graph.reader import version_id
 from noon.store.readmodel import changes, journal
 from noon.store.readmodel.graph import SqlGraph
+from noon.store.readmodel.rows import key_text
 from noon.store.rollback import lookup
 from noon.web import queue, rollback
 
@@ -29,14 +30,22 @@ def _about(conn: sqlite3.Connection, op: Op, node: str) -> bool:
 
 
 def timeline(graph: SqlGraph, ns: str, node: str, offset: int, limit: int) -> dict[str, Any]:
+    """The memory's changes ``offset`` to ``offset + limit``, each with only its ops about the
+    memory (read through the element index and the key order: a huge change costs what it did
+    to this memory)."""
     conn = graph.conn
     el = graph.content(ns, node)
-    refs = changes.about(conn, journal.memory_keys(conn, ns, node), node)
+    keys = journal.memory_keys(conn, ns, node)
+    refs = changes.about(conn, keys, node)
+    texts = [key_text(k) for k in keys]
+    under = key_text((EDGE, ns, node))[:-1] + ","
     state = lookup(graph)
     review = queue.Review(conn, ns)
     items = []
     for r in refs[offset : offset + limit]:
-        mine = [op for op in changes.load_ops(conn, r) if _about(conn, op, node)]
+        held = {op.id: op for op in changes.ops_on(conn, r, texts)}
+        held.update((op.id, op) for op in changes.ops_under(conn, r, under))
+        mine = sorted((op for op in held.values() if _about(conn, op, node)), key=lambda o: o.seq)
         text_op = next((op for op in mine if op.el[0] == CONTENT), None)
         items.append(
             {

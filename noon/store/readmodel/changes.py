@@ -136,11 +136,13 @@ def ref(conn: sqlite3.Connection, cid: str) -> Ref | None:
     )
 
 
-def _ops(conn: sqlite3.Connection, r: Ref, where: str = "", limit: int = -1) -> list[Op]:
+def _ops(
+    conn: sqlite3.Connection, r: Ref, where: str = "", limit: int = -1, args: tuple[Any, ...] = ()
+) -> list[Op]:
     rows = conn.execute(
         f"SELECT {ROW} FROM ops WHERE node = ? AND seq > ? AND seq <= ? AND {_KNOWN} {where} "
         "ORDER BY seq LIMIT ?",
-        (r.author, r.low, r.seq, limit),
+        (r.author, r.low, r.seq, *args, limit),
     )
     return [op_of(row) for row in rows]
 
@@ -177,6 +179,46 @@ class Change:
 def load_ops(conn: sqlite3.Connection, r: Ref) -> list[Op]:
     """Every op the change ``r`` still holds, in seq order."""
     return _ops(conn, r)
+
+
+def keys_of(conn: sqlite3.Connection, r: Ref) -> set[str]:
+    """The key texts of the elements the change ``r`` wrote (no value is read)."""
+    return {
+        kt
+        for (kt,) in conn.execute(
+            f"SELECT key FROM ops WHERE node = ? AND seq > ? AND seq <= ? AND {_KNOWN}",
+            (r.author, r.low, r.seq),
+        )
+    }
+
+
+def ops_on(conn: sqlite3.Connection, r: Ref, keys: Iterable[str]) -> list[Op]:
+    """The ops of the change ``r`` on the elements ``keys`` (key texts), in seq order: through
+    the element index, so a page of a large change costs what the page holds."""
+    out: list[Op] = []
+    for part in _chunks(sorted(set(keys))):
+        marks = ",".join("?" * len(part))
+        out += [
+            op_of(row)
+            for row in conn.execute(
+                f"SELECT {ROW} FROM ops WHERE eid IN (SELECT id FROM elements WHERE key IN "
+                f"({marks})) AND node = ? AND seq > ? AND seq <= ?",
+                (*part, r.author, r.low, r.seq),
+            )
+        ]
+    return sorted(out, key=lambda op: op.seq)
+
+
+def ops_under(conn: sqlite3.Connection, r: Ref, prefix: str) -> list[Op]:
+    """The ops of the change ``r`` whose key text starts with ``prefix`` (the placements under
+    one memory): the change's span is scanned by key, only those ops' values are read."""
+    end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    return _ops(conn, r, "AND key >= ? AND key < ?", args=(prefix, end))
+
+
+def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
 
 
 def load(conn: sqlite3.Connection, cid: str) -> Change | None:

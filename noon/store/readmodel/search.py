@@ -172,6 +172,20 @@ class Search:
         ).fetchall()
         return [(int(r), float(sc)) for r, sc in rows]
 
+    def disclosures(self, namespace: str, terms: list[str], limit: int) -> list[tuple[int, float]]:
+        """Rows whose disclosures hold any of ``terms``, best first by BM25 of that column,
+        each term's :data:`RANKED` newest at most (what ``recall`` checks against a context)."""
+        if not terms:
+            return []
+        lists = {
+            t: self._ranked(namespace, "{disclosure} : " + _quoted(t)) for t in terms[:MAX_TERMS]
+        }
+        return [(row, score) for row, score, _ in combine(lists, len(lists))[:limit]]
+
+    def node_of(self, row: int) -> str | None:
+        found = self.conn.execute("SELECT node FROM memories WHERE id = ?", (row,)).fetchone()
+        return found[0] if found else None
+
     def related(
         self,
         namespace: str,

@@ -46,10 +46,26 @@ export function steps(list) {
     s.concurrent.length ? h("p", { class: "notice" }, `Also written concurrently, not by this change, by ${s.concurrent.map((l) => `${l.client} on ${l.machine}`).join(", ")}.`) : null)));
 }
 
-// The details of changes `ids` with their rollback; `done(result)` after a rollback.
-export async function details(slot, ids, done) {
+// Which elements of how many a page of details shows, with buttons to the others.
+function paging(d, open) {
+  if (d.total_steps <= d.steps.length) return null;
+  const first = d.offset + 1, last = d.offset + d.steps.length;
+  const size = Math.max(d.steps.length, 1);
+  const go = (offset, label) => {
+    const b = h("button", { type: "button" }, label);
+    b.addEventListener("click", () => open(offset));
+    return b;
+  };
+  return h("p", { class: "muted" }, `Elements ${first}–${last} of ${d.total_steps.toLocaleString()}. `,
+    d.offset > 0 ? go(Math.max(0, d.offset - size), "Previous") : null,
+    last < d.total_steps ? go(last, "Next") : null);
+}
+
+// The details of changes `ids` with their rollback; `done(result)` after a rollback. Large
+// changes come a page of elements at a time (`offset`).
+export async function details(slot, ids, done, offset = 0) {
   clear(slot, h("p", { class: "muted" }, "Loading…"));
-  const d = await get("/api/change", { id: ids });
+  const d = await get("/api/change", { id: ids, offset });
   const u = d.undo;
   const button = h("button", { type: "button", class: "danger", disabled: !u.possible || !u.writes }, "Confirm rollback");
   button.addEventListener("click", async () => {
@@ -59,11 +75,14 @@ export async function details(slot, ids, done) {
       done(r);
     } catch (err) {
       notice(err.message, "error");
-      if (err.status === 409) await details(slot, ids, done);
+      if (err.status === 409) await details(slot, ids, done, offset);
     }
   });
+  const pages = () => paging(d, (at) => details(slot, ids, done, at));
   clear(slot,
+    pages(),
     steps(d.steps),
+    pages(),
     h("section", { class: "undo" }, h("h4", {}, "Rolling back"),
       u.problems.length ? h("p", { class: "notice error" }, u.problems.join(" ")) : null,
       h("ul", {}, d.steps.map((s) => h("li", {}, s.restore))),
