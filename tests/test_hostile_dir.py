@@ -16,6 +16,7 @@ import pytest
 
 from bench.mesh import ROOT, Node, Pki, noon_command, wait_until
 from tests.harness.hostile_peer import ops_body
+from tests.harness.signed import signed
 
 pytestmark = pytest.mark.integration
 
@@ -24,6 +25,11 @@ SECRET = b"root:x:0:0:do not print me\n"
 
 def op(node: str, seq: int) -> bytes:
     return ops_body(node, seq, 1)
+
+
+def signed_op(pki: Pki, node: str) -> bytes:
+    """``node``'s first op as its author signs it (what an honest member pushes)."""
+    return b"".join(line + b"\n" for line in signed(pki, node, op(node, 1).splitlines()))
 
 
 def plant(directory: Path, outside: Path) -> None:
@@ -44,6 +50,7 @@ def test_noond_serves_around_hostile_entries_and_never_writes_through_them(
     node = Node("target", tmp_path, pki)
     outside = tmp_path / "outside.txt"
     plant(node.dir, outside)
+    pki.know_signers(node.dir, "victim", "bob")
     node.start()
     try:
         listed = [s["node"] for s in node.get("/shards", as_node="alice")[1]["shards"]]
@@ -53,13 +60,18 @@ def test_noond_serves_around_hostile_entries_and_never_writes_through_them(
             assert status == 200 and body == b"", name
         # A member pushing its shard where a link stands: refused, nothing written through it.
         status, _, raw = node.request(
-            "POST", "/shards/victim/ops?after=0", op("victim", 1), as_node="victim"
+            "POST",
+            "/shards/victim/ops?after=0",
+            signed_op(pki, "victim"),
+            as_node="victim",
         )
         assert status == 503 and json.loads(raw)["code"] == "unavailable"
         assert outside.read_bytes() == SECRET
         assert (node.dir / "victim.jsonl").is_symlink()
         # Honest traffic goes on, and the daemon stops on SIGTERM (a FIFO never blocks it).
-        status, _, _ = node.request("POST", "/shards/bob/ops?after=0", op("bob", 1), as_node="bob")
+        status, _, _ = node.request(
+            "POST", "/shards/bob/ops?after=0", signed_op(pki, "bob"), as_node="bob"
+        )
         assert status == 200
         wait_until(lambda: node.metric("noond_rounds_total") >= 2, what="rounds to go on")
         assert SECRET.decode().strip() not in node.log.read_text()

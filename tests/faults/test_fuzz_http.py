@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from bench.mesh import Node, Pki, wait_until
 from noon.core.ops import encode
+from tests.harness.signed import body, signed
 
 pytestmark = pytest.mark.integration
 
@@ -38,12 +39,15 @@ ROUTES = [
     "/metrics",
 ]
 CALLERS = ["alice", "bob"]
+PUSHERS = ("alice", "erin")
+"""The nodes whose valid pushes the target must store: it knows their signing certificates."""
 ALLOWED = {200, 400, 403, 404, 405, 408, 409, 413, 415}
 
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[Node]:
     n = Node("target", tmp_path_factory.mktemp("fuzz"), pki)
+    pki.know_signers(n.dir, *PUSHERS)
     n.start(NOOND_MAX_BODY=str(MAX_BODY), NOOND_TIMEOUT="1")
     yield n
     n.stop()
@@ -261,7 +265,7 @@ def test_deeply_nested_ops_in_a_push_are_refused(node: Node) -> None:
     assert not (node.dir / "dora.jsonl").exists()
 
 
-def test_the_certificate_not_the_header_says_who_pushes(node: Node) -> None:
+def test_the_certificate_not_the_header_says_who_pushes(node: Node, pki: Pki) -> None:
     # alice's certificate claiming to be bob in the header cannot push bob's shard ...
     status, _, raw = node.request(
         "POST",
@@ -276,7 +280,7 @@ def test_the_certificate_not_the_header_says_who_pushes(node: Node) -> None:
     status, _, raw = node.request(
         "POST",
         "/shards/alice/ops?after=0",
-        op_line("alice", 1) + b"\n",
+        body(signed(pki, "alice", [op_line("alice", 1)])),
         as_node="alice",
         headers={"X-Noon-Node": "bob"},
     )
@@ -336,7 +340,7 @@ def test_a_certificate_whose_cn_is_not_a_node_id_is_refused(
     assert node.get("/health")[0] == 200
 
 
-def test_slow_clients_do_not_starve_the_others(node: Node) -> None:
+def test_slow_clients_do_not_starve_the_others(node: Node, pki: Pki) -> None:
     """Forty clients open TLS connections and send half a request, then wait; the daemon
     still answers everyone else at once, and drops the stalled ones after its timeout."""
     held: list[ssl.SSLSocket] = []
@@ -352,7 +356,10 @@ def test_slow_clients_do_not_starve_the_others(node: Node) -> None:
         start = time.monotonic()
         assert node.get("/health")[0] == 200
         status, _, raw = node.request(
-            "POST", "/shards/erin/ops?after=0", op_line("erin", 1) + b"\n", as_node="erin"
+            "POST",
+            "/shards/erin/ops?after=0",
+            body(signed(pki, "erin", [op_line("erin", 1)])),
+            as_node="erin",
         )
         assert status == 200, raw
         assert time.monotonic() - start < 5
