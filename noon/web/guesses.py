@@ -58,7 +58,8 @@ class Guesses:
         self._by_source.setdefault(source, deque()).append(now)
 
     def _wait(self, times: deque[float], now: float) -> int:
-        return max(1, math.ceil(times[0] + self.window - now))
+        # the age first: (t + window) - now rounds past the window when t == now
+        return max(1, math.ceil(self.window - (now - times[0])))
 
     def _forget(self, now: float) -> None:
         horizon = now - self.window
