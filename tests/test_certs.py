@@ -568,10 +568,12 @@ def test_a_metrics_certificate_is_for_clients_only(tmp_path):
 def test_a_machine_a_day_behind_accepts_a_certificate_issued_now(
     ca: certs.CaPaths, tmp_path: Path
 ) -> None:
-    """Certificates are valid from a day before they are issued (docs/noond.md says so): a
-    peer whose clock is up to that far behind does not see them as not yet valid."""
+    """Certificates (the signing key's too) are valid from a day before they are issued
+    (docs/noond.md says so): a peer whose clock is up to that far behind does not see them as
+    not yet valid."""
     node = issue_node_cert(ca.dir, "fresh", tmp_path / "fresh")
+    signer = certs.signing_paths(tmp_path / "fresh", "fresh")  # its signing key's, issued too
     behind = dt.datetime.now(dt.UTC) - dt.timedelta(hours=23, minutes=59)
-    for path in (node.cert, ca.cert):
+    for path in (node.cert, signer.cert, ca.cert):
         cert = x509.load_pem_x509_certificate(path.read_bytes())
         assert cert.not_valid_before_utc <= behind < cert.not_valid_after_utc

@@ -14,6 +14,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from noon.certs._files import check_pair, read_cert, read_key
 from noon.certs._model import (
+    BACKDATE,
     CA_CERT_NAME,
     CA_KEY_NAME,
     ROLE_METRICS,
@@ -31,11 +32,6 @@ from noon.certs._signing import issue_signing_cert, signing_paths
 from noon.store.shard import write_file
 
 _HOST_RE = re.compile(r"^(\*\.)?[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_-]{1,63})*\.?$")
-
-
-BACKDATE = dt.timedelta(days=1)
-"""How far before its issue a certificate is valid from: a machine whose clock is up to a day
-behind the issuer's still accepts it (a laptop back from a trip, a board without a battery)."""
 
 
 _DEFAULT_HOSTS: tuple[str, ...] = ("localhost", "127.0.0.1", "::1")

@@ -10,6 +10,10 @@ from typing import Any
 
 from noon.errors import NoonError
 
+BACKDATE = dt.timedelta(days=1)
+"""How far before its issue a certificate is valid from: a machine whose clock is up to a day
+behind the issuer's still accepts it (a laptop back from a trip, a board without a battery)."""
+
 CA_KEY_NAME = "ca.key"
 
 

@@ -21,6 +21,7 @@ from cryptography.x509.oid import NameOID
 
 from noon.certs._files import check_pair, read_cert, read_key
 from noon.certs._model import (
+    BACKDATE,
     CA_CERT_NAME,
     CA_KEY_NAME,
     CertError,
@@ -84,7 +85,7 @@ def issue_signing_cert(
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_before(now - BACKDATE)
         .not_valid_after(min(now + dt.timedelta(days=days), ca_cert.not_valid_after_utc))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
