@@ -23,8 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
 from noon import certs
 from noon.config import Settings
+from noon.core import chain
 from noon.core.ops import Draft
 from noon.store.store import Store
 
@@ -124,6 +129,13 @@ class Pki:
         self.node(node)
         paths = certs.signing_paths(self.root / "nodes", node)
         return paths.key, paths.cert
+
+    def sign_shard(self, path: Path, node: str) -> None:
+        """Rewrite ``node``'s unsigned shard at ``path`` as its author signs it (PROTOCOL.md
+        §13), for shards a benchmark generates without a store."""
+        lines = path.read_bytes().splitlines()
+        signed = sign_lines(key_of(self.signing(node)[0]), node, lines)
+        path.write_bytes(b"".join(line + b"\n" for line in signed))
 
     def install_signing(self, node: str, directory: Path) -> None:
         """Put ``node``'s signing key where every process of that ``NOON_DIR`` finds it."""
@@ -358,3 +370,28 @@ def converged(nodes: list[Node], expect: int | None = None) -> bool:
     if expect is not None and len(states[0]) != expect:
         return False
     return all(s == states[0] for s in states[1:])
+
+
+def key_of(path: Path) -> chain.Sign:
+    """The signing function of the Ed25519 key in ``path``."""
+    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    assert isinstance(key, ed25519.Ed25519PrivateKey)
+    return key.sign
+
+
+def sign_lines(sign: chain.Sign, node: str, lines: list[bytes]) -> list[bytes]:
+    """``lines``: the author's unsigned lines from seq 1, in order, signed as their author
+    would: the chain from its first line, a signature on every batch's last line (a line
+    without ``bat``, or with ``bat == seq``)."""
+    out: list[bytes] = []
+    link = chain.genesis(node)
+    batch: list[bytes] = []
+    for line in lines:
+        obj = orjson.loads(line)
+        batch.append(line)
+        if obj.get("bat") in (None, obj["seq"]):
+            link = chain.sign_batch(link, batch, obj["seq"], sign)
+            out += batch
+            batch = []
+    assert not batch, "the last batch is not complete"
+    return out

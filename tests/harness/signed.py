@@ -4,37 +4,10 @@ node by hand: the author's chain from its first line, a signature on every batch
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import orjson
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ed25519
-
-from bench.mesh import Pki
-from noon.core import chain
+from bench.mesh import Pki, key_of, sign_lines
 from noon.core.collection import member_of
 
-
-def key_of(path: Path) -> chain.Sign:
-    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
-    assert isinstance(key, ed25519.Ed25519PrivateKey)
-    return key.sign
-
-
-def sign_lines(sign: chain.Sign, node: str, lines: list[bytes]) -> list[bytes]:
-    """``lines``: the author's unsigned lines from seq 1, in order. Returns them signed."""
-    out: list[bytes] = []
-    link = chain.genesis(node)
-    batch: list[bytes] = []
-    for line in lines:
-        obj = orjson.loads(line)
-        batch.append(line)
-        if obj.get("bat") in (None, obj["seq"]):
-            link = chain.sign_batch(link, batch, obj["seq"], sign)
-            out += batch
-            batch = []
-    assert not batch, "the last batch is not complete"
-    return out
+__all__ = ["body", "key_of", "sign_lines", "signed"]
 
 
 def signed(pki: Pki, node: str, lines: list[bytes], *, key_node: str | None = None) -> list[bytes]:
