@@ -17,16 +17,20 @@ import pytest
 
 from bench.mesh import Node, Pki, wait_until
 from tests.harness.hostile_peer import ops_body
+from tests.harness.signed import body, signed
 
 pytestmark = pytest.mark.integration
 
 PER_SOURCE = 8
 TOTAL = 24
+HONEST = ("bob", "carl")
+"""The members whose pushes are honest: the target knows their signing certificates."""
 
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[Node]:
     n = Node("target", tmp_path_factory.mktemp("hostile"), pki)
+    pki.know_signers(n.dir, *HONEST)
     n.start(
         NOOND_MAX_CONNECTIONS=str(TOTAL),
         NOOND_MAX_CONNECTIONS_PER_SOURCE=str(PER_SOURCE),
@@ -63,6 +67,11 @@ def op(node: str, seq: int) -> bytes:
     return ops_body(node, seq, 1)
 
 
+def first_op_signed(pki: Pki, node: str) -> bytes:
+    """``node``'s first op as its author signs it (what an honest member pushes)."""
+    return body(signed(pki, node, op(node, 1).splitlines()))
+
+
 def log_lines(n: Node, text: str) -> int:
     return sum(1 for line in n.log.read_text().splitlines() if text in line)
 
@@ -95,7 +104,9 @@ def test_idle_connections_from_one_source_are_bounded_and_time_out(node: Node):
     assert 1 <= refused <= 25
 
 
-def test_a_flood_from_many_sources_stops_at_the_total_and_the_node_keeps_working(node: Node):
+def test_a_flood_from_many_sources_stops_at_the_total_and_the_node_keeps_working(
+    node: Node, pki: Pki
+):
     flood = []
     try:
         for i in range(4, 4 + 2 * TOTAL // PER_SOURCE + 2):
@@ -109,7 +120,9 @@ def test_a_flood_from_many_sources_stops_at_the_total_and_the_node_keeps_working
         # Its own files still open: a push is stored while the flood holds its connections.
         wait_until(
             lambda: (
-                node.request("POST", "/shards/bob/ops?after=0", op("bob", 1), as_node="bob")[0]
+                node.request(
+                    "POST", "/shards/bob/ops?after=0", first_op_signed(pki, "bob"), as_node="bob"
+                )[0]
                 == 200
             ),
             what="an honest push to get through once the idle connections time out",
@@ -148,8 +161,9 @@ def test_digits_other_than_ascii_are_a_bad_request_not_an_error(node: Node, valu
     assert "Traceback" not in node.log.read_text()
 
 
-def test_a_read_with_a_false_digest_raises_no_fork_alarm(node: Node):
-    assert node.request("POST", "/shards/carl/ops?after=0", op("carl", 1), as_node="carl")[0] == 200
+def test_a_read_with_a_false_digest_raises_no_fork_alarm(node: Node, pki: Pki):
+    push = first_op_signed(pki, "carl")
+    assert node.request("POST", "/shards/carl/ops?after=0", push, as_node="carl")[0] == 200
     status, _, raw = node.request(
         "GET", "/shards/carl/ops?after=1&check=00000000000000ff", as_node="alice"
     )
