@@ -31,7 +31,9 @@ def noon_import(d: Path, source: Path) -> tuple[subprocess.CompletedProcess[str]
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "noon", "import", str(source), "--dir", str(d), "--node-id", "n1"],
-        env=subprocess_env(NOON_FSYNC="false"),
+        # glibc reserves address space per malloc arena (64 MiB each, one per busy thread):
+        # two arenas keep the cap about what the import maps, not how its threads raced
+        env=subprocess_env(NOON_FSYNC="false", MALLOC_ARENA_MAX="2"),
         cwd=ROOT,
         capture_output=True,
         text=True,
