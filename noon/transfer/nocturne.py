@@ -25,6 +25,7 @@ import hashlib
 import json
 import re
 import sqlite3
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,12 +146,18 @@ def is_sqlite(path: Path) -> bool:
         return f.read(16) == b"SQLite format 3\x00"
 
 
+_HEAP_LIMIT = threading.Lock()
+
+
 def read_sqlite(path: Path, default_namespace: str) -> NocturneData:
     source = str(path)
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     except sqlite3.Error as exc:
         raise TransferError(f"{source}: cannot open as SQLite: {exc}") from None
+    # SQLite's heap limit is the process's: two reads at once would restore each other's
+    # limit and leave it set for every connection after them
+    _HEAP_LIMIT.acquire()
     heap = conn.execute("PRAGMA hard_heap_limit").fetchone()[0]
     try:
         conn.execute(f"PRAGMA hard_heap_limit = {HEAP_BYTES}")
@@ -169,6 +176,7 @@ def read_sqlite(path: Path, default_namespace: str) -> NocturneData:
         raise TransferError(f"{source}: not a readable Nocturne database: {exc}") from None
     finally:
         conn.execute(f"PRAGMA hard_heap_limit = {int(heap)}")
+        _HEAP_LIMIT.release()
         conn.close()
 
 
