@@ -82,10 +82,14 @@ def test_two_machines_never_online_together_converge(
 
     a.start()
     wait_until(lambda: texts(a).get("b1") == "written on the desktop", what="laptop reads")
-    assert texts(a) == texts(b) == {
-        "a1": "written on the laptop",
-        "b1": "written on the desktop",
-    }
+    assert (
+        texts(a)
+        == texts(b)
+        == {
+            "a1": "written on the laptop",
+            "b1": "written on the desktop",
+        }
+    )
     # The bucket holds no node id and no text: only sealed objects under opaque names.
     client = s3.client()
     listing = client.list_objects_v2(Bucket=s3.bucket)["Contents"]
