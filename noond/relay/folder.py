@@ -19,7 +19,8 @@ from noond.relay.seal import ROOT, parse_name
 class Folder:
     def __init__(self, url: str, path: str) -> None:
         self.url = url
-        self.root = Path(path) / ROOT
+        self.base = Path(path)
+        self.root = self.base / ROOT
 
     def _path(self, name: str) -> Path:
         if parse_name(name) is None:
@@ -27,8 +28,8 @@ class Folder:
         return self.root / name
 
     def list(self) -> list[Entry]:
-        if not self.root.parent.is_dir():
-            raise RelayDown(f"{self.root.parent} is not a directory (is the synced folder there?)")
+        if not self.base.is_dir():
+            raise RelayDown(f"{self.base} is not a directory (is the synced folder there?)")
         out = []
         for top, dirs, files in os.walk(self.root):
             dirs[:] = [d for d in dirs if not d.startswith(".")]

@@ -299,9 +299,10 @@ class Relay:
             node = known.get((epoch, tag_))
             if group.head is not None:
                 node = await self._read_head(*group.head) or node
-            if node is None and group.segments:
-                first = min(group.segments, key=lambda s: s[0].first)
-                opened = await self._fetch(*first)
+            for first in sorted(group.segments, key=lambda s: s[0].first):
+                if node is not None:
+                    break
+                opened = await self._fetch(*first)  # an author known by no head yet
                 if opened is not None:
                     cache[first[1].name] = opened
                     node = opened[0]
