@@ -7,6 +7,7 @@ number of retries; the relay runs calls in threads, never on the event loop."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import boto3
@@ -15,6 +16,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from noond.relay.backend import Conflict, Entry, Missing, RelayDown, TooLarge
 from noond.relay.seal import ROOT
+
+for _chatty in ("botocore", "boto3", "urllib3", "s3transfer"):
+    # Their DEBUG lines hold every request and answer whole: never noond's journal.
+    logging.getLogger(_chatty).setLevel(logging.WARNING)
 
 TIMEOUT = 10.0
 ATTEMPTS = 3

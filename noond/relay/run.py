@@ -73,6 +73,8 @@ class Relays:
                 pass  # said once by the relay; retried next flush, the backlog in one segment
             except Exception:
                 log.exception("relay %s: upload failed", relay.url)
+            relay.stats.backlog_ops = await asyncio.to_thread(relay.backlog)
+            relay.metrics.relay_backlog.labels(relay.url).set(relay.stats.backlog_ops)
             await asyncio.sleep(relay.settings.flush)
 
     async def _reader(self, relay: Relay) -> None:

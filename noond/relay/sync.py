@@ -206,7 +206,6 @@ class Relay:
                 sent += page.ops
                 if not page.more:
                     break
-        self.stats.backlog_ops = 0
         return sent
 
     async def write_heads(self, *, force: bool = False) -> None:
@@ -530,5 +529,16 @@ class Relay:
         log.warning("took the relay's whole copy of %s (ours lagged behind a compaction)", node)
         return len(lines) if done else 0
 
+    def backlog(self) -> int:
+        """Own ops held here and not yet uploaded (all of them until the relay was listed)."""
+        held = self.holdings.held()
+        done = self.uploaded or {}
+        return sum(max(0, held[s].seq - done.get(s, 0)) for s in self.own if s in held)
+
     def report(self) -> dict[str, Any]:
-        return {"url": self.url, **self.stats.as_json()}
+        return {
+            "url": self.url,
+            **self.stats.as_json(),
+            "uploaded": dict(self.uploaded or {}),
+            "head": {shard: json.loads(sent[0])["seq"] for shard, sent in self.head_sent.items()},
+        }
