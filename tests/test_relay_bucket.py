@@ -14,6 +14,7 @@ from bench.mesh import Node, Pki, wait_until
 from noon import certs
 from noon.core.ops import Draft
 from tests.harness.s3 import S3Server, moto_server
+from tests.test_ops_cli import as_json, cli_env, doctor, problems, run
 
 pytestmark = pytest.mark.integration
 
@@ -134,12 +135,21 @@ def test_bucket_down_writes_stay_local_and_the_backlog_drains(
         assert len(shard_lines(a, "laptop")) == 41  # every write kept locally
         wait_until(lambda: relay_status(a)["reachable"] is False, what="the relay seen down")
         assert relay_status(a)["error"]
+        cli = cli_env(a.dir, "laptop", pki.node("laptop"), a.address)
+        shown = run("status", env=cli).stdout
+        assert f"relay {url}: UNREACHABLE" in shown, shown
+        _, findings = doctor(cli)
+        assert any(url in f["what"] for f in problems(findings, "relay")), findings
         puts = metric(a, "noond_relay_requests_total", op="put")
         assert puts >= 1
     finally:
         s3.resume()
     wait_until(lambda: uploaded(a), what="the backlog drained")
     assert relay_status(a)["reachable"] is True
+    report = as_json(run("status", "--json", env=cli))["relays"][0]
+    assert report["backlog_ops"] == 0 and report["summary"].startswith(f"relay {url}: reachable")
+    _, findings = doctor(cli)
+    assert not problems(findings, "relay"), findings
     # The whole backlog went out in a few objects, not one per write.
     assert metric(a, "noond_relay_requests_total", op="put") - puts <= 3
     a.stop()
