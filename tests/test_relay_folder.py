@@ -207,3 +207,46 @@ async def test_hostile_objects_are_refused_and_nothing_is_stored(
     assert b.relay.reports["laptop"].frontier == {"laptop": 2}
     assert b.refused("ciphertext") == 2 and b.refused("too_large") == 1
     assert b.relay.stats.requests - before <= 6
+
+
+async def test_a_revoked_machine_cannot_read_the_new_epoch_and_its_later_objects_are_refused(
+    tmp_path: Path, pki: Pki
+) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    key_file = tmp_path / "ca-relay.key"
+    old = certs.create_relay_key(key_file)
+    a, b, c = (Machine(n, tmp_path, pki, folder, old) for n in ("laptop", "desktop", "stolen"))
+    c.write(("c1", "before the theft"))
+    a.write(("a1", "before"))
+    for m in (c, a, b, a):
+        await m.sync()
+    assert b.texts() == a.texts() == {"c1": "before the theft", "a1": "before"}
+
+    # The operator revokes the stolen machine and rotates: the others get epoch 2, it does not.
+    new = certs.create_relay_key(key_file, rotate=True)
+    assert new.current == 2 and set(new.epochs) == {1, 2}
+    a, b = (Machine(n, tmp_path, pki, folder, new) for n in ("laptop", "desktop"))
+    a.revoked.add("stolen"), b.revoked.add("stolen")
+    a.write(("a2", "after the rotation"))
+    await a.sync()
+    c.write(("c2", "written by the thief"))
+    await c.sync()
+    await b.sync()
+    # The thief lists epoch 2 but holds no key for it: it gets nothing of it.
+    assert "a2" not in c.texts()
+    e2 = [p for p in (folder / seal.ROOT / "e2").rglob("*.seg")]
+    assert e2, "a writes in the new epoch"
+    for path in e2:
+        name = path.relative_to(folder / seal.ROOT).as_posix()
+        with pytest.raises(seal.Refused):
+            seal.unseal(seal.keys(old, 1), name, path.read_bytes(), seal.MAX_SEGMENT)
+    # Its later objects are refused, never fetched, and nothing of them stored.
+    assert b.texts() == {"c1": "before the theft", "a1": "before", "a2": "after the rotation"}
+    assert b.refused("revoked") >= 1
+    assert b"thief" not in b.shard("stolen").read_bytes()
+    # A machine set up after the rotation reads both epochs (everything but the thief's).
+    d = Machine("tablet", tmp_path, pki, folder, new)
+    d.revoked.add("stolen")
+    await d.sync()
+    assert d.texts() == {"a1": "before", "a2": "after the rotation"}

@@ -312,7 +312,11 @@ class Relay:
         appended = 0
         lag = 0
         for node, segments in sorted(by_node.items()):
-            if member_of(node) in revoked or member_of(node) == self.node:
+            if member_of(node) == self.node:
+                continue
+            if member_of(node) in revoked:
+                for _, entry in segments:  # never fetched: a revoked author is never read
+                    self._refuse(entry, "revoked", f"an object of {node}, which is revoked")
                 continue
             got, behind = await self._take(node, segments, cache)
             appended += got
