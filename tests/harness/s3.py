@@ -154,6 +154,10 @@ def seaweed_server(tmp: Path) -> Iterator[S3Server]:
         "-s3",
         f"-s3.port={ports['s3']}",
         f"-s3.port.grpc={grpc['s3']}",
+        "-s3.port.iceberg=0",
+        "-s3.port.lance=0",
+        f"-debug.port={free_port()}",
+        "-master.telemetry=false",
         "-metricsPort=0",
     ]
     with open(log, "wb") as out:
