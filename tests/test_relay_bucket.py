@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from bench.mesh import Node, Pki, wait_until
+from bench.s3 import S3Server, moto_server, seaweed_server
 from noon import certs
 from noon.core.ops import Draft
-from tests.harness.s3 import S3Server, moto_server, seaweed_server
 from tests.test_ops_cli import as_json, cli_env, doctor, problems, run
 
 pytestmark = pytest.mark.integration

