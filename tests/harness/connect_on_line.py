@@ -20,18 +20,9 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from noon import cli
+from tests.harness.mcp import INITIALIZE
 
 LINE = re.compile(r"serving (?:the page|MCP) on (http://\S+)")
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "1"},
-    },
-}
 
 
 def request(url: str) -> bytes:
