@@ -103,6 +103,8 @@ class DaemonConfig:
     state_file: Path | None = None
     """The state file (:func:`noon.daemon_link.state_path`); None: the default."""
     concurrency: int = 16
+    fold: bool = True
+    """Fold what is stored into the machine's read model (:mod:`noond.fold`)."""
     collect: bool = True
     """Physically remove deleted elements once no member can bring them back."""
     collect_unseen: bool = False
@@ -267,6 +269,7 @@ def from_env(
         digest=env_bool(env, "NOOND_DIGEST", True),
         state_file=daemon_link.state_path(store.dir, env),
         concurrency=env_int(env, "NOOND_CONCURRENCY", 16, 1),
+        fold=env_bool(env, "NOOND_FOLD", True),
         collect=env_bool(env, "NOOND_COLLECT", True),
         collect_unseen=env_bool(env, "NOOND_COLLECT_UNSEEN", False),
         forget_after=env_float(env, "NOOND_FORGET_AFTER", 180 * 86400.0, 1.0),
