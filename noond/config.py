@@ -87,6 +87,8 @@ class DaemonConfig:
     interval: float = 30.0
     push: bool = True
     watch_interval: float = 0.2
+    inotify: bool = True
+    """Learn of local writes from inotify at once (Linux), besides polling (noond.inotify)."""
     suspect_after: int = 3
     dead_after: int = 6
     dead_retry: float = 300.0
@@ -255,6 +257,7 @@ def from_env(
         interval=env_float(env, "NOOND_INTERVAL", 30.0, 0.05),
         push=env_bool(env, "NOOND_PUSH", True),
         watch_interval=env_float(env, "NOOND_WATCH_INTERVAL", 0.2, 0.01),
+        inotify=env_bool(env, "NOOND_INOTIFY", True),
         suspect_after=env_int(env, "NOOND_SUSPECT_AFTER", 3, 1),
         dead_after=env_int(env, "NOOND_DEAD_AFTER", 6, 1),
         dead_retry=env_float(env, "NOOND_DEAD_RETRY", 300.0),
