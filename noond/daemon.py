@@ -146,7 +146,9 @@ class Daemon:
             watched={s: self.holdings.path(s) for s in (self.node, f"{self.node}{IMPORT_SUFFIX}")},
             after_round=self._after_round,
         )
-        self.folder = Folder(config.store, self.metrics) if config.fold else None
+        self.folder = None
+        if config.fold:
+            self.folder = Folder(config.store, self.metrics, lambda: self.holdings.disk_is_full)
         if self.folder is not None:
             self.holdings.on_stored.append(self.folder.poke)
         self._runner: web.AppRunner | None = None

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import sqlite3
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from noon.config import Settings
@@ -40,8 +41,14 @@ FAILED_RETRY = 5.0
 class Folder:
     """Folds what this node stores into the machine's read model, in the background."""
 
-    def __init__(self, settings: Settings, metrics: Metrics) -> None:
+    def __init__(
+        self, settings: Settings, metrics: Metrics, disk_is_full: Callable[[], bool]
+    ) -> None:
         self.settings = settings
+        self.disk_is_full = disk_is_full
+        """While shards cannot be stored for want of space, folding waits for the next op
+        stored (a fold's failed transactions would take and give back the last free blocks,
+        and a push could slip in between, the disk said full again and again)."""
         self.metrics = metrics
         self._wake = asyncio.Event()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="noond-fold")
@@ -81,7 +88,7 @@ class Folder:
 
     def _fold(self) -> float | None:
         """One slice; returns when to fold again without a poke (None: only after one)."""
-        if self._given_up:
+        if self._given_up or self.disk_is_full():
             return None
         t0 = time.monotonic()
         try:

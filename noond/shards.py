@@ -40,6 +40,11 @@ class Holdings:
             exc.strerror or exc,
         )
 
+    @property
+    def disk_is_full(self) -> bool:
+        """A shard could not be stored for want of space, and none was stored since."""
+        return self._disk.since is not None
+
     def stored(self) -> None:
         """Ops were stored in a shard: if the disk was full, it has space again; whoever
         waits for new ops is told."""
