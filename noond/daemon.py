@@ -41,6 +41,7 @@ from noond.forks import Forks
 from noond.listener import Limits, Listener, descriptor_budget
 from noond.membership import Membership
 from noond.metrics import Metrics
+from noond.relay import run as relay_run
 from noond.schedule import Scheduler
 from noond.server import build_app, build_metrics_app
 from noond.shards import Holdings
@@ -127,6 +128,13 @@ class Daemon:
             exchanger=self.exchanger,
             metrics=self.metrics,
         )
+        self.relays = relay_run.build(
+            config,
+            holdings=self.holdings,
+            signers=self.signers,
+            revoked=lambda: self.state.revoked,
+            metrics=self.metrics,
+        )
         self.collector = Collector(
             self.dir,
             self.node,
@@ -134,6 +142,7 @@ class Daemon:
             config.forget_after,
             self.metrics,
             collect_unseen=config.collect_unseen,
+            relayed=self.relays.reports,
         )
         self.scheduler = Scheduler(
             config=config,
@@ -317,6 +326,7 @@ class Daemon:
                 self._metrics_listener.port,
             )
         self.scheduler.start()
+        self.relays.start()
         if self.folder is not None:
             self.folder.start()
 
@@ -347,6 +357,7 @@ class Daemon:
     async def stop(self) -> None:
         withdraw(self.dir)
         await self.scheduler.stop()
+        await self.relays.stop()
         if self.folder is not None:
             await self.folder.stop()
         self.state.save_members()
