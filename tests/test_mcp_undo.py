@@ -73,7 +73,7 @@ async def test_an_agent_undoes_a_change_by_the_id_history_shows(tmp_path: Path) 
         reply, data = await s.call("undo_change", changes=[move_change])
         assert "The deploy runs on Mondays." in await s.read("core://note")
         assert (await s.fail("read_memory", uri="core://deploy")).startswith("Error:")
-        assert data["changes"] == [move_change] and data["restored"] == 2
+        assert data["changes"] == [move_change] and data["elements"] == 2
         undo = data["change"]
         assert f"written as change {undo}: undo_change it to redo" in reply
         new_ops = shard(tmp_path)[written_before:]

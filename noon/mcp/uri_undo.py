@@ -33,7 +33,7 @@ class UndoArgs(Args):
 
 class UndoOut(Out):
     changes: list[str]
-    restored: int
+    elements: int
     change: str | None = None
 
 
@@ -61,4 +61,4 @@ def undo_change(svc: GraphService, args: UndoArgs, ctx: ToolContext) -> Reply:
             f"Success: undid {named} ({done.restored} element(s) put back as they were before), "
             f"written as change {done.batch}: undo_change it to redo."
         )
-    return text, {"changes": ids, "restored": done.restored, "change": done.batch}
+    return text, {"changes": ids, "elements": done.restored, "change": done.batch}
