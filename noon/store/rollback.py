@@ -21,8 +21,9 @@ class VersionNotHeld(GraphError, NotFound):
 
 
 def lookup(graph: SqlGraph) -> undo.Lookup:
-    """Element states as :mod:`noon.graph.undo` reads them, from the read model."""
-    return undo.element_lookup(graph.element)
+    """Element states as :mod:`noon.graph.undo` reads them, and what names a memory, from the
+    read model."""
+    return undo.element_lookup(graph.element, graph)
 
 
 def later_changes(graph: SqlGraph, version: Op, versions: Iterable[Op]) -> list[list[Op]]:
