@@ -21,6 +21,9 @@ Signing: every node also holds an Ed25519 signing key certified by the CA
 (``<node>.signing.key``, ``<node>.signing.crt``, OU ``noon-signer``): it signs the node's shards
 (PROTOCOL.md §13). ``issue_node_cert`` issues one with the node certificate.
 
+Relays: ``relay.key`` (``noon certs relay-key``) holds the mesh key, one per epoch, that seals
+what a relay holds (PROTOCOL.md §14.1); it is handed to every machine like ``ca.crt``.
+
 Revocation is by node id list elsewhere (no CRLs here).
 """
 
@@ -50,6 +53,14 @@ from noon.certs._model import (
     PeerIdentityError,
     validate_node_id,
 )
+from noon.certs._relaykey import (
+    RELAY_KEY_NAME,
+    MeshKey,
+    RelayKeyError,
+    copy_relay_key,
+    create_relay_key,
+    read_relay_key,
+)
 from noon.certs._signing import (
     SIGNER_UNIT,
     Signer,
@@ -73,6 +84,7 @@ __all__ = [
     "CA_KEY_NAME",
     "MAX_CERT_NODE_ID_LEN",
     "NODE_ID_RE",
+    "RELAY_KEY_NAME",
     "ROLE_METRICS",
     "ROLE_NODE",
     "ROLE_UNITS",
@@ -85,21 +97,26 @@ __all__ = [
     "CertParseError",
     "InvalidNodeIdError",
     "KeyMismatchError",
+    "MeshKey",
     "NodeCertExistsError",
     "NodePaths",
     "NotSignedByCaError",
     "PeerIdentityError",
+    "RelayKeyError",
     "Signer",
     "SigningPaths",
     "ca_certificate",
     "cert_info",
     "check_node_files",
     "client_ssl_context",
+    "copy_relay_key",
+    "create_relay_key",
     "init_ca",
     "issue_node_cert",
     "issue_signing_cert",
     "peer_identity",
     "peer_node_id",
+    "read_relay_key",
     "read_signer",
     "require_peer",
     "server_ssl_context",

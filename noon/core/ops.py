@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from noon.core.elements import MAX_KEY_PART, InvalidValue, kind_of
-from noon.errors import NoonError
+from noon.errors import Invalid
 
 FORMAT_VERSION = 1
 MAX_LINE = 4 << 20
@@ -62,7 +62,7 @@ OpId = tuple[str, int]
 Key = tuple[str, ...]
 
 
-class OpError(NoonError, ValueError):
+class OpError(Invalid):
     """A line that is not a valid operation. The message says what is wrong with it."""
 
 

@@ -18,7 +18,6 @@ replica shard that ``noond`` extended - which a background task picks up by poll
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
@@ -34,9 +33,11 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
+from noon.app.actor import NAMESPACE
 from noon.config import Settings
 from noon.core.elements import KG_KINDS
 from noon.core.ops import Key
+from noon.errors import Unavailable
 from noon.mcp.families import FAMILIES
 from noon.mcp.spec import Family, ResourceSpec, ToolContext, ToolResult, ToolSpec, tool_error
 from noon.mcp.validation import ArgumentValidator
@@ -47,7 +48,6 @@ log = logging.getLogger("noon.mcp")
 POLL_SECONDS = 0.2
 """How often changes from other writers are looked for while someone is subscribed."""
 NAMESPACE_HEADER = "x-noon-namespace"
-NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 KG_SCHEME = "memory://"
 
 
@@ -296,7 +296,7 @@ def create_server(
             return with_notice(await spec.handler(args, tool_context(ctx, family)), store)
         except family.refusals as exc:
             return family.refusal(exc)
-        except (StoreError, OSError) as exc:
+        except (Unavailable, OSError) as exc:
             log.warning("tool %s failed: %s", spec.name, exc)
             return tool_error(str(exc))
         except MCPError:

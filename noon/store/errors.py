@@ -3,10 +3,10 @@ replication layer needs nothing from the store's fold to raise them)."""
 
 from __future__ import annotations
 
-from noon.errors import NoonError
+from noon.errors import Unavailable
 
 
-class StoreError(NoonError):
+class StoreError(Unavailable):
     """A store problem a person must act on. The message says what to do."""
 
 
