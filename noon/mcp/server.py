@@ -38,10 +38,13 @@ from noon.config import Settings
 from noon.core.elements import KG_KINDS
 from noon.core.ops import Key
 from noon.errors import Unavailable
+from noon.mcp import retried
 from noon.mcp.families import FAMILIES
 from noon.mcp.spec import Family, ResourceSpec, ToolContext, ToolResult, ToolSpec, tool_error
 from noon.mcp.validation import ArgumentValidator
-from noon.store.store import Changes, Store, StoreError
+from noon.store import retries
+from noon.store.access import service
+from noon.store.store import AlreadyWritten, Changes, Store, StoreError
 
 log = logging.getLogger("noon.mcp")
 
@@ -292,8 +295,19 @@ def create_server(
                 "MCP error -32602: Input validation error: Invalid arguments for tool "
                 f"{spec.name}: " + "\n".join(problems)
             )
+        context = tool_context(ctx, family)
+        key = None
+        if family.recognises_retries and spec.annotations.idempotent_hint is not True:
+            key = retries.request_key(spec.name, args, context.namespace, context.client)
         try:
-            return with_notice(await spec.handler(args, tool_context(ctx, family)), store)
+            with retries.requesting(key):
+                return with_notice(await spec.handler(args, context), store)
+        except AlreadyWritten as exc:
+            svc = service(store)
+            done = await anyio.to_thread.run_sync(
+                retried.answer, svc, spec, args, context, exc.batch
+            )
+            return with_notice(done, store)
         except family.refusals as exc:
             return family.refusal(exc)
         except (Unavailable, OSError) as exc:
