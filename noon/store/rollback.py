@@ -11,7 +11,7 @@ from noon.core.ops import Draft, Op
 from noon.errors import NotFound
 from noon.graph import undo
 from noon.graph.plan import GraphError
-from noon.graph.reader import version_id
+from noon.graph.reader import change_id, version_id
 from noon.store.readmodel import changes
 from noon.store.readmodel.graph import SqlGraph
 
@@ -31,7 +31,7 @@ def later_changes(graph: SqlGraph, version: Op, versions: Iterable[Op]) -> list[
     ids: dict[str, None] = {}
     for op in sorted(versions, key=lambda o: o.order):
         if op.order > version.order:
-            ids[changes.change_id(op)] = None
+            ids[change_id(op)] = None
     found = (changes.load(graph.conn, cid) for cid in ids)
     return [c.ops for c in found if c is not None]
 
