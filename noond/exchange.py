@@ -149,6 +149,11 @@ class Exchanger(Wired):
                 m.reported_at = time.time()
                 await self._gossip(m, members_hash)
                 return
+        if self.client.revision.get(m.node, 0) < self.client.speaks[1]:
+            # Not known since this start, or older than ours: it may have been upgraded since
+            # (a rolling upgrade, PROTOCOL.md §13.5); which revision it speaks decides what
+            # is taken from it.
+            await self.client.info(m.address, expect=m.node)
         listing = await self.client.get_json(m.address, "/shards", expect=m.node)
         try:
             remote = parse_listing(listing)

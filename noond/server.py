@@ -35,7 +35,6 @@ from noond.shards import refused
 from noond.wire import (
     CAPABILITIES,
     MAX_OPS_PER_PUSH,
-    PROTOCOL,
     Code,
     Header,
     PageHeaders,
@@ -197,14 +196,17 @@ async def _admit(request: web.Request, handler: Handler) -> web.StreamResponse:
         if caller in daemon.state.ignored:
             raise Refused(403, Code.FORBIDDEN, f"node {caller!r} is revoked or departed")
     proto = request.headers.get(Header.PROTOCOL)
-    if proto is not None and proto != str(PROTOCOL) and request.path not in OPEN_ROUTES:
+    low, high = daemon.revisions
+    revision = _revision_said(request)
+    if proto is not None and request.path not in OPEN_ROUTES and revision is None:
         raise Refused(
             400,
             Code.PROTOCOL,
-            f"this node speaks protocol revision {PROTOCOL}, the request says {proto!r}; "
+            f"this node speaks protocol revisions {low}..{high}, the request says {proto!r}; "
             "upgrade the older node",
-            protocol=PROTOCOL,
+            protocol=high,
         )
+    request["revision"] = revision or low
     if caller is not None and caller != config.node:
         try:
             address = parse_address(request.headers.get(Header.ADDRESS, ""))
@@ -222,6 +224,17 @@ async def _admit(request: web.Request, handler: Handler) -> web.StreamResponse:
     return await handler(request)
 
 
+def _revision_said(request: web.Request) -> int | None:
+    """The revision the caller's header says, when this node speaks it."""
+    low, high = request.app[DAEMON].revisions
+    said = request.headers.get(Header.PROTOCOL, "")
+    return int(said) if said.isdigit() and len(said) < 5 and low <= int(said) <= high else None
+
+
+def _revision_for(request: web.Request) -> int:
+    return _revision_said(request) or request.app[DAEMON].revisions[1]
+
+
 async def health(request: web.Request) -> web.Response:
     return _json({"status": "ok"})
 
@@ -232,7 +245,10 @@ async def info(request: web.Request) -> web.Response:
         {
             "node": daemon.node,
             "address": daemon.advertise,
-            "protocol": PROTOCOL,
+            # The caller's revision when this node speaks it: a node of a release before
+            # ranges talks only to a peer whose "protocol" is its own (PROTOCOL.md §2.1).
+            "protocol": _revision_for(request),
+            "revisions": list(daemon.revisions),
             "capabilities": list(CAPABILITIES),
             "software": "noond",
         }
@@ -246,7 +262,7 @@ async def status(request: web.Request) -> web.Response:
     return _json(
         {
             "node": daemon.node,
-            "protocol": PROTOCOL,
+            "protocol": daemon.revisions[1],
             "uptime_seconds": round(time.monotonic() - daemon.started, 3),
             "shards": len(summaries),
             "own_seq": own.seq if own else 0,
@@ -419,7 +435,7 @@ async def push_ops(request: web.Request) -> web.Response:
         message = f"{exc}; refusing to merge"
         daemon.forks.record(caller or node, node, message)
         raise Refused(409, Code.FORK, message) from None
-    verify = await _verifier(daemon, caller, node)
+    verify = await _verifier(daemon, caller, node, request["revision"])
     try:
         done = await asyncio.to_thread(
             receive.append, config.store.dir, node, ops, fsync=config.store.fsync, check=verify
@@ -452,15 +468,20 @@ async def push_ops(request: web.Request) -> web.Response:
     return _json({"appended": done.appended, "skipped": done.skipped, "head": done.head})
 
 
-async def _verifier(daemon: Daemon, caller: str | None, node: str) -> Verify | None:
+async def _verifier(daemon: Daemon, caller: str | None, node: str, revision: int) -> Verify | None:
     """How a push of ``node`` is checked: its author's certified keys, asked from the pusher
-    when none is known here (PROTOCOL.md §13.2); refused when there are none."""
+    when none is known here (PROTOCOL.md §13.2). A pusher speaking revision 1 whose signer is
+    unknown here pushes unsigned, as revision 1 did: mTLS proves it wrote its own shard
+    (§13.5). Refused otherwise."""
     if not daemon.signers.required:
         return None
     check = daemon.signers.check(node)
     member = daemon.membership.members.get(caller or "")
     if check is None and member is not None:
-        _, check = await daemon.exchanger.puller.verifier(member, node)
+        await daemon.exchanger.puller.ask_signers(member, member_of(node))
+        check = daemon.signers.check(node)
+    if check is None and revision == 1 and caller == member_of(node):
+        return None
     if check is None:
         raise Refused(
             400,
@@ -479,7 +500,8 @@ async def signers(request: web.Request) -> web.Response:
     pems = daemon.signers.pems(node)
     if not pems:
         raise Refused(404, Code.NOT_FOUND, f"no signing certificate of {node!r} is known here")
-    return _json({"node": node, "certs": pems})
+    found = await asyncio.to_thread(daemon.signers.checkpoints, node)
+    return _json({"node": node, "certs": pems, "checkpoints": found})
 
 
 async def graph(request: web.Request) -> web.Response:
