@@ -249,7 +249,7 @@ async def info(request: web.Request) -> web.Response:
             # ranges talks only to a peer whose "protocol" is its own (PROTOCOL.md §2.1).
             "protocol": _revision_for(request),
             "revisions": list(daemon.revisions),
-            "capabilities": list(CAPABILITIES),
+            "capabilities": [c for c in CAPABILITIES if c != "signed" or daemon.revisions[1] > 1],
             "software": "noond",
         }
     )
