@@ -23,6 +23,7 @@ from noon.store.shard import open_regular
 from noond.budget import Budget, BudgetSpent
 from noond.client import OpsPage, PeerError
 from noond.membership import Member
+from noond.revocations import Revoked
 from noond.signers import MAX_CHECKPOINTS, MAX_SIGNERS_PER_NODE
 from noond.wire import MAX_OPS_PER_PAGE, Code
 from noond.wiring import Wired, Wiring
@@ -99,9 +100,11 @@ class Puller(Wired):
         )
         return False, None
 
-    async def ask_signers(self, m: Member, author: str) -> None:
+    async def ask_signers(self, m: Member, author: str) -> bool:
         """``m``'s signing certificates of ``author``, and the checkpoints of its shards' unsigned
-        history, each kept once it verifies against this node's CA."""
+        history, each kept once it verifies against this node's CA. Whether anything new was
+        kept."""
+        known = len(self.signers.of(author))
         try:
             answer = await self.client.get_json(
                 m.address, f"/signers/{author}", expect=m.node, limit=MAX_CHECKPOINTS
@@ -124,6 +127,7 @@ class Puller(Wired):
                 self.refuse("unproven", "%s offered a checkpoint of %s: %s", m, author, exc)
                 continue
             if adopted is not None:
+                known = -1
                 log.info(
                     "adopted the checkpoint of %s's unsigned history up to seq %d (from %s); "
                     "%d lines it does not cover dropped here",
@@ -132,6 +136,7 @@ class Puller(Wired):
                     m.node,
                     adopted[1],
                 )
+        return len(self.signers.of(author)) != known
 
     def refuse(self, reason: str, message: str, m: Member, *args: object) -> None:
         """Count a refusal of what ``m`` sent and log it (rate-limited, noon.logs)."""
@@ -213,15 +218,9 @@ class Puller(Wired):
                 if not ops:
                     return
                 try:
-                    done = await asyncio.to_thread(
-                        receive.append,
-                        self.dir,
-                        node,
-                        ops,
-                        fsync=self.settings.fsync,
-                        consumed=after,
-                        check=verify,
-                    )
+                    done = await self.append_proven(m, node, ops, after, verify)
+                except Revoked:
+                    raise
                 except receive.Unproven as exc:
                     self._recheck.add(member_of(node))
                     self.refuse(
@@ -250,6 +249,42 @@ class Puller(Wired):
                 self.forks.record(m.node, node, str(exc))
                 return
             raise
+
+    async def append_proven(
+        self, m: Member | None, node: str, ops: Ops, after: int, verify: Verify | None
+    ) -> receive.Appended:
+        """Append a page or a push body; when it fails to verify, ask ``m`` (its sender) once
+        for what is new of its author (a rotated key's certificate, a checkpoint) and try
+        again with it. Ops of an author the CA revoked, stamped after its cut-off, raise
+        :class:`noond.revocations.Revoked` (counted here) and nothing is stored."""
+        try:
+            self.signers.revocations.check(node, [op.hlc for _, op in ops])
+        except Revoked as exc:
+            self.metrics.rejected.labels("revoked").inc()
+            log.warning("%s sent ops of %s, nothing stored: %s", m.node if m else "?", node, exc)
+            raise
+        try:
+            return await asyncio.to_thread(
+                receive.append,
+                self.dir,
+                node,
+                ops,
+                fsync=self.settings.fsync,
+                consumed=after,
+                check=verify,
+            )
+        except receive.Unproven:
+            if verify is None or m is None or not await self.ask_signers(m, member_of(node)):
+                raise
+        return await asyncio.to_thread(
+            receive.append,
+            self.dir,
+            node,
+            ops,
+            fsync=self.settings.fsync,
+            consumed=after,
+            check=self.signers.check(node),
+        )
 
     async def _refetch(self, m: Member, node: str) -> None:
         """Take ``m``'s whole copy of ``node``'s shard in place of ours (ours lags behind a

@@ -193,7 +193,8 @@ async def _admit(request: web.Request, handler: Handler) -> web.StreamResponse:
                     403, Code.FORBIDDEN, "a metrics certificate reaches /metrics and /health only"
                 )
             return await handler(request)
-        if caller in daemon.state.ignored:
+        revoked = daemon.signers.revocations.cutoff(caller or "") is not None
+        if caller in daemon.state.ignored or revoked:
             raise Refused(403, Code.FORBIDDEN, f"node {caller!r} is revoked or departed")
     proto = request.headers.get(Header.PROTOCOL)
     low, high = daemon.revisions
@@ -322,6 +323,7 @@ async def digest(request: web.Request) -> web.Response:
             "root": listing_root(summaries),
             "shards": len(summaries),
             "members": daemon.members_hash(),
+            "revocations": daemon.signers.revocations.digest(),
         }
     )
 
@@ -437,9 +439,8 @@ async def push_ops(request: web.Request) -> web.Response:
         raise Refused(409, Code.FORK, message) from None
     verify = await _verifier(daemon, caller, node, request["revision"])
     try:
-        done = await asyncio.to_thread(
-            receive.append, config.store.dir, node, ops, fsync=config.store.fsync, check=verify
-        )
+        pusher = daemon.membership.members.get(caller or "")
+        done = await daemon.exchanger.puller.append_proven(pusher, node, ops, 0, verify)
     except receive.Unproven as exc:
         raise Refused(400, Code.UNPROVEN, f"nothing stored: {exc}") from None
     except NotRegular as exc:
@@ -504,6 +505,13 @@ async def signers(request: web.Request) -> web.Response:
     return _json({"node": node, "certs": pems, "checkpoints": found})
 
 
+async def revocations(request: web.Request) -> web.Response:
+    """The revocations signed by the CA that this node believes (PROTOCOL.md §13.6)."""
+    known = request.app[DAEMON].signers.revocations
+    known.reload()
+    return _json({"records": [r.encode().decode() for r in known.records()]})
+
+
 async def graph(request: web.Request) -> web.Response:
     try:
         return _json(await request.app[DAEMON].graph())
@@ -533,6 +541,7 @@ def build_app(daemon: Daemon) -> web.Application:
     app.router.add_get("/shards/{node}/ops", get_ops)
     app.router.add_post("/shards/{node}/ops", push_ops)
     app.router.add_get("/signers/{node}", signers)
+    app.router.add_get("/revocations", revocations)
     app.router.add_get("/graph", graph)
     app.router.add_get("/metrics", metrics)
     return app

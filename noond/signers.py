@@ -22,6 +22,7 @@ from noon.core.checkpoint import Checkpoint
 from noon.core.collection import IMPORT_SUFFIX, member_of
 from noon.store import chainstate, checkpoints
 from noon.store.shard import read_regular, write_file
+from noond.revocations import Revocations
 
 log = logging.getLogger("noond")
 
@@ -36,6 +37,7 @@ class Signers:
     def __init__(self, directory: Path, ca: x509.Certificate | None) -> None:
         self.directory = directory
         self.path = directory / ".noon" / "signers.pem"
+        self.revocations = Revocations(directory, ca)
         self.ca = ca
         self._by_node: dict[str, dict[str, certs.Signer]] = {}
         if ca is not None:

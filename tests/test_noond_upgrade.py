@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench.mesh import Node, Pki, converged, start_all, wait_until
+from noon import certs
 from noon.core.chain import split_sig
 from noon.core.ops import Draft, encode
 from noon.store import chainstate
@@ -145,3 +146,30 @@ def test_after_the_upgrade_unsigned_lines_are_taken_only_as_the_checkpoint_cover
     assert status == 400 and b"unproven" in raw, raw
     assert (c.dir / "a.jsonl").read_bytes() == held
     assert c.metric("noond_rejected_total", 'reason="unproven"') >= 1
+
+
+def test_a_rotated_signing_key_is_fetched_and_old_batches_still_verify(
+    spawn: list[Node], tmp_path: Path, pki: Pki
+):
+    """``noon certs sign NODE --force`` gives a node a new signing key, same node id, history
+    kept: a peer holding only the old certificate fetches the new one when the first batch
+    signed with it does not verify, and a node joining later proves the old batches and the
+    new ones alike; nothing is refused anywhere."""
+    a, c = Node("a", tmp_path, pki), Node("c", tmp_path, pki)
+    spawn += [a, c]
+    start_all((a, [c]), (c, [a]))
+    write(a, 0)
+    wait_until(lambda: holds([a, c], {"a": 0}), what="c to take a's history", timeout=60)
+    a.stop()
+    old = (a.dir / "certs" / "a.signing.crt").read_bytes()
+    certs.issue_signing_cert(pki.root / "ca", "a", a.dir / "certs", force=True)
+    assert (a.dir / "certs" / "a.signing.crt").read_bytes() != old
+    a.start([c])
+    write(a, 1)
+    wait_until(lambda: holds([a, c], {"a": 1}), what="c to take a's newly signed batches")
+    assert len(c.get("/signers/a")[1]["certs"]) == 2
+    d = Node("d", tmp_path, pki)
+    spawn.append(d)
+    d.start([c])
+    wait_until(lambda: holds([a, c, d], {"a": 1}), what="d to take a's whole history from c")
+    assert refusals([a, c, d]) == 0

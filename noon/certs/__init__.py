@@ -21,7 +21,8 @@ Signing: every node also holds an Ed25519 signing key certified by the CA
 (``<node>.signing.key``, ``<node>.signing.crt``, OU ``noon-signer``): it signs the node's shards
 (PROTOCOL.md §13). ``issue_node_cert`` issues one with the node certificate.
 
-Revocation is by node id list elsewhere (no CRLs here).
+Revocation: a record signed with the CA key names a node and a cut-off stamp (``revoke``,
+``parse_revocation``); it replicates between nodes (PROTOCOL.md §13.6). No CRLs.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from noon.certs._model import (
     PeerIdentityError,
     validate_node_id,
 )
+from noon.certs._revocation import MAX_RECORD, Revocation, parse_revocation, revoke
 from noon.certs._signing import (
     SIGNER_UNIT,
     Signer,
@@ -72,6 +74,7 @@ __all__ = [
     "CA_CERT_NAME",
     "CA_KEY_NAME",
     "MAX_CERT_NODE_ID_LEN",
+    "MAX_RECORD",
     "NODE_ID_RE",
     "ROLE_METRICS",
     "ROLE_NODE",
@@ -89,6 +92,7 @@ __all__ = [
     "NodePaths",
     "NotSignedByCaError",
     "PeerIdentityError",
+    "Revocation",
     "Signer",
     "SigningPaths",
     "ca_certificate",
@@ -98,10 +102,12 @@ __all__ = [
     "init_ca",
     "issue_node_cert",
     "issue_signing_cert",
+    "parse_revocation",
     "peer_identity",
     "peer_node_id",
     "read_signer",
     "require_peer",
+    "revoke",
     "server_ssl_context",
     "signer_from_pem",
     "signing_paths",
