@@ -272,3 +272,12 @@ def legacy_message(problems: list[str], env: Mapping[str, str], *, starting: boo
             "noon uses."
         ]
     return "\n".join(lines)
+
+
+def parse_host_port(raw: str, flag: str, example: str) -> tuple[str, int]:
+    """``HOST:PORT`` (an IPv6 host in brackets or not) as given to ``flag``."""
+    host, sep, port_text = raw.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ConfigError(f"{flag} wants HOST:PORT (e.g. {example}), got {raw!r}")
+    return host, int(port_text)

@@ -36,6 +36,8 @@ class Collector:
     metrics: Metrics
     collect_unseen: bool = False
     clock: Callable[[], float] = time.time
+    relayed: Callable[[], dict[str, peerstate.Report]] = dict
+    """Frontier reports of members met through relays (PROTOCOL.md §14.5)."""
     last: CollectReport | None = None
     kept_since: dict[str, float] = field(default_factory=dict)
     """Per blocking member, since when it has kept something (for `noon compact` and logs)."""
@@ -47,11 +49,12 @@ class Collector:
         thread."""
         now = self.clock()
         members = [m for m in members if m.node not in excluded]
-        fresh = {
-            m.node: peerstate.Report(dict(m.heads), m.reported_at)
-            for m in members
-            if m.reported_at is not None
-        }
+        fresh = {n: r for n, r in self.relayed().items() if n not in excluded}
+        for m in members:
+            if m.reported_at is not None and (
+                m.node not in fresh or fresh[m.node].at < m.reported_at
+            ):
+                fresh[m.node] = peerstate.Report(dict(m.heads), m.reported_at)
         retiring: set[str] = set()
         unheard: set[str] = set()
         authors = {member_of(n) for n in map(shard_node, list_shards(self.dir)) if n is not None}

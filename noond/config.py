@@ -122,6 +122,13 @@ class DaemonConfig:
     """Bytes one exchange may pull from one member (the rest follows next round)."""
     max_shard_bytes: int = 1 << 30
     """Largest replica shard kept per author: beyond it nothing more is pulled or accepted."""
+    relays: tuple[str, ...] = ()
+    """``s3://bucket/prefix`` or ``file:///path`` relays (PROTOCOL.md §14)."""
+    relay_key: Path | None = None
+    """The mesh key file; None: ``$NOON_DIR/certs/relay.key``."""
+    relay_flush: float = 1.0
+    relay_interval: float = 10.0
+    relay_head_every: float = 30.0
 
     @property
     def node(self) -> str:
@@ -276,6 +283,13 @@ def from_env(
         handshake_timeout=env_float(env, "NOOND_HANDSHAKE_TIMEOUT", 5.0, 0.1),
         pull_budget=env_int(env, "NOOND_PULL_BUDGET", 256 << 20, 1 << 16),
         max_shard_bytes=env_int(env, "NOOND_MAX_SHARD_BYTES", 1 << 30, 1 << 16),
+        relays=tuple(r for r in re.split(r"[,\s]+", _get(env, "NOOND_RELAY")) if r),
+        relay_key=Path(_get(env, "NOOND_RELAY_KEY")).expanduser()
+        if _get(env, "NOOND_RELAY_KEY")
+        else None,
+        relay_flush=env_float(env, "NOOND_RELAY_FLUSH", 1.0, 0.01),
+        relay_interval=env_float(env, "NOOND_RELAY_INTERVAL", 10.0, 0.05),
+        relay_head_every=env_float(env, "NOOND_RELAY_HEAD_EVERY", 30.0, 0.0),
     )
     config.check()
     return config

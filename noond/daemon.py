@@ -40,6 +40,7 @@ from noond.forks import Forks
 from noond.listener import Limits, Listener, descriptor_budget
 from noond.membership import Membership
 from noond.metrics import Metrics
+from noond.relay import run as relay_run
 from noond.schedule import Scheduler
 from noond.server import build_app, build_metrics_app
 from noond.shards import Holdings
@@ -129,6 +130,13 @@ class Daemon:
             exchanger=self.exchanger,
             metrics=self.metrics,
         )
+        self.relays = relay_run.build(
+            config,
+            holdings=self.holdings,
+            signers=self.signers,
+            revoked=lambda: self.state.revoked,
+            metrics=self.metrics,
+        )
         self.collector = Collector(
             self.dir,
             self.node,
@@ -136,6 +144,7 @@ class Daemon:
             config.forget_after,
             self.metrics,
             collect_unseen=config.collect_unseen,
+            relayed=self.relays.reports,
         )
         self.scheduler = Scheduler(
             config=config,
@@ -318,6 +327,7 @@ class Daemon:
                 self._metrics_listener.port,
             )
         self.scheduler.start()
+        self.relays.start()
 
     async def _serve(
         self, app: web.Application, host: str, port: int, limits: Limits, *, tls: bool
@@ -346,6 +356,7 @@ class Daemon:
     async def stop(self) -> None:
         withdraw(self.dir)
         await self.scheduler.stop()
+        await self.relays.stop()
         self.state.save_members()
         for listener in (self._listener, self._metrics_listener):
             if listener is not None:

@@ -49,6 +49,58 @@ class Metrics:
         self.pushes = Counter(
             "noond_pushes_total", "Pushes of the own shard by result.", ["result"], registry=r
         )
+        self.relay_requests = Counter(
+            "noond_relay_requests_total",
+            "Requests to a relay by operation (list, get, put, put_head, delete).",
+            ["relay", "op"],
+            registry=r,
+        )
+        self.relay_bytes = Counter(
+            "noond_relay_bytes_total",
+            "Sealed bytes sent to (up) and read from (down) a relay.",
+            ["relay", "direction"],
+            registry=r,
+        )
+        self.relay_rejected = Counter(
+            "noond_relay_rejected_total",
+            "Relay objects refused, nothing stored, by reason (ciphertext, too_large, format, "
+            "foreign, revoked, unproven, uncertified, fork, invalid_ops).",
+            ["relay", "reason"],
+            registry=r,
+        )
+        self.relay_reachable = Gauge(
+            "noond_relay_reachable",
+            "1 when the last request to a relay was answered, else 0.",
+            ["relay"],
+            registry=r,
+        )
+        self.relay_last_upload = Gauge(
+            "noond_relay_last_upload_timestamp_seconds",
+            "Unix time of the last segment uploaded to a relay.",
+            ["relay"],
+            registry=r,
+        )
+        self.relay_lag = Gauge(
+            "noond_relay_lag_ops",
+            "Ops a relay lists beyond what this node holds (after its last read).",
+            ["relay"],
+            registry=r,
+        )
+        self.relay_backlog = Gauge(
+            "noond_relay_backlog_ops",
+            "Own ops written here and not yet uploaded to a relay.",
+            ["relay"],
+            registry=r,
+        )
+        self.relay_ops_up = Counter(
+            "noond_relay_ops_uploaded_total", "Own ops uploaded to a relay.", ["relay"], registry=r
+        )
+        self.relay_ops_down = Counter(
+            "noond_relay_ops_taken_total",
+            "Ops taken from a relay and appended here.",
+            ["relay"],
+            registry=r,
+        )
         self.ops_pulled = Counter(
             "noond_ops_pulled_total", "Ops fetched from peers and appended here.", registry=r
         )

@@ -274,6 +274,7 @@ async def status(request: web.Request) -> web.Response:
             "forks": daemon.forks.as_json(),
             "rounds": daemon.scheduler.rounds,
             "collection": daemon.collector.status(),
+            "relays": daemon.relays.status(),
         }
     )
 

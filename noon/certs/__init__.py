@@ -21,6 +21,9 @@ Signing: every node also holds an Ed25519 signing key certified by the CA
 (``<node>.signing.key``, ``<node>.signing.crt``, OU ``noon-signer``): it signs the node's shards
 (PROTOCOL.md §13). ``issue_node_cert`` issues one with the node certificate.
 
+Relays: ``relay.key`` (``noon certs relay-key``) holds the mesh key, one per epoch, that seals
+what a relay holds (PROTOCOL.md §14.1); it is handed to every machine like ``ca.crt``.
+
 Revocation: a record signed with the CA key names a node and a cut-off stamp (``revoke``,
 ``parse_revocation``); it replicates between nodes (PROTOCOL.md §13.6). No CRLs.
 """
@@ -51,6 +54,14 @@ from noon.certs._model import (
     PeerIdentityError,
     validate_node_id,
 )
+from noon.certs._relaykey import (
+    RELAY_KEY_NAME,
+    MeshKey,
+    RelayKeyError,
+    copy_relay_key,
+    create_relay_key,
+    read_relay_key,
+)
 from noon.certs._revocation import MAX_RECORD, Revocation, parse_revocation, revoke
 from noon.certs._signing import (
     SIGNER_UNIT,
@@ -76,6 +87,7 @@ __all__ = [
     "MAX_CERT_NODE_ID_LEN",
     "MAX_RECORD",
     "NODE_ID_RE",
+    "RELAY_KEY_NAME",
     "ROLE_METRICS",
     "ROLE_NODE",
     "ROLE_UNITS",
@@ -88,10 +100,12 @@ __all__ = [
     "CertParseError",
     "InvalidNodeIdError",
     "KeyMismatchError",
+    "MeshKey",
     "NodeCertExistsError",
     "NodePaths",
     "NotSignedByCaError",
     "PeerIdentityError",
+    "RelayKeyError",
     "Revocation",
     "Signer",
     "SigningPaths",
@@ -99,12 +113,15 @@ __all__ = [
     "cert_info",
     "check_node_files",
     "client_ssl_context",
+    "copy_relay_key",
+    "create_relay_key",
     "init_ca",
     "issue_node_cert",
     "issue_signing_cert",
     "parse_revocation",
     "peer_identity",
     "peer_node_id",
+    "read_relay_key",
     "read_signer",
     "require_peer",
     "revoke",

@@ -3,7 +3,8 @@
 Wire and file form (keys in this order when noon writes; readers accept any order)::
 
     {"v":1,"node":"laptop","seq":42,"hlc":116..,"el":["content","default","laptop.40"],
-     "val":{"text":"..."},"prev":[["laptop",40]],"by":"claude-code","bat":43,"via":"mcp"}
+     "val":{"text":"..."},"prev":[["laptop",40]],"by":"claude-code","bat":43,"via":"mcp",
+     "req":"9f0c..."}
 
 - ``v``: format version. An op with a newer version is *unknown*: its envelope (``node``,
   ``seq``, ``hlc``) is still read so it can be stored, deduplicated and relayed, but the fold
@@ -18,6 +19,9 @@ Wire and file form (keys in this order when noon writes; readers accept any orde
   client's own claim, shown as information only.
 - ``via``: the edge of noon that wrote it (:data:`EDGES`), set by that edge's own code, never
   taken from a client: the review queue keys on it. Absent on ops written before it existed.
+- ``req``: on the first op of a batch an agent's call wrote, the call's request key: its author
+  answers a retry of the call from this batch instead of writing it again
+  (:mod:`noon.store.retries`). Read by nothing else.
 - ``bat``: present on every op of a multi-op batch: the seq of the batch's last op. A reader
   applies a batch only once it holds an op of that author with ``seq >= bat``, so a batch torn
   by a crash is never half-visible.
@@ -36,7 +40,7 @@ from typing import Any
 import orjson
 
 from noon.core.elements import MAX_KEY_PART, InvalidValue, kind_of
-from noon.errors import NoonError
+from noon.errors import Invalid
 
 FORMAT_VERSION = 1
 MAX_LINE = 4 << 20
@@ -62,7 +66,7 @@ OpId = tuple[str, int]
 Key = tuple[str, ...]
 
 
-class OpError(NoonError, ValueError):
+class OpError(Invalid):
     """A line that is not a valid operation. The message says what is wrong with it."""
 
 
@@ -320,6 +324,7 @@ def encode(
     by: str | None = None,
     bat: int | None = None,
     via: str | None = None,
+    req: str | None = None,
 ) -> bytes:
     """Encode an op as one line, without the newline, in noon's canonical key order. The
     envelope is checked first (:class:`OpError`): a writer never puts on disk a seq, stamp or
@@ -341,6 +346,8 @@ def encode(
         obj["bat"] = bat
     if via is not None:
         obj["via"] = via
+    if req is not None:
+        obj["req"] = req
     return orjson.dumps(obj)
 
 

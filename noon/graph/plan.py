@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from noon.core.elements import boot_key, content_key, edge_key, keyword_key
 from noon.core.ops import Draft, Op, OpId
-from noon.errors import NoonError
+from noon.errors import Invalid
 from noon.graph.quote import QuoteEdit, QuoteError, replace_quoted
 from noon.graph.reader import (
     GraphReader,
@@ -20,14 +20,13 @@ from noon.graph.reader import (
     last_placement,
     live_text,
     resolve_past,
-    version_id,
 )
 from noon.graph.uri import NODE_VIEW, Uri, check_name, is_root, new_node_id, parse
 
 MAX_KEYWORD = 100
 
 
-class GraphError(NoonError, ValueError):
+class GraphError(Invalid):
     """An edit the graph refuses. The message tells the agent what to do instead."""
 
 
@@ -181,20 +180,6 @@ def create(
         place(graph, namespace, parent_node, name, node, priority, disclosure),
     ]
     return drafts, node, uri
-
-
-def check_version(
-    graph: GraphReader, namespace: str, node: str, uri: Uri, expected: str | None
-) -> None:
-    if expected is None:
-        return
-    el = graph.content(namespace, node)
-    current = version_id(el.winner) if el is not None else "(none)"
-    if current != expected:
-        raise GraphError(
-            f"Memory '{uri}' changed since you read it: expected version {expected}, current "
-            f"version is {current}. Read it again with read_memory and redo the edit."
-        )
 
 
 def current_text(graph: GraphReader, namespace: str, node: str, uri: Uri) -> str:

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from noon.errors import NoonError
+from noon.errors import Invalid
 from noon.graph.quote_hint import Budget, not_found_message
 
 __all__ = [
@@ -100,7 +100,7 @@ class QuoteEdit:
     literal_newlines: bool = False
 
 
-class QuoteError(NoonError, ValueError):
+class QuoteError(Invalid):
     """The quote cannot be applied; the message is written for the agent to act on.
 
     ``kind`` is ``"empty"``, ``"ambiguous"``, ``"not_found"`` or ``"too_costly"``. ``lines``

@@ -30,13 +30,13 @@ from typing import Any
 from noon.core.elements import BOOT, CONTENT, EDGE, ENTITY, KEYWORD, OBS, REL, REVIEW
 from noon.core.fold import pick_winner
 from noon.core.ops import Draft, Key, Op, OpId
-from noon.errors import NoonError
+from noon.errors import Invalid
 from noon.graph.reader import ElementLike
 
 Value = dict[str, Any] | None
 
 
-class UndoError(NoonError, ValueError):
+class UndoError(Invalid):
     """An undo that cannot restore everything it should. Nothing is written then."""
 
 

@@ -15,7 +15,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from noon.errors import NoonError
+from noon.errors import Invalid
 
 ROOT_PREFIX = "@"
 SYSTEM = "system"
@@ -30,7 +30,7 @@ NAME = re.compile(r"^[\w][\w.-]{0,127}$")
 MAX_SEGMENTS = 64
 
 
-class UriError(NoonError, ValueError):
+class UriError(Invalid):
     """A URI, name or domain that cannot be used. The message says why and what to do."""
 
 

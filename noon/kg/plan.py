@@ -20,11 +20,11 @@ from typing import Any
 
 from noon.core.elements import MAX_KEY_PART, entity_key, rel_key
 from noon.core.ops import MAX_BATCH, Draft, Key
-from noon.errors import NoonError
+from noon.errors import Invalid
 from noon.kg.graph import KgReader, obs_key, obs_value
 
 
-class KGError(NoonError):
+class KGError(Invalid):
     """A call the official server refuses; the message is the official error text (or, for
     what only noon bounds, a message saying the bound)."""
 

@@ -20,8 +20,9 @@ from typing import Any
 
 import anyio
 
-from noon.config import ConfigError, add_store_flags, settings_from
-from noon.mcp.server import NAMESPACE, create_server, initialization_options
+from noon.app.actor import NAMESPACE
+from noon.config import ConfigError, add_store_flags, parse_host_port, settings_from
+from noon.mcp.server import create_server, initialization_options
 from noon.net import is_loopback
 from noon.store.store import Store
 
@@ -49,14 +50,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "or all (default)",
     )
     add_store_flags(parser)
-
-
-def parse_host_port(raw: str) -> tuple[str, int]:
-    host, sep, port_text = raw.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ConfigError(f"--http wants HOST:PORT (e.g. 127.0.0.1:8765), got {raw!r}")
-    return host, int(port_text)
 
 
 def nocturne_namespace(env: Mapping[str, str]) -> str | None:
@@ -91,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         from noon.mcp.http_limits import HttpLimits
 
         limits = HttpLimits.from_env(os.environ)
-        host, port = parse_host_port(args.http)
+        host, port = parse_host_port(args.http, "--http", "127.0.0.1:8765")
         token = settings.token
         if token is None and not is_loopback(host):
             raise ConfigError(

@@ -18,7 +18,6 @@ replica shard that ``noond`` extended - which a background task picks up by poll
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
@@ -34,20 +33,24 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
+from noon.app.actor import NAMESPACE
 from noon.config import Settings
 from noon.core.elements import KG_KINDS
 from noon.core.ops import Key
+from noon.errors import Unavailable
+from noon.mcp import retried
 from noon.mcp.families import FAMILIES
 from noon.mcp.spec import Family, ResourceSpec, ToolContext, ToolResult, ToolSpec, tool_error
 from noon.mcp.validation import ArgumentValidator
-from noon.store.store import Changes, Store, StoreError
+from noon.store import retries
+from noon.store.access import service
+from noon.store.store import AlreadyWritten, Changes, Store, StoreError
 
 log = logging.getLogger("noon.mcp")
 
 POLL_SECONDS = 0.2
 """How often changes from other writers are looked for while someone is subscribed."""
 NAMESPACE_HEADER = "x-noon-namespace"
-NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 KG_SCHEME = "memory://"
 
 
@@ -292,11 +295,22 @@ def create_server(
                 "MCP error -32602: Input validation error: Invalid arguments for tool "
                 f"{spec.name}: " + "\n".join(problems)
             )
+        context = tool_context(ctx, family)
+        key = None
+        if family.recognises_retries and spec.annotations.idempotent_hint is not True:
+            key = retries.request_key(spec.name, args, context.namespace, context.client)
         try:
-            return with_notice(await spec.handler(args, tool_context(ctx, family)), store)
+            with retries.requesting(key):
+                return with_notice(await spec.handler(args, context), store)
+        except AlreadyWritten as exc:
+            svc = service(store)
+            done = await anyio.to_thread.run_sync(
+                retried.answer, svc, spec, args, context, exc.batch
+            )
+            return with_notice(done, store)
         except family.refusals as exc:
             return family.refusal(exc)
-        except (StoreError, OSError) as exc:
+        except (Unavailable, OSError) as exc:
             log.warning("tool %s failed: %s", spec.name, exc)
             return tool_error(str(exc))
         except MCPError:

@@ -123,6 +123,11 @@ class Family:
     argument_hints: bool = True
     """Whether argument errors suggest the argument a misspelled one probably meant (off for the
     drop-in, whose messages stay the official server's byte for byte)."""
+    recognises_retries: bool = True
+    """Whether a retry of a call that is not idempotent, written before and whose answer was
+    lost, is answered from what it wrote instead of written again (:mod:`noon.store.retries`).
+    Off for the drop-in: its adds are sets (a retry adds nothing) and its answers stay the
+    official server's."""
 
     def refusal(self, exc: Exception) -> types.CallToolResult:
         text = str(exc)

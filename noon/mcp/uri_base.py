@@ -19,27 +19,20 @@ import mcp.types as types
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 
-from noon.errors import NoonError
-from noon.graph.plan import GraphError
-from noon.graph.quote import QuoteError
-from noon.graph.undo import UndoError
-from noon.graph.uri import UriError
+from noon import errors
+from noon.app.actor import Actor
 from noon.mcp.spec import ToolContext, ToolResult, Tools
 from noon.store.access import GraphService, service
 
+REFUSALS = errors.REFUSALS
+"""What URI tools raise to refuse a call (every refusal kind of :mod:`noon.errors`); nothing
+is written then."""
 
-class ToolInputError(NoonError, ValueError):
-    """Arguments that pass the schema but make no sense together."""
 
+def actor(ctx: ToolContext) -> Actor:
+    """The tool call's caller, as the use cases of :mod:`noon.app` take it."""
+    return Actor(ctx.namespace, ctx.client, ctx.via)
 
-REFUSALS: tuple[type[Exception], ...] = (
-    ToolInputError,
-    GraphError,
-    UriError,
-    QuoteError,
-    UndoError,
-)
-"""What URI tools raise to refuse a call; nothing is written then."""
 
 # -- argument fields ------------------------------------------------------------------------
 

@@ -6,10 +6,8 @@ from typing import Annotated
 
 from pydantic import Field
 
+from noon.app import search as app_search
 from noon.graph import plan, views
-from noon.graph.plan import GraphError
-from noon.graph.reader import live_text, version_id
-from noon.graph.search import snippet
 from noon.graph.uri import node_view
 from noon.mcp.spec import ToolContext, Tools, tool_hints
 from noon.mcp.uri_base import Args, Out, Reply, UriText, uri_tool
@@ -101,51 +99,28 @@ class SearchOut(Out):
 
 
 def search(svc: GraphService, ns: str, query: str, domain: str | None, limit: int) -> Reply:
-    g = svc.graph
-    if domain is not None:
-        domain = domain.strip().lower()
-        if domain not in g.domains(ns):
-            raise GraphError(
-                f"Unknown domain '{domain}'. Domains with memories: "
-                f"{', '.join(g.domains(ns)) or '(none yet)'}."
-            )
-
-    def accept(node: str) -> bool:
-        if not g.is_live(ns, node):
-            return False
-        us = g.uris(ns, node)
-        return bool(us) and (domain is None or any(u.domain == domain for u, _ in us))
-
-    hits = svc.search.search(ns, query, limit, accept)
+    hits = app_search.search(svc, ns, query, domain, limit)
     if not hits:
-        where = f"in '{domain}'" if domain else "across all domains"
+        where = f"in '{domain.strip().lower()}'" if domain else "across all domains"
         return f"No matching memories found {where}.", {"query": query, "results": []}
     lines = [f"Found {len(hits)} matches for '{query}':", ""]
-    results = []
     for h in hits:
-        us = g.uris(ns, h.node)
-        if domain:
-            us = [u for u in us if u[0].domain == domain]
-        uri, prio = us[0]
-        found = g.resolve(ns, uri)
-        disc = found[1].disclosure if found and found[1] else ""
-        el = g.content(ns, h.node)
-        snip = snippet(live_text(el) if el else "", query, h.matched)
-        lines.append(f"- {uri}  (score {h.score})")
-        lines.append(f"  Priority: {prio}")
-        if disc:
-            lines.append(f"  Disclosure: {disc}")
-        lines += [f"  {snip}", ""]
-        results.append(
-            {
-                "uri": str(uri),
-                "memory_id": h.node,
-                "score": h.score,
-                "priority": prio,
-                "disclosure": disc,
-                "version": version_id(el.winner) if el else None,
-            }
-        )
+        lines.append(f"- {h.uri}  (score {h.score})")
+        lines.append(f"  Priority: {h.priority}")
+        if h.disclosure:
+            lines.append(f"  Disclosure: {h.disclosure}")
+        lines += [f"  {h.snippet}", ""]
+    results = [
+        {
+            "uri": str(h.uri),
+            "memory_id": h.node,
+            "score": h.score,
+            "priority": h.priority,
+            "disclosure": h.disclosure,
+            "version": h.version,
+        }
+        for h in hits
+    ]
     return "\n".join(lines), {"query": query, "results": results}
 
 

@@ -1,8 +1,9 @@
 """The URI-graph tools that write (update_memory has its own module): create, delete, alias, move,
 glossary triggers, rollback and the boot list.
 
-Each plans inside ``Store.write`` (through :meth:`GraphService.write`), so its checks (path free,
-parent exists, no cycle, expected version) hold at the moment of writing.
+Each is an argument model and the text an agent reads around a use case of :mod:`noon.app`
+(which plans inside ``Store.write``, so its checks hold at the moment of writing), plus the
+hints only agents get (possible duplicates, keywords no memory mentions).
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ from typing import Annotated
 
 from pydantic import Field
 
-from noon.core.elements import CONTENT
-from noon.core.ops import Draft
-from noon.graph import memory_view, plan
-from noon.graph.reader import GraphReader, live_text, version_id
+from noon.app import memories, versions
+from noon.graph import memory_view
+from noon.graph.reader import live_text
 from noon.graph.search import tokens
 from noon.graph.uri import Uri, parse
 from noon.mcp.spec import ToolContext, Tools, tool_hints
@@ -28,11 +28,10 @@ from noon.mcp.uri_base import (
     Reply,
     UriText,
     Version,
+    actor,
     uri_tool,
 )
-from noon.store import rollback
 from noon.store.access import GraphService
-from noon.store.readmodel.graph import SqlGraph
 
 tools = Tools()
 SIMILAR_WORDS = 40
@@ -109,14 +108,10 @@ def similar(svc: GraphService, ns: str, node: str, title: str, content: str) -> 
 )
 def create_memory(svc: GraphService, args: CreateArgs, ctx: ToolContext) -> Reply:
     parent = parse(args.parent_uri)
-
-    def fn(g: GraphReader) -> tuple[list[Draft], tuple[str, Uri]]:
-        drafts, node, uri = plan.create(
-            g, ctx.namespace, parent, args.title, args.content, args.priority, args.disclosure
-        )
-        return drafts, (node, uri)
-
-    ops, (node, uri) = svc.write(fn, ctx.client, ctx.via)
+    made = memories.create(
+        svc, actor(ctx), args.parent_uri, args.title, args.content, args.priority, args.disclosure
+    )
+    uri, node = made.uri, made.node
     related = svc.read(lambda s: similar(s, ctx.namespace, node, args.title or "", args.content))
     text = f"Success: Memory created at '{uri}'\n\n"
     if related:
@@ -133,7 +128,7 @@ def create_memory(svc: GraphService, args: CreateArgs, ctx: ToolContext) -> Repl
         parent,
         "If this new memory contradicts it, merge them with update_memory instead of keeping both.",
     )
-    data = {"uri": str(uri), "memory_id": node, "version": version_id(ops[0]), "related": related}
+    data = {"uri": str(uri), "memory_id": node, "version": made.version, "related": related}
     return text, data
 
 
@@ -173,13 +168,8 @@ class DeleteOut(Out):
 )
 def delete_memory(svc: GraphService, args: DeleteArgs, ctx: ToolContext) -> Reply:
     label = args.uri.strip()
-
-    def fn(g: GraphReader) -> tuple[list[Draft], tuple[int, str]]:
-        node, _, pl = plan.locate(g, ctx.namespace, label)
-        drafts, deleted = plan.delete(g, ctx.namespace, node, label, pl, bool(args.recursive))
-        return drafts, (deleted, node)
-
-    _, (deleted, node) = svc.write(fn, ctx.client, ctx.via)
+    gone = memories.delete(svc, actor(ctx), label, bool(args.recursive))
+    deleted, node = gone.deleted, gone.node
     if deleted == 0:
         text = (
             f"Success: Path '{label}' removed. The memory stays reachable through its other "
@@ -227,14 +217,9 @@ class AliasOut(Out):
 )
 def add_alias(svc: GraphService, args: AliasArgs, ctx: ToolContext) -> Reply:
     new_uri = parse(args.new_uri)
-
-    def fn(g: GraphReader) -> tuple[list[Draft], str]:
-        node, _, pl = plan.locate(g, ctx.namespace, args.target_uri)
-        prio = args.priority if args.priority is not None else (pl.priority if pl else 0)
-        disc = args.disclosure if args.disclosure is not None else (pl.disclosure if pl else "")
-        return [plan.alias(g, ctx.namespace, new_uri, node, prio, disc)], node
-
-    _, node = svc.write(fn, ctx.client, ctx.via)
+    node = memories.alias(
+        svc, actor(ctx), args.target_uri, args.new_uri, args.priority, args.disclosure
+    )
     text = (
         f"Success: Alias '{new_uri}' now points to same memory as "
         f"'{args.target_uri.strip()}' (its children come along).\n"
@@ -274,13 +259,7 @@ class MoveOut(Out):
 )
 def move_memory(svc: GraphService, args: MoveArgs, ctx: ToolContext) -> Reply:
     new_uri = parse(args.new_uri)
-
-    def fn(g: GraphReader) -> tuple[list[Draft], str]:
-        node, _, pl = plan.locate(g, ctx.namespace, args.uri)
-        drafts = plan.move(g, ctx.namespace, node, pl, new_uri, args.priority, args.disclosure)
-        return drafts, node
-
-    _, node = svc.write(fn, ctx.client, ctx.via)
+    node = memories.move(svc, actor(ctx), args.uri, args.new_uri, args.priority, args.disclosure)
     text = (
         f"Success: Memory moved from '{args.uri.strip()}' to '{new_uri}' (children, "
         "keywords, history and boot membership come along)."
@@ -349,14 +328,16 @@ def unmentioned(svc: GraphService, ns: str, node: str, keywords: list[str]) -> l
 def manage_triggers(svc: GraphService, args: TriggersArgs, ctx: ToolContext) -> Reply:
     label, ns = args.uri.strip(), ctx.namespace
 
-    def fn(g: GraphReader) -> tuple[list[Draft], tuple[str, dict[str, list[str]]]]:
-        node, _, _ = plan.locate(g, ns, label)
-        drafts, report = plan.triggers(g, ns, node, args.add or [], args.remove or [])
-        return drafts, (node, report)
-
-    ops, (node, report) = svc.write(fn, ctx.client, ctx.via)
+    done = memories.triggers(svc, actor(ctx), label, args.add or [], args.remove or [])
+    node = done.node
+    report = {
+        "added": done.added,
+        "existing": done.existing,
+        "removed": done.removed,
+        "missing": done.missing,
+    }
     current, lonely = svc.read(
-        lambda s: (s.graph.keywords_of(ns, node), unmentioned(s, ns, node, report["added"]))
+        lambda s: (s.graph.keywords_of(ns, node), unmentioned(s, ns, node, done.added))
     )
     lines = [f"Keywords for '{label}':"]
     for key, title in (
@@ -379,7 +360,7 @@ def manage_triggers(svc: GraphService, args: TriggersArgs, ctx: ToolContext) -> 
         **data,
         "unmentioned": lonely,
         "current": current,
-        "written": bool(ops),
+        "written": done.written,
     }
 
 
@@ -419,24 +400,12 @@ class RollbackOut(Out):
 )
 def rollback_memory(svc: GraphService, args: RollbackArgs, ctx: ToolContext) -> Reply:
     label = args.uri.strip()
-
-    def fn(g: SqlGraph) -> tuple[list[Draft], tuple[str, str]]:
-        node, uri, _ = plan.locate(g, ctx.namespace, label)
-        u = uri or Uri("system", ())
-        plan.check_version(g, ctx.namespace, node, u, args.expected_version)
-        drafts = rollback.to_version(g, ctx.namespace, label, node, args.version)
-        el = g.content(ctx.namespace, node)
-        return drafts, (node, version_id(el.winner) if el is not None else "")
-
-    ops, (node, unchanged) = svc.write(fn, ctx.client, ctx.via)
-    text = next((op for op in ops if op.el[0] == CONTENT), None)
-    version = version_id(text) if text is not None else unchanged
-    beside = len(ops) - (text is not None)
-    also = f"; {beside} other element(s) put back as they were" if beside else ""
+    done = versions.rollback_to(svc, actor(ctx), label, args.version, args.expected_version)
+    also = f"; {done.others} other element(s) put back as they were" if done.others else ""
     return (
-        f"Success: '{label}' rolled back to version {args.version} (new version {version}"
+        f"Success: '{label}' rolled back to version {args.version} (new version {done.version}"
         f"{also}; the history keeps every version).",
-        {"uri": label, "memory_id": node, "version": version, "restored": args.version},
+        {"uri": label, "memory_id": done.node, "version": done.version, "restored": args.version},
     )
 
 
@@ -475,12 +444,7 @@ class BootOut(Out):
 def manage_boot(svc: GraphService, args: BootArgs, ctx: ToolContext) -> Reply:
     ns = ctx.namespace
 
-    def fn(g: GraphReader) -> tuple[list[Draft], None]:
-        add = [plan.locate(g, ns, u)[0] for u in args.add or []]
-        remove = [plan.locate(g, ns, u)[0] for u in args.remove or []]
-        return plan.boot(g, ns, add, remove), None
-
-    ops, _ = svc.write(fn, ctx.client, ctx.via)
+    written = memories.boot(svc, actor(ctx), args.add or [], args.remove or [])
 
     def listing(s: GraphService) -> list[str]:
         return sorted(memory_view.show_uri(s.graph, ns, n) for n in s.graph.boot_nodes(ns))
@@ -488,4 +452,4 @@ def manage_boot(svc: GraphService, args: BootArgs, ctx: ToolContext) -> Reply:
     current = svc.read(listing)
     text = "Boot memories (loaded by system://boot, by node, so they survive moves):\n"
     text += "\n".join(f"- {u}" for u in current) if current else "(none)"
-    return text, {"boot": current, "written": bool(ops)}
+    return text, {"boot": current, "written": written}

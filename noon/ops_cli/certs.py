@@ -73,9 +73,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the cut-off stamp (an HLC, as `noon log --json` shows): default now",
     )
 
+    relay = sub.add_parser(
+        "relay-key", help="create (or --rotate) the mesh key that seals what relays hold"
+    )
+    relay.add_argument("--ca-dir", type=Path, help="default: $NOON_CA_DIR or ~/.config/noon/ca")
+    relay.add_argument("--out", type=Path, help="also copy it here (default: $NOON_DIR/certs)")
+    relay.add_argument(
+        "--rotate", action="store_true", help="add a new epoch (after revoking a machine)"
+    )
+
 
 def run(args: argparse.Namespace) -> int:
     ca_dir = args.ca_dir or default_ca_dir()
+    if args.certs_command == "relay-key":
+        return _relay_key(ca_dir, args)
     if args.certs_command == "init":
         ca = certs.init_ca(ca_dir, name=args.name, days=args.days, force=args.force)
         print(f"CA created: {ca.cert} (key {ca.key}, keep it private)")
@@ -148,4 +159,21 @@ def _revoke(ca_dir: Path, args: argparse.Namespace) -> int:
         out.write(record.encode() + b"\n")
     print(f"revoked {args.node} from stamp {after} on, signed by the CA; written to {target}")
     print("this machine's noond gives it to every member at its next exchange")
+    return 0
+
+
+def _relay_key(ca_dir: Path, args: argparse.Namespace) -> int:
+    master = ca_dir / certs.RELAY_KEY_NAME
+    out = (args.out or default_cert_dir()) / certs.RELAY_KEY_NAME
+    try:
+        key = certs.create_relay_key(master, rotate=args.rotate)
+        if out.resolve() != master.resolve():
+            certs.copy_relay_key(key, out)
+    except certs.CertError as exc:
+        print(f"noon: {exc}")
+        return 1
+    print(f"relay key epoch {key.current} in {master} (copied to {out})")
+    print("copy it to every machine's $NOON_DIR/certs/ (mode 0600); keep it as private as ca.key")
+    if args.rotate:
+        print("machines without this copy cannot read what is written from now on")
     return 0

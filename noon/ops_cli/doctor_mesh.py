@@ -75,6 +75,30 @@ def check_daemon(settings: Settings, url: str) -> tuple[list[Finding], list[dict
                 f"noon peers revoke {peer}",
             )
         )
+    for relay in status.get("relays", []):
+        if relay.get("reachable") is False:
+            out.append(
+                Finding(
+                    "relay",
+                    ERROR,
+                    f"relay {relay.get('url')} is unreachable: {relay.get('error')}; "
+                    f"{relay.get('backlog_ops', 0)} own ops wait to be uploaded",
+                    "check the bucket's credentials (the AWS chain: AWS_PROFILE, "
+                    "AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL) or that the synced folder exists",
+                )
+            )
+        elif relay.get("refused"):
+            out.append(
+                Finding(
+                    "relay",
+                    WARNING,
+                    f"relay {relay.get('url')}: {relay.get('refused')} objects refused, nothing "
+                    "stored from them (see noond's log: cut by a sync tool, another mesh's key, "
+                    "or forged)",
+                    "check that every machine holds the same relay.key and that nobody else "
+                    "writes under the relay's prefix",
+                )
+            )
     for fork in status.get("forks", []):
         out.append(
             Finding(

@@ -221,6 +221,11 @@ def gather(
                 own.close()
     report["forks"] = forks
 
+    report["relays"] = [
+        {**relay, "summary": relay_summary(relay)}
+        for relay in (status_doc.get("relays", []) if status_doc else [])
+        if isinstance(relay, dict)
+    ]
     collection = status_doc.get("collection") if status_doc else None
     if isinstance(collection, dict) and collection.get("ran"):
         report["frozen"] = {
@@ -232,6 +237,19 @@ def gather(
         why = "the daemon has not run a collection yet" if status_doc else "no daemon answered"
         report["frozen"] = {"known": False, "count": None, "kept": [], "note": why}
     return report
+
+
+def relay_summary(r: dict[str, Any]) -> str:
+    """One line per relay (PROTOCOL.md §14): reachable, lag, backlog, last upload, traffic."""
+    state = {True: "reachable", False: f"UNREACHABLE ({r.get('error')})", None: "not tried yet"}
+    last = r.get("last_upload")
+    return (
+        f"relay {r.get('url')}: {state.get(r.get('reachable'), '?')}, "
+        f"{r.get('lag_ops', 0)} ops listed not taken yet, {r.get('backlog_ops', 0)} own ops "
+        f"not uploaded yet, last upload {iso(last) if last else 'never'}, "
+        f"{r.get('bytes_up', 0)} B up / {r.get('bytes_down', 0)} B down in "
+        f"{r.get('requests', 0)} requests, {r.get('refused', 0)} objects refused"
+    )
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -309,6 +327,7 @@ def render(r: dict[str, Any]) -> str:
             out.append(
                 f"    {h['version']}{mark} by {h['by'] or 'unknown'} on {h['node']} at {h['time']}"
             )
+    out += [relay["summary"] for relay in r.get("relays", [])]
     f = r["frozen"]
     if f["known"]:
         out.append(f"frozen tombstones: {f['count']}")

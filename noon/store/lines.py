@@ -14,7 +14,7 @@ Everything here works on ``bytes`` or a read-only ``mmap`` alike and does no I/O
 from __future__ import annotations
 
 import mmap
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -89,9 +89,18 @@ def lines_backwards(buf: Buffer, end: int) -> Iterator[tuple[int, bytes]]:
         pos = start
 
 
-def first_after(buf: Buffer, end: int, after: int) -> int:
-    """Offset of the first line whose seq is greater than ``after`` (``end`` when none): a
-    binary search, since a shard holds its author's ops in increasing seq order."""
+def seq_of(raw: bytes) -> int | None:
+    """A stored line's seq, or None for a blank or undecodable one."""
+    env = envelope(raw)
+    return None if env is None else env.seq
+
+
+def first_after(
+    buf: Buffer, end: int, after: int, value: Callable[[bytes], int | None] = seq_of
+) -> int:
+    """Offset of the first line whose ``value`` (its seq unless told) is greater than ``after``
+    (``end`` when none): a binary search, since a shard holds its author's ops in increasing
+    seq order (and stamp order). Lines without a value are passed over."""
     lo, hi = 0, end  # invariant: the answer is a line start in [lo, hi]
     while lo < hi:
         mid = (lo + hi) // 2
@@ -99,9 +108,8 @@ def first_after(buf: Buffer, end: int, after: int) -> int:
         found: int | None = None
         pos = start
         for nxt, raw in lines_forwards(buf, start, hi):
-            env = envelope(raw)
-            if env is not None:
-                found = env.seq
+            found = value(raw)
+            if found is not None:
                 break
             pos = nxt
         if found is None or found > after:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from noon.core.ops import Draft, Op
+from noon.errors import NotFound
 from noon.graph import undo
 from noon.graph.plan import GraphError
 from noon.graph.reader import version_id
@@ -15,7 +16,7 @@ from noon.store.readmodel import changes
 from noon.store.readmodel.graph import SqlGraph
 
 
-class VersionNotHeld(GraphError):
+class VersionNotHeld(GraphError, NotFound):
     """The version named is not one this memory's history holds here."""
 
 

@@ -29,9 +29,10 @@ from noon.core import chain
 from noon.core.hlc import Clock
 from noon.core.ops import AUTO, Draft, Key, Op, OpId, decode, encode, line_digest
 from noon.names import shard_file
-from noon.store import chainstate, checkpoints, signing
+from noon.store import chainstate, checkpoints, retries, signing
 from noon.store.compact import compact_dir
-from noon.store.errors import DiskFull, ForkDetected, ShardBehind, StoreError
+from noon.store.errors import AlreadyWritten, DiskFull, ForkDetected, ShardBehind, StoreError
+from noon.store.lines import clean_end
 from noon.store.private import make_dir
 from noon.store.readmodel.behind import Behind, full
 from noon.store.readmodel.graph import SqlGraph
@@ -40,9 +41,25 @@ from noon.store.readmodel.model import Changes, ReadModel
 from noon.store.readmodel.schema import FILE_NAME
 from noon.store.readmodel.search import Search
 from noon.store.readmodel.state import FoldView, head_ids
-from noon.store.shard import Corrupt, append_all, fsync_dir, locked, open_regular, repair_tail
+from noon.store.shard import (
+    Corrupt,
+    append_all,
+    fsync_dir,
+    locked,
+    mapped,
+    open_regular,
+    repair_tail,
+)
 
-__all__ = ["Changes", "DiskFull", "ForkDetected", "ShardBehind", "Store", "StoreError"]
+__all__ = [
+    "AlreadyWritten",
+    "Changes",
+    "DiskFull",
+    "ForkDetected",
+    "ShardBehind",
+    "Store",
+    "StoreError",
+]
 
 log = logging.getLogger("noon.store")
 
@@ -136,10 +153,17 @@ class Store:
 
         ``plan`` reads the graph it is given (the read model, one consistent snapshot) and may
         raise to abort: nothing is written then. It can run twice (see the module docstring).
-        Returns the ops as written."""
+        Returns the ops as written.
+
+        Inside :func:`~noon.store.retries.requesting`, a retry of a call this node wrote
+        recently and that still stands raises :class:`AlreadyWritten` instead (nothing is
+        planned or written), and the batch written records the call's key."""
+        request = retries.pending()
         with self.lock:
             self.refresh()
             self._check_current()
+            if request is not None:
+                self._check_not_retried(request.key)
             with self.graph.reading():
                 planned_at = self.model.generation
                 drafts = list(plan(self.graph))
@@ -164,18 +188,23 @@ class Store:
                     self.clock.follow(tail.last.hlc)  # another process may have written it
                 last_seq = tail.last.seq if tail.last else 0
                 self._check_not_behind(last_seq)
+                if request is not None and self.model.generation != planned_at:
+                    self._check_not_retried(request.key)  # the same call, from another process?
                 with self.graph.reading():
                     if self.model.generation != planned_at:
                         drafts = list(plan(self.graph))
                     if not drafts:
                         return []
-                    lines = self._stamp(drafts, last_seq, client, via)
+                    key = request.key if request is not None else None
+                    lines = self._stamp(drafts, last_seq, client, via, key)
                 lines = self._sign(lines, tail.last)
                 self._append(fd, b"".join(line + b"\n" for line in lines))
                 if self.settings.fsync and created:
                     fsync_dir(self.dir)
             finally:
                 os.close(fd)
+            if request is not None:
+                request.written = True
             self.refresh()  # on a full disk the read model falls behind: the batch is durable
         ops = [decode(line) for line in lines]
         if self.compaction_due(ops) and self.behind is None:
@@ -204,6 +233,17 @@ class Store:
                 "call again."
             ) from exc
 
+    def _check_not_retried(self, key: str) -> None:
+        """Raise :class:`AlreadyWritten` when this node wrote the call ``key`` names within the
+        retry window and that batch still stands."""
+        with mapped(self.own) as buf:
+            since = self.now() - retries.WINDOW_MS
+            batch = retries.earlier_batch(buf, clean_end(buf), self.node, key, since)
+        if batch is not None:
+            with self.graph.reading():
+                if retries.stands(self.model.conn, batch):
+                    raise AlreadyWritten(batch)
+
     def _check_not_behind(self, last_seq: int) -> None:
         seen = self.fold.highwater(self.node)
         if seen > last_seq:
@@ -215,7 +255,9 @@ class Store:
                 "forgets what this machine saw."
             )
 
-    def _stamp(self, drafts: list[Draft], last_seq: int, client: str, via: str) -> list[bytes]:
+    def _stamp(
+        self, drafts: list[Draft], last_seq: int, client: str, via: str, key: str | None
+    ) -> list[bytes]:
         now = self.now()
         last = last_seq + len(drafts)
         bat = last if len(drafts) > 1 else None
@@ -242,6 +284,7 @@ class Store:
                     by=client[:128],
                     bat=bat,
                     via=via,
+                    req=key if i == 1 else None,
                 )
             )
         return lines

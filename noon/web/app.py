@@ -10,17 +10,11 @@ from pathlib import Path
 
 from aiohttp import web
 
-from noon.core.ops import OpError
-from noon.graph.plan import GraphError
-from noon.graph.quote import QuoteError
-from noon.graph.undo import UndoError
-from noon.graph.uri import UriError
-from noon.kg.plan import KGError
-from noon.store.store import StoreError
+from noon.app.versions import VersionChanged
+from noon.errors import Conflict, Invalid, Limit, NoonError, NotFound, Refused, Unavailable
 from noon.web import routes, security
 from noon.web.data import WebData
-from noon.web.errors import NotFound, Stale, WebError
-from noon.web.inputs import BODY_TIMEOUT, BadInput, Body, SlowBody, json_body, query_params
+from noon.web.inputs import BODY_TIMEOUT, Body, SlowBody, json_body, query_params
 from noon.web.listener import WebLimits
 from noon.web.live import Live
 from noon.web.routes import DATA, POOL
@@ -31,7 +25,6 @@ STATIC = Path(__file__).resolve().parent / "static"
 MAX_BODY = 8 << 20
 """Largest request body (a memory text is at most 1 Mi characters)."""
 WORKERS = 4
-REFUSED = (BadInput, WebError, GraphError, UriError, UndoError, QuoteError, OpError, KGError)
 LIVE: web.AppKey[Live] = web.AppKey("live", Live)
 GUARD: web.AppKey[security.Guard] = web.AppKey("guard", security.Guard)
 LIVE_TASK: web.AppKey[asyncio.Task[None]] = web.AppKey("live_task", asyncio.Task)
@@ -41,10 +34,38 @@ def _error(status: int, message: str, **extra: object) -> web.Response:
     return web.json_response({"error": message, **extra}, status=status)
 
 
+STATUS: tuple[tuple[type[Exception], int], ...] = (
+    (NotFound, 404),
+    (Conflict, 409),
+    (Invalid, 400),
+    (Refused, 400),
+    (Limit, 400),
+    (Unavailable, 503),
+)
+"""Each refusal kind of :mod:`noon.errors` as an HTTP status, the first that matches."""
+
+
+def refusal(exc: NoonError) -> web.Response | None:
+    """A refusal as the page reads it: ``{"error": message}`` with its status (a conflict also
+    with ``current``), or None for an error that is no refusal."""
+    status = next((code for kind, code in STATUS if isinstance(exc, kind)), None)
+    if status is None:
+        return None
+    if isinstance(exc, VersionChanged):
+        message = (
+            f"This memory changed since the page loaded it (you saw version {exc.expected}, it "
+            f"is now {exc.version}). Look at the new version and redo the edit."
+        )
+        return _error(status, message, current=exc.current)
+    if isinstance(exc, Conflict):
+        return _error(status, str(exc), current=exc.current)
+    return _error(status, str(exc))
+
+
 @web.middleware
 async def errors(request: web.Request, handler: security.Handler) -> web.StreamResponse:
-    """Every refusal as ``{"error": message}`` with its status; a bug as a 500 that says what
-    broke (and is logged), never a stack trace page."""
+    """Every refusal as ``{"error": message}`` with its status (:func:`refusal`); a bug as a
+    500 that says what broke (and is logged), never a stack trace page."""
     try:
         query_params(request)
         return await handler(request)
@@ -52,14 +73,12 @@ async def errors(request: web.Request, handler: security.Handler) -> web.StreamR
         slow = _error(408, str(exc))
         slow.force_close()
         return slow
-    except Stale as exc:
-        return _error(409, str(exc), current=exc.current)
-    except NotFound as exc:
-        return _error(404, str(exc))
-    except REFUSED as exc:
-        return _error(400, str(exc))
-    except StoreError as exc:
-        return _error(503, str(exc))
+    except NoonError as exc:
+        refused = refusal(exc)
+        if refused is not None:
+            return refused
+        log.exception("%s %s failed", request.method, request.path)
+        return _error(500, "Internal error; the server's log says what broke.")
     except web.HTTPException as exc:
         if exc.status < 400:
             raise

@@ -14,8 +14,8 @@ import secrets
 import socket
 import sys
 
-from noon.config import ConfigError
-from noon.mcp.command import is_loopback, parse_host_port, settings_from
+from noon.config import ConfigError, parse_host_port, settings_from
+from noon.net import is_loopback
 
 DEFAULT_LISTEN = "127.0.0.1:7708"
 
@@ -62,12 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from noon.web.security import Guard, allowed_hosts
 
     settings = settings_from(args)
-    try:
-        host, port = parse_host_port(args.listen)
-    except ConfigError:
-        raise ConfigError(
-            f"--listen wants HOST:PORT (e.g. {DEFAULT_LISTEN}), got {args.listen!r}"
-        ) from None
+    host, port = parse_host_port(args.listen, "--listen", DEFAULT_LISTEN)
     given = args.token or os.environ.get("NOON_TOKEN", "").strip() or None
     if given is None and not is_loopback(host):
         raise ConfigError(

@@ -15,7 +15,7 @@ did and its undo), :mod:`noon.web.timeline` (a memory's or an entity's changes).
 Conventions: ``ns`` is a namespace; ``uri`` is a memory URI or ``system://node/<id>`` (how
 orphans and deleted memories are addressed); times are milliseconds since the epoch; a version
 or change id is ``node:seq``. ``expected_version`` (a memory's version as the page loaded it)
-makes a write refuse when the memory changed since. Refusals raise :class:`WebError` (HTTP 400),
+makes a write refuse when the memory changed since. Refusals raise :class:`Invalid` (HTTP 400),
 :class:`NotFound` (404) or :class:`Stale` (409, carrying what is current), or the planners' own
 ``GraphError``, ``UriError``, ``UndoError`` (400); nothing is written then.
 """
@@ -26,21 +26,19 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from noon.app import memories, search, versions
+from noon.app.actor import Actor
 from noon.config import Settings
-from noon.core.elements import CONTENT
 from noon.core.ops import Draft, Key, Op
+from noon.errors import Invalid, NotFound
 from noon.graph import plan
-from noon.graph.reader import Placement, live_text, version_id
-from noon.graph.search import snippet, tokens
 from noon.graph.uri import NODE_VIEW, Uri, node_view, parse
 from noon.ops_cli import status
 from noon.store.access import GraphService, service
 from noon.store.readmodel import changes, overview
 from noon.store.readmodel.graph import SqlGraph
-from noon.store.rollback import VersionNotHeld, to_version
 from noon.store.store import Changes, Store
-from noon.web import edits, queue, rollback, timeline, views
-from noon.web.errors import NotFound, WebError
+from noon.web import queue, rollback, timeline, views
 from noon.web.queue import WEB_CLIENT
 
 T = TypeVar("T")
@@ -154,22 +152,21 @@ class WebData:
         return self._read(fn)
 
     def search(self, ns: str, query: str, domain: str | None, limit: int) -> list[dict[str, Any]]:
-        """``search_memory``'s ranking: ``[{uri, node_id, score, priority, disclosure, version,
-        snippet}]``."""
-        from noon.mcp.uri_read import search as ranked  # the MCP SDK: 2 s of start, paid here
-
-        def fn(s: GraphService) -> list[dict[str, Any]]:
-            _, data = ranked(s, ns, query, domain, limit)
-            terms = tuple(tokens(query))
-            out = []
-            for r in data["results"]:
-                node = r.pop("memory_id")
-                el = s.graph.content(ns, node)
-                text = live_text(el) if el else ""
-                out.append({**r, "node_id": node, "snippet": snippet(text, query, terms)})
-            return out
-
-        return self.svc.read(fn)
+        """``search_memory``'s ranking (:func:`noon.app.search.search`): ``[{uri, node_id,
+        score, priority, disclosure, version, snippet}]``."""
+        hits = self.svc.read(lambda s: search.search(s, ns, query, domain, limit))
+        return [
+            {
+                "uri": str(h.uri),
+                "node_id": h.node,
+                "score": h.score,
+                "priority": h.priority,
+                "disclosure": h.disclosure,
+                "version": h.version,
+                "snippet": h.snippet,
+            }
+            for h in hits
+        ]
 
     def boot_list(self, ns: str) -> list[dict[str, Any]]:
         """The boot memories: ``[{uri, node, deleted}]``."""
@@ -197,11 +194,11 @@ class WebData:
         web), reviewed_by, clients, machines, changes (memory groups)}], next, pending (count),
         frontier (author -> seq: what "approve all" approves)}``."""
         if view not in ("pending", "reviewed", "all") or group not in ("change", "memory"):
-            raise WebError("view is pending, reviewed or all; group is change or memory.")
+            raise Invalid("view is pending, reviewed or all; group is change or memory.")
         try:
             before_at = queue.cursor(before)
         except queue.CursorError as exc:
-            raise WebError(str(exc)) from None
+            raise Invalid(str(exc)) from None
 
         def fn(g: SqlGraph) -> dict[str, Any]:
             pending = self._pending_of(g, ns)
@@ -251,7 +248,7 @@ class WebData:
         me = self.settings.node_id
 
         if not ids and not through:
-            raise WebError("Name the changes to approve (ids) or a frontier (through).")
+            raise Invalid("Name the changes to approve (ids) or a frontier (through).")
 
         def fn(g: SqlGraph) -> tuple[list[Draft], int]:
             refs = queue.named(g.conn, ns, ids) if ids else []
@@ -295,41 +292,18 @@ class WebData:
         """Roll a memory back to one of its text versions (from :meth:`history`): the text of
         then, and what the later text edits changed beside it (priority, placement, keywords,
         boot) as it was before them. ``{version (the new one), memory}``."""
-
-        def fn(g: SqlGraph) -> tuple[list[Draft], str]:
-            node, _, _ = plan.locate(g, ns, uri)
-            views.expect_version(g, ns, node, expected_version)
-            try:
-                return to_version(g, ns, uri, node, version), node
-            except VersionNotHeld as exc:
-                raise NotFound(str(exc)) from None
-
-        ops, node = self._write(fn)
-        new = next((version_id(o) for o in ops if o.el[0] == CONTENT), None)
-        return {"version": new, "memory": self._after(ns, uri, node)}
+        done = versions.rollback_to(self.svc, self._actor(ns), uri, version, expected_version)
+        new = done.version if done.text_written else None
+        return {"version": new, "memory": self._after(ns, uri, done.node)}
 
     # -- edit ------------------------------------------------------------------------------
 
-    def _edit(
-        self,
-        ns: str,
-        uri: str,
-        expected: str | None,
-        make: Callable[[SqlGraph, str, Placement | None], list[Draft]],
-    ) -> dict[str, Any]:
-        """Plan ``make(graph, node, placement)`` on the memory ``uri`` names, after checking
-        ``expected``; write it; return the memory as it is now (at the same URI when it still
-        resolves)."""
-
-        def fn(g: SqlGraph) -> tuple[list[Draft], str]:
-            node, _, pl = plan.locate(g, ns, uri)
-            views.expect_version(g, ns, node, expected)
-            return make(g, node, pl), node
-
-        _, node = self._write(fn)
-        return self._after(ns, uri, node)
+    def _actor(self, ns: str) -> Actor:
+        return Actor(ns, WEB_CLIENT, WEB_CLIENT)
 
     def _after(self, ns: str, uri: str, node: str) -> dict[str, Any]:
+        """The memory as it is now, at ``uri`` when that still reaches it."""
+
         def fn(g: SqlGraph) -> dict[str, Any]:
             at = None if uri.strip().startswith(NODE_VIEW) else parse(uri)
             if at is not None and (g.resolve(ns, at) or ("", None))[0] != node:
@@ -341,8 +315,9 @@ class WebData:
     def save_text(self, ns: str, uri: str, text: str, expected_version: str | None) -> dict:
         """Replace a memory's text (settles concurrent versions). Returns the memory."""
         if not text.strip():
-            raise WebError("The text is empty: write something, or delete the memory.")
-        return self._edit(ns, uri, expected_version, lambda g, n, _: edits.text(g, ns, n, text))
+            raise Invalid("The text is empty: write something, or delete the memory.")
+        node = memories.replace_text(self.svc, self._actor(ns), uri, text, expected_version)
+        return self._after(ns, uri, node)
 
     def preview_text(self, ns: str, uri: str, text: str) -> dict[str, Any]:
         """The diff a save would make: ``{version, diff}`` (writes nothing)."""
@@ -359,65 +334,62 @@ class WebData:
     ) -> dict[str, Any]:
         """Set the priority and/or disclosure of the placement ``uri`` names (each URI of a
         memory has its own). ``expected_placement`` is the placement's version as loaded."""
-
-        def make(g: SqlGraph, node: str, pl: Placement | None) -> list[Draft]:
-            return edits.placement(g, ns, node, pl, priority, disclosure, expected_placement)
-
-        return self._edit(ns, uri, expected_version, make)
+        node = memories.set_placement(
+            self.svc,
+            self._actor(ns),
+            uri,
+            priority,
+            disclosure,
+            expected_version,
+            expected_placement,
+        )
+        return self._after(ns, uri, node)
 
     def create(
         self, ns: str, parent: str, title: str | None, text: str, priority: int, disclosure: str
     ) -> dict[str, Any]:
         """A new memory under ``parent`` (a memory or a domain root). Returns the memory."""
         if not text.strip():
-            raise WebError("The text is empty.")
-        at = parse(parent)
-
-        def fn(g: SqlGraph) -> tuple[list[Draft], tuple[str, Uri]]:
-            drafts, node, uri = plan.create(g, ns, at, title, text, priority, disclosure)
-            return drafts, (node, uri)
-
-        _, (node, uri) = self._write(fn)
-        return self._after(ns, str(uri), node)
+            raise Invalid("The text is empty.")
+        made = memories.create(self.svc, self._actor(ns), parent, title, text, priority, disclosure)
+        return self._after(ns, str(made.uri), made.node)
 
     def alias(
         self, ns: str, uri: str, new_uri: str, priority: int | None, disclosure: str | None
     ) -> dict[str, Any]:
         """Another URI for the memory (priority and disclosure default to this placement's)."""
-        at = parse(new_uri)
-
-        def make(g: SqlGraph, node: str, pl: Placement | None) -> list[Draft]:
-            return edits.alias(g, ns, node, pl, at, priority, disclosure)
-
-        self._edit(ns, uri, None, make)
-        return self.memory(ns, str(at))
+        memories.alias(self.svc, self._actor(ns), uri, new_uri, priority, disclosure)
+        return self.memory(ns, str(parse(new_uri)))
 
     def move(self, ns: str, uri: str, new_uri: str, expected_version: str | None) -> dict:
         """Move or rename the memory at ``uri`` (one atomic batch). Returns it at its new URI."""
-        at = parse(new_uri)
-        self._edit(ns, uri, expected_version, lambda g, n, pl: edits.move(g, ns, n, pl, at))
-        return self.memory(ns, str(at))
+        memories.move(
+            self.svc,
+            self._actor(ns),
+            uri,
+            new_uri,
+            expected=expected_version,
+            unplaced="Place an orphan from the Orphans page (it needs a disclosure).",
+        )
+        return self.memory(ns, str(parse(new_uri)))
 
     def delete(self, ns: str, uri: str, recursive: bool, expected_version: str | None) -> dict:
         """Remove the URI; with its last URI the memory is deleted (``recursive``: also the
         memories below that nothing else reaches). ``{deleted (memories), node}``."""
-
-        def fn(g: SqlGraph) -> tuple[list[Draft], tuple[int, str]]:
-            node, _, pl = plan.locate(g, ns, uri)
-            views.expect_version(g, ns, node, expected_version)
-            drafts, deleted = plan.delete(g, ns, node, uri.strip(), pl, recursive)
-            return drafts, (deleted, node)
-
-        _, (deleted, node) = self._write(fn)
-        return {"deleted": deleted, "node": node}
+        gone = memories.delete(self.svc, self._actor(ns), uri, recursive, expected_version)
+        return {"deleted": gone.deleted, "node": gone.node}
 
     def keywords(self, ns: str, uri: str, add: list[str], remove: list[str]) -> dict[str, Any]:
         """Bind and unbind glossary keywords. Returns the memory."""
-        return self._edit(ns, uri, None, lambda g, n, _: edits.keywords(g, ns, n, add, remove))
+        done = memories.triggers(self.svc, self._actor(ns), uri, add, remove)
+        if not done.written:
+            raise Invalid("Nothing changed: those keywords were already so.")
+        return self._after(ns, uri, done.node)
 
     def boot(self, ns: str, add: list[str], remove: list[str]) -> list[dict[str, Any]]:
         """Add memories to (or remove them from) the boot list. Returns the boot list."""
-        self._write(lambda g: (edits.boot(g, ns, add, remove), None))
+        if not memories.boot(self.svc, self._actor(ns), add, remove):
+            raise Invalid("Nothing changed: the boot list already reads so.")
         return self.boot_list(ns)
 
     # -- conflicts and orphans -------------------------------------------------------------
@@ -436,7 +408,7 @@ class WebData:
         deletion deletes the memory) or write ``text`` (a merge). Naming every head, the write
         replaces them all. Refused (409) when the heads are no longer ``expected_heads``."""
         if (keep is None) == (text is None):
-            raise WebError("Pass either keep (a version) or text (the merged text).")
+            raise Invalid("Pass either keep (a version) or text (the merged text).")
 
         def fn(g: SqlGraph) -> tuple[list[Draft], None]:
             return views.settle(g, ns, node, keep, text, expected_heads), None
@@ -453,15 +425,10 @@ class WebData:
         self, ns: str, node: str, new_uri: str, priority: int, disclosure: str
     ) -> dict[str, Any]:
         """Place an orphan at ``new_uri``. Returns the memory there."""
-        at = parse(new_uri)
+        at = str(parse(new_uri))
         plan.check_disclosure(disclosure)
-
-        def fn(g: SqlGraph) -> tuple[list[Draft], None]:
-            found, _, _ = plan.locate(g, ns, node_view(node))
-            return plan.move(g, ns, found, None, at, priority, disclosure), None
-
-        self._write(fn)
-        return self.memory(ns, str(at))
+        memories.move(self.svc, self._actor(ns), node_view(node), at, priority, disclosure)
+        return self.memory(ns, at)
 
     def delete_orphan(self, ns: str, node: str, recursive: bool) -> dict[str, Any]:
         """Delete an orphan for good (with ``recursive``, the orphans below it too)."""

@@ -11,8 +11,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from noon.errors import NoonError
-from noon.mcp.server import NAMESPACE
+from noon.app.actor import NAMESPACE
+from noon.errors import Invalid
 
 MAX_URI = 4096
 MAX_TEXT_CHARS = 1 << 20
@@ -24,7 +24,7 @@ BODY_TIMEOUT: web.AppKey[float] = web.AppKey("body_timeout", float)
 """Seconds a request body may take to arrive (see :mod:`noon.web.listener`)."""
 
 
-class BadInput(NoonError, ValueError):
+class BadInput(Invalid):
     """A parameter missing, of the wrong type, or out of range."""
 
 

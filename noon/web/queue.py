@@ -15,14 +15,13 @@ from typing import Any
 
 from noon.core.elements import edge_key, review_key
 from noon.core.ops import Draft, Key, valid_node_id
-from noon.errors import NoonError
+from noon.errors import Invalid, NotFound
 from noon.graph.memory_view import show_uri
 from noon.ops_cli import journal as words
 from noon.store.readmodel import changes, journal
 from noon.store.readmodel.changes import UPTO, Head, Pending, Ref, Stamp, Verdict
 from noon.store.readmodel.graph import SqlGraph
 from noon.store.readmodel.state import FoldView
-from noon.web.errors import NotFound, WebError
 
 WEB_CLIENT = "web"
 """The client name and the edge (``via``) of every write the page makes: changes written through
@@ -33,7 +32,7 @@ MAX_IDS = 1000
 """Change ids one approve or rollback may name."""
 
 
-class CursorError(NoonError, ValueError):
+class CursorError(Invalid):
     pass
 
 
@@ -52,9 +51,9 @@ def cursor(text: str | None) -> Stamp | None:
 def named(conn: sqlite3.Connection, ns: str, ids: list[str]) -> list[Ref]:
     """The changes ``ids`` name, each once; refused when one is not held here."""
     if not ids:
-        raise WebError("Name at least one change id.")
+        raise Invalid("Name at least one change id.")
     if len(ids) > MAX_IDS:
-        raise WebError(f"At most {MAX_IDS} changes at once.")
+        raise Invalid(f"At most {MAX_IDS} changes at once.")
     out = []
     for cid in dict.fromkeys(ids):
         found = changes.ref(conn, cid)
@@ -237,9 +236,9 @@ def approval(
     if through:
         for author, seq in through.items():
             if not valid_node_id(author):
-                raise WebError(f"Bad frontier entry {author[:80]!r}: not a node id.")
+                raise Invalid(f"Bad frontier entry {author[:80]!r}: not a node id.")
             if seq > fold.max_seq(author):
-                raise WebError(
+                raise Invalid(
                     f"Cannot approve changes of {author} up to {seq}: this machine holds them "
                     f"only up to {fold.max_seq(author)}."
                 )
@@ -258,7 +257,7 @@ def withdrawal(graph: SqlGraph, ns: str, r: Ref) -> list[Draft]:
     withdraws it (:mod:`noon.core.review`), whatever else another machine wrote there."""
     found = changes.verdicts(graph.conn, ns, [r.id]).get(r.id, [])
     if not found:
-        raise WebError(f"Change {r.id} has no verdict of its own to withdraw.")
+        raise Invalid(f"Change {r.id} has no verdict of its own to withdraw.")
     drafts = []
     for v in found:
         key = review_key(ns, r.id, v.reviewer)

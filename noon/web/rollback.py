@@ -12,6 +12,7 @@ from typing import Any
 
 from noon.core.elements import CONTENT, edge_key, review_key
 from noon.core.ops import Draft, Key
+from noon.errors import Conflict, Invalid
 from noon.graph import undo
 from noon.graph.memory_view import show_uri
 from noon.graph.reader import version_id
@@ -22,7 +23,6 @@ from noon.store.readmodel.rows import key_text
 from noon.store.rollback import lookup
 from noon.web import queue
 from noon.web.diff import text_diff, value_diff
-from noon.web.errors import Stale, WebError
 from noon.web.views import namer, who
 
 
@@ -164,15 +164,15 @@ def rollback(
 ) -> tuple[list[Draft], int]:
     """The drafts undoing ``refs`` plus their rolled-back marks, and how many elements they
     restore. Refused (:class:`Stale`) when what they touched no longer has ``basis_seen``, and
-    (:class:`WebError`) above :data:`MAX_UNDO_OPS` ops."""
+    (:class:`Invalid`) above :data:`MAX_UNDO_OPS` ops."""
     refused = too_large(refs)
     if refused is not None:
-        raise WebError(refused)
+        raise Invalid(refused)
     state = lookup(graph)
     planned = undo.undo([c.ops for c in load(graph, refs)], state)
     now = basis((s.key for s in planned.steps), state)
     if basis_seen is not None and basis_seen != now:
-        raise Stale(
+        raise Conflict(
             "What these changes touched was edited since you looked: review the new state and "
             "roll back again.",
             {"basis": now},

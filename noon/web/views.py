@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS, edge_key
+from noon.app.memories import placement_version
+from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS
 from noon.core.ops import Draft, Key, Op
+from noon.errors import Conflict, Invalid, NotFound
 from noon.graph import plan
 from noon.graph.glossary import MAX_SPANS, Glossary, _fold
 from noon.graph.memory_view import show_uri
@@ -19,7 +21,6 @@ from noon.kg.graph import KgReader
 from noon.store.readmodel.graph import SqlGraph
 from noon.store.readmodel.overview import child_counts, summaries
 from noon.web.diff import text_diff
-from noon.web.errors import NotFound, Stale, WebError
 
 SNIPPET = 140
 
@@ -45,19 +46,6 @@ def namer(graph: SqlGraph, ns: str) -> Callable[[str], str]:
 
 def count_children(graph: SqlGraph, ns: str, node: str) -> int:
     return child_counts(graph.conn, ns, [node])[node]
-
-
-def placement_version(graph: SqlGraph, ns: str, pl: Placement) -> str | None:
-    """The version of the edge element that yields ``pl``: its winner, or for a placement
-    listed beside a concurrent one (``name~xxxxxxxx``), the newest head that places its child."""
-    el = graph.element(edge_key(ns, pl.parent, pl.key_name))
-    if el is None:
-        return None
-    if pl.name != pl.key_name:
-        heads = [h for h in el.heads.values() if h.val is not None and h.val["child"] == pl.child]
-        if heads:
-            return version_id(max(heads, key=lambda o: o.order))
-    return version_id(el.winner)
 
 
 def domains(graph: SqlGraph, ns: str) -> list[dict[str, Any]]:
@@ -377,20 +365,6 @@ def touched(graph: SqlGraph, keys: set[Key]) -> dict[str, Any]:
     }
 
 
-def expect_version(graph: SqlGraph, ns: str, node: str, expected: str | None) -> None:
-    """Refuse (:class:`Stale`) when the memory's version is no longer ``expected``."""
-    if expected is None:
-        return
-    el = graph.content(ns, node)
-    current = version_id(el.winner) if el is not None else None
-    if current != expected:
-        raise Stale(
-            f"This memory changed since the page loaded it (you saw version {expected}, it is "
-            f"now {current}). Look at the new version and redo the edit.",
-            {"version": current},
-        )
-
-
 def settle(
     graph: SqlGraph, ns: str, node: str, keep: str | None, text: str | None, expected: list[str]
 ) -> list[Draft]:
@@ -401,12 +375,14 @@ def settle(
         raise NotFound(f"No memory {node_view(node)}.")
     heads = sorted(version_id(h) for h in el.heads.values())
     if sorted(expected) != heads:
-        raise Stale("The concurrent versions changed since the page loaded them.", {"heads": heads})
+        raise Conflict(
+            "The concurrent versions changed since the page loaded them.", {"heads": heads}
+        )
     if text is not None:
         return [plan.set_text(ns, node, text)]
     chosen = next((h for h in el.heads.values() if version_id(h) == keep), None)
     if chosen is None:
-        raise WebError(f"{keep} is not one of the concurrent versions ({', '.join(heads)}).")
+        raise Invalid(f"{keep} is not one of the concurrent versions ({', '.join(heads)}).")
     if chosen.val is None:
         return plan.delete(graph, ns, node, node_view(node), None, False)[0]
     return [plan.set_text(ns, node, chosen.val["text"])]

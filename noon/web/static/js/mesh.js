@@ -36,6 +36,7 @@ async function load(root) {
       Object.keys(r.conflicts_by_namespace).length > 1
         ? ` (${Object.entries(r.conflicts_by_namespace).map(([ns, n]) => `${ns}: ${n}`).join(", ")})` : null,
       r.conflicts_total ? [" · ", h("a", { href: "#/conflicts" }, "settle them")] : null),
+    (r.relays || []).length ? [h("h2", {}, "Relays"), r.relays.map((x) => h("p", {}, x.summary))] : null,
     h("h2", {}, "Frozen tombstones"), h("p", {}, r.frozen.known ? String(r.frozen.count) : `unknown (${r.frozen.note})`),
     r.forks.length ? [h("h2", {}, "Forks"), r.forks.map((f) => h("p", { class: "notice error" }, f.error))] : null);
 }

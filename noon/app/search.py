@@ -1,0 +1,65 @@
+"""Finding memories: ranked lexical search (``search_memory`` and the page's search box), each
+hit with the snippet shown for it, computed once here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from noon.graph.plan import GraphError
+from noon.graph.reader import live_text, version_id
+from noon.graph.search import snippet
+from noon.graph.uri import Uri
+from noon.store.access import GraphService
+
+
+@dataclass(frozen=True)
+class Hit:
+    uri: Uri
+    """The memory's first URI (in ``domain`` when one was asked for)."""
+    node: str
+    score: float
+    priority: int
+    disclosure: str
+    version: str | None
+    snippet: str
+
+
+def search(svc: GraphService, ns: str, query: str, domain: str | None, limit: int) -> list[Hit]:
+    """At most ``limit`` live memories ranked for ``query`` (:mod:`noon.store.readmodel.search`
+    ranks), only those with a URI in ``domain`` when given. Refused for a domain holding no
+    memory. Call inside :meth:`GraphService.read`."""
+    g = svc.graph
+    if domain is not None:
+        domain = domain.strip().lower()
+        if domain not in g.domains(ns):
+            raise GraphError(
+                f"Unknown domain '{domain}'. Domains with memories: "
+                f"{', '.join(g.domains(ns)) or '(none yet)'}."
+            )
+
+    def accept(node: str) -> bool:
+        if not g.is_live(ns, node):
+            return False
+        us = g.uris(ns, node)
+        return bool(us) and (domain is None or any(u.domain == domain for u, _ in us))
+
+    hits = []
+    for h in svc.search.search(ns, query, limit, accept):
+        us = g.uris(ns, h.node)
+        if domain:
+            us = [u for u in us if u[0].domain == domain]
+        uri, prio = us[0]
+        found = g.resolve(ns, uri)
+        el = g.content(ns, h.node)
+        hits.append(
+            Hit(
+                uri=uri,
+                node=h.node,
+                score=h.score,
+                priority=prio,
+                disclosure=found[1].disclosure if found and found[1] else "",
+                version=version_id(el.winner) if el else None,
+                snippet=snippet(live_text(el) if el else "", query, h.matched),
+            )
+        )
+    return hits

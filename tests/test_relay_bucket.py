@@ -1,0 +1,223 @@
+"""Machines that are never online together meet through a bucket (PROTOCOL.md §14): real noond
+processes, moto's standalone S3 server on loopback."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.mesh import Node, Pki, wait_until
+from noon import certs
+from noon.core.ops import Draft
+from tests.harness.s3 import S3Server, moto_server
+from tests.test_ops_cli import as_json, cli_env, doctor, problems, run
+
+pytestmark = pytest.mark.integration
+
+FAST = {
+    "NOOND_RELAY_FLUSH": "0.05",
+    "NOOND_RELAY_INTERVAL": "0.2",
+    "NOOND_RELAY_HEAD_EVERY": "0",
+}
+
+
+@pytest.fixture
+def s3(tmp_path: Path) -> Iterator[S3Server]:
+    with moto_server(tmp_path) as server:
+        yield server
+
+
+def relay_key(pki: Pki) -> Path:
+    path = pki.root / "ca" / certs.RELAY_KEY_NAME
+    if not path.exists():
+        certs.create_relay_key(path)
+    return path
+
+
+def machine(name: str, base: Path, pki: Pki, relay: str, env: dict[str, str]) -> Node:
+    node = Node(name, base, pki, env={"NOOND_RELAY": relay, **FAST, **env})
+    (node.dir / "certs").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(relay_key(pki), node.dir / "certs" / certs.RELAY_KEY_NAME)
+    return node
+
+
+def texts(node: Node) -> dict[str, str]:
+    return {key[2]: val["text"] for key, (_, val) in node.state().items() if key[0] == "content"}
+
+
+def relay_status(node: Node) -> dict[str, object]:
+    status, body = node.get("/status")
+    assert status == 200
+    return body["relays"][0]
+
+
+def uploaded(node: Node) -> bool:
+    """Everything written here is in the relay, its head included."""
+    report = relay_status(node)
+    own = node.store().fold.frontier().get(node.name, 0)
+    return (
+        report["uploaded"].get(node.name) == own
+        and report["backlog_ops"] == 0
+        and (report["head"].get(node.name) is not None)
+    )
+
+
+def test_two_machines_never_online_together_converge(
+    tmp_path: Path, pki: Pki, s3: S3Server, spawn: list[Node]
+) -> None:
+    url = s3.url()
+    a = machine("laptop", tmp_path, pki, url, s3.env())
+    b = machine("desktop", tmp_path, pki, url, s3.env())
+    spawn += [a, b]
+
+    a.write(("a1", "written on the laptop"))
+    a.start()
+    wait_until(lambda: uploaded(a), what="the laptop's write in the bucket")
+    a.stop()
+
+    b.start()
+    wait_until(lambda: texts(b).get("a1") == "written on the laptop", what="desktop reads")
+    b.write(("b1", "written on the desktop"))
+    wait_until(lambda: uploaded(b), what="the desktop's write in the bucket")
+    b.stop()
+
+    a.start()
+    wait_until(lambda: texts(a).get("b1") == "written on the desktop", what="laptop reads")
+    assert (
+        texts(a)
+        == texts(b)
+        == {
+            "a1": "written on the laptop",
+            "b1": "written on the desktop",
+        }
+    )
+    # The bucket holds no node id and no text: only sealed objects under opaque names.
+    client = s3.client()
+    listing = client.list_objects_v2(Bucket=s3.bucket)["Contents"]
+    for obj in listing:
+        key = obj["Key"]
+        assert "laptop" not in key and "desktop" not in key, key
+        raw = client.get_object(Bucket=s3.bucket, Key=key)["Body"].read()
+        assert b"written on" not in raw and b"laptop" not in raw and b"desktop" not in raw
+    status = relay_status(a)
+    assert status["reachable"] is True and status["refused"] == 0
+    assert json.dumps(status)  # what `noon status` shows comes from here
+
+
+def shard_lines(node: Node, author: str) -> list[bytes]:
+    path = node.dir / f"{author}.jsonl"
+    return path.read_bytes().splitlines() if path.exists() else []
+
+
+def metric(node: Node, name: str, **labels: str) -> float:
+    labels = {**labels, "relay": node.env["NOOND_RELAY"]}
+    return node.metric(name, ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())))
+
+
+def test_bucket_down_writes_stay_local_and_the_backlog_drains(
+    tmp_path: Path, pki: Pki, s3: S3Server, spawn: list[Node]
+) -> None:
+    url = s3.url("down")
+    a = machine("laptop", tmp_path, pki, url, {**s3.env(), "NOOND_TIMEOUT": "1"})
+    b = machine("desktop", tmp_path, pki, url, s3.env())
+    spawn += [a, b]
+    a.start()
+    a.write(("m0", "before"))
+    wait_until(lambda: uploaded(a), what="the first write in the bucket")
+    s3.pause()
+    try:
+        for i in range(1, 41):
+            a.write((f"m{i}", f"while the bucket is down {i}"))
+        assert len(shard_lines(a, "laptop")) == 41  # every write kept locally
+        wait_until(lambda: relay_status(a)["reachable"] is False, what="the relay seen down")
+        assert relay_status(a)["error"]
+        cli = cli_env(a.dir, "laptop", pki.node("laptop"), a.address)
+        shown = run("status", env=cli).stdout
+        assert f"relay {url}: UNREACHABLE" in shown, shown
+        _, findings = doctor(cli)
+        assert any(url in f["what"] for f in problems(findings, "relay")), findings
+        puts = metric(a, "noond_relay_requests_total", op="put")
+        assert puts >= 1
+    finally:
+        s3.resume()
+    wait_until(lambda: uploaded(a), what="the backlog drained")
+    assert relay_status(a)["reachable"] is True
+    report = as_json(run("status", "--json", env=cli))["relays"][0]
+    assert report["backlog_ops"] == 0 and report["summary"].startswith(f"relay {url}: reachable")
+    _, findings = doctor(cli)
+    assert not problems(findings, "relay"), findings
+    # The whole backlog went out in a few objects, not one per write.
+    assert metric(a, "noond_relay_requests_total", op="put") - puts <= 3
+    a.stop()
+    b.start()
+    wait_until(lambda: len(texts(b)) == 41, what="the desktop takes the backlog")
+    assert shard_lines(b, "laptop") == shard_lines(a, "laptop")
+
+
+def test_kill_9_while_uploading_loses_and_duplicates_nothing(
+    tmp_path: Path, pki: Pki, s3: S3Server, spawn: list[Node]
+) -> None:
+    url = s3.url("kill")
+    a = machine("laptop", tmp_path, pki, url, s3.env())
+    b = machine("desktop", tmp_path, pki, url, s3.env())
+    spawn += [a, b]
+    store = a.store()
+    try:
+        for i in range(40):  # a backlog of several MiB: its upload takes a while
+            store.write(
+                lambda fold, i=i: [
+                    Draft(("content", "default", f"k{i}.{j}"), {"text": f"{i}.{j} " + "x" * 300})
+                    for j in range(250)
+                ]
+            )
+    finally:
+        store.close()
+    a.start()
+    wait_until(
+        lambda: metric(a, "noond_relay_requests_total", op="list") >= 1, what="uploads begin"
+    )
+    a.kill()
+    a.start()
+    wait_until(lambda: uploaded(a), timeout=120, what="the upload finished after the restart")
+    a.stop()
+    b.start()
+    expect = shard_lines(a, "laptop")
+    wait_until(lambda: len(shard_lines(b, "laptop")) >= len(expect), timeout=120, what="taken")
+    assert shard_lines(b, "laptop") == expect  # every line once, in order, byte for byte
+    assert relay_status(b)["refused"] == 0
+
+
+def test_four_writers_killed_nothing_lost_or_duplicated(
+    tmp_path: Path, pki: Pki, s3: S3Server, spawn: list[Node]
+) -> None:
+    url = s3.url("four")
+    writers = [machine(f"w{i}", tmp_path, pki, url, s3.env()) for i in range(4)]
+    reader = machine("reader", tmp_path, pki, url, s3.env())
+    spawn += [*writers, reader]
+    for w in writers:
+        w.start(wait=False)
+    for w in writers:
+        w.wait_healthy()
+    for round_ in range(3):
+        for w in writers:
+            for i in range(10):
+                w.write((f"{w.name}.{round_}.{i}", f"{w.name} round {round_} write {i}"))
+        if round_ == 1:  # two daemons die mid-stream; the writes on their disks wait for them
+            writers[0].kill()
+            writers[2].kill()
+            writers[0].start()
+            writers[2].start()
+    for w in writers:
+        wait_until(lambda w=w: uploaded(w), what=f"{w.name} uploaded")
+        w.stop()
+    reader.start()
+    wait_until(lambda: len(texts(reader)) == 4 * 30, timeout=60, what="the reader has all")
+    for w in writers:
+        lines = shard_lines(reader, w.name)
+        assert lines == shard_lines(w, w.name)
+        seqs = [json.loads(line)["seq"] for line in lines]
+        assert seqs == sorted(set(seqs))

@@ -1,0 +1,252 @@
+"""The relay protocol on a synced folder, in process (PROTOCOL.md §14): what an honest author
+uploads is taken; a truncated, foreign, forged, oversized or moved object is refused with
+nothing stored, counted by reason; a sync tool's late, partial and conflicted copies neither
+break nor skip anything."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bench.mesh import Pki
+from noon import certs
+from noon.config import Settings
+from noon.core.ops import Draft
+from noon.names import shard_file
+from noon.store import signing
+from noon.store.store import Store
+from noond.metrics import Metrics
+from noond.relay import seal
+from noond.relay.backend import open_backend
+from noond.relay.sync import Relay, RelaySettings
+from noond.shards import Holdings
+from noond.signers import Signers
+
+
+class Machine:
+    """One machine's NOON_DIR and its relay to a folder (its own copy of the synced folder)."""
+
+    def __init__(self, name: str, base: Path, pki: Pki, folder: Path, mesh: certs.MeshKey) -> None:
+        self.name = name
+        self.dir = base / name
+        self.dir.mkdir(parents=True, exist_ok=True)
+        pki.install_signing(name, self.dir)
+        self.settings = Settings(dir=self.dir, node_id=name, fsync=False)
+        self.signers = Signers(self.dir, certs.ca_certificate(pki.node(name)[2]))
+        self.signers.add(pki.signing(name)[1].read_bytes(), name)
+        self.metrics = Metrics()
+        self.revoked: set[str] = set()
+        self.relay = Relay(
+            open_backend(folder.as_uri()),
+            mesh,
+            node=name,
+            holdings=Holdings(self.dir, name, lambda: self.revoked),
+            signers=self.signers,
+            sign=signing.load(self.settings),
+            revoked=lambda: self.revoked,
+            metrics=self.metrics,
+            settings=RelaySettings(head_every=0.0, fsync=False),
+        )
+
+    def write(self, *items: tuple[str, str]) -> None:
+        store = Store(self.settings)
+        try:
+            store.write(
+                lambda fold: [Draft(("content", "default", i), {"text": t}) for i, t in items]
+            )
+        finally:
+            store.close()
+
+    def texts(self) -> dict[str, str]:
+        store = Store(self.settings)
+        try:
+            return {
+                k[2]: el.winner.val["text"]
+                for k, el in store.fold.elements.items()
+                if k[0] == "content" and el.winner.val
+            }
+        finally:
+            store.close()
+
+    def shard(self, node: str) -> Path:
+        return self.dir / shard_file(node)
+
+    def refused(self, reason: str) -> float:
+        value = self.metrics.registry.get_sample_value(
+            "noond_relay_rejected_total", {"relay": self.relay.url, "reason": reason}
+        )
+        return value or 0.0
+
+    async def sync(self) -> int:
+        await self.relay.upload()
+        await self.relay.write_heads(force=True)
+        return await self.relay.read()
+
+
+def sync_tool(src: Path, dst: Path) -> None:
+    """Copy every file of ``src`` missing or different in ``dst`` (what Syncthing does, late)."""
+    for path in src.rglob("*"):
+        if path.is_file():
+            target = dst / path.relative_to(src)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.exists() or target.read_bytes() != path.read_bytes():
+                shutil.copy2(path, target)
+
+
+@pytest.fixture
+def mesh(pki: Pki) -> certs.MeshKey:
+    path = pki.root / "ca" / certs.RELAY_KEY_NAME
+    return certs.read_relay_key(path) if path.exists() else certs.create_relay_key(path)
+
+
+async def test_late_partial_and_conflicted_copies(
+    tmp_path: Path, pki: Pki, mesh: certs.MeshKey
+) -> None:
+    fa, fb = tmp_path / "sync-a", tmp_path / "sync-b"
+    fa.mkdir(), fb.mkdir()
+    a = Machine("laptop", tmp_path, pki, fa, mesh)
+    b = Machine("desktop", tmp_path, pki, fb, mesh)
+    a.write(("m1", "first"))
+    await a.sync()
+    a.write(("m2", "second"))
+    await a.sync()
+    segments = sorted(p for p in (fa / seal.ROOT).rglob("*.seg"))
+    assert len(segments) == 2
+    # The sync tool delivers the second segment first (late copies), the first one cut short
+    # (a partial download under its real name), and leaves its own debris beside them.
+    sync_tool(fa, fb)
+    first = fb / segments[0].relative_to(fa)
+    first.write_bytes(segments[0].read_bytes()[:-7])
+    (first.parent / (first.name + ".sync-conflict-20261203-120000-ABCDEFG")).write_bytes(b"junk")
+    (first.parent / f".syncthing.{first.name}.tmp").write_bytes(b"partial")
+    assert await b.sync() == 0
+    assert not b.shard("laptop").exists()  # nothing stored from a cut segment, nothing skipped
+    assert b.refused("ciphertext") == 1
+    assert b.relay.stats.lag_ops == 2
+    # The copy completes: it is read again (it changed) and everything arrives, once.
+    shutil.copy2(segments[0], first)
+    assert await b.sync() == 2
+    assert b.texts() == {"m1": "first", "m2": "second"}
+    assert b.refused("ciphertext") == 1 and b.relay.stats.lag_ops == 0
+    # Back the other way, and the frontier report of each reaches the other.
+    b.write(("m3", "third"))
+    await b.sync()
+    sync_tool(fb, fa)
+    assert await a.sync() == 1
+    assert a.texts() == b.texts()
+    assert a.relay.reports["desktop"].frontier["laptop"] == 2
+    assert b.relay.reports["laptop"].frontier == {"laptop": 2}
+
+
+async def test_hostile_objects_are_refused_and_nothing_is_stored(
+    tmp_path: Path, pki: Pki, mesh: certs.MeshKey
+) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    a = Machine("laptop", tmp_path, pki, folder, mesh)
+    b = Machine("desktop", tmp_path, pki, folder, mesh)
+    a.write(("m1", "honest"))
+    await a.sync()
+    assert await b.sync() == 1
+    honest_report = b.relay.reports["laptop"]
+    root = folder / seal.ROOT
+    honest = next(root.rglob("*.seg"))
+    epoch = mesh.current
+    keys = seal.keys(mesh, epoch)
+    evil_tag = seal.tag(keys, "mallory")
+    laptop_tag = seal.tag(keys, "laptop")
+
+    def place(name: str, body: bytes) -> None:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(body)
+
+    # 1. The honest segment moved under another author's name: its AEAD binds the name.
+    place(seal.segment_name(epoch, evil_tag, 1, 1), honest.read_bytes())
+    # 2. Sealed with a key that is not the mesh's.
+    other = seal.keys(certs.MeshKey({epoch: b"\x01" * 32}), epoch)
+    name = seal.segment_name(epoch, seal.tag(other, "mallory"), 1, 1)
+    place(name, seal.seal(other, name, seal.segment_plain("mallory", 1, 1, b"{}\n")))
+    # 3. A mesh-key holder forges laptop's next op: sealed right, not signed by laptop.
+    forged = (
+        b'{"v":1,"node":"laptop","seq":2,"hlc":281474976710656,'
+        b'"el":["content","default","m1"],"val":{"text":"forged"}}\n'
+    )
+    name = seal.segment_name(epoch, laptop_tag, 2, 2)
+    place(name, seal.seal(keys, name, seal.segment_plain("laptop", 2, 2, forged)))
+    # 4. A segment that says it is laptop's under mallory's name (sealed with the mesh key).
+    name = seal.segment_name(epoch, evil_tag, 5, 5)
+    place(name, seal.seal(keys, name, seal.segment_plain("laptop", 5, 5, forged)))
+    # 5. Larger than a segment may be.
+    with open(root / seal.segment_name(epoch, evil_tag, 9, 9), "wb") as f:
+        f.truncate(seal.MAX_SEGMENT + 1)
+    # 6. laptop's head replaced by one whose signature is not laptop's.
+    name = seal.head_name(epoch, laptop_tag)
+    doc = {"node": "laptop", "seq": 9, "at": 1, "certs": [], "frontier": {"laptop": 9}, "sig": "AA"}
+    place(name, seal.seal(keys, name, seal.canonical(doc)))
+
+    assert await b.sync() == 0  # nothing of any of them
+    assert b.texts() == {"m1": "honest"}
+    lines = b.shard("laptop").read_bytes().splitlines()
+    assert len(lines) == 1 and b"forged" not in lines[0]
+    assert not b.shard("mallory").exists()
+    assert b.refused("ciphertext") == 2  # moved, and sealed with another key
+    assert b.refused("unproven") == 2  # the forged op, the forged head
+    assert b.refused("foreign") == 1
+    assert b.refused("too_large") == 1
+    assert b.relay.reports["laptop"] == honest_report  # a forged report is no report
+    # Refused objects are not fetched again; the honest author goes on being served.
+    before = b.relay.stats.requests
+    a.write(("m2", "still honest"))
+    await a.sync()  # its head changed under it: written again next time
+    await a.sync()
+    await b.sync()
+    assert b.texts() == {"m1": "honest", "m2": "still honest"}
+    assert b.relay.reports["laptop"].frontier == {"laptop": 2}
+    assert b.refused("ciphertext") == 2 and b.refused("too_large") == 1
+    assert b.relay.stats.requests - before <= 6
+
+
+async def test_a_revoked_machine_cannot_read_the_new_epoch_and_its_later_objects_are_refused(
+    tmp_path: Path, pki: Pki
+) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    key_file = tmp_path / "ca-relay.key"
+    old = certs.create_relay_key(key_file)
+    a, b, c = (Machine(n, tmp_path, pki, folder, old) for n in ("laptop", "desktop", "stolen"))
+    c.write(("c1", "before the theft"))
+    a.write(("a1", "before"))
+    for m in (c, a, b, a):
+        await m.sync()
+    assert b.texts() == a.texts() == {"c1": "before the theft", "a1": "before"}
+
+    # The operator revokes the stolen machine and rotates: the others get epoch 2, it does not.
+    new = certs.create_relay_key(key_file, rotate=True)
+    assert new.current == 2 and set(new.epochs) == {1, 2}
+    a, b = (Machine(n, tmp_path, pki, folder, new) for n in ("laptop", "desktop"))
+    a.revoked.add("stolen"), b.revoked.add("stolen")
+    a.write(("a2", "after the rotation"))
+    await a.sync()
+    c.write(("c2", "written by the thief"))
+    await c.sync()
+    await b.sync()
+    # The thief lists epoch 2 but holds no key for it: it gets nothing of it.
+    assert "a2" not in c.texts()
+    e2 = [p for p in (folder / seal.ROOT / "e2").rglob("*.seg")]
+    assert e2, "a writes in the new epoch"
+    for path in e2:
+        name = path.relative_to(folder / seal.ROOT).as_posix()
+        with pytest.raises(seal.Refused):
+            seal.unseal(seal.keys(old, 1), name, path.read_bytes(), seal.MAX_SEGMENT)
+    # Its later objects are refused, never fetched, and nothing of them stored.
+    assert b.texts() == {"c1": "before the theft", "a1": "before", "a2": "after the rotation"}
+    assert b.refused("revoked") >= 1
+    assert b"thief" not in b.shard("stolen").read_bytes()
+    # A machine set up after the rotation reads both epochs (everything but the thief's).
+    d = Machine("tablet", tmp_path, pki, folder, new)
+    d.revoked.add("stolen")
+    await d.sync()
+    assert d.texts() == {"a1": "before", "a2": "after the rotation"}
