@@ -244,6 +244,18 @@ async def test_every_uri_tool_that_is_not_idempotent_answers_a_retry_without_wri
             if name == "update_memory":
                 assert (await s.read("core://base")).count("a third line") == 1
             calls.append((name, data, again))
+        # undo_change too: the alias's change, found where memory_history lists it
+        _, history = await s.call("memory_history", uri="core://renamed")
+        alias = next(c for c in history["changes"] if "core://base/again" in " ".join(c["what"]))
+        args = {"changes": [alias["change"]]}
+        before = len(shard_lines(tmp_path))
+        _, data = await s.call("undo_change", **args)
+        after = len(shard_lines(tmp_path))
+        retried, again = await s.call("undo_change", **args)
+        assert retried.startswith(RETRIED + "undo_change"), retried
+        assert len(shard_lines(tmp_path)) == after > before
+        await s.fail("read_memory", uri="core://base/again")
+        calls.append(("undo_change", data, again))
         assert "numbered" in await s.read("core://1")
         await s.fail("read_memory", uri="core://2")
         assert "a second line" not in await s.read("core://base")  # rolled back, once

@@ -19,3 +19,8 @@ class Actor:
     via: str
     """The edge every write is recorded as: ``mcp``, ``web`` or ``cli``, whatever the client
     calls itself."""
+
+
+WEB = "web"
+"""The client name and the edge (``via``) of every write the page makes: changes written through
+this edge are never queued for review (a client's name, whatever it is, never counts)."""

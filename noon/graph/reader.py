@@ -130,6 +130,12 @@ def version_id(op: Op) -> str:
     return f"{op.node}:{op.seq}"
 
 
+def change_id(op: Op) -> str:
+    """The change that wrote ``op`` (one tool call's batch, or a lone op): ``node:seq`` of the
+    batch's last op, the same on every machine."""
+    return f"{op.node}:{op.bat or op.seq}"
+
+
 def op_time_ms(op: Op) -> int:
     return op.hlc >> 16
 

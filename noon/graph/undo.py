@@ -10,7 +10,10 @@ rolling back one machine's creation of ``core://notes`` leaves the other machine
 with no predecessor on an existing memory, rolled back, leaves the memory. Edits built on the
 change (made after it, knowing it) are replaced, and the preview says so. So an undo
 replicates like any write, settles a conflict on the element, and is itself a change that can be
-undone. Every kind is restored the same way, which is what makes a rollback complete: a memory's
+undone. An undo that takes a memory's text out (the changes created it) also removes what names
+that memory and was made since, knowing it (placements from moves and aliases, keywords, the boot
+entry), when the caller's :class:`Lookup` can find them: else the memory would read as deleted
+yet placed. Every kind is restored the same way, which is what makes a rollback complete: a memory's
 text, its placements (priority, disclosure, moves, aliases), keywords, boot membership, a deleted
 memory in its place, and the knowledge graph's entities, observations and relations.
 
@@ -27,11 +30,23 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from noon.core.elements import BOOT, CONTENT, EDGE, ENTITY, KEYWORD, OBS, REL, REVIEW
+from noon.core.elements import (
+    BOOT,
+    CONTENT,
+    EDGE,
+    ENTITY,
+    KEYWORD,
+    OBS,
+    REL,
+    REVIEW,
+    boot_key,
+    edge_key,
+    keyword_key,
+)
 from noon.core.fold import pick_winner
 from noon.core.ops import Draft, Key, Op, OpId
 from noon.errors import Invalid
-from noon.graph.reader import ElementLike
+from noon.graph.reader import ElementLike, GraphReader
 
 Value = dict[str, Any] | None
 
@@ -50,12 +65,29 @@ class ElementState:
     """Its versions still held, by id (at least those the changes' ops name)."""
 
 
-Lookup = Callable[[Key], ElementState]
+Naming = Callable[[str, str], Sequence[Key]]
+"""The elements that name memory ``node`` of namespace ``ns`` beside its text: its live
+placements, its keywords and its boot entry."""
 
 
-def element_lookup(element: Callable[[Key], ElementLike | None]) -> Lookup:
+@dataclass(frozen=True)
+class Lookup:
+    """What an undo reads: element states, and (when known) what names a memory."""
+
+    state: Callable[[Key], ElementState]
+    naming: Naming | None = None
+    """None: an undo leaves what names a memory it takes out (a bare fold has no such index)."""
+
+    def __call__(self, key: Key) -> ElementState:
+        return self.state(key)
+
+
+def element_lookup(
+    element: Callable[[Key], ElementLike | None], graph: GraphReader | None = None
+) -> Lookup:
     """Element states read through ``element``: a :class:`~noon.graph.reader.GraphReader`'s
-    (the read model's, or an in-memory graph's), or an in-memory fold's ``elements.get``."""
+    (the read model's, or an in-memory graph's), or an in-memory fold's ``elements.get``; with
+    ``graph``, what names a memory too (:func:`naming_in`)."""
 
     def state(key: Key) -> ElementState:
         el = element(key)
@@ -63,7 +95,16 @@ def element_lookup(element: Callable[[Key], ElementLike | None]) -> Lookup:
             return ElementState((), {})
         return ElementState(tuple(el.heads.values()), {v.id: v for v in el.versions})
 
-    return state
+    return Lookup(state, naming_in(graph) if graph is not None else None)
+
+
+def naming_in(graph: GraphReader) -> Naming:
+    def naming(ns: str, node: str) -> list[Key]:
+        keys = [edge_key(ns, p.parent, p.key_name) for p in graph.placements(ns, node)]
+        keys += [keyword_key(ns, kw, node) for kw in graph.keywords_of(ns, node)]
+        return [*keys, boot_key(ns, node)]
+
+    return naming
 
 
 @dataclass(frozen=True)
@@ -92,6 +133,9 @@ class Step:
     restored_from: Op | None = None
     """The version whose value ``before`` is (None when the element was absent)."""
     replaces_concurrent: bool = False
+    follows: bool = False
+    """An element the changes did not write, naming a memory whose text the undo takes out (a
+    placement, keyword or boot entry made since, knowing it): removed with it."""
 
 
 @dataclass(frozen=True)
@@ -231,7 +275,33 @@ def preview(changes: Sequence[Sequence[Op]], lookup: Lookup) -> Undo:
         steps.append(step)
         if problem:
             problems.append(problem)
+    steps += _naming_taken_out(steps, lookup)
     return Undo(tuple(steps), tuple(problems))
+
+
+def _naming_taken_out(steps: Sequence[Step], lookup: Lookup) -> list[Step]:
+    """The steps removing what names a memory whose text the undo takes out (the changes
+    created it) and that they did not write: a placement, alias, move, keyword or boot entry
+    made since, knowing the memory. Left, it would read as deleted yet placed, or fail to load
+    at boot. Memories placed under it are left (the page says they become orphans)."""
+    if lookup.naming is None:
+        return []
+    touched = {s.key for s in steps}
+    out: list[Step] = []
+    for step in steps:
+        if step.key[0] != CONTENT or step.draft is None or step.before is not None:
+            continue
+        for key in lookup.naming(step.key[1], step.key[2]):
+            state = lookup(key)
+            if key in touched or _reads_as(state, None):
+                continue
+            touched.add(key)
+            heads = tuple(sorted(state.heads, key=lambda o: o.order))
+            prev = tuple(sorted(h.id for h in heads))
+            now = _winner_value(heads)
+            draft = Draft(key, None, prev)
+            out.append(Step(key, None, now, now, heads, draft, follows=True))
+    return out
 
 
 def undo(changes: Sequence[Sequence[Op]], lookup: Lookup) -> Undo:
@@ -313,7 +383,9 @@ def describe(step: Step, name: Callable[[str], str] = str) -> str:
             KEYWORD: "unbound",
             BOOT: "removed from the boot list",
         }.get(kind, "removed")
-        if step.concurrent and not step.replaces_concurrent:
+        if step.follows:
+            why = "it names the memory the change created, which this takes out"
+        elif step.concurrent and not step.replaces_concurrent:
             why = f"as {_who(step.concurrent)} left it, writing concurrently"
         elif source is None:
             why = "the change created it"

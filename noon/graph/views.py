@@ -24,6 +24,7 @@ from noon.graph.memory_view import (
 from noon.graph.reader import (
     GraphReader,
     Placement,
+    change_id,
     live_text,
     op_time_ms,
     version_id,
@@ -258,7 +259,8 @@ def history(
     out = [
         f"# History of {uri}",
         f"# Memory ID: {node}",
-        f"# Versions kept: {len(versions)} (newest first; roll back with rollback_memory)",
+        f"# Versions kept: {len(versions)} (newest first; roll back with rollback_memory, or "
+        "undo the change that wrote a version with undo_change)",
         "",
     ]
     for at, op in enumerate(versions[:limit]):
@@ -268,7 +270,9 @@ def history(
         stamp = when(written_ms(op))
         if written_ms(op) != op_time_ms(op):
             stamp += f" (imported {when(op_time_ms(op))})"
-        out.append(f"- {version_id(op)}{cur} {stamp} by {author(op)}: {state}")
+        out.append(
+            f"- {version_id(op)}{cur} {stamp} by {author(op)}: {state} (change {change_id(op)})"
+        )
         older = next((v.val for v in versions[at + 1 :] if v.val is not None), None)
         if op.val is not None and older is not None:
             out += [f"  {h}" for h in hunks(older["text"], op.val["text"])] or [
@@ -280,6 +284,7 @@ def history(
         rows.append(
             {
                 "version": version_id(op),
+                "change": change_id(op),
                 "time": when(written_ms(op)),
                 "client": op.by,
                 "machine": op.node,

@@ -20,6 +20,8 @@ Workflow:
    preferences, decisions, lessons. Give every memory a disclosure that fires BEFORE you would
    need it ("When the user asks about deployment").
 6. Move or rename with move_memory (one atomic step); never delete and recreate.
+7. Undo a tool call that went wrong with undo_change: memory_history lists the changes that
+   touched a memory, each with its change id.
 Views: system://boot, system://index/<domain>, system://recent[/N], system://glossary,
 system://diagnostic/<domain>, system://conflicts, system://orphans, system://history/<uri>.
 Memories edited concurrently on two machines show a CONCURRENT VERSIONS note: merge them with

@@ -69,6 +69,9 @@ def answer(
         "old_uri": args["uri"].strip() if isinstance(args.get("uri"), str) else None,
         "restored": args.get("version"),
         "related": [],
+        "changes": args.get("changes"),
+        "change": version_id(last),
+        "elements": sum(1 for op in batch if op.el[0] != "review"),
     }
     props = (spec.output_schema or {}).get("properties", {})
     return types.CallToolResult(

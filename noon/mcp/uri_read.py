@@ -6,8 +6,10 @@ from typing import Annotated
 
 from pydantic import Field
 
+from noon.app import history
 from noon.app import search as app_search
 from noon.graph import plan, views
+from noon.graph.memory_view import when
 from noon.graph.uri import node_view
 from noon.mcp.spec import ToolContext, Tools, tool_hints
 from noon.mcp.uri_base import Args, Out, Reply, UriText, uri_tool
@@ -20,6 +22,7 @@ READS = tool_hints(read_only=True, destructive=False, idempotent=True)
 
 class HistoryRow(Out):
     version: str
+    change: str
     time: str
     client: str | None = None
     machine: str
@@ -144,28 +147,68 @@ class HistoryArgs(Args):
     limit: Annotated[int, Field(ge=1, le=1000)] | None = None
 
 
+class ChangeRow(Out):
+    change: str
+    time: str
+    client: str | None = None
+    machine: str
+    what: list[str]
+
+
 class HistoryOut(Out):
     uri: str
     memory_id: str
     versions: list[HistoryRow]
+    changes: list[ChangeRow]
+    changes_total: int
 
 
 @uri_tool(
     tools,
     title="Memory History",
     description="List a memory's kept versions, newest first, with who wrote each (client and "
-    "machine) and when. Roll back with rollback_memory.",
+    "machine) and when, and the change (tool call) that wrote each. Roll back with "
+    "rollback_memory; undo a whole change with undo_change.",
     args=HistoryArgs,
     output=HistoryOut,
     annotations=READS,
     writes=False,
 )
 def memory_history(svc: GraphService, args: HistoryArgs, ctx: ToolContext) -> Reply:
+    limit = args.limit or 20
+
     def fn(s: GraphService) -> Reply:
         node, uri = plan.locate_past(s.graph, ctx.namespace, args.uri)
-        text, rows = views.history(
-            s.graph, ctx.namespace, node, str(uri or node_view(node)), args.limit or 20
-        )
-        return text, {"uri": args.uri.strip(), "memory_id": node, "versions": rows}
+        text, rows = views.history(s.graph, ctx.namespace, node, str(uri or node_view(node)), limit)
+        total, found = history.memory_changes(s.graph, ctx.namespace, node, limit)
+        lines = [
+            f"## Changes that touched it: {total} (newest first; one change is one tool call: "
+            "undo one with undo_change)",
+            "",
+        ]
+        for c in found:
+            more = f" (and {c.more} more op(s))" if c.more else ""
+            lines.append(
+                f"- change {c.id} {when(c.time_ms)} by {c.client or 'unknown'} on {c.machine}: "
+                f"{'; '.join(c.what)}{more}"
+            )
+        shown = [
+            {
+                "change": c.id,
+                "time": when(c.time_ms),
+                "client": c.client,
+                "machine": c.machine,
+                "what": c.what,
+            }
+            for c in found
+        ]
+        data = {
+            "uri": args.uri.strip(),
+            "memory_id": node,
+            "versions": rows,
+            "changes": shown,
+            "changes_total": total,
+        }
+        return text + "\n" + "\n".join(lines) + "\n", data
 
     return svc.read(fn)

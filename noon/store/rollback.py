@@ -11,7 +11,7 @@ from noon.core.ops import Draft, Op
 from noon.errors import NotFound
 from noon.graph import undo
 from noon.graph.plan import GraphError
-from noon.graph.reader import version_id
+from noon.graph.reader import change_id, version_id
 from noon.store.readmodel import changes
 from noon.store.readmodel.graph import SqlGraph
 
@@ -21,8 +21,9 @@ class VersionNotHeld(GraphError, NotFound):
 
 
 def lookup(graph: SqlGraph) -> undo.Lookup:
-    """Element states as :mod:`noon.graph.undo` reads them, from the read model."""
-    return undo.element_lookup(graph.element)
+    """Element states as :mod:`noon.graph.undo` reads them, and what names a memory, from the
+    read model."""
+    return undo.element_lookup(graph.element, graph)
 
 
 def later_changes(graph: SqlGraph, version: Op, versions: Iterable[Op]) -> list[list[Op]]:
@@ -30,7 +31,7 @@ def later_changes(graph: SqlGraph, version: Op, versions: Iterable[Op]) -> list[
     ids: dict[str, None] = {}
     for op in sorted(versions, key=lambda o: o.order):
         if op.order > version.order:
-            ids[changes.change_id(op)] = None
+            ids[change_id(op)] = None
     found = (changes.load(graph.conn, cid) for cid in ids)
     return [c.ops for c in found if c is not None]
 

@@ -26,8 +26,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from noon.app import changes as app_changes
 from noon.app import memories, search, versions
-from noon.app.actor import Actor
+from noon.app.actor import WEB, Actor
 from noon.config import Settings
 from noon.core.ops import Draft, Key, Op
 from noon.errors import Invalid, NotFound
@@ -39,7 +40,6 @@ from noon.store.readmodel import changes, overview
 from noon.store.readmodel.graph import SqlGraph
 from noon.store.store import Changes, Store
 from noon.web import queue, rollback, timeline, views
-from noon.web.queue import WEB_CLIENT
 
 T = TypeVar("T")
 MAX_LIVE_KEYS = 500
@@ -81,7 +81,7 @@ class WebData:
         return self.svc.read(lambda s: fn(s.graph))
 
     def _write(self, fn: Callable[[SqlGraph], tuple[list[Draft], T]]) -> tuple[list[Op], T]:
-        return self.svc.write(fn, WEB_CLIENT, WEB_CLIENT)
+        return self.svc.write(fn, WEB, WEB)
 
     def _memory_of(self, graph: SqlGraph, ns: str, node: str, at: Uri | None) -> dict[str, Any]:
         found = graph.resolve(ns, at) if at is not None else None
@@ -97,7 +97,7 @@ class WebData:
         cached = self._pending.get(ns)
         if cached is not None and cached[0] == generation:
             return cached[1]
-        found = changes.pending(graph.conn, ns, WEB_CLIENT)
+        found = changes.pending(graph.conn, ns, WEB)
         if len(self._pending) >= PENDING_CACHED:
             self._pending.clear()
         self._pending[ns] = (generation, found)
@@ -219,11 +219,11 @@ class WebData:
         ``total_steps`` they touched. ``before`` is an element's value before the first of the
         changes, ``after`` what they left, ``current`` what reads show now (texts are given as
         ``{chars}``: see ``diff``); pass ``undo.basis`` back to :meth:`rollback`. Above
-        :data:`rollback.MAX_UNDO_OPS` ops the undo is not previewed (``problems`` says so,
+        :data:`noon.app.changes.MAX_UNDO_OPS` ops the undo is not previewed (``problems`` says so,
         ``basis`` is None)."""
 
         def fn(g: SqlGraph) -> dict[str, Any]:
-            return rollback.details(g, ns, queue.named(g.conn, ns, ids), offset, limit)
+            return rollback.details(g, ns, app_changes.named(g.conn, ns, ids), offset, limit)
 
         return self._read(fn)
 
@@ -245,31 +245,13 @@ class WebData:
         """Mark changes reviewed: each of ``ids``, and with ``through`` (author -> seq, a
         listing's ``frontier``) every change of those authors up to there. Written as review ops
         that replicate: approving here clears the queue of every machine. ``{written}``."""
-        me = self.settings.node_id
-
-        if not ids and not through:
-            raise Invalid("Name the changes to approve (ids) or a frontier (through).")
-
-        def fn(g: SqlGraph) -> tuple[list[Draft], int]:
-            refs = queue.named(g.conn, ns, ids) if ids else []
-            drafts = queue.approval(g, self.store.fold, ns, refs, through, me)
-            return drafts, len(drafts)
-
-        _, written = self._write(fn)
-        return {"written": written}
+        return {"written": app_changes.approve(self.svc, self._actor(ns), ids, through)}
 
     def unreview(self, ns: str, change_id: str) -> dict[str, Any]:
         """Put a change back in the queue (a tombstone over every machine's verdict on it, each
         naming the verdict it withdraws). A change approved by "approve all" stays approved.
         ``{written}``."""
-
-        def fn(g: SqlGraph) -> tuple[list[Draft], int]:
-            (found,) = queue.named(g.conn, ns, [change_id])
-            drafts = queue.withdrawal(g, ns, found)
-            return drafts, len(drafts)
-
-        _, written = self._write(fn)
-        return {"written": written}
+        return {"written": app_changes.unreview(self.svc, self._actor(ns), change_id)}
 
     def rollback(self, ns: str, ids: list[str], basis: str | None) -> dict[str, Any]:
         """Undo changes: every element they touched goes back to its value before the first of
@@ -278,13 +260,8 @@ class WebData:
         back. Refused (409) when ``basis`` (from :meth:`change`) no longer matches what is
         current, and (400) when a version to restore is not held any more. ``{written, batch
         (the rollback's own change id: undo it to undo the rollback)}``."""
-        me = self.settings.node_id
-
-        def fn(g: SqlGraph) -> tuple[list[Draft], int]:
-            return rollback.rollback(g, ns, queue.named(g.conn, ns, ids), basis, me)
-
-        ops, written = self._write(fn)
-        return {"written": written, "batch": f"{ops[-1].node}:{ops[-1].seq}" if ops else None}
+        done = app_changes.undo_changes(self.svc, self._actor(ns), ids, basis, review=True)
+        return {"written": done.restored, "batch": done.batch}
 
     def restore_version(
         self, ns: str, uri: str, version: str, expected_version: str | None
@@ -299,7 +276,7 @@ class WebData:
     # -- edit ------------------------------------------------------------------------------
 
     def _actor(self, ns: str) -> Actor:
-        return Actor(ns, WEB_CLIENT, WEB_CLIENT)
+        return Actor(ns, WEB, WEB)
 
     def _after(self, ns: str, uri: str, node: str) -> dict[str, Any]:
         """The memory as it is now, at ``uri`` when that still reaches it."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from noon.app.changes import Review
 from noon.core.elements import CONTENT, EDGE
 from noon.core.ops import Op
 from noon.graph import undo
@@ -40,7 +41,7 @@ def timeline(graph: SqlGraph, ns: str, node: str, offset: int, limit: int) -> di
     texts = [key_text(k) for k in keys]
     under = key_text((EDGE, ns, node))[:-1] + ","
     state = lookup(graph)
-    review = queue.Review(conn, ns)
+    review = Review(conn, ns)
     items = []
     for r in refs[offset : offset + limit]:
         held = {op.id: op for op in changes.ops_on(conn, r, texts)}
@@ -73,5 +74,5 @@ def timeline(graph: SqlGraph, ns: str, node: str, offset: int, limit: int) -> di
 def entity_changes(graph: SqlGraph, ns: str, name: str) -> list[dict[str, Any]]:
     conn = graph.conn
     refs = changes.about(conn, journal.entity_keys(conn, ns, name), f"kg:{name}")
-    review = queue.Review(conn, ns)
+    review = Review(conn, ns)
     return [queue.item(graph, review, queue.head(conn, r)) for r in refs[:ENTITY_CHANGES]]

@@ -39,10 +39,6 @@ _KNOWN = "key IS NOT NULL"
 """Ops of a kind this version does not know are stored without a key and never listed."""
 
 
-def change_id(op: Op) -> str:
-    return f"{op.node}:{op.bat or op.seq}"
-
-
 def subject(conn: sqlite3.Connection, op: Op) -> str | None:
     """The memory (node id) or ``kg:<entity>`` an op is about; None for review ops. A removed
     placement is about the memory its replaced version placed (``@edge:<parent>/<name>`` when
