@@ -41,6 +41,7 @@ from noon.store.readmodel.model import Changes, ReadModel
 from noon.store.readmodel.schema import FILE_NAME
 from noon.store.readmodel.search import Search
 from noon.store.readmodel.state import FoldView, head_ids
+from noon.store.readmodel.vectorizer import Vectorizer
 from noon.store.shard import (
     Corrupt,
     append_all,
@@ -107,7 +108,9 @@ class Store:
         """The folded state (elements, frontier), read from the read model."""
         self.graph = SqlGraph(self.model)
         self.search = Search(self.model)
-        self.listeners: list[Callable[[Changes], None]] = []
+        self.vectorizer = Vectorizer(self.model, self.lock)
+        """Embeds memories for semantic search; started by serving processes."""
+        self.listeners: list[Callable[[Changes], None]] = [self.vectorizer.wake]
         self.signer = signing.load(settings)
         self._compacting: threading.Thread | None = None
         if fold_now:
@@ -340,6 +343,7 @@ class Store:
             self._compacting.join()
 
     def close(self) -> None:
+        self.vectorizer.stop()
         self.wait_compaction()
         with self.lock:
             self.model.close()
