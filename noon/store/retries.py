@@ -9,9 +9,10 @@ such call by a *request key* (:func:`request_key`: the tool, its arguments, the 
 the client) for the call's duration (:func:`requesting`), and :meth:`Store.write
 <noon.store.store.Store.write>` records the key on the first op of the batch it writes (``req``,
 PROTOCOL.md §1.1). Before planning, and again under the shard's lock, the store looks for the
-key in the own shard's tail (:func:`earlier_batch`, read incrementally by :class:`Recent`): when this node wrote a batch with it within
-:data:`WINDOW_MS` and that batch still stands (:func:`stands`), nothing is planned or written,
-and :class:`~noon.store.errors.AlreadyWritten` carries the earlier batch for the edge to answer
+key in the own shard's tail (:func:`earlier_batch`, read incrementally by :class:`Recent`):
+when this node wrote a batch with it within :data:`WINDOW_MS` and that batch still stands
+(:func:`stands`), nothing is planned or written, and
+:class:`~noon.store.errors.AlreadyWritten` carries the earlier batch for the edge to answer
 from.
 
 A batch *stands* while every op it wrote is still a head of its element: nothing has been
