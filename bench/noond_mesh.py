@@ -1,6 +1,7 @@
 """Replication figures on a loopback mesh of real noond processes with real mTLS.
 
     python -m bench.noond_mesh [--nodes 3 5] [--writes 200] [--catch-up 100000]
+    python -m bench.noond_mesh --push-vs-poll --nodes 5 10 --writes 100
 
 Every node sits behind a byte-counting TCP proxy that the other nodes dial (its advertised
 address), so the byte figures are what crosses the wire: TLS records, HTTP headers and bodies.
@@ -356,6 +357,26 @@ def run(
     return out
 
 
+def push_vs_poll(base: Path, sizes: list[int], writes: int) -> dict[str, Any]:
+    """Write → held on all with default settings (``NOOND_WATCH_INTERVAL`` 0.2 s), the daemons
+    told of a local write by polling alone (``NOOND_INOTIFY=false``, as before inotify) and by
+    inotify, one mesh each, side by side in one run."""
+    pki = Pki(base / "pki")
+    out: dict[str, Any] = {}
+    for n in sizes:
+        for mode, env in (("poll", {"NOOND_INOTIFY": "false"}), ("inotify", {})):
+            proxies = Proxies()
+            nodes = mesh(
+                base / f"{mode}{n}", pki, proxies, n, NOOND_INTERVAL="30", NOON_FSYNC="true", **env
+            )
+            try:
+                out.setdefault(str(n), {})[mode] = latency(nodes, proxies, writes)
+            finally:
+                for m in nodes:
+                    m.stop()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--nodes", type=int, nargs="+", default=[3, 5])
@@ -364,9 +385,17 @@ def main() -> None:
     ap.add_argument("--catch-up", type=int, default=100_000)
     ap.add_argument("--keep", action="store_true", help="keep the nodes' files and logs")
     ap.add_argument("--watch", type=float, default=0.02, help="NOOND_WATCH_INTERVAL")
+    ap.add_argument(
+        "--push-vs-poll",
+        action="store_true",
+        help="only write → held on all, polling alone beside inotify, default watch interval",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="noond-bench-") as tmp:
         base = Path(tmp)
+        if args.push_vs_poll:
+            print(json.dumps(push_vs_poll(base, args.nodes, args.writes), indent=1))
+            return
         if args.keep:
             base = Path(tempfile.mkdtemp(prefix="noond-bench-"))
             print(f"keeping files in {base}")

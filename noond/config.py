@@ -87,6 +87,8 @@ class DaemonConfig:
     interval: float = 30.0
     push: bool = True
     watch_interval: float = 0.2
+    inotify: bool = True
+    """Learn of local writes from inotify at once (Linux), besides polling (noond.inotify)."""
     suspect_after: int = 3
     dead_after: int = 6
     dead_retry: float = 300.0
@@ -103,6 +105,8 @@ class DaemonConfig:
     state_file: Path | None = None
     """The state file (:func:`noon.daemon_link.state_path`); None: the default."""
     concurrency: int = 16
+    fold: bool = True
+    """Fold what is stored into the machine's read model (:mod:`noond.fold`)."""
     collect: bool = True
     """Physically remove deleted elements once no member can bring them back."""
     collect_unseen: bool = False
@@ -260,6 +264,7 @@ def from_env(
         interval=env_float(env, "NOOND_INTERVAL", 30.0, 0.05),
         push=env_bool(env, "NOOND_PUSH", True),
         watch_interval=env_float(env, "NOOND_WATCH_INTERVAL", 0.2, 0.01),
+        inotify=env_bool(env, "NOOND_INOTIFY", True),
         suspect_after=env_int(env, "NOOND_SUSPECT_AFTER", 3, 1),
         dead_after=env_int(env, "NOOND_DEAD_AFTER", 6, 1),
         dead_retry=env_float(env, "NOOND_DEAD_RETRY", 300.0),
@@ -274,6 +279,7 @@ def from_env(
         digest=env_bool(env, "NOOND_DIGEST", True),
         state_file=daemon_link.state_path(store.dir, env),
         concurrency=env_int(env, "NOOND_CONCURRENCY", 16, 1),
+        fold=env_bool(env, "NOOND_FOLD", True),
         collect=env_bool(env, "NOOND_COLLECT", True),
         collect_unseen=env_bool(env, "NOOND_COLLECT_UNSEEN", False),
         forget_after=env_float(env, "NOOND_FORGET_AFTER", 180 * 86400.0, 1.0),

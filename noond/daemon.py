@@ -36,6 +36,7 @@ from noond.client import Client, HttpTransport, Transport
 from noond.collection import Collector
 from noond.config import DaemonConfig, split_address
 from noond.exchange import Exchanger
+from noond.fold import Folder
 from noond.forks import Forks
 from noond.listener import Limits, Listener, descriptor_budget
 from noond.membership import Membership
@@ -152,8 +153,13 @@ class Daemon:
             collector=self.collector,
             metrics=self.metrics,
             watched={s: self.holdings.path(s) for s in (self.node, f"{self.node}{IMPORT_SUFFIX}")},
-            after_round=self.update_gauges,
+            after_round=self._after_round,
         )
+        self.folder = None
+        if config.fold:
+            self.folder = Folder(config.store, self.metrics, lambda: self.holdings.disk_is_full)
+        if self.folder is not None:
+            self.holdings.on_stored.append(self.folder.poke)
         self._runner: web.AppRunner | None = None
         self._metrics_runner: web.AppRunner | None = None
         self._listener: Listener | None = None
@@ -244,6 +250,11 @@ class Daemon:
             )
         return {"node": self.node, "frontier": store.fold.frontier(), "elements": elements}
 
+    def _after_round(self) -> None:
+        self.update_gauges()
+        if self.folder is not None:
+            self.folder.poke()  # a collection may have rewritten shards
+
     def update_gauges(self) -> None:
         counts = self.membership.counts()
         for state, n in counts.items():
@@ -316,6 +327,8 @@ class Daemon:
             )
         self.scheduler.start()
         self.relays.start()
+        if self.folder is not None:
+            self.folder.start()
 
     async def _serve(
         self, app: web.Application, host: str, port: int, limits: Limits, *, tls: bool
@@ -345,6 +358,8 @@ class Daemon:
         withdraw(self.dir)
         await self.scheduler.stop()
         await self.relays.stop()
+        if self.folder is not None:
+            await self.folder.stop()
         self.state.save_members()
         for listener in (self._listener, self._metrics_listener):
             if listener is not None:

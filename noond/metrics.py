@@ -219,6 +219,19 @@ class Metrics:
             ["certificate"],
             registry=r,
         )
+        self.folds = Counter(
+            "noond_readmodel_folds_total",
+            "Folds of received ops into the machine's read model by result (current, partial: "
+            "a slice of a longer catch-up, behind: the disk is full, fork, failed).",
+            ["result"],
+            registry=r,
+        )
+        self.fold_seconds = Histogram(
+            "noond_readmodel_fold_duration_seconds",
+            "Duration of one fold (or slice of a fold) into the read model.",
+            registry=r,
+            buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30),
+        )
         self.peer_missing = Gauge(
             "noond_peer_missing_ops",
             "Ops held here that each member has not reported holding (its replication lag).",

@@ -200,7 +200,7 @@ class Puller(Wired):
                     log.info("pull of %s from %s: %s", node, m.node, exc)
                     await self._refetch(m, node)
                     return
-                self.holdings.disk_ok()
+                self.holdings.stored()
                 self.metrics.ops_pulled.inc(done.appended)
                 if not self.may_pull(m, node):
                     return
@@ -246,6 +246,7 @@ class Puller(Wired):
             except receive.Unproven as exc:
                 self.refuse("unproven", "%s served a copy of %s, nothing stored: %s", m, node, exc)
                 raise
+            self.holdings.stored()
             log.warning(
                 "re-fetched the whole shard %s from %s (ours lagged behind a compaction there)%s",
                 node,

@@ -219,6 +219,7 @@ class Recovery:
                         check=verify,
                     )
                     ex.metrics.ops_recovered.inc(done.appended)
+                    ex.holdings.stored()
                 if (kept and kept[-1][1].seq >= through) or len(kept) < len(ops):
                     return True
                 if time.monotonic() > deadline:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from noon.store.readmodel.behind import full
-from noond import discovery
+from noond import discovery, inotify
 from noond.admission import Admission
 from noond.collection import Collector
 from noond.config import DaemonConfig
@@ -61,6 +61,8 @@ class Scheduler:
         self._repush: set[tuple[str, str]] = set()
         """(member, shard) pairs to push again once the push under way is done."""
         self._tasks: list[asyncio.Task[Any]] = []
+        self._last: dict[str, tuple[int, int] | None] = {}
+        """The identity of every watched shard when it was last pushed."""
         self._inflight: set[asyncio.Task[None]] = set()
         self._busy: set[str] = set()
         self._sem = asyncio.Semaphore(config.concurrency)
@@ -239,13 +241,40 @@ class Scheduler:
         return out
 
     async def _watch(self) -> None:
-        """Poll the identity of every shard written here; a change (creation included)
-        triggers a push of that shard to every live member."""
-        last = self._idents()
-        while True:
-            await asyncio.sleep(self.config.watch_interval)
-            now = self._idents()
-            for shard, ident in now.items():
-                if ident != last.get(shard) and ident is not None:
-                    self.trigger_push(shard)
-            last = now
+        """Push every shard written here as soon as it changes (creation included): told by
+        inotify where the kernel has it (:mod:`noond.inotify`), and by polling the shards'
+        identities every ``watch_interval`` in any case (the fallback, and a net under an
+        event queue that overflowed)."""
+        self._last = self._idents()
+        woke = asyncio.Event()
+        watch = inotify.open_watch(self._watched_dir()) if self.config.inotify else None
+        names = {path.name for path in self.watched.values()}
+        loop = asyncio.get_running_loop()
+        if watch is not None:
+
+            def readable() -> None:
+                changed = watch.changed()
+                if changed is None or changed & names:
+                    woke.set()
+
+            loop.add_reader(watch.fd, readable)
+        try:
+            while True:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woke.wait(), self.config.watch_interval)
+                woke.clear()
+                self._push_changed()
+        finally:
+            if watch is not None:
+                loop.remove_reader(watch.fd)
+                watch.close()
+
+    def _watched_dir(self) -> Path:
+        return next(iter(self.watched.values())).parent
+
+    def _push_changed(self) -> None:
+        now = self._idents()
+        for shard, ident in now.items():
+            if ident != self._last.get(shard) and ident is not None:
+                self.trigger_push(shard)
+        self._last = now

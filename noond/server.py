@@ -448,7 +448,7 @@ async def push_ops(request: web.Request) -> web.Response:
             "misses once space returns",
             logged=False,
         ) from None
-    daemon.holdings.disk_ok()
+    daemon.holdings.stored()
     daemon.metrics.ops_received.inc(done.appended)
     return _json({"appended": done.appended, "skipped": done.skipped, "head": done.head})
 

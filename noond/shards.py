@@ -28,6 +28,8 @@ class Holdings:
         self._summaries = Summaries(directory)
         self._revoked = revoked
         self._disk = Condition(logging.getLogger("noond"), every=60.0)
+        self.on_stored: list[Callable[[], None]] = []
+        """Called (on the event loop) after ops were stored here: the read model folds them."""
 
     def disk_full(self, exc: OSError) -> None:
         """A shard could not be stored: this node's disk is full. Said once, then at most once
@@ -38,9 +40,17 @@ class Holdings:
             exc.strerror or exc,
         )
 
-    def disk_ok(self) -> None:
-        """A shard was stored: if the disk was full, it has space again."""
+    @property
+    def disk_is_full(self) -> bool:
+        """A shard could not be stored for want of space, and none was stored since."""
+        return self._disk.since is not None
+
+    def stored(self) -> None:
+        """Ops were stored in a shard: if the disk was full, it has space again; whoever
+        waits for new ops is told."""
         self._disk.ended("this node's disk has space again: storing shards again")
+        for tell in self.on_stored:
+            tell()
 
     def held(self) -> dict[str, Summary]:
         """Every shard served, with seq > 0, by node. Blocking I/O (a stat per shard)."""

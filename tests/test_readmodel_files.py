@@ -225,3 +225,30 @@ def test_noon_reindex_rebuilds_the_file_and_says_what_it_folded(noon_dir: Path) 
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT count(*) FROM meta WHERE key = 'old'").fetchone() == (0,)
     as_the_shards_say(noon_dir)
+
+
+def test_a_sliced_refresh_stops_between_chunks_and_resumes_where_it_stopped(
+    noon_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """noond folds a long catch-up in slices (noond/fold.py): each ends at a committed chunk,
+    and the slices together fold exactly what one refresh would."""
+    from noon.core.hlc import Clock
+    from noon.store.readmodel import model
+    from noon.store.store import wall_ms
+
+    fill(noon_dir, 60).close()
+    read_model_path(noon_dir).unlink()
+    monkeypatch.setattr(model, "CHUNK_OPS", 10)
+    monkeypatch.setattr(model, "POLL_BYTES", 1024)  # a few ops per poll
+    folder = model.ReadModel(noon_dir, read_model_path(noon_dir), Clock(), wall_ms)
+    offsets = []
+    for _ in range(20):
+        folder.refresh(slice_ops=10)
+        offsets.append(folder.conn.execute("SELECT offset FROM shards").fetchone()[0])
+        if not folder.partial:
+            break
+    folder.close()
+    assert len(offsets) >= 3  # several slices, each further on
+    assert offsets == sorted(set(offsets))
+    assert offsets[-1] == (noon_dir / "n1.jsonl").stat().st_size
+    as_the_shards_say(noon_dir)

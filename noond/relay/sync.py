@@ -470,7 +470,7 @@ class Relay:
             except receive.ReplicaError as exc:
                 self._refuse(entry, "invalid_ops", str(exc))
                 break
-            self.holdings.disk_ok()
+            self.holdings.stored()
             self.metrics.relay_ops_down.labels(self.url).inc(done.appended)
             appended += done.appended
             cursor = max(cursor, done.head)

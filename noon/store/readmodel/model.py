@@ -56,6 +56,10 @@ RESET_KEYS = 20_000
 """A transaction touching more keys than this logs one reset instead of every key."""
 
 
+class Unshared(Exception):
+    """The machine's read model cannot be written here (and no fallback was wanted)."""
+
+
 @dataclass
 class Changes:
     keys: set[Key] = field(default_factory=set)
@@ -85,7 +89,11 @@ class ReadModel:
         path: Path | None,
         clock: Clock,
         now_ms: Callable[[], int],
+        *,
+        memory_fallback: bool = True,
     ) -> None:
+        """``memory_fallback=False``: where the file cannot be written (a full disk, a
+        read-only directory), raise instead of folding into this process's memory."""
         self.dir = directory
         self.path = path
         self.clock = clock
@@ -93,7 +101,7 @@ class ReadModel:
         try:
             self.conn, self.inode = schema.connect(path)
         except (sqlite3.DatabaseError, OSError) as exc:
-            if path is None or not full(exc, path.parent):
+            if path is None or not full(exc, path.parent) or not memory_fallback:
                 raise
             log.warning(
                 "no space left on the disk to open the read model %s: this process folds the "
@@ -102,6 +110,9 @@ class ReadModel:
             )
             self.path = None
             self.conn, self.inode = schema.connect(None)
+        if path is not None and self.inode is None and not memory_fallback:
+            self.conn.close()
+            raise Unshared(f"cannot write the read model {path}")
         self.cut = ReadCut(directory)
         self.behind: Behind | None = None
         """Set while a full disk keeps the fold from committing (see :mod:`.behind`)."""
@@ -111,6 +122,9 @@ class ReadModel:
         self._progress = Progress(0, 0, None)
         self.on_progress: Callable[[int, int], None] | None = None
         """Called with (bytes folded, bytes to fold) while catching up (``noon reindex``)."""
+        self._slice: int | None = None
+        self.partial = False
+        """The last refresh stopped after a slice (``slice_ops``): the shards hold more."""
 
     # -- meta ------------------------------------------------------------------------------
 
@@ -127,15 +141,21 @@ class ReadModel:
 
     # -- refresh ---------------------------------------------------------------------------
 
-    def refresh(self) -> Changes:
+    def refresh(self, *, slice_ops: int | None = None) -> Changes:
         """Fold whatever the shards gained; report what changed since this process last
         looked, whichever process folded it. A damaged file is thrown away and rebuilt. On a
         full disk the committed state stays readable and :attr:`behind` says why it is not
-        current; the fold is tried again as :meth:`Behind.due` allows."""
+        current; the fold is tried again as :meth:`Behind.due` allows.
+
+        ``slice_ops``: stop after the first committed chunk past this many ops, leaving
+        :attr:`partial` set (a background folder calls again, releasing the locks between
+        slices so a collection waiting for the cut is not held up by a long catch-up)."""
+        self.partial = False
         if self.behind is not None and not self.behind.due():
             self.behind.pending = self._pending()
             return self._since_seen()
         for attempt in range(2):
+            self._slice = slice_ops
             try:
                 with self.cut.held():
                     self._fold()
@@ -314,6 +334,8 @@ class ReadModel:
         )
         for name in names:
             tx = self._shard(tx, name, cursors.get(name))
+            if self.partial:
+                break
         return tx
 
     def _size(self, name: str) -> int:
@@ -370,10 +392,15 @@ class ReadModel:
                 cap *= 2  # one batch is larger than a poll: read further at once
                 continue
             if kept is None and tx.added >= CHUNK_OPS:
-                self._save_cursor(name, reader, size)
+                self._save_cursor(name, reader, size, partway=True)
                 self._commit(tx)
                 self.conn.execute("BEGIN IMMEDIATE")
+                if self._slice is not None:
+                    self._slice -= tx.added
                 tx = Transaction(self.conn)
+                if self._slice is not None and self._slice <= 0:
+                    self.partial = True
+                    return tx
         if kept is not None:
             tx.remove_ops(node, [s for s in tx.held_seqs(node) if s not in kept])
         self._save_cursor(name, reader, size)
@@ -406,11 +433,16 @@ class ReadModel:
             if new:
                 log.warning("corrupt line skipped: %s", bad)
 
-    def _save_cursor(self, name: str, reader: ShardReader, size: int) -> None:
+    def _save_cursor(
+        self, name: str, reader: ShardReader, size: int, *, partway: bool = False
+    ) -> None:
+        """``partway``: the shard holds more than was folded (a chunk of a catch-up), so the
+        next refresh must not find it unchanged, even if this process stops here."""
         path = self.dir / name
         try:
             st = os.lstat(path)
-            mtime = st.st_mtime_ns if st.st_ino == reader.inode and st.st_size == size else -1
+            same = st.st_ino == reader.inode and st.st_size == size and not partway
+            mtime = st.st_mtime_ns if same else -1
             head = head_mark(path, reader.offset)
         except FileNotFoundError:
             mtime, head = -1, b""
