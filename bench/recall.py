@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import sqlite3
@@ -41,6 +42,8 @@ from noon.graph.stopwords import STOP_WORDS
 from noon.graph.uri import parse
 from noon.mcp.uri_read import search as search_memory
 from noon.store.access import GraphService, service
+from noon.store.readmodel import vectors
+from noon.store.readmodel.embedder import DIMENSIONS, MODEL
 from noon.store.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,10 +98,33 @@ Ranker = Callable[[str, str, int], list[str]]
 """(conversation, question, k) -> memory keys, best first."""
 
 
+@dataclass
+class NoonRankers:
+    lexical: Ranker
+    hybrid: Ranker | None
+    """None without the ``semantic`` extra."""
+    vectors_per_s: float = 0.0
+    """Every memory embedded by the vectorizer's own steps, as ``noon reindex`` does."""
+
+
 @contextmanager
-def noon_store(conversations: list[Conversation]) -> Iterator[Ranker]:
-    """A store holding every memory, written through the tools' planning code, and a ranker that
-    asks ``search_memory``'s function."""
+def semantic(on: bool) -> Iterator[None]:
+    """Search as with ``NOON_SEMANTIC`` set to off (lexical) or unset."""
+    before = os.environ.get("NOON_SEMANTIC")
+    os.environ["NOON_SEMANTIC"] = "on" if on else "off"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["NOON_SEMANTIC"]
+        else:
+            os.environ["NOON_SEMANTIC"] = before
+
+
+@contextmanager
+def noon_store(conversations: list[Conversation]) -> Iterator[NoonRankers]:
+    """A store holding every memory, written through the tools' planning code, and rankers that
+    ask ``search_memory``'s function: lexical, and hybrid once every memory is embedded."""
     with tempfile.TemporaryDirectory(prefix="noon-bench-recall-") as d:
         store = Store(Settings.from_env({}, dir=Path(d), node_id="bench", fsync=False))
         svc = service(store)
@@ -106,12 +132,23 @@ def noon_store(conversations: list[Conversation]) -> Iterator[Ranker]:
         for conv in conversations:
             keys[conv.name] = write_all(svc, conv)
 
-        def rank(ns: str, question: str, k: int) -> list[str]:
-            _, data = svc.read(lambda s: search_memory(s, ns, question, None, k))
-            return [keys[ns][r["memory_id"]] for r in data["results"]]
+        def ranker(on: bool) -> Ranker:
+            def rank(ns: str, question: str, k: int) -> list[str]:
+                with semantic(on):
+                    _, data = svc.read(lambda s: search_memory(s, ns, question, None, k))
+                return [keys[ns][r["memory_id"]] for r in data["results"]]
 
+            return rank
+
+        rankers = NoonRankers(ranker(False), None)
+        if store.vectorizer.enabled:
+            MODEL.embed(["load the model before the clock starts"])
+            t0 = time.perf_counter()
+            embedded = store.vectorizer.catch_up()
+            rankers.vectors_per_s = embedded / (time.perf_counter() - t0)
+            rankers.hybrid = ranker(True)
         try:
-            yield rank
+            yield rankers
         finally:
             store.close()
 
@@ -206,14 +243,17 @@ def measure_recall(
         conversations = load(data, kind, which)
         memories = sum(len(c.memories) for c in conversations)
         t0 = time.perf_counter()
-        with noon_store(conversations) as rank:
+        with noon_store(conversations) as noon:
             written = time.perf_counter() - t0
-            noon = recall(conversations, rank)
-            out[kind] = {"memories": memories, "write_s": written, "noon": noon}
+            out[kind] = {"memories": memories, "write_s": written}
+            out[kind]["noon"] = recall(conversations, noon.lexical)
+            if noon.hybrid is not None:
+                out[kind]["hybrid"] = recall(conversations, noon.hybrid)
+                out[kind]["vectors_per_s"] = noon.vectors_per_s
             if semantic is not None:
                 model = Semantic(semantic, conversations)
                 out[kind]["dense"] = recall(conversations, model.dense)
-                out[kind]["fused"] = recall(conversations, model.fused(rank, weight))
+                out[kind]["fused"] = recall(conversations, model.fused(noon.lexical, weight))
                 out[kind]["model"] = {
                     "name": semantic,
                     "fuse_weight": weight,
@@ -227,7 +267,10 @@ def measure_recall(
 
 def latency(data: Path | None, sizes: list[int], calls: int = 200) -> dict[str, Any]:
     """search_memory's ranking, p50 / p99, on synthetic stores of each size; the queries are
-    LoCoMo's questions where the data is here, else words drawn as the text draws them."""
+    LoCoMo's questions where the data is here, else words drawn as the text draws them. With the
+    ``semantic`` extra, hybrid too (``"N hybrid"``): every memory given a random unit vector
+    first (embedding 100k synthetic memories would take most of an hour of one core, and a
+    flat scan costs the same whatever the vectors hold; the query is embedded for real)."""
     questions = []
     if data is not None:
         questions = [q for c in load(data, "turns") for q, _, _ in c.questions]
@@ -239,16 +282,41 @@ def latency(data: Path | None, sizes: list[int], calls: int = 200) -> dict[str, 
             store = Store(Settings.from_env({}, dir=Path(d), node_id="bench", fsync=False))
             svc = service(store)
             try:
-                samples = []
-                for i in range(calls):
-                    q = questions[i % len(questions)] if questions else _drawn(rnd)
-                    t0 = time.perf_counter()
-                    svc.read(lambda s, q=q: search_memory(s, "default", q, None, 10))
-                    samples.append((time.perf_counter() - t0) * 1000)
-                out[str(n)] = percentiles(samples)
+
+                def timed(on: bool, svc: GraphService = svc) -> dict[str, float]:
+                    samples = []
+                    for i in range(calls):
+                        q = questions[i % len(questions)] if questions else _drawn(rnd)
+                        t0 = time.perf_counter()
+                        with semantic(on):
+                            svc.read(lambda s, q=q: search_memory(s, "default", q, None, 10))
+                        samples.append((time.perf_counter() - t0) * 1000)
+                    return percentiles(samples)
+
+                out[str(n)] = timed(False)
+                if store.vectorizer.enabled:
+                    random_vectors(store)
+                    MODEL.embed(["load the model before the clock starts"])
+                    with semantic(True):  # the first search reads the vectors into memory
+                        svc.read(lambda s: search_memory(s, "default", "warm", None, 10))
+                    out[f"{n} hybrid"] = timed(True)
             finally:
                 store.close()
     return out
+
+
+def random_vectors(store: Store) -> None:
+    """Every memory of the store given a random unit vector, as the vectorizer stores one."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    with store.lock:
+        todo = vectors.pending(store.model.conn, 10**9)
+        for start in range(0, len(todo), 10_000):
+            chunk = todo[start : start + 10_000]
+            rows = rng.standard_normal((len(chunk), DIMENSIONS)).astype(np.float32)
+            rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+            vectors.put(store.model.conn, zip(chunk, rows, strict=True))
 
 
 def _drawn(rnd: random.Random) -> str:
@@ -262,7 +330,7 @@ def print_table(results: dict[str, Any]) -> None:
         if kind not in results:
             continue
         r = results[kind]
-        rankers = [x for x in ("noon", "bm25", "dense", "fused") if x in r]
+        rankers = [x for x in ("noon", "hybrid", "bm25", "dense", "fused") if x in r]
         print(f"\nrecall on LoCoMo, {kind} as memories ({r['memories']} memories)")
         head = ["category", "n", *(f"{x} @5" for x in rankers), *(f"{x} @10" for x in rankers)]
         print(f"{head[0]:<12} {head[1]:>4}  " + " ".join(f"{h:>9}" for h in head[2:]))
@@ -272,6 +340,8 @@ def print_table(results: dict[str, Any]) -> None:
             cells = [r[x][name][f"@{k}"] for k in KS for x in rankers]
             n = r["noon"][name]["n"]
             print(f"{name:<12} {n:>4}  " + " ".join(f"{c:>9.3f}" for c in cells))
+        if "vectors_per_s" in r:
+            print(f"hybrid: {r['vectors_per_s']:.1f} vectors/s embedded by the vectorizer")
         if "model" in r:
             m = r["model"]
             print(
@@ -279,7 +349,12 @@ def print_table(results: dict[str, Any]) -> None:
                 f"{m['query_embed_ms']['p50']:.1f} ms p50; fused with weight {m['fuse_weight']}"
             )
     for n, p in results.get("latency", {}).items():
-        print(f"search_memory at {n} memories: p50 {p['p50']:.2f} ms, p99 {p['p99']:.2f} ms")
+        size, _, how = n.partition(" ")
+        how = how or "lexical"
+        print(
+            f"search_memory at {size} memories ({how}): p50 {p['p50']:.2f} ms, "
+            f"p99 {p['p99']:.2f} ms"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
