@@ -240,7 +240,7 @@ def first_session(directory: Path, node: str) -> dict[str, Any]:
     and whether it had to fold anything first (the read model's generation moved)."""
     before = read_model_state(directory)
     t0 = time.perf_counter()
-    client = noon_client(directory, fsync=False, node=node, tools="uri")
+    client = noon_client(directory, fsync=False, node=node, tools="uri", timeout=900)
     try:
         answer = client.call("search_memory", {"query": "memory text", "limit": 5})
         seconds = time.perf_counter() - t0
