@@ -189,6 +189,8 @@ class Node:
     port: int = 0
     env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
+    signs: bool = True
+    """False: the machine has no signing key, as before signed shards (revision 1)."""
 
     def __post_init__(self) -> None:
         self.port = self.port or free_port(self.host)
@@ -212,7 +214,8 @@ class Node:
 
     def start(self, peers: Iterable[Node | str] = (), *, wait: bool = True, **extra: str) -> Node:
         cert, key, ca = self.pki.node(self.name)
-        self.pki.install_signing(self.name, self.dir)
+        if self.signs:
+            self.pki.install_signing(self.name, self.dir)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NOON_", "NOOND_"))}
         env.update(
             {
@@ -340,7 +343,8 @@ class Node:
     # -- the store --------------------------------------------------------------------
 
     def store(self) -> Store:
-        self.pki.install_signing(self.name, self.dir)
+        if self.signs:
+            self.pki.install_signing(self.name, self.dir)
         return Store(Settings(dir=self.dir, node_id=self.name, fsync=False))
 
     def write(self, *items: tuple[str, str]) -> None:

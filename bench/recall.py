@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import sqlite3
@@ -41,6 +42,7 @@ from noon.graph.stopwords import STOP_WORDS
 from noon.graph.uri import parse
 from noon.mcp.uri_read import search as search_memory
 from noon.store.access import GraphService, service
+from noon.store.readmodel.embedder import MODEL
 from noon.store.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,10 +97,33 @@ Ranker = Callable[[str, str, int], list[str]]
 """(conversation, question, k) -> memory keys, best first."""
 
 
+@dataclass
+class NoonRankers:
+    lexical: Ranker
+    hybrid: Ranker | None
+    """None without the ``semantic`` extra."""
+    vectors_per_s: float = 0.0
+    """Every memory embedded by the vectorizer's own steps, as ``noon reindex`` does."""
+
+
 @contextmanager
-def noon_store(conversations: list[Conversation]) -> Iterator[Ranker]:
-    """A store holding every memory, written through the tools' planning code, and a ranker that
-    asks ``search_memory``'s function."""
+def semantic(on: bool) -> Iterator[None]:
+    """Search as with ``NOON_SEMANTIC`` set to off (lexical) or unset."""
+    before = os.environ.get("NOON_SEMANTIC")
+    os.environ["NOON_SEMANTIC"] = "on" if on else "off"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["NOON_SEMANTIC"]
+        else:
+            os.environ["NOON_SEMANTIC"] = before
+
+
+@contextmanager
+def noon_store(conversations: list[Conversation]) -> Iterator[NoonRankers]:
+    """A store holding every memory, written through the tools' planning code, and rankers that
+    ask ``search_memory``'s function: lexical, and hybrid once every memory is embedded."""
     with tempfile.TemporaryDirectory(prefix="noon-bench-recall-") as d:
         store = Store(Settings.from_env({}, dir=Path(d), node_id="bench", fsync=False))
         svc = service(store)
@@ -106,12 +131,23 @@ def noon_store(conversations: list[Conversation]) -> Iterator[Ranker]:
         for conv in conversations:
             keys[conv.name] = write_all(svc, conv)
 
-        def rank(ns: str, question: str, k: int) -> list[str]:
-            _, data = svc.read(lambda s: search_memory(s, ns, question, None, k))
-            return [keys[ns][r["memory_id"]] for r in data["results"]]
+        def ranker(on: bool) -> Ranker:
+            def rank(ns: str, question: str, k: int) -> list[str]:
+                with semantic(on):
+                    _, data = svc.read(lambda s: search_memory(s, ns, question, None, k))
+                return [keys[ns][r["memory_id"]] for r in data["results"]]
 
+            return rank
+
+        rankers = NoonRankers(ranker(False), None)
+        if store.vectorizer.enabled:
+            MODEL.embed(["load the model before the clock starts"])
+            t0 = time.perf_counter()
+            embedded = store.vectorizer.catch_up()
+            rankers.vectors_per_s = embedded / (time.perf_counter() - t0)
+            rankers.hybrid = ranker(True)
         try:
-            yield rank
+            yield rankers
         finally:
             store.close()
 
@@ -206,14 +242,17 @@ def measure_recall(
         conversations = load(data, kind, which)
         memories = sum(len(c.memories) for c in conversations)
         t0 = time.perf_counter()
-        with noon_store(conversations) as rank:
+        with noon_store(conversations) as noon:
             written = time.perf_counter() - t0
-            noon = recall(conversations, rank)
-            out[kind] = {"memories": memories, "write_s": written, "noon": noon}
+            out[kind] = {"memories": memories, "write_s": written}
+            out[kind]["noon"] = recall(conversations, noon.lexical)
+            if noon.hybrid is not None:
+                out[kind]["hybrid"] = recall(conversations, noon.hybrid)
+                out[kind]["vectors_per_s"] = noon.vectors_per_s
             if semantic is not None:
                 model = Semantic(semantic, conversations)
                 out[kind]["dense"] = recall(conversations, model.dense)
-                out[kind]["fused"] = recall(conversations, model.fused(rank, weight))
+                out[kind]["fused"] = recall(conversations, model.fused(noon.lexical, weight))
                 out[kind]["model"] = {
                     "name": semantic,
                     "fuse_weight": weight,
@@ -262,7 +301,7 @@ def print_table(results: dict[str, Any]) -> None:
         if kind not in results:
             continue
         r = results[kind]
-        rankers = [x for x in ("noon", "bm25", "dense", "fused") if x in r]
+        rankers = [x for x in ("noon", "hybrid", "bm25", "dense", "fused") if x in r]
         print(f"\nrecall on LoCoMo, {kind} as memories ({r['memories']} memories)")
         head = ["category", "n", *(f"{x} @5" for x in rankers), *(f"{x} @10" for x in rankers)]
         print(f"{head[0]:<12} {head[1]:>4}  " + " ".join(f"{h:>9}" for h in head[2:]))
@@ -272,6 +311,8 @@ def print_table(results: dict[str, Any]) -> None:
             cells = [r[x][name][f"@{k}"] for k in KS for x in rankers]
             n = r["noon"][name]["n"]
             print(f"{name:<12} {n:>4}  " + " ".join(f"{c:>9.3f}" for c in cells))
+        if "vectors_per_s" in r:
+            print(f"hybrid: {r['vectors_per_s']:.1f} vectors/s embedded by the vectorizer")
         if "model" in r:
             m = r["model"]
             print(

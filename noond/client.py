@@ -30,7 +30,16 @@ from noon.daemon_link import clock_skew, http_date
 from noon.errors import NoonError
 from noon.store.serve import Checks
 from noond.metrics import Metrics
-from noond.wire import PROTOCOL, Code, Header, PageHeaders, check_params
+from noond.wire import (
+    REVISIONS,
+    Code,
+    Header,
+    PageHeaders,
+    Revisions,
+    check_params,
+    common_revision,
+    revisions_of,
+)
 
 MAX_JSON = 8 << 20
 OPS_ROUTE = "/shards/{node}/ops"
@@ -186,6 +195,10 @@ class Client:
         metrics: Metrics,
     ) -> None:
         self.node = node
+        self.speaks: Revisions = REVISIONS
+        """What this node speaks (revision 1 only without its signing key: the daemon says)."""
+        self.revision: dict[str, int] = {}
+        """Per peer, the highest revision both speak, learned from its ``/info``."""
         self.advertise = advertise
         self.transport = transport
         self.tls = tls
@@ -208,11 +221,13 @@ class Client:
         limit: int = MAX_JSON,
     ) -> tuple[Reply, bytes]:
         """One request; returns the reply and its body, decompressed."""
+        # Before a peer's /info is read, the lowest revision: every release of a range accepts it.
+        revision = self.revision.get(expect or "", self.speaks[0])
         headers = {
-            Header.PROTOCOL: str(PROTOCOL),
+            Header.PROTOCOL: str(revision),
             Header.NODE: self.node,
             Header.ADDRESS: self.advertise,
-            "User-Agent": f"noond/{PROTOCOL}",
+            "User-Agent": f"noond/{self.speaks[1]}",
             "Accept-Encoding": "gzip",
         }
         if data is not None:
@@ -252,9 +267,17 @@ class Client:
         route: str,
         params: Mapping[str, str] | None = None,
         data: bytes | None = None,
+        limit: int = MAX_JSON,
     ) -> tuple[dict[str, Any], str | None]:
         reply, body = await self._request(
-            method, address, path, expect=expect, route=route, params=params, data=data
+            method,
+            address,
+            path,
+            expect=expect,
+            route=route,
+            params=params,
+            data=data,
+            limit=limit,
         )
         try:
             obj = orjson.loads(body) if body else {}
@@ -284,18 +307,31 @@ class Client:
             )
         if expect is not None and node != expect:
             raise PeerError(f"{address} is node {node!r}, not {expect!r}", code=Code.IDENTITY)
-        if obj.get("protocol") != PROTOCOL:
+        theirs = revisions_of(obj)
+        common = common_revision(self.speaks, theirs) if theirs else None
+        if common is None:
+            said = f"{theirs[0]}..{theirs[1]}" if theirs else repr(obj.get("protocol"))
             raise PeerError(
-                f"{address} ({node}) speaks protocol revision {obj.get('protocol')!r}; this node "
-                f"speaks {PROTOCOL}. Upgrade the older one.",
+                f"{address} ({node}) speaks protocol revisions {said}; this node speaks "
+                f"{self.speaks[0]}..{self.speaks[1]}. Upgrade the older one.",
                 code=Code.PROTOCOL,
             )
+        self.revision[node] = common
         return obj, node
 
     async def get_json(
-        self, address: str, path: str, *, expect: str, params: dict[str, str] | None = None
+        self,
+        address: str,
+        path: str,
+        *,
+        expect: str,
+        params: dict[str, str] | None = None,
+        limit: int = MAX_JSON,
     ) -> dict[str, Any]:
-        return (await self._json("GET", address, path, expect=expect, route=path, params=params))[0]
+        answer = await self._json(
+            "GET", address, path, expect=expect, route=path, params=params, limit=limit
+        )
+        return answer[0]
 
     async def pull(
         self,

@@ -27,7 +27,7 @@ from noon.config import ConfigError
 from noon.core.collection import IMPORT_SUFFIX
 from noon.daemon_link import dial_host, publish, withdraw
 from noon.net import is_loopback
-from noon.store import signing
+from noon.store import checkpoints, signing
 from noon.store.private import make_dir
 from noon.store.shard import read_regular
 from noon.store.store import Store
@@ -47,7 +47,7 @@ from noond.server import build_app, build_metrics_app
 from noond.shards import Holdings
 from noond.signers import Signers
 from noond.statefile import StateFile
-from noond.wire import PROTOCOL, members_hash
+from noond.wire import REVISIONS, Revisions, members_hash
 from noond.wiring import ExchangeSettings, Wiring
 
 log = logging.getLogger("noond")
@@ -63,7 +63,6 @@ class Daemon:
         self.node = config.node
         self.dir = config.store.dir
         self.metrics = Metrics()
-        self.metrics.info.labels(self.node, str(PROTOCOL)).set(1)
         self.started = time.monotonic()
         self.membership = Membership(
             self.node,
@@ -89,7 +88,10 @@ class Daemon:
             self.server_ssl, client_ssl = self._tls()
             ca = ca_certificate(config.tls_files()[2])
         self.signers = Signers(self.dir, ca)
+        self.revisions: Revisions = (REVISIONS[0], REVISIONS[0])
+        """Revision 2 only with a signing key: a node that cannot sign is a revision-1 author."""
         self._own_signer()
+        self.metrics.info.labels(self.node, str(self.revisions[1])).set(1)
         self.client = Client(
             node=self.node,
             advertise=config.advertise,
@@ -101,6 +103,7 @@ class Daemon:
             max_body=config.max_body,
             metrics=self.metrics,
         )
+        self.client.speaks = self.revisions
         limits = ExchangeSettings(
             page_bytes=config.page_bytes,
             fsync=config.store.fsync,
@@ -182,22 +185,31 @@ class Daemon:
         return server, client
 
     def _own_signer(self) -> None:
-        """This node's signing certificate, known like any other (PROTOCOL.md §13.2)."""
-        if not self.signers.required:
-            return
-        path = signing.cert_path(self.config.store)
-        try:
-            self.signers.add(read_regular(path, 1 << 16), self.node)
-        except FileNotFoundError:
-            log.warning(
-                "no signing certificate at %s: this node's writes are unsigned, and every "
-                "member refuses them. Issue one with `noon certs sign %s` (or set "
-                "NOON_SIGNING_KEY to the key beside its .crt)",
-                path,
-                self.node,
-            )
-        except CertError as exc:
-            raise ConfigError(f"signing certificate {path}: {exc}") from None
+        """This node's signing key (PROTOCOL.md §13): with it, the node speaks revision 2 and
+        signs the checkpoint of its shards' unsigned history (§13.5) before peers can ask for
+        it; its certificate is known like any other (§13.2)."""
+        sign = signing.load(self.config.store)
+        if self.signers.required:
+            path = signing.cert_path(self.config.store)
+            try:
+                self.signers.add(read_regular(path, 1 << 16), self.node)
+            except FileNotFoundError:
+                log.warning(
+                    "no signing %s at %s: this node speaks protocol revision 1 only and its "
+                    "writes are unsigned; members take them from this node itself, never "
+                    "through a relay. Issue one with `noon certs sign %s` (or set "
+                    "NOON_SIGNING_KEY to the key beside its .crt) and restart noond",
+                    "key and certificate" if sign is None else "certificate",
+                    path,
+                    self.node,
+                )
+                return
+            except CertError as exc:
+                raise ConfigError(f"signing certificate {path}: {exc}") from None
+        if sign is not None:
+            self.revisions = (REVISIONS[0], REVISIONS[1])
+            for shard in (self.node, f"{self.node}{IMPORT_SUFFIX}"):
+                checkpoints.ensure_own(self.dir, shard, sign)
 
     # -- what the routes show ---------------------------------------------------------------
 
@@ -298,12 +310,12 @@ class Daemon:
             self.client.advertise = self.advertise
             self.membership.self_addresses.add(self.advertise)
         log.info(
-            "noond %s listening on %s:%d (protocol %d, %s, at most %d connections, %d per "
-            "source), advertising %s",
+            "noond %s listening on %s:%d (protocol revisions %d..%d, %s, at most %d "
+            "connections, %d per source), advertising %s",
             self.node,
             self.config.listen_host,
             self.port,
-            PROTOCOL,
+            *self.revisions,
             "mTLS" if self.config.tls else "plaintext",
             limits.total,
             limits.per_source,

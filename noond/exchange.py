@@ -16,6 +16,7 @@ import time
 from collections.abc import Awaitable
 from typing import Any, Protocol
 
+from noon.certs import CertError
 from noon.core.collection import member_of
 from noon.core.ops import valid_node_id
 from noon.store import forgotten, receive, serve
@@ -24,6 +25,7 @@ from noond.client import PeerError, Unreachable
 from noond.config import parse_address
 from noond.membership import Member
 from noond.pull import Puller
+from noond.revocations import MAX_RECORDS, cut_back
 from noond.shards import refused
 from noond.statefile import StateFile
 from noond.wire import (
@@ -141,14 +143,25 @@ class Exchanger(Wired):
     async def _sync_within_budget(self, m: Member) -> None:
         local = await self.holdings.summaries()
         members_hash = None
+        revocations = self.signers.revocations
+        revocations.reload()
+        if not self.settings.digest and revocations.ca is not None:
+            await self._revocations(m)
         if self.settings.digest:
             d = await self.client.get_json(m.address, "/shards/digest", expect=m.node)
             members_hash = d.get("members")
+            if d.get("revocations", "") not in ("", revocations.digest()):
+                await self._revocations(m)
             if d.get("root") == listing_root(local):
                 m.heads = {n: s.seq for n, s in local.items()}
                 m.reported_at = time.time()
                 await self._gossip(m, members_hash)
                 return
+        if self.client.revision.get(m.node, 0) < self.client.speaks[1]:
+            # Not known since this start, or older than ours: it may have been upgraded since
+            # (a rolling upgrade, PROTOCOL.md §13.5); which revision it speaks decides what
+            # is taken from it.
+            await self.client.info(m.address, expect=m.node)
         listing = await self.client.get_json(m.address, "/shards", expect=m.node)
         try:
             remote = parse_listing(listing)
@@ -213,6 +226,30 @@ class Exchanger(Wired):
                 await self.recovery.claimed(m, node, mine, theirs)
         elif theirs.seq > mine.seq and self.puller.may_pull(m, node):
             await self.puller.pull(m, node, mine)
+
+    async def _revocations(self, m: Member) -> None:
+        """Take ``m``'s revocations (PROTOCOL.md §13.6): each counts once it verifies against
+        the CA here, and cuts this node's copies of the revoked author's shards back to its
+        cut-off."""
+        obj = await self.client.get_json(m.address, "/revocations", expect=m.node)
+        records = obj.get("records")
+        for text in records[:MAX_RECORDS] if isinstance(records, list) else []:
+            try:
+                record = self.signers.revocations.add(str(text).encode())
+            except CertError as exc:
+                self.metrics.rejected.labels("revocation").inc()
+                log.warning("%s offered a revocation that is not the CA's: %s", m.node, exc)
+                continue
+            if record is not None:
+                cut = await asyncio.to_thread(cut_back, self.dir, record)
+                log.warning(
+                    "%s is revoked by the CA from stamp %d on (learnt from %s): its ops after "
+                    "that are refused; %d held here were dropped",
+                    record.node,
+                    record.after,
+                    m.node,
+                    cut,
+                )
 
     async def _gossip(self, m: Member, members_hash: Any) -> None:
         if isinstance(members_hash, str) and members_hash == m.members_hash:

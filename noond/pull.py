@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 
 from noon.certs import CertError
-from noon.core.chain import Verify
+from noon.core.chain import ChainError, Verify
 from noon.core.collection import member_of
 from noon.core.ops import Op
 from noon.store import receive, serve
@@ -23,7 +23,8 @@ from noon.store.shard import open_regular
 from noond.budget import Budget, BudgetSpent
 from noond.client import OpsPage, PeerError
 from noond.membership import Member
-from noond.signers import MAX_SIGNERS_PER_NODE
+from noond.revocations import Revoked
+from noond.signers import MAX_CHECKPOINTS, MAX_SIGNERS_PER_NODE
 from noond.wire import MAX_OPS_PER_PAGE, Code
 from noond.wiring import Wired, Wiring
 
@@ -40,6 +41,9 @@ class Puller(Wired):
         self._budgets: dict[str, Budget] = {}
         self._refetching: dict[str, asyncio.Lock] = {}
         """Per shard: a re-fetch under way (two members' exchanges may both find the gap)."""
+        self._recheck: set[str] = set()
+        """Authors whose lines failed to verify: their certificates and checkpoints are asked
+        again before the next pull (a rotated key, a checkpoint not seen yet)."""
 
     def budget(self, member: str) -> Budget:
         """The budget of ``member``'s exchange under way (a fresh one outside exchanges)."""
@@ -63,37 +67,76 @@ class Puller(Wired):
     async def verifier(self, m: Member, node: str) -> tuple[bool, Verify | None]:
         """Whether ``node``'s shard may be taken from ``m``, and how its signatures are
         checked (PROTOCOL.md §13.2): with the certified keys of its author, asked from ``m``
-        when none is known here (a certificate travels with the shard; ``m`` cannot make one
-        the CA did not issue). Without a CA (no TLS) nothing is checked."""
+        when none is known here, or when a page failed to verify (a certificate and a
+        checkpoint travel with the shard; ``m`` cannot make one the CA did not issue). An
+        author that speaks revision 1 (no signing key yet) is taken unsigned from itself only,
+        as revision 1 did (§13.5). Without a CA (no TLS) nothing is checked."""
         if not self.signers.required:
             return True, None
         author = member_of(node)
         check = self.signers.check(node)
-        if check is None:
-            try:
-                answer = await self.client.get_json(m.address, f"/signers/{author}", expect=m.node)
-            except PeerError as exc:
-                answer = {"error": str(exc)}
-            pems = answer.get("certs")
-            for pem in pems[:MAX_SIGNERS_PER_NODE] if isinstance(pems, list) else []:
-                try:
-                    self.signers.add(str(pem).encode(), author)
-                except CertError as exc:
-                    self.refuse(
-                        "uncertified", "%s offered a signing certificate for %s: %s", m, author, exc
-                    )
+        if check is None or author in self._recheck:
+            self._recheck.discard(author)
+            await self.ask_signers(m, author)
             check = self.signers.check(node)
-        if check is None:
-            self.refuse(
-                "uncertified",
-                "%s lists shard %s, but no signing certificate of %s by this CA is known: "
-                "nothing of it is taken",
-                m,
+        if check is not None:
+            return True, check
+        if m.node == author and self.client.revision.get(author) == 1:
+            return True, None  # mTLS proves the sender wrote it: all revision 1 knew
+        if author in self.membership.members:
+            log.debug(
+                "shard %s is taken from %s itself only: it signs nothing yet (revision 1)",
                 node,
                 author,
             )
             return False, None
-        return True, check
+        self.refuse(
+            "uncertified",
+            "%s lists shard %s, but no signing certificate of %s by this CA is known: "
+            "nothing of it is taken",
+            m,
+            node,
+            author,
+        )
+        return False, None
+
+    async def ask_signers(self, m: Member, author: str) -> bool:
+        """``m``'s signing certificates of ``author``, and the checkpoints of its shards' unsigned
+        history, each kept once it verifies against this node's CA. Whether anything new was
+        kept."""
+        known = len(self.signers.of(author))
+        try:
+            answer = await self.client.get_json(
+                m.address, f"/signers/{author}", expect=m.node, limit=MAX_CHECKPOINTS
+            )
+        except PeerError as exc:
+            answer = {"error": str(exc)}
+        pems = answer.get("certs")
+        for pem in pems[:MAX_SIGNERS_PER_NODE] if isinstance(pems, list) else []:
+            try:
+                self.signers.add(str(pem).encode(), author)
+            except CertError as exc:
+                self.refuse(
+                    "uncertified", "%s offered a signing certificate for %s: %s", m, author, exc
+                )
+        offered = answer.get("checkpoints")
+        for text in offered[:2] if isinstance(offered, list) else []:
+            try:
+                adopted = await asyncio.to_thread(self.signers.adopt, str(text).encode(), author)
+            except ChainError as exc:
+                self.refuse("unproven", "%s offered a checkpoint of %s: %s", m, author, exc)
+                continue
+            if adopted is not None:
+                known = -1
+                log.info(
+                    "adopted the checkpoint of %s's unsigned history up to seq %d (from %s); "
+                    "%d lines it does not cover dropped here",
+                    adopted[0].node,
+                    adopted[0].seq,
+                    m.node,
+                    adopted[1],
+                )
+        return len(self.signers.of(author)) != known
 
     def refuse(self, reason: str, message: str, m: Member, *args: object) -> None:
         """Count a refusal of what ``m`` sent and log it (rate-limited, noon.logs)."""
@@ -175,16 +218,11 @@ class Puller(Wired):
                 if not ops:
                     return
                 try:
-                    done = await asyncio.to_thread(
-                        receive.append,
-                        self.dir,
-                        node,
-                        ops,
-                        fsync=self.settings.fsync,
-                        consumed=after,
-                        check=verify,
-                    )
+                    done = await self.append_proven(m, node, ops, after, verify)
+                except Revoked:
+                    raise
                 except receive.Unproven as exc:
+                    self._recheck.add(member_of(node))
                     self.refuse(
                         "unproven",
                         "%s served ops of %s that are not proven, nothing stored: %s",
@@ -211,6 +249,42 @@ class Puller(Wired):
                 self.forks.record(m.node, node, str(exc))
                 return
             raise
+
+    async def append_proven(
+        self, m: Member | None, node: str, ops: Ops, after: int, verify: Verify | None
+    ) -> receive.Appended:
+        """Append a page or a push body; when it fails to verify, ask ``m`` (its sender) once
+        for what is new of its author (a rotated key's certificate, a checkpoint) and try
+        again with it. Ops of an author the CA revoked, stamped after its cut-off, raise
+        :class:`noond.revocations.Revoked` (counted here) and nothing is stored."""
+        try:
+            self.signers.revocations.check(node, [op.hlc for _, op in ops])
+        except Revoked as exc:
+            self.metrics.rejected.labels("revoked").inc()
+            log.warning("%s sent ops of %s, nothing stored: %s", m.node if m else "?", node, exc)
+            raise
+        try:
+            return await asyncio.to_thread(
+                receive.append,
+                self.dir,
+                node,
+                ops,
+                fsync=self.settings.fsync,
+                consumed=after,
+                check=verify,
+            )
+        except receive.Unproven:
+            if verify is None or m is None or not await self.ask_signers(m, member_of(node)):
+                raise
+        return await asyncio.to_thread(
+            receive.append,
+            self.dir,
+            node,
+            ops,
+            fsync=self.settings.fsync,
+            consumed=after,
+            check=self.signers.check(node),
+        )
 
     async def _refetch(self, m: Member, node: str) -> None:
         """Take ``m``'s whole copy of ``node``'s shard in place of ours (ours lags behind a

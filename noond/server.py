@@ -35,7 +35,6 @@ from noond.shards import refused
 from noond.wire import (
     CAPABILITIES,
     MAX_OPS_PER_PUSH,
-    PROTOCOL,
     Code,
     Header,
     PageHeaders,
@@ -194,17 +193,21 @@ async def _admit(request: web.Request, handler: Handler) -> web.StreamResponse:
                     403, Code.FORBIDDEN, "a metrics certificate reaches /metrics and /health only"
                 )
             return await handler(request)
-        if caller in daemon.state.ignored:
+        revoked = daemon.signers.revocations.cutoff(caller or "") is not None
+        if caller in daemon.state.ignored or revoked:
             raise Refused(403, Code.FORBIDDEN, f"node {caller!r} is revoked or departed")
     proto = request.headers.get(Header.PROTOCOL)
-    if proto is not None and proto != str(PROTOCOL) and request.path not in OPEN_ROUTES:
+    low, high = daemon.revisions
+    revision = _revision_said(request)
+    if proto is not None and request.path not in OPEN_ROUTES and revision is None:
         raise Refused(
             400,
             Code.PROTOCOL,
-            f"this node speaks protocol revision {PROTOCOL}, the request says {proto!r}; "
+            f"this node speaks protocol revisions {low}..{high}, the request says {proto!r}; "
             "upgrade the older node",
-            protocol=PROTOCOL,
+            protocol=high,
         )
+    request["revision"] = revision or low
     if caller is not None and caller != config.node:
         try:
             address = parse_address(request.headers.get(Header.ADDRESS, ""))
@@ -222,6 +225,17 @@ async def _admit(request: web.Request, handler: Handler) -> web.StreamResponse:
     return await handler(request)
 
 
+def _revision_said(request: web.Request) -> int | None:
+    """The revision the caller's header says, when this node speaks it."""
+    low, high = request.app[DAEMON].revisions
+    said = request.headers.get(Header.PROTOCOL, "")
+    return int(said) if said.isdigit() and len(said) < 5 and low <= int(said) <= high else None
+
+
+def _revision_for(request: web.Request) -> int:
+    return _revision_said(request) or request.app[DAEMON].revisions[1]
+
+
 async def health(request: web.Request) -> web.Response:
     return _json({"status": "ok"})
 
@@ -232,8 +246,11 @@ async def info(request: web.Request) -> web.Response:
         {
             "node": daemon.node,
             "address": daemon.advertise,
-            "protocol": PROTOCOL,
-            "capabilities": list(CAPABILITIES),
+            # The caller's revision when this node speaks it: a node of a release before
+            # ranges talks only to a peer whose "protocol" is its own (PROTOCOL.md §2.1).
+            "protocol": _revision_for(request),
+            "revisions": list(daemon.revisions),
+            "capabilities": [c for c in CAPABILITIES if c != "signed" or daemon.revisions[1] > 1],
             "software": "noond",
         }
     )
@@ -246,7 +263,7 @@ async def status(request: web.Request) -> web.Response:
     return _json(
         {
             "node": daemon.node,
-            "protocol": PROTOCOL,
+            "protocol": daemon.revisions[1],
             "uptime_seconds": round(time.monotonic() - daemon.started, 3),
             "shards": len(summaries),
             "own_seq": own.seq if own else 0,
@@ -307,6 +324,7 @@ async def digest(request: web.Request) -> web.Response:
             "root": listing_root(summaries),
             "shards": len(summaries),
             "members": daemon.members_hash(),
+            "revocations": daemon.signers.revocations.digest(),
         }
     )
 
@@ -420,11 +438,10 @@ async def push_ops(request: web.Request) -> web.Response:
         message = f"{exc}; refusing to merge"
         daemon.forks.record(caller or node, node, message)
         raise Refused(409, Code.FORK, message) from None
-    verify = await _verifier(daemon, caller, node)
+    verify = await _verifier(daemon, caller, node, request["revision"])
     try:
-        done = await asyncio.to_thread(
-            receive.append, config.store.dir, node, ops, fsync=config.store.fsync, check=verify
-        )
+        pusher = daemon.membership.members.get(caller or "")
+        done = await daemon.exchanger.puller.append_proven(pusher, node, ops, 0, verify)
     except receive.Unproven as exc:
         raise Refused(400, Code.UNPROVEN, f"nothing stored: {exc}") from None
     except NotRegular as exc:
@@ -453,15 +470,20 @@ async def push_ops(request: web.Request) -> web.Response:
     return _json({"appended": done.appended, "skipped": done.skipped, "head": done.head})
 
 
-async def _verifier(daemon: Daemon, caller: str | None, node: str) -> Verify | None:
+async def _verifier(daemon: Daemon, caller: str | None, node: str, revision: int) -> Verify | None:
     """How a push of ``node`` is checked: its author's certified keys, asked from the pusher
-    when none is known here (PROTOCOL.md §13.2); refused when there are none."""
+    when none is known here (PROTOCOL.md §13.2). A pusher speaking revision 1 whose signer is
+    unknown here pushes unsigned, as revision 1 did: mTLS proves it wrote its own shard
+    (§13.5). Refused otherwise."""
     if not daemon.signers.required:
         return None
     check = daemon.signers.check(node)
     member = daemon.membership.members.get(caller or "")
     if check is None and member is not None:
-        _, check = await daemon.exchanger.puller.verifier(member, node)
+        await daemon.exchanger.puller.ask_signers(member, member_of(node))
+        check = daemon.signers.check(node)
+    if check is None and revision == 1 and caller == member_of(node):
+        return None
     if check is None:
         raise Refused(
             400,
@@ -480,7 +502,15 @@ async def signers(request: web.Request) -> web.Response:
     pems = daemon.signers.pems(node)
     if not pems:
         raise Refused(404, Code.NOT_FOUND, f"no signing certificate of {node!r} is known here")
-    return _json({"node": node, "certs": pems})
+    found = await asyncio.to_thread(daemon.signers.checkpoints, node)
+    return _json({"node": node, "certs": pems, "checkpoints": found})
+
+
+async def revocations(request: web.Request) -> web.Response:
+    """The revocations signed by the CA that this node believes (PROTOCOL.md §13.6)."""
+    known = request.app[DAEMON].signers.revocations
+    known.reload()
+    return _json({"records": [r.encode().decode() for r in known.records()]})
 
 
 async def graph(request: web.Request) -> web.Response:
@@ -512,6 +542,7 @@ def build_app(daemon: Daemon) -> web.Application:
     app.router.add_get("/shards/{node}/ops", get_ops)
     app.router.add_post("/shards/{node}/ops", push_ops)
     app.router.add_get("/signers/{node}", signers)
+    app.router.add_get("/revocations", revocations)
     app.router.add_get("/graph", graph)
     app.router.add_get("/metrics", metrics)
     return app

@@ -16,12 +16,18 @@ from pathlib import Path
 from cryptography import x509
 
 from noon import certs
-from noon.core.chain import Verify
-from noon.core.collection import member_of
+from noon.core import checkpoint
+from noon.core.chain import ChainError, Verify
+from noon.core.checkpoint import Checkpoint
+from noon.core.collection import IMPORT_SUFFIX, member_of
+from noon.store import chainstate, checkpoints
 from noon.store.shard import read_regular, write_file
+from noond.revocations import Revocations
 
 log = logging.getLogger("noond")
 
+MAX_CHECKPOINTS = 48 << 20
+"""The largest ``/signers`` answer read: two checkpoints (a node's and its import shard's)."""
 MAX_SIGNERS_PER_NODE = 16
 """Certificates kept per node (rotations); a peer offering more is refused beyond it."""
 _PEM = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----\s*", re.S)
@@ -29,7 +35,9 @@ _PEM = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----\s*"
 
 class Signers:
     def __init__(self, directory: Path, ca: x509.Certificate | None) -> None:
+        self.directory = directory
         self.path = directory / ".noon" / "signers.pem"
+        self.revocations = Revocations(directory, ca)
         self.ca = ca
         self._by_node: dict[str, dict[str, certs.Signer]] = {}
         if ca is not None:
@@ -86,3 +94,33 @@ class Signers:
         if len(keys) == 1:
             return keys[0].verify
         return lambda message, sig: any(k.verify(message, sig) for k in keys)
+
+    def checkpoints(self, node: str) -> list[str]:
+        """The checkpoints kept of ``node``'s shards (its own and its import shard)."""
+        found = (chainstate.checkpoint(self.directory, s) for s in (node, node + IMPORT_SUFFIX))
+        return [cp.encode().decode() for cp in found if cp is not None]
+
+    def adopt(self, text: bytes, author: str) -> tuple[Checkpoint, int] | None:
+        """Take a checkpoint offered for one of ``author``'s shards once it verifies with a
+        certified key of ``author`` (:mod:`noon.store.checkpoints`): (it, how many lines of the
+        copy here it does not cover and were dropped), or None when one is kept already (the
+        author signs one only). Raises :class:`noon.core.chain.ChainError` saying what is
+        wrong."""
+        shard = _checkpoint_node(text)
+        if shard not in (author, author + IMPORT_SUFFIX):
+            raise ChainError(f"a checkpoint of {shard!r} offered as one of {author!r}")
+        check = self.check(shard)
+        if check is None:
+            raise ChainError(f"no signing certificate of {author!r} to check its checkpoint")
+        if chainstate.checkpoint(self.directory, shard) is not None:
+            return None
+        cp = checkpoint.parse(text, shard, check)
+        return cp, checkpoints.adopt(self.directory, cp)
+
+
+def _checkpoint_node(text: bytes) -> str:
+    node = text[: 1 << 10].partition(b'"node":"')[2].partition(b'"')[0]
+    try:
+        return node.decode()
+    except UnicodeDecodeError:
+        return ""

@@ -13,7 +13,9 @@ from typing import Any
 from noon.core.ops import MAX_SEQ, valid_node_id
 from noon.store.serve import MAX_CHECKS, Checks, Summary
 
-PROTOCOL = 1
+REVISIONS = (1, 2)
+"""The protocol revisions this release speaks (§2.1): 1, unsigned shards, and 2, signed shards
+(§13). A node without its signing key writes unsigned lines, so it speaks revision 1 only."""
 CAPABILITIES = ("digest", "gzip", "check", "checks", "membership", "graph", "signed")
 
 MAX_LISTING = 100_000
@@ -192,3 +194,29 @@ def members_hash(entries: Iterable[Mapping[str, str]]) -> str:
     for e in entries:
         h.update(f"{e['node']} {e['address']}\n".encode())
     return h.hexdigest()[:16]
+
+
+Revisions = tuple[int, int]
+"""The lowest and highest revision a node speaks."""
+
+
+def revisions_of(info: Mapping[str, Any]) -> Revisions | None:
+    """The revisions a peer's ``/info`` says it speaks: ``revisions`` (``[lowest, highest]``),
+    or, from a node of a release before ranges, its one ``protocol``. None when neither is
+    readable."""
+    pair = info.get("revisions")
+    if (
+        isinstance(pair, list)
+        and len(pair) == 2
+        and all(type(r) is int and 1 <= r <= 1000 for r in pair)
+        and pair[0] <= pair[1]
+    ):
+        return pair[0], pair[1]
+    one = info.get("protocol")
+    return (one, one) if type(one) is int and 1 <= one <= 1000 else None
+
+
+def common_revision(mine: Revisions, theirs: Revisions) -> int | None:
+    """The highest revision both speak, or None."""
+    high = min(mine[1], theirs[1])
+    return high if high >= max(mine[0], theirs[0]) else None

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs noon with its test and benchmark dependencies into .venv (the benchmark smoke test
-# draws the plots), installs the official MCP memory server (the reference of the drop-in
-# tests), checks lint, format and types, and runs the test suite.
+# Installs noon with its test, benchmark and semantic-search dependencies into .venv (the
+# benchmark smoke test draws the plots; the semantic tests load the model), installs the
+# official MCP memory server (the reference of the drop-in tests), checks lint, format and
+# types, and runs the test suite.
 # This is the README's test command; .ci/run calls it too.
 #   --fast   the fast lane: only in-process tests (no real processes, daemons or browsers),
 #            with fewer hypothesis examples (about 30 s on 2 cores, after 8 s of checks); what
@@ -16,7 +17,7 @@ if [ "${1:-}" = "--fast" ]; then
     export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-fast}" NOON_MODEL_EXAMPLES="${NOON_MODEL_EXAMPLES:-12}"
 fi
 . scripts/lib.sh
-install_venv '[test,bench]'
+install_venv '[test,bench,semantic]'
 [ ${#lane[@]} -gt 0 ] || bash scripts/install-official-server.sh
 .venv/bin/ruff check noon noond tests bench
 .venv/bin/ruff format --check noon noond tests bench

@@ -15,7 +15,9 @@ import pytest
 from aiohttp import web
 
 from bench.mesh import Node, Pki, wait_until
+from noon import certs
 from noon.config import Settings
+from noon.core import checkpoint
 from noon.core.chain import split_sig
 from noon.core.ops import Draft
 from noon.store import serve
@@ -65,18 +67,25 @@ class Relay:
         self.pki = pki
         self.shards: dict[str, list[bytes]] = {}
         self.certs: dict[str, Callable[[], list[str]]] = {}
+        self.checkpoints: dict[str, list[str]] = {}
+        self.revocations: list[str] = []
 
     async def __call__(self, request: web.Request) -> web.StreamResponse | None:
         if request.path == "/shards":
             return listing(
                 *((n, seq_of(ls[-1]), serve.digest(ls[-1])) for n, ls in self.shards.items())
             )
+        if request.path == "/shards/digest" and self.revocations:
+            return web.json_response({"root": "x", "shards": 0, "members": "", "revocations": "x"})
+        if request.path == "/revocations":
+            return web.json_response({"records": self.revocations})
         if request.path.startswith("/signers/"):
             node = request.path.removeprefix("/signers/")
             pems = self.certs[node]() if node in self.certs else [self._cert(node)]
             if not pems:
                 return web.json_response({"error": "none", "code": "not_found"}, status=404)
-            return web.json_response({"node": node, "certs": pems})
+            found = self.checkpoints.get(node, [])
+            return web.json_response({"node": node, "certs": pems, "checkpoints": found})
         if request.path.startswith("/shards/") and request.path.endswith("/ops"):
             node = request.path.split("/")[2]
             after = int(request.query.get("after", "0"))
@@ -220,3 +229,65 @@ def test_a_push_is_stored_only_as_its_author_signed_it(mesh, tmp_path, pki):
     )
     assert status == 200 and orjson.loads(raw)["appended"] == 3, raw
     assert a.metric("noond_rejected_total", 'reason="unproven"') >= 2
+
+
+def test_a_revoked_author_and_abused_checkpoints_are_refused(mesh, tmp_path, pki):
+    """A revocation signed by the CA reaches ``a`` from the honest member ``c``; then the
+    rogue serves the revoked author's ops stamped after its cut-off, a revocation by another
+    CA, an author's unsigned history with a line its checkpoint does not cover, and a
+    checkpoint signed with another node's key. Each is refused with nothing stored, counted
+    and logged; ``a`` and ``c`` keep exchanging."""
+    a, c, relay = mesh
+    root = tmp_path / "authors"
+    late = history(pki, root, "late", [["l1"], ["l2"], ["l3"]])
+    cut = orjson.loads(late[1])["hlc"]
+    record = certs.revoke(pki.root / "ca", "late", cut, int(time.time() * 1000))
+    target = c.dir / ".noon" / "revocations.jsonl"
+    target.write_bytes(record.encode() + b"\n")
+    wait_until(
+        lambda: a.get("/revocations")[1]["records"] == [record.encode().decode()],
+        what="the CA's revocation to reach a through c",
+    )
+    # A revocation of an honest author by another CA: refused, and it revokes nothing.
+    pki.foreign("honest")
+    evil = certs.revoke(pki.root / "foreign" / "ca", "honest", 0, 0)
+    relay.revocations = [evil.encode().decode()]
+    # Unsigned history: its author signed a checkpoint over lines 1 and 3 only.
+    key = signed.key_of(pki.signing("old")[0])
+    unsigned = [_unsigned(ln) for ln in history(pki, root, "old", [["o1"], ["o2"], ["o3"]])]
+    cp = checkpoint.make("old", [(1, unsigned[0]), (3, unsigned[2])], key)
+    relay.checkpoints["old"] = [cp.encode().decode()]
+    relay.shards.update(late=late, old=unsigned)
+    # A checkpoint of "forgedcp" signed with c's key, over lines it never wrote.
+    fake = [_unsigned(ln) for ln in history(pki, root, "forgedcp", [["f"]])]
+    relay.checkpoints["forgedcp"] = [
+        checkpoint.make("forgedcp", [(1, fake[0])], signed.key_of(pki.signing("c")[0]))
+        .encode()
+        .decode()
+    ]
+    relay.shards["forgedcp"] = fake
+    wait_until(
+        lambda: (
+            a.metric("noond_rejected_total", 'reason="revoked"') >= 2
+            and a.metric("noond_rejected_total", 'reason="revocation"') >= 1
+        ),
+        what="the revoked author's late ops and the foreign revocation to be refused",
+    )
+    wait_until(
+        lambda: (
+            "offered a checkpoint of forgedcp" in a.log.read_text()
+            and "does not cover" in a.log.read_text()
+        ),
+        what="the abused checkpoints to be refused",
+    )
+    c.write(("still", "served"))
+    wait_until(lambda: ("content", "default", "still") in a.state(), what="c to be served")
+    # Nothing stored: not the late ops, not the uncovered line, not the forged history.
+    for node in ("late", "old", "forgedcp"):
+        assert not (a.dir / f"{node}.jsonl").exists(), node
+    assert a.get("/revocations")[1]["records"] == [record.encode().decode()]
+    assert not (a.dir / ".noon" / "forgedcp.checkpoint").exists()
+    log = a.log.read_text()
+    assert "stamped after its revocation by the CA" in log
+    assert "offered a revocation that is not the CA's" in log
+    assert "is unsigned history its author's checkpoint (up to seq 3) does not cover" in log

@@ -43,7 +43,7 @@ def rogue(pki: Pki, mode: str) -> HostilePeer:
             )
         return web.json_response({"error": "no", "code": "bad_request"}, status=400)
 
-    peer = HostilePeer(pki, script=script, protocol=2 if mode == "future" else 1)
+    peer = HostilePeer(pki, script=script, protocol=3 if mode == "future" else 1)
     return peer
 
 
@@ -95,7 +95,7 @@ def test_a_peer_on_another_protocol_revision_gets_a_clear_error_not_a_stall(spaw
             lambda: a.metric("noond_exchanges_total", 'result="incompatible"') >= 1,
             what="the revision mismatch to be reported",
         )
-        assert "speaks protocol revision 2; this node speaks 1" in a.log.read_text()
+        assert "speaks protocol revisions 3..3; this node speaks 1..2" in a.log.read_text()
         assert "rogue" not in {p["node"] for p in a.get("/peers")[1]["peers"]}
     finally:
         rogue_peer.close()

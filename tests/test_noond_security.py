@@ -202,14 +202,26 @@ def test_a_push_whose_older_ops_differ_is_a_fork_and_stores_nothing(node):
 
 
 def test_another_protocol_revision_gets_a_clear_error(node):
+    status, _, raw = node.request("GET", "/info", as_node="alice")
+    low, high = json.loads(raw)["revisions"]
+    assert (low, high) == (1, 2)  # it has its signing key: revision 2, and 1 for older peers
+    for said in ("1", "2"):
+        status, _, raw = node.request(
+            "GET", "/shards", as_node="alice", headers={"X-Noon-Protocol": said}
+        )
+        assert status == 200, raw
     status, _, raw = node.request(
-        "GET", "/shards", as_node="alice", headers={"X-Noon-Protocol": "2"}
+        "GET", "/shards", as_node="alice", headers={"X-Noon-Protocol": "3"}
     )
     assert status == 400
     err = error_of(raw)
-    assert err["code"] == "protocol" and "revision 1" in err["error"]
-    # /info still answers, so the newer peer can learn what this one speaks.
-    status, _, raw = node.request("GET", "/info", as_node="alice", headers={"X-Noon-Protocol": "2"})
+    assert err["code"] == "protocol" and "revisions 1..2" in err["error"]
+    # /info still answers, so the newer peer can learn what this one speaks; to a caller of
+    # an older release it says the caller's own revision, the only one that release accepts.
+    status, _, raw = node.request("GET", "/info", as_node="alice", headers={"X-Noon-Protocol": "3"})
+    assert status == 200 and json.loads(raw)["revisions"] == [1, 2]
+    assert json.loads(raw)["protocol"] == 2
+    status, _, raw = node.request("GET", "/info", as_node="alice", headers={"X-Noon-Protocol": "1"})
     assert status == 200 and json.loads(raw)["protocol"] == 1
 
 

@@ -233,6 +233,10 @@ def test_status_on_one_machine_says_no_daemon_is_needed(tmp_path):
     text = run("status", env=env).stdout
     assert "daemon: none needed: this is the only machine" in text
     assert "not reachable" not in text and "CA certificate" not in text
+    # nothing about a daemon that is not needed: no "last reports" of a state file never
+    # written, no tombstones "unknown" for want of peers
+    assert "peers (none: this is the only machine)" in text
+    assert "no daemon answered" not in text and "frozen tombstones: 0" in text
     assert "noon certs init" in (ROOT / "docs" / "noond.md").read_text()  # where it points
     # a second machine's shard here: a daemon is expected, and its absence is said
     write(d, "b", ("content", "default", "y"), {"text": "from b"})

@@ -15,17 +15,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from noon.app.actor import WEB, Actor
+from noon.app.changes import undo_changes
 from noon.core.elements import boot_key, content_key, edge_key, entity_key, keyword_key, obs_key
 from noon.core.fold import Fold
 from noon.core.ops import Draft, Key, Op
 from noon.graph import plan, undo
 from noon.graph.model import Graph
-from noon.graph.reader import live_text, version_id
+from noon.graph.reader import change_id, live_text, version_id
 from noon.graph.uri import Uri
 from noon.store.access import service
 from noon.store.readmodel import changes
 from noon.store.rollback import lookup
-from noon.web.rollback import rollback as web_rollback
 from tests.harness.graphsim import NS, STEP, Replica, apply_step
 from tests.harness.web import agent_create
 from tests.harness.web import open_store as open_web_store
@@ -409,7 +410,7 @@ def test_the_pages_rollback_of_a_creation_takes_out_what_named_it_since(tmp_path
     store = open_web_store(tmp_path)
     svc = service(store)
     node = agent_create(store, "core://", "a", "hello")
-    created = changes.change_id(store.fold.elements[content_key(NS, node)].winner)
+    created = change_id(store.fold.elements[content_key(NS, node)].winner)
 
     def later(g: Graph) -> tuple[list[Draft], None]:
         _, _, pl = plan.locate(g, NS, "core://a")
@@ -420,15 +421,15 @@ def test_the_pages_rollback_of_a_creation_takes_out_what_named_it_since(tmp_path
 
     svc.write(later, "agent", "mcp")
 
-    def roll(g: Any) -> tuple[list[Draft], list[str]]:
-        ref = changes.ref(g.conn, created)
+    def preview(s: Any) -> list[str]:
+        ref = changes.ref(s.graph.conn, created)
         assert ref is not None
-        said = [
-            undo.describe(s) for s in undo.preview([changes.load_ops(g.conn, ref)], lookup(g)).steps
-        ]
-        return web_rollback(g, NS, [ref], None, "me")[0], said
+        ops = changes.load_ops(s.graph.conn, ref)
+        return [undo.describe(step) for step in undo.preview([ops], lookup(s.graph)).steps]
 
-    _, said = svc.write(roll, "web", "web")
+    said = svc.read(preview)
+    undone = undo_changes(svc, Actor(NS, WEB, WEB), [created], None, True)
+    assert undone.restored == 5  # the text, core://b (moved there), core://c, keyword, boot
     assert sum("names the memory the change created" in line for line in said) == 4, said
     assert svc.read(lambda s: names_a_deleted_memory(s.graph)) == []
     assert svc.read(lambda s: s.graph.content(NS, node).deleted)  # type: ignore[union-attr]

@@ -9,6 +9,7 @@ import pytest
 from mcp import Client
 
 from noon.store.readmodel import search
+from noon.store.readmodel.embedder import available
 from tests.harness.uri import Session, make_server, mcp_test, open_store
 
 
@@ -34,10 +35,12 @@ async def test_tools_listed_with_strict_schemas_and_annotations(s: Session) -> N
     assert tools["read_memory"].annotations.read_only_hint is True
     assert tools["delete_memory"].annotations.destructive_hint is True
     assert tools["create_memory"].annotations.read_only_hint is False
-    # search is lexical (no embedding model ships with noon): the agent is told so, truly
-    assert "(lexical, not semantic)" in (tools["search_memory"].description or "")
+    # the agent is told which search runs here: hybrid with the semantic extra, else lexical
+    said = "hybrid: BM25 full-text fused" if available() else "(lexical, not semantic)"
+    assert said in (tools["search_memory"].description or "")
     query = tools["search_memory"].input_schema["properties"]["query"]["description"]
-    assert "lexical, not semantic" in query
+    assert said.strip("()") in query
+    assert said.strip("()") in (tools["recall"].description or "")
 
 
 @mcp_test

@@ -1,5 +1,5 @@
-"""Finding memories: ranked lexical search (``search_memory`` and the page's search box), each
-hit with the snippet shown for it, computed once here."""
+"""Finding memories: ranked search (``search_memory`` and the page's search box; hybrid where the
+``semantic`` extra is installed), each hit with the snippet shown for it, computed once here."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def search(svc: GraphService, ns: str, query: str, domain: str | None, limit: in
         return bool(us) and (domain is None or any(u.domain == domain for u, _ in us))
 
     hits = []
-    for h in svc.search.search(ns, query, limit, accept):
+    for h in svc.search.search(ns, query, limit, accept, hybrid=True):
         us = g.uris(ns, h.node)
         if domain:
             us = [u for u in us if u[0].domain == domain]

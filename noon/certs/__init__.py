@@ -24,7 +24,8 @@ Signing: every node also holds an Ed25519 signing key certified by the CA
 Relays: ``relay.key`` (``noon certs relay-key``) holds the mesh key, one per epoch, that seals
 what a relay holds (PROTOCOL.md §14.1); it is handed to every machine like ``ca.crt``.
 
-Revocation is by node id list elsewhere (no CRLs here).
+Revocation: a record signed with the CA key names a node and a cut-off stamp (``revoke``,
+``parse_revocation``); it replicates between nodes (PROTOCOL.md §13.6). No CRLs.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from noon.certs._relaykey import (
     create_relay_key,
     read_relay_key,
 )
+from noon.certs._revocation import MAX_RECORD, Revocation, parse_revocation, revoke
 from noon.certs._signing import (
     SIGNER_UNIT,
     Signer,
@@ -83,6 +85,7 @@ __all__ = [
     "CA_CERT_NAME",
     "CA_KEY_NAME",
     "MAX_CERT_NODE_ID_LEN",
+    "MAX_RECORD",
     "NODE_ID_RE",
     "RELAY_KEY_NAME",
     "ROLE_METRICS",
@@ -103,6 +106,7 @@ __all__ = [
     "NotSignedByCaError",
     "PeerIdentityError",
     "RelayKeyError",
+    "Revocation",
     "Signer",
     "SigningPaths",
     "ca_certificate",
@@ -114,11 +118,13 @@ __all__ = [
     "init_ca",
     "issue_node_cert",
     "issue_signing_cert",
+    "parse_revocation",
     "peer_identity",
     "peer_node_id",
     "read_relay_key",
     "read_signer",
     "require_peer",
+    "revoke",
     "server_ssl_context",
     "signer_from_pem",
     "signing_paths",

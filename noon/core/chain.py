@@ -24,12 +24,16 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import orjson
 
 from noon.core.ops import line_digest
 from noon.errors import NoonError
+
+if TYPE_CHECKING:
+    from noon.core.checkpoint import Checkpoint
 
 SIG_FIELD = b',"sig":"'
 SIG_CHARS = 86
@@ -198,21 +202,37 @@ def empty(node: str) -> Head:
     return Head(0, genesis(node))
 
 
-def walk(node: str, lines: Iterable[tuple[int, bytes]]) -> Head:
+def walk(node: str, lines: Iterable[tuple[int, bytes]], cp: Checkpoint | None = None) -> Head:
     """The head of a stored copy: its lines (seq, raw) in file order, already verified when they
-    arrived, chained from the genesis; a gap no stub covers leaves the chain unknown."""
+    arrived, chained from the genesis, or from the author's checkpoint ``cp`` past its seq; a gap
+    nothing covers leaves the chain unknown."""
     at: bytes | None = genesis(node)
     last = 0
     proven = True
     for seq, raw in lines:
         stub = parse_stub(raw)
+        if cp is not None and (stub.seq if stub is not None else seq) <= cp.seq:
+            last = stub.seq if stub is not None else seq
+            at, proven = (cp.link if last == cp.seq else None), True
+            continue
+        if cp is not None and last < cp.seq:
+            at, last, stub = cp.link, cp.seq, past(stub, cp.seq)
         if stub is not None:
             at = stub.walk(at)[0] if at is not None and stub.first == last + 1 else None
             last, proven = stub.seq, stub.sig is not None
             continue
         at = step(at, leaf(raw)) if at is not None and seq == last + 1 else None
         last, proven = seq, split_sig(raw)[1] is not None
+    if cp is not None and last == cp.seq:
+        at = cp.link
     return Head(last, at, proven)
+
+
+def past(stub: Stub | None, seq: int) -> Stub | None:
+    """The part of ``stub`` above ``seq`` (its leaves at or below were covered already)."""
+    if stub is None or stub.first > seq:
+        return stub
+    return replace(stub, first=seq + 1, leaves=stub.leaves[(seq + 1 - stub.first) * LEAF_BYTES :])
 
 
 @dataclass(frozen=True)
@@ -221,21 +241,49 @@ class Proven:
     signatures: int
 
 
-def verify(node: str, head: Head, lines: Sequence[tuple[int, bytes]], check: Verify) -> Proven:
+def verify(
+    node: str,
+    head: Head,
+    lines: Sequence[tuple[int, bytes]],
+    check: Verify,
+    cp: Checkpoint | None = None,
+) -> Proven:
     """Check that ``lines`` (seq, raw), which follow ``head``, continue the author's chain and
-    end on a line whose signature verifies (which then proves every line before it). Raises
-    :class:`ChainError` naming what breaks it; a body that fails is stored nowhere."""
-    if head.chain is None:
+    end on a line whose signature verifies (which then proves every line before it). Lines at
+    or below the seq of the author's checkpoint ``cp`` are proven one by one by it instead, and
+    the chain goes on from it. Raises :class:`ChainError` naming what breaks it; a body that
+    fails is stored nowhere."""
+    below = cp is not None and head.seq < cp.seq
+    if head.chain is None and not below:
         raise ChainError(
             f"{node}'s copy here has unsigned history with a gap (seq {head.seq}): its chain "
             "cannot be continued without the author's checkpoint"
         )
-    at, last = head.chain, head.seq
+    at, last = head.chain or b"", head.seq
     before, end = at, b""
+    covered = False
     for seq, raw in lines:
         stub = parse_stub(raw)
+        if cp is not None and last < cp.seq:
+            if (stub.seq if stub is not None else seq) <= cp.seq:
+                if not cp.covers(seq, raw):
+                    raise ChainError(
+                        f"{node}:{seq} is unsigned history its author's checkpoint (up to seq "
+                        f"{cp.seq}) does not cover"
+                    )
+                last, covered = seq, True
+                if last == cp.seq:
+                    at = before = cp.link
+                continue
+            if stub is not None and stub.first <= cp.seq:
+                below_cp = stub.leaves[: (cp.seq + 1 - stub.first) * LEAF_BYTES]
+                if stub.encode() != raw or not cp.covers_run(stub.first, below_cp):
+                    raise ChainError(f"{node}:{seq}: a stub its author's checkpoint does not cover")
+                stub, raw = past(stub, cp.seq), b""
+            at, before, last = cp.link, cp.link, cp.seq
+        covered = False
         if stub is not None:
-            if stub.encode() != raw:
+            if raw and stub.encode() != raw:
                 raise ChainError(f"{node}:{seq}: a stub not in its one written form")
             if stub.first != last + 1:
                 raise ChainError(
@@ -261,6 +309,9 @@ def verify(node: str, head: Head, lines: Sequence[tuple[int, bytes]], check: Ver
             unsigned, sig = stub.unsigned or b"", stub.sig
     if not lines:
         return Proven(head, 0)
+    if covered:  # the body ends inside the checkpoint, whose signature proved it
+        assert cp is not None
+        return Proven(Head(last, cp.link if last == cp.seq else None, True), 0)
     if sig is None:
         raise ChainError(f"{node}:{last} ends a body without a signature of {node}")
     if not check(message(last, step(before, unsigned)), sig):
@@ -298,12 +349,16 @@ class _Run:
 
 
 def restub(
-    node: str, lines: Sequence[tuple[int, bytes, bool]], start: Head | None = None
+    node: str,
+    lines: Sequence[tuple[int, bytes, bool]],
+    start: Head | None = None,
+    cp: Checkpoint | None = None,
 ) -> list[bytes]:
     """A copy's lines after dropping some: ``lines`` are (seq, raw, keep) in file order, from
     ``start`` (default: the shard's beginning); each run of dropped lines (with the stubs
     next to them) becomes one stub, so the chain still crosses it. Where the chain is unknown
-    (unsigned history with a gap), dropped lines leave nothing, as in revision 1."""
+    (unsigned history with a gap), dropped lines leave nothing, as in revision 1; so do lines
+    the author's checkpoint ``cp`` covers (it proves each kept one alone)."""
     out: list[bytes] = []
     begin = start or empty(node)
     known, last = begin.chain is not None, begin.seq
@@ -311,6 +366,13 @@ def restub(
     for seq, raw, keep in lines:
         stub = parse_stub(raw)
         first = stub.first if stub is not None else seq
+        if cp is not None and last < cp.seq:
+            if (stub.seq if stub is not None else seq) <= cp.seq:
+                if keep or stub is not None:
+                    out.append(raw)
+                last = stub.seq if stub is not None else seq
+                continue
+            known, last = True, min(cp.seq, first - 1)
         if known and first != last + 1:
             known = False
         if not known and run is not None:
@@ -356,16 +418,19 @@ def known(node: str, lines: Iterable[tuple[int, bytes]]) -> Known:
     return out
 
 
-def bridge(node: str, lines: Sequence[tuple[int, bytes]], values: Known) -> list[bytes]:
+def bridge(
+    node: str, lines: Sequence[tuple[int, bytes]], values: Known, cp: Checkpoint | None = None
+) -> list[bytes]:
     """``lines`` (seq, raw) of a merged copy, with a stub put into every gap whose every leaf
     ``values`` knows, so the chain crosses it (any other gap stays: the chain breaks there,
-    as in a copy of revision 1)."""
+    as in a copy of revision 1). Gaps at or below the author's checkpoint ``cp`` need none."""
     out: list[bytes] = []
     last = 0
+    floor = cp.seq if cp is not None else 0
     for seq, raw in lines:
         stub = parse_stub(raw)
         first = stub.first if stub is not None else seq
-        gap = range(last + 1, first)
+        gap = range(max(last, floor) + 1, first)
         if gap and all(s in values for s in gap):
             end = values[gap[-1]]
             stub_ = Stub(

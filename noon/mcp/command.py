@@ -93,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
             )
         serve = partial(serve_http, host=host, port=port, token=token, limits=limits)
     store = Store(settings)
+    store.vectorizer.start()
     server = create_server(store, settings, TOOL_SETS[args.tools])
     try:
         anyio.run(serve, server)

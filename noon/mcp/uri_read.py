@@ -15,6 +15,7 @@ from noon.mcp.spec import ToolContext, Tools, tool_hints
 from noon.mcp.uri_base import Args, Out, Reply, UriText, uri_tool
 from noon.mcp.uri_views import VIEWS, read
 from noon.store.access import GraphService
+from noon.store.readmodel.vectorizer import describe
 
 tools = Tools()
 READS = tool_hints(read_only=True, destructive=False, idempotent=True)
@@ -78,7 +79,7 @@ class SearchArgs(Args):
         Field(
             min_length=1,
             max_length=1000,
-            description="Words to look for (lexical, not semantic): ranked over content, "
+            description=f"Words to look for ({describe()}): ranked over content, "
             "URIs, disclosures and keywords; any word finds, more words rank higher, and a "
             "word no memory holds is looked up as the start of one.",
         ),
@@ -130,9 +131,9 @@ def search(svc: GraphService, ns: str, query: str, domain: str | None, limit: in
 @uri_tool(
     tools,
     title="Search Memory",
-    description="Ranked full-text search (lexical, not semantic) over memory content, URIs, "
-    "disclosures and keywords, optionally in one domain. Use words from the conversation; "
-    "read the best hits with read_memory.",
+    description=f"Ranked search ({describe()}) over memory content, URIs, disclosures and "
+    "keywords, optionally in one domain. Use words from the conversation; read the best hits "
+    "with read_memory.",
     args=SearchArgs,
     output=SearchOut,
     annotations=READS,

@@ -18,6 +18,7 @@ from noon.graph.search import query_terms
 from noon.mcp.spec import ToolContext, Tools, tool_hints
 from noon.mcp.uri_base import Args, Out, Reply, uri_tool
 from noon.store.access import GraphService
+from noon.store.readmodel.vectorizer import describe
 
 tools = Tools()
 MAX_CONTEXT = 20_000
@@ -83,8 +84,9 @@ def recalled(svc: GraphService, ns: str, context: str, limit: int) -> Reply:
     for keyword, nodes in sorted(svc.glossary.find(ns, context).items()):
         for node in sorted(nodes):
             note(node, f"the context mentions its keyword '{keyword}'")
-    for hit in svc.search.search(ns, " ".join(terms), limit, lambda n: bool(g.uris(ns, n))):
-        note(hit.node, f"search hit (score {hit.score}): {', '.join(hit.matched)}")
+    for hit in svc.search.search(ns, context, limit, lambda n: bool(g.uris(ns, n)), hybrid=True):
+        shared = ", ".join(hit.matched) or "close in meaning, no word in common"
+        note(hit.node, f"search hit (score {hit.score}): {shared}")
     chosen = list(why.items())[:limit]
     if not chosen:
         return "Nothing in memory meets this context.", {"results": []}
@@ -105,7 +107,7 @@ def recalled(svc: GraphService, ns: str, context: str, limit: int) -> Reply:
     title="Recall",
     description="Give the conversation's current text; get the memories it should bring to "
     "mind, each with why: disclosures the text meets, glossary keywords it mentions, and the "
-    "best search hits for its words (lexical). Read them with read_memory.",
+    f"best search hits for it ({describe()}). Read them with read_memory.",
     args=RecallArgs,
     output=RecallOut,
     annotations=tool_hints(read_only=True, destructive=False, idempotent=True),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from pathlib import Path
 
 from noon import certs
@@ -61,6 +62,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sign.add_argument(
         "--force", action="store_true", help="a new signing key over the old one (rotation)"
     )
+    revoke = sub.add_parser(
+        "revoke", help="revoke a node with the CA's key: every node refuses its later ops"
+    )
+    revoke.add_argument("node", help="the node id")
+    revoke.add_argument("--ca-dir", type=Path, help="default: $NOON_CA_DIR or ~/.config/noon/ca")
+    revoke.add_argument(
+        "--after",
+        type=int,
+        help="the cut-off stamp (an HLC, as `noon log --json` shows): default now",
+    )
 
     relay = sub.add_parser(
         "relay-key", help="create (or --rotate) the mesh key that seals what relays hold"
@@ -83,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.certs_command == "sign":
         return _sign(ca_dir, args)
+    if args.certs_command == "revoke":
+        return _revoke(ca_dir, args)
     try:
         paths = certs.issue_node_cert(
             ca_dir,
@@ -123,6 +136,29 @@ def _sign(ca_dir: Path, args: argparse.Namespace) -> int:
         return 1
     print(f"issued the signing key {paths.key} with {paths.cert} for node {args.node}")
     print(f"copy both to {args.node}'s $NOON_DIR/certs/; its writes are signed from then on")
+    return 0
+
+
+def _revoke(ca_dir: Path, args: argparse.Namespace) -> int:
+    """A revocation signed with the CA key, kept in this machine's ``NOON_DIR`` where its noond
+    reads it and gives it to every member (PROTOCOL.md §13.6)."""
+    now = int(time.time() * 1000)
+    after = args.after if args.after is not None else (now << 16) | 0xFFFF
+    try:
+        record = certs.revoke(ca_dir, args.node, after, now)
+    except certs.CertFileMissingError as exc:
+        print(f"noon: {exc}; revoking needs the CA's key (--ca-dir)")
+        return 1
+    except certs.CertError as exc:
+        print(f"noon: {exc}")
+        return 1
+    target = Settings.from_env().dir / ".noon" / "revocations.jsonl"
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "ab") as out:
+        out.write(record.encode() + b"\n")
+    print(f"revoked {args.node} from stamp {after} on, signed by the CA; written to {target}")
+    print("this machine's noond gives it to every member at its next exchange")
     return 0
 
 

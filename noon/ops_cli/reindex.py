@@ -20,7 +20,8 @@ from noon.store.store import Store
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Rebuild this machine's read model (NOON_DIR/.noon/readmodel.sqlite3) from the shards, "
-        "with a progress bar. Sessions running meanwhile keep their own copy until they restart."
+        "with a progress bar, and embed every memory again where semantic search is installed. "
+        "Sessions running meanwhile keep their own copy until they restart."
     )
     add_store_flags(parser, namespace=False)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -46,9 +47,32 @@ def run(args: argparse.Namespace) -> int:
             store.model.on_progress = progress
             store.rebuild()
         held = store.fold.applied
+        seconds = time.monotonic() - started
+        embedded, embedding_s = _embed(store, args.quiet)
     finally:
         store.close()
-    seconds = time.monotonic() - started
     rate = f", {held / seconds:,.0f} ops/s" if seconds > 0 else ""
     print(f"read model rebuilt: {held:,} ops folded in {seconds:.1f} s{rate}")
+    if store.vectorizer.enabled:
+        per_s = f", {embedded / embedding_s:,.1f} vectors/s" if embedding_s > 0 else ""
+        print(
+            f"semantic index rebuilt: {embedded:,} memories embedded in {embedding_s:.1f} s{per_s}"
+        )
     return 0
+
+
+def _embed(store: Store, quiet: bool) -> tuple[int, float]:
+    """Every live memory embedded again (the ``semantic`` extra; else nothing): (how many,
+    seconds)."""
+    if not store.vectorizer.enabled:
+        return 0, 0.0
+    started = time.monotonic()
+    with tqdm(total=0, unit=" memories", desc="embedding", file=sys.stderr, disable=quiet) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        embedded = store.vectorizer.catch_up(progress)
+    return embedded, time.monotonic() - started

@@ -161,6 +161,8 @@ def gather(
             heads[str(p.get("node"))] = dict(p.get("heads") or {})
         report["revoked"] = peers_doc.get("revoked", [])
         report["departed"] = peers_doc.get("departed", [])
+    elif daemon.get("needed") is False:
+        report["peers_source"] = "none: this is the only machine"
     else:
         path = state_path(settings)
         report["peers_source"] = f"state file {path} (last reports; no daemon answered)"
@@ -233,6 +235,8 @@ def gather(
             "count": collection.get("frozen", 0),
             "kept": list(collection.get("kept", []))[:limit],
         }
+    elif daemon.get("needed") is False:  # frozen means kept for a member: there is none
+        report["frozen"] = {"known": True, "count": 0, "kept": []}
     else:
         why = "the daemon has not run a collection yet" if status_doc else "no daemon answered"
         report["frozen"] = {"known": False, "count": None, "kept": [], "note": why}

@@ -16,17 +16,38 @@ from pathlib import Path
 import orjson
 
 from noon.core import chain
+from noon.core import checkpoint as cps
+from noon.core.checkpoint import MAX_CHECKPOINT_SEQ, Checkpoint
 from noon.names import shard_file
 from noon.store.lines import clean_end, envelope, lines_forwards
 from noon.store.private import FILE_MODE
 from noon.store.shard import mapped, read_regular
 
+MAX_CHECKPOINT_FILE = MAX_CHECKPOINT_SEQ * 24 + 4096
+"""A checkpoint file's largest size: base64 of 16 bytes a seq, and its frame."""
 RECORD_BYTES = 256
 """A record's size on disk, padded with spaces (JSON ignores them)."""
 
 
 def _record(directory: Path, node: str) -> Path:
     return directory / ".noon" / f"{node}.chain"
+
+
+def checkpoint_path(directory: Path, shard: str) -> Path:
+    return directory / ".noon" / f"{shard}.checkpoint"
+
+
+def checkpoint(directory: Path, shard: str) -> Checkpoint | None:
+    """The author's checkpoint kept for ``shard`` (:mod:`noon.store.checkpoints`), or None.
+    Only verified ones are ever written there."""
+    try:
+        text = read_regular(checkpoint_path(directory, shard), MAX_CHECKPOINT_FILE)
+    except OSError:
+        return None
+    try:
+        return cps.parse(text, shard, lambda _message, _sig: True)
+    except chain.ChainError:
+        return None
 
 
 def head(directory: Path, node: str, last: tuple[int, int] | None) -> chain.Head:
@@ -58,7 +79,7 @@ def walk(path: Path, node: str) -> chain.Head:
                     lines.append((env.seq, raw))
     except FileNotFoundError:
         return chain.empty(node)
-    return chain.walk(node, lines)
+    return chain.walk(node, lines, checkpoint(path.parent, node))
 
 
 def remember(directory: Path, node: str, at: chain.Head, digest: int) -> None:

@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from noon.core import chain
+from noon.core.checkpoint import Checkpoint
 from noon.core.compaction import droppable
 from noon.core.gcpause import paused as paused_gc
 from noon.core.ops import Key, Op, OpError, OpId, decode
 from noon.names import shard_node
+from noon.store import chainstate
 from noon.store.errors import DiskFull
 from noon.store.private import make_dir
 from noon.store.readmodel.behind import free_bytes
@@ -130,7 +132,12 @@ def in_scope(lines: list[tuple[bytes, Op | None]]) -> set[OpId]:
     return {op.id for _, op in lines if op is not None and last[op.node] != op.seq}
 
 
-def kept_lines(name: str, lines: list[tuple[bytes, Op | None]], drops: Set[OpId]) -> list[bytes]:
+def kept_lines(
+    name: str,
+    lines: list[tuple[bytes, Op | None]],
+    drops: Set[OpId],
+    cp: Checkpoint | None = None,
+) -> list[bytes]:
     """A shard's lines without ``drops``, each run of dropped lines of its author replaced by a
     stub so the author's chain still crosses it (:func:`noon.core.chain.restub`). A shard that
     also holds corrupt lines or another author's ops keeps them and leaves no stubs: its chain
@@ -140,7 +147,8 @@ def kept_lines(name: str, lines: list[tuple[bytes, Op | None]], drops: Set[OpId]
     foreign = any(op.node != author if op else raw.strip() for raw, op in lines)
     if author is None or foreign or not any(chain.SIG_FIELD in raw for raw, _ in lines):
         return [raw for raw, op in lines if op is None or op.id not in drops]
-    return chain.restub(author, [(op.seq, raw, op.id not in drops) for raw, op in lines if op])
+    items = [(op.seq, raw, op.id not in drops) for raw, op in lines if op]
+    return chain.restub(author, items, cp=cp)
 
 
 def rewrite(path: Path, scan: Scan, drops: Set[OpId]) -> CompactReport:
@@ -150,7 +158,9 @@ def rewrite(path: Path, scan: Scan, drops: Set[OpId]) -> CompactReport:
     corrupt = sum(1 for raw, op in lines if op is None and raw.strip())
     if not any(op.id in drops for op in ops):
         return CompactReport(path.name, len(ops), len(ops), corrupt)
-    body = b"".join(raw + b"\n" for raw in kept_lines(path.name, lines, drops))
+    author = shard_node(path.name)
+    cp = chainstate.checkpoint(path.parent, author) if author else None
+    body = b"".join(raw + b"\n" for raw in kept_lines(path.name, lines, drops, cp))
     with locked(path):
         fd = open_regular(path)
         try:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from noon.core import chain
+from noon.core.checkpoint import Checkpoint
 from noon.core.compaction import stale_after_refetch
 from noon.core.ops import Key, Op, OpError, decode
 from noon.errors import NoonError
@@ -131,8 +132,9 @@ def append(
     with contextlib.nullcontext() if held is not None else locked(path):
         created = not os.path.lexists(path)
         early: chain.Proven | None = None
+        cp = chainstate.checkpoint(directory, node) if check is not None else None
         if created and check is not None and ops:
-            early = _prove(node, chain.empty(node), ops, check)  # before any file of it exists
+            early = _prove(node, chain.empty(node), ops, check, cp)  # before any file exists
         fd = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
         try:
             tail = repair_tail(fd, node)
@@ -167,12 +169,14 @@ def append(
                 at = chainstate.head(
                     directory, node, (last, tail.last.digest) if tail.last else None
                 )
-                proven = early if early is not None and not last else _prove(node, at, new, check)
+                proven = (
+                    early if early is not None and not last else _prove(node, at, new, check, cp)
+                )
                 if len(kept) < len(new):
                     fresh = [
                         line + b"\n"
                         for line in chain.restub(
-                            node, [(op.seq, line, not gone.covers(op)) for line, op in new], at
+                            node, [(op.seq, line, not gone.covers(op)) for line, op in new], at, cp
                         )
                     ]
             if fresh:
@@ -188,10 +192,14 @@ def append(
 
 
 def _prove(
-    node: str, at: chain.Head, ops: list[tuple[bytes, Op]], check: chain.Verify
+    node: str,
+    at: chain.Head,
+    ops: list[tuple[bytes, Op]],
+    check: chain.Verify,
+    cp: Checkpoint | None,
 ) -> chain.Proven:
     try:
-        return chain.verify(node, at, [(op.seq, line) for line, op in ops], check)
+        return chain.verify(node, at, [(op.seq, line) for line, op in ops], check, cp)
     except chain.ChainError as exc:
         raise Unproven(str(exc)) from None
 
@@ -247,10 +255,11 @@ def replace(
         with maintenance(directory), locked(path):
             theirs = _decoded(_read(fetched))
             mine = _decoded(_read(path))
+            cp = chainstate.checkpoint(directory, node)
             if check is not None:
                 try:
                     chain.verify(
-                        node, chain.empty(node), [(op.seq, line) for line, op in theirs], check
+                        node, chain.empty(node), [(op.seq, line) for line, op in theirs], check, cp
                     )
                 except chain.ChainError as exc:
                     raise Unproven(f"the whole copy of {node}: {exc}") from None
@@ -294,7 +303,7 @@ def replace(
                 values = chain.known(node, [(op.seq, line) for line, op in theirs])
                 for seq, value in chain.known(node, [(op.seq, line) for line, op in mine]).items():
                     values.setdefault(seq, value)
-                body = chain.bridge(node, lines, values)
+                body = chain.bridge(node, lines, values, cp)
             write_file(path, (line + b"\n" for line in body), durable=fsync)
             chainstate.forget(directory, node)
             return True

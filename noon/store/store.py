@@ -29,7 +29,7 @@ from noon.core import chain
 from noon.core.hlc import Clock
 from noon.core.ops import AUTO, Draft, Key, Op, OpId, decode, encode, line_digest
 from noon.names import shard_file
-from noon.store import chainstate, retries, signing
+from noon.store import chainstate, checkpoints, retries, signing
 from noon.store.compact import compact_dir
 from noon.store.errors import AlreadyWritten, DiskFull, ForkDetected, ShardBehind, StoreError
 from noon.store.lines import clean_end
@@ -41,6 +41,7 @@ from noon.store.readmodel.model import Changes, ReadModel
 from noon.store.readmodel.schema import FILE_NAME
 from noon.store.readmodel.search import Search
 from noon.store.readmodel.state import FoldView, head_ids
+from noon.store.readmodel.vectorizer import Vectorizer
 from noon.store.shard import (
     Corrupt,
     append_all,
@@ -107,7 +108,9 @@ class Store:
         """The folded state (elements, frontier), read from the read model."""
         self.graph = SqlGraph(self.model)
         self.search = Search(self.model)
-        self.listeners: list[Callable[[Changes], None]] = []
+        self.vectorizer = Vectorizer(self.model, self.lock)
+        """Embeds memories for semantic search; started by serving processes."""
+        self.listeners: list[Callable[[Changes], None]] = [self.vectorizer.wake]
         self.signer = signing.load(settings)
         self._compacting: threading.Thread | None = None
         if fold_now:
@@ -290,12 +293,15 @@ class Store:
         return lines
 
     def _sign(self, lines: list[bytes], last: Op | None) -> list[bytes]:
-        """Chain the batch onto the shard and sign its last line (PROTOCOL.md §13). Unsigned
-        when this node has no signing key, or when its shard's unsigned history has a gap its
-        chain cannot cross."""
+        """Chain the batch onto the shard and sign its last line (PROTOCOL.md §13); the first
+        time, sign a checkpoint over the shard's unsigned history first (§13.5). Unsigned when
+        this node has no signing key, or when its shard has unsigned lines after signed ones
+        and a gap between (its chain cannot cross it; a checkpoint is signed only once)."""
         if self.signer is None:
             return lines
         at = chainstate.head(self.dir, self.node, (last.seq, last.digest) if last else None)
+        if not at.proven and checkpoints.make_own(self.dir, self.node, self.signer):
+            at = chainstate.head(self.dir, self.node, (last.seq, last.digest) if last else None)
         if at.chain is None:
             log.warning(
                 "%s has unsigned history with a gap: this write stays unsigned", self.own.name
@@ -337,6 +343,7 @@ class Store:
             self._compacting.join()
 
     def close(self) -> None:
+        self.vectorizer.stop()
         self.wait_compaction()
         with self.lock:
             self.model.close()

@@ -84,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     sock.bind((host, port))
     bound = sock.getsockname()[1]
     store = Store(settings)
+    store.vectorizer.start()
     try:
         data = WebData(store, settings, args.daemon_url)
         guard = Guard(allowed_hosts(host, bound, args.allow_host), token)

@@ -24,7 +24,7 @@ from noond.metrics import Metrics
 from noond.shards import Holdings
 from noond.signers import Signers
 from noond.statefile import StateFile
-from noond.wire import PROTOCOL, Code, PageHeaders, listing_root, parse_checks, summary_json
+from noond.wire import REVISIONS, Code, PageHeaders, listing_root, parse_checks, summary_json
 from noond.wiring import ExchangeSettings, Wiring
 
 Route = Callable[["Request"], Awaitable[Reply]]
@@ -87,7 +87,14 @@ class FakePeer:
     async def answer(self, req: Request) -> Reply:
         """What an honest noond answers."""
         if req.path == "/info":
-            return json_reply({"node": self.node, "protocol": PROTOCOL, "capabilities": []})
+            return json_reply(
+                {
+                    "node": self.node,
+                    "protocol": REVISIONS[1],
+                    "revisions": list(REVISIONS),
+                    "capabilities": [],
+                }
+            )
         if req.path == "/shards/digest":
             root = listing_root(self.summaries())
             return json_reply({"root": root, "shards": 0, "members": ""})

@@ -22,6 +22,9 @@ Tables, by job:
   ``memory_vocab``, its words: what a prefix expands to).
 - the knowledge graph: ``entities``, ``observations``, ``relations``, ``entity_fts``.
 - ``reviews``: the review state of the web page's queue (live ``review`` elements).
+- ``vectors``: per memory (``memories.id``), its text's embedding as the version ``w_node,
+  w_seq`` held it (:mod:`.vectors`), filled off the write path by :mod:`.vectorizer`; ``stamp``
+  grows with every row written, so a process's in-memory index reads only what is new.
 - ``corrupt``: complete lines of a shard that are not valid ops (reported, skipped).
 """
 
@@ -39,7 +42,7 @@ from noon.store.readmodel.behind import full
 
 log = logging.getLogger("noon.readmodel")
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 FILE_NAME = "readmodel.sqlite3"
 
 NUMBERED = "key_name GLOB '[1-9]*' AND key_name NOT GLOB '*[^0-9]*'"
@@ -115,6 +118,10 @@ CREATE TABLE relations (
 CREATE INDEX relations_by_dst ON relations (ns, dst);
 CREATE INDEX relations_in_order ON relations (ns, w_hlc, w_node, w_seq, src, dst, rtype);
 CREATE VIRTUAL TABLE entity_fts USING fts5 (doc, tokenize = 'trigram case_sensitive 1');
+CREATE TABLE vectors (
+    stamp INTEGER PRIMARY KEY AUTOINCREMENT, id INTEGER NOT NULL UNIQUE, w_node TEXT,
+    w_seq INTEGER, vec BLOB
+);
 """
 
 

