@@ -21,8 +21,8 @@ LAYER = {
     "noon.kg": 3,
     "noon.store": 4,
     "noon.app": 5,
-    "noon.certs": 6,
-    "noon.daemon_link": 6,
+    "noon.certs": 5,
+    "noon.daemon_link": 5,
     "noon.mcp": 6,
     "noon.web": 6,
     "noon.ops_cli": 6,
@@ -41,14 +41,9 @@ ALLOWED = {
     ("noon.names", "noon.errors"),
     ("noon.logs", "noon.config"),
     ("noon.logs", "noon.errors"),
-    ("noon.mcp", "noon.certs"),
-    ("noon.web", "noon.certs"),
-    ("noon.web", "noon.ops_cli"),  # the Machines page is `noon status` as data
-    ("noon.ops_cli", "noon.certs"),
-    ("noon.demo", "noon.certs"),
     ("noon.__main__", "noon.cli"),
-    ("noon.ops_cli", "noon.daemon_link"),  # the commands find and read the daemon's files
     ("noon.daemon_link", "noon.certs"),
+    ("noon.app", "noon.daemon_link"),  # status asks the local noond
 }
 NOOND_FORBIDDEN = {"noon.mcp", "noon.web", "noon.transfer", "noon.demo", "noon.cli"}
 PURE = {"noon.core"}

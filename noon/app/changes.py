@@ -124,6 +124,27 @@ class Undone:
     """The undo's own change id (undo it to undo the undo); None when nothing was written."""
 
 
+def plan_undo(
+    g: SqlGraph, ns: str, refs: Sequence[Ref], seen: str | None, me: str, review: bool
+) -> tuple[list[Draft], int]:
+    """The drafts undoing ``refs`` (with, for a reviewer, their rolled-back marks by machine
+    ``me``), and how many elements they restore; refusals as :func:`undo_changes` says."""
+    refused = too_large(refs)
+    if refused is not None:
+        raise Limit(refused)
+    state = lookup(g)
+    planned = undo.undo([c.ops for c in load(g, refs)], state)
+    now = basis((s.key for s in planned.steps), state)
+    if seen is not None and seen != now:
+        raise Conflict(
+            "What these changes touched was edited since you looked: review the new state "
+            "and roll back again.",
+            {"basis": now},
+        )
+    marks = [Draft(review_key(ns, r.id, me), {"verdict": "rolled_back"}) for r in refs]
+    return [*planned.drafts, *(marks if review else [])], len(planned.drafts)
+
+
 def undo_changes(
     svc: GraphService, who: Actor, ids: Sequence[str], seen: str | None, review: bool
 ) -> Undone:
@@ -135,21 +156,7 @@ def undo_changes(
     ns, me = who.namespace, svc.store.node
 
     def fn(g: SqlGraph) -> tuple[list[Draft], int]:
-        refs = named(g.conn, ns, ids)
-        refused = too_large(refs)
-        if refused is not None:
-            raise Limit(refused)
-        state = lookup(g)
-        planned = undo.undo([c.ops for c in load(g, refs)], state)
-        now = basis((s.key for s in planned.steps), state)
-        if seen is not None and seen != now:
-            raise Conflict(
-                "What these changes touched was edited since you looked: review the new state "
-                "and roll back again.",
-                {"basis": now},
-            )
-        marks = [Draft(review_key(ns, r.id, me), {"verdict": "rolled_back"}) for r in refs]
-        return [*planned.drafts, *(marks if review else [])], len(planned.drafts)
+        return plan_undo(g, ns, named(g.conn, ns, ids), seen, me, review)
 
     ops, restored = svc.write(fn, who.client, who.via)
     return Undone(restored, f"{ops[-1].node}:{ops[-1].seq}" if ops else None)

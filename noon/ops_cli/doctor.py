@@ -30,7 +30,7 @@ from pathlib import Path
 
 from noon import certs
 from noon.config import Settings, add_store_flags, settings_from
-from noon.ops_cli import daemon_api
+from noon.daemon_link import api as daemon_api
 from noon.ops_cli.doctor_mesh import check_daemon, check_members
 from noon.ops_cli.findings import ERROR, NOTE, OK, WARNING, Finding, render
 from noon.ops_cli.peers import state_path

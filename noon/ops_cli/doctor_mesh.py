@@ -11,7 +11,7 @@ from typing import Any
 
 from noon import daemon_link
 from noon.config import Settings
-from noon.ops_cli import daemon_api
+from noon.daemon_link import api as daemon_api
 from noon.ops_cli.findings import ERROR, OK, WARNING, Finding
 
 SKEW_WARNING_S = 5.0

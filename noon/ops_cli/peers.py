@@ -19,7 +19,7 @@ from pathlib import Path
 from noon import daemon_link
 from noon.config import Settings
 from noon.core.ops import valid_node_id
-from noon.ops_cli import daemon_api
+from noon.daemon_link import api as daemon_api
 from noon.ops_cli.terminal import visible_lines
 from noon.store import peerstate
 

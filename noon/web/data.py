@@ -27,14 +27,14 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from noon.app import changes as app_changes
-from noon.app import memories, search, versions
+from noon.app import memories, search, status, versions
 from noon.app.actor import WEB, Actor
 from noon.config import Settings
 from noon.core.ops import Draft, Key, Op
+from noon.daemon_link import api as daemon_api
 from noon.errors import Invalid, NotFound
 from noon.graph import plan
 from noon.graph.uri import NODE_VIEW, Uri, node_view, parse
-from noon.ops_cli import status
 from noon.store.access import GraphService, service
 from noon.store.readmodel import changes, overview
 from noon.store.readmodel.graph import SqlGraph
@@ -432,11 +432,9 @@ class WebData:
     # -- mesh and live ---------------------------------------------------------------------
 
     def mesh(self) -> dict[str, Any]:
-        """``noon status`` as data (:func:`noon.ops_cli.status.gather`): this node, its shards
+        """``noon status`` as data (:func:`noon.app.status.gather`): this node, its shards
         with each peer's lag, the peers' health, conflicts, frozen tombstones and forks. Asks
         the local daemon (blocking, a few seconds at most when it does not answer)."""
-        from noon.ops_cli import daemon_api
-
         url = self.daemon_url or daemon_api.local_url(self.settings)
         return status.gather(self.settings, url, 50, store=self.store)
 

@@ -1,5 +1,6 @@
-"""Talking to the local ``noond`` (and its members) from the CLI: over mutual TLS with this
-node's own certificate, the way peers do, so no extra credential exists for operators.
+"""Talking to the local ``noond`` (and its members) from the commands and the page: over mutual
+TLS with this node's own certificate, the way peers do, so no extra credential exists for
+operators.
 
 Plain ``urllib`` (blocking, one request at a time): the CLI asks a handful of questions and
 exits, it needs no event loop.
@@ -17,13 +18,13 @@ from typing import Any
 
 from noon import certs, daemon_link
 from noon.config import Settings
-from noon.errors import NoonError
+from noon.errors import Unavailable
 
 MAX_ANSWER = 8 << 20
 """Largest answer read from a daemon (a /peers listing of a big mesh fits easily)."""
 
 
-class Unreachable(NoonError):
+class Unreachable(Unavailable):
     """No daemon answered (refused, timed out, TLS failed, missing certificate)."""
 
 
