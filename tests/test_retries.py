@@ -128,6 +128,68 @@ def test_the_earlier_batch_is_the_last_whole_one_with_the_key_since_the_time_ask
     assert [op.id for op in found or []] == [op.id for op in expected or []]
 
 
+def hex_key(name: str) -> str:
+    """A request key as the store makes them (32 hex digits) for a short name like ``k1``."""
+    return name.replace("k", "f").rjust(retries.KEY_CHARS, "0")
+
+
+def shard_of(spec: list[tuple[int, str | None, int]], seq: int = 0, ms: int = T0) -> list[bytes]:
+    """The lines of batches (size, request key, ms since the batch before) after ``seq``."""
+    lines: list[bytes] = []
+    for size, req, gap in spec:
+        ms += gap
+        for i in range(size):
+            seq += 1
+            lines.append(
+                encode(
+                    node="a",
+                    seq=seq,
+                    hlc=(ms << 16) | i,
+                    el=("content", "default", f"m{seq}"),
+                    val={"text": f"{req} {ms} {i}"},
+                    bat=seq - i + size - 1 if size > 1 else None,
+                    req=hex_key(req) if req and i == 0 else None,
+                )
+            )
+    return lines
+
+
+def repaired(lines: list[bytes]) -> list[bytes]:
+    """``lines`` without an unfinished last batch, as a writer repairs a shard's tail."""
+    ops = [decode(line) for line in lines]
+    while ops and ops[-1].bat is not None and ops[-1].seq < ops[-1].bat:
+        ops.pop()
+    return lines[: len(ops)]
+
+
+@given(batches, batches, st.integers(0, 40), st.integers(0, 8 * WINDOW_MS))
+def test_reading_on_from_where_it_was_read_finds_what_reading_it_whole_finds(
+    first: list[tuple[int, str | None, int]],
+    then: list[tuple[int, str | None, int]],
+    torn_at: int,
+    since_after: int,
+) -> None:
+    """The store's :class:`Recent` reads each byte once, across appends line by line (batches
+    seen unfinished), and a torn batch cut and written over by another writer: after each step
+    it answers as :func:`earlier_batch` over the whole shard does, for every key."""
+    recent = retries.Recent()
+    lines = shard_of(first)
+    torn = repaired(lines[: torn_at % (len(lines) + 1)] if lines else [])
+    last = decode(torn[-1]) if torn else None
+    after = shard_of(then, last.seq if last else 0, (last.hlc >> 16) + 1 if last else T0)
+    steps = [lines[:n] for n in range(len(lines) + 1)] + [
+        torn + after[:n] for n in range(len(after) + 1)
+    ]
+    since = T0 + since_after
+    for step in steps:
+        buf = b"".join(line + b"\n" for line in step)
+        for key in ("k1", "k2"):
+            k = hex_key(key)
+            want = earlier_batch(buf, len(buf), "a", k, since)
+            got = recent.batch(buf, len(buf), (1, 1), "a", k, since)
+            assert [op.id for op in got or []] == [op.id for op in want or []]
+
+
 # -- the store ----------------------------------------------------------------------------
 
 
@@ -136,15 +198,15 @@ def test_a_retry_within_the_window_raises_with_the_earlier_batch_and_writes_noth
 ) -> None:
     clock = Clock()
     store = store_at(noon_dir, clock)
-    with requesting("k" * 32):
+    with requesting("a" * 32):
         written = store.write(append_text("+x"))
     size = (noon_dir / "a.jsonl").stat().st_size
     clock.ms += WINDOW_MS - 1
-    with requesting("k" * 32), pytest.raises(AlreadyWritten) as raised:
+    with requesting("a" * 32), pytest.raises(AlreadyWritten) as raised:
         store.write(append_text("+x"))
     assert [op.id for op in raised.value.batch] == [op.id for op in written]
     assert (noon_dir / "a.jsonl").stat().st_size == size and text(store) == "+x"
-    with requesting("j" * 32):  # another call
+    with requesting("b" * 32):  # another call
         store.write(append_text("+x"))
     assert text(store) == "+x+x"
 
@@ -152,31 +214,31 @@ def test_a_retry_within_the_window_raises_with_the_earlier_batch_and_writes_noth
 def test_after_the_window_the_same_call_writes_again(noon_dir: Path) -> None:
     clock = Clock()
     store = store_at(noon_dir, clock)
-    with requesting("k" * 32):
+    with requesting("a" * 32):
         store.write(append_text("+x"))
     clock.ms += WINDOW_MS + 1
-    with requesting("k" * 32):
+    with requesting("a" * 32):
         store.write(append_text("+x"))
     assert text(store) == "+x+x"
 
 
 def test_once_written_over_or_deleted_the_same_call_writes_again(noon_dir: Path) -> None:
     store = open_store(noon_dir)
-    with requesting("k" * 32):
+    with requesting("a" * 32):
         store.write(append_text("+x"))
     store.write(lambda g: [Draft(KEY, None)])  # deleted since
-    with requesting("k" * 32):
+    with requesting("a" * 32):
         store.write(append_text("+x"))
     assert text(store) == "+x"
     store.write(append_text("+y"))  # written over since
-    with requesting("k" * 32):
+    with requesting("a" * 32):
         store.write(append_text("+x"))
     assert text(store) == "+x+y+x"
 
 
 def test_a_second_write_within_one_call_is_its_own(noon_dir: Path) -> None:
     store = open_store(noon_dir)
-    with requesting("k" * 32):
+    with requesting("a" * 32):
         store.write(append_text("+x"))
         store.write(append_text("+y"))
     assert text(store) == "+x+y"
@@ -186,9 +248,9 @@ def test_a_second_write_within_one_call_is_its_own(noon_dir: Path) -> None:
 
 def test_another_process_of_the_machine_sees_the_call_written(noon_dir: Path) -> None:
     first, second = open_store(noon_dir), open_store(noon_dir)
-    with requesting("k" * 32):
+    with requesting("a" * 32):
         first.write(append_text("+x"))
-    with requesting("k" * 32), pytest.raises(AlreadyWritten):
+    with requesting("a" * 32), pytest.raises(AlreadyWritten):
         second.write(append_text("+x"))
     assert text(second) == "+x"
 

@@ -37,17 +37,31 @@ def checkpoint_path(directory: Path, shard: str) -> Path:
     return directory / ".noon" / f"{shard}.checkpoint"
 
 
+_loaded: dict[Path, tuple[tuple[int, int, int], Checkpoint]] = {}
+"""Checkpoints read, by file and its identity: every page received asks, and walking a large
+checkpoint's leaves to its link costs a hash per seq."""
+
+
 def checkpoint(directory: Path, shard: str) -> Checkpoint | None:
     """The author's checkpoint kept for ``shard`` (:mod:`noon.store.checkpoints`), or None.
     Only verified ones are ever written there."""
+    path = checkpoint_path(directory, shard)
     try:
-        text = read_regular(checkpoint_path(directory, shard), MAX_CHECKPOINT_FILE)
+        st = os.stat(path)
     except OSError:
         return None
+    ident = (st.st_ino, st.st_mtime_ns, st.st_size)
+    held = _loaded.get(path)
+    if held is not None and held[0] == ident:
+        return held[1]
     try:
-        return cps.parse(text, shard, lambda _message, _sig: True)
-    except chain.ChainError:
+        found = cps.parse(read_regular(path, MAX_CHECKPOINT_FILE), shard, lambda _m, _s: True)
+    except (OSError, chain.ChainError):
         return None
+    if len(_loaded) > 1024:
+        _loaded.clear()
+    _loaded[path] = (ident, found)
+    return found
 
 
 def head(directory: Path, node: str, last: tuple[int, int] | None) -> chain.Head:

@@ -302,7 +302,8 @@ def replace(
             if any(chain.SIG_FIELD in line for line, _ in theirs):  # a signed shard
                 values = chain.known(node, [(op.seq, line) for line, op in theirs])
                 for seq, value in chain.known(node, [(op.seq, line) for line, op in mine]).items():
-                    values.setdefault(seq, value)
+                    if seq not in values or (not values[seq][1] and value[1]):
+                        values[seq] = value  # the same leaf; ours knows the line's digest
                 body = chain.bridge(node, lines, values, cp)
             write_file(path, (line + b"\n" for line in body), durable=fsync)
             chainstate.forget(directory, node)

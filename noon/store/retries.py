@@ -9,9 +9,10 @@ such call by a *request key* (:func:`request_key`: the tool, its arguments, the 
 the client) for the call's duration (:func:`requesting`), and :meth:`Store.write
 <noon.store.store.Store.write>` records the key on the first op of the batch it writes (``req``,
 PROTOCOL.md §1.1). Before planning, and again under the shard's lock, the store looks for the
-key in the own shard's tail (:func:`earlier_batch`): when this node wrote a batch with it within
-:data:`WINDOW_MS` and that batch still stands (:func:`stands`), nothing is planned or written,
-and :class:`~noon.store.errors.AlreadyWritten` carries the earlier batch for the edge to answer
+key in the own shard's tail (:func:`earlier_batch`, read incrementally by :class:`Recent`):
+when this node wrote a batch with it within :data:`WINDOW_MS` and that batch still stands
+(:func:`stands`), nothing is planned or written, and
+:class:`~noon.store.errors.AlreadyWritten` carries the earlier batch for the edge to answer
 from.
 
 A batch *stands* while every op it wrote is still a head of its element: nothing has been
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -40,13 +42,14 @@ import orjson
 
 from noon.core.chain import STUB_PREFIX
 from noon.core.ops import Op, OpError, decode
-from noon.store.lines import Buffer, first_after, lines_forwards
+from noon.store.lines import Buffer, envelope, first_after, lines_backwards, lines_forwards
 from noon.store.readmodel.state import head_ids
 
 WINDOW_MS = 10 * 60_000
 """How long after a call its retry is answered from what it wrote (see the module docstring)."""
 FIELD = "req"
 KEY_CHARS = 32
+KEY = re.compile(f"[0-9a-f]{{{KEY_CHARS}}}")
 
 
 @dataclass
@@ -74,6 +77,8 @@ def requesting(key: str | None) -> Iterator[None]:
     """Serve one call under ``key`` (None: a call no retry can duplicate). A context variable,
     so the key reaches the write path through the tool's body and the worker thread it runs
     in, without every layer between passing it on."""
+    if key is not None and not KEY.fullmatch(key):
+        raise ValueError(f"a request key is {KEY_CHARS} lowercase hex digits, not {key[:80]!r}")
     token = _current.set(Request(key) if key is not None else None)
     try:
         yield
@@ -115,6 +120,73 @@ def earlier_batch(buf: Buffer, end: int, node: str, key: str, since_ms: int) -> 
             return batch
         hit = buf.rfind(needle, start, pos)
     return None
+
+
+class Recent:
+    """:func:`earlier_batch` for one process's writes, reading each byte of the own shard once:
+    the request keys of the lines written within the window, by the offset of their line, grown
+    by the bytes appended since the last look. A shard that is not the one read before (a
+    compaction's new file), got shorter or changed before where it was read to (a torn batch cut
+    and written over) is read again from the window's start."""
+
+    MAX_KEYS = 100_000
+    """Keys held at most before starting again from the window's start (a memory bound)."""
+
+    def __init__(self) -> None:
+        self.file: tuple[int, int] | None = None
+        self.end = 0
+        self.tail = b""
+        self.at: dict[str, list[int]] = {}
+        self.held = 0
+
+    def batch(
+        self, buf: Buffer, end: int, file: tuple[int, int], node: str, key: str, since_ms: int
+    ) -> list[Op] | None:
+        """As :func:`earlier_batch`; ``file`` names the shard file read (device, inode)."""
+        if (
+            file != self.file
+            or end < self.end
+            or buf[self.end - len(self.tail) : self.end] != self.tail
+            or self.held > self.MAX_KEYS
+        ):
+            self.file, self.at, self.held = file, {}, 0
+            self.end = first_after(buf, end, (since_ms << 16) - 1, stamp_of)
+        done = _complete_end(buf, self.end, end)  # a writer may still cut what follows
+        for found in KEYED.finditer(buf, self.end, done):
+            self.at.setdefault(found.group(1).decode(), []).append(
+                buf.rfind(b"\n", 0, found.start()) + 1
+            )
+            self.held += 1
+        self.end = done
+        self.tail = bytes(buf[max(0, done - TAIL) : done])
+        for pos in reversed(self.at.get(key, ())):
+            batch = _whole_batch(buf, pos, end, node, key, since_ms)
+            if batch is not None:
+                return batch
+        return None
+
+
+def _complete_end(buf: Buffer, start: int, end: int) -> int:
+    """Where the last whole batch of ``buf[start:end]`` ends: the lines of an unfinished batch
+    after it are the only ones a writer repairing the shard cuts (and writes over)."""
+    unfinished: int | None = None
+    pos = end
+    for line_start, raw in lines_backwards(buf, end):
+        if line_start < start:
+            break
+        env = envelope(raw)
+        bat = env.bat if env is not None else None
+        if env is None or bat is None or env.seq >= bat:
+            return pos
+        if unfinished not in (None, bat):
+            return pos
+        unfinished, pos = bat, line_start
+    return max(pos, start)
+
+
+KEYED = re.compile(f'"{FIELD}":"({KEY.pattern})"'.encode())
+TAIL = 64
+"""Bytes before where a shard was read to that must be unchanged to read on from there."""
 
 
 def _whole_batch(

@@ -113,6 +113,8 @@ class Store:
         self.listeners: list[Callable[[Changes], None]] = [self.vectorizer.wake]
         self.signer = signing.load(settings)
         self._compacting: threading.Thread | None = None
+        self._recent = retries.Recent()
+        """The request keys of the own shard's recent writes, read once (under :attr:`lock`)."""
         if fold_now:
             self.refresh()
 
@@ -241,7 +243,12 @@ class Store:
         retry window and that batch still stands."""
         with mapped(self.own) as buf:
             since = self.now() - retries.WINDOW_MS
-            batch = retries.earlier_batch(buf, clean_end(buf), self.node, key, since)
+            try:
+                st = self.own.stat()
+            except FileNotFoundError:
+                return
+            file = (st.st_dev, st.st_ino)
+            batch = self._recent.batch(buf, clean_end(buf), file, self.node, key, since)
         if batch is not None:
             with self.graph.reading():
                 if retries.stands(self.model.conn, batch):

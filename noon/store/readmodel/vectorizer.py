@@ -23,6 +23,7 @@ import fcntl
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -35,6 +36,8 @@ log = logging.getLogger("noon.vectors")
 
 BATCH = 32
 IDLE_S = 30.0
+PRUNE_S = 600.0
+"""The vectors of memories gone from the read model are dropped at most this often (a scan)."""
 START_S = 3.0
 """The worker's first look waits this long: a session's first answers come first."""
 LOCK_NAME = "vectorizer.lock"
@@ -47,6 +50,7 @@ class Vectorizer:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._pruned = 0.0
 
     @property
     def enabled(self) -> bool:
@@ -106,8 +110,10 @@ class Vectorizer:
                     if mine:
                         while not self._stop.is_set() and self.step() != 0:
                             pass
-                        with self._lock:
-                            vectors.prune(self._model.conn)
+                        if time.monotonic() - self._pruned > PRUNE_S:
+                            with self._lock:
+                                vectors.prune(self._model.conn)
+                            self._pruned = time.monotonic()
             except Exception:  # a failed batch loses nothing: it is pending still
                 log.exception("embedding memories failed; trying again later")
             self._wake.wait(IDLE_S)
