@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sqlite3
 import statistics
 import tempfile
 import threading
@@ -28,11 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.core import generate
+from bench.floors import sdk_import
 from bench.kg_latency import noon_client
 from bench.mesh import Node, Pki, free_port, wait_until
 from bench.stats import cpu_seconds, percentiles, rss_mib
 from noon.core.ops import Draft, encode
 from noon.store.serve import Summaries
+from noon.store.store import read_model_path
 
 
 class Proxies:
@@ -208,10 +211,54 @@ def _mean_line(path: Path, last: int) -> float:
     return sum(len(line) + 1 for line in lines) / len(lines)
 
 
-def catch_up(base: Path, pki: Pki, ops: int) -> dict[str, Any]:
-    """A fresh node joins one that holds ``ops`` ops: time until it holds every shard."""
+def read_model_state(directory: Path) -> tuple[int, dict[str, int]]:
+    """The machine's read model's generation and each shard's folded offset, read only (no
+    fold): -1 and nothing while there is no read model."""
+    path = read_model_path(directory)
+    if not path.exists():
+        return -1, {}
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        cursors = dict(conn.execute("SELECT name, offset FROM shards").fetchall())
+    finally:
+        conn.close()
+    return (int(row[0]) if row else 0), {str(k): int(v) for k, v in cursors.items()}
+
+
+def read_model_holds(directory: Path, want: dict[str, int]) -> bool:
+    """The read model has folded every shard of ``want`` (name: size) to its end."""
+    try:
+        _, cursors = read_model_state(directory)
+    except sqlite3.Error:
+        return False  # being created this very moment
+    return all(cursors.get(name) == size for name, size in want.items())
+
+
+def first_session(directory: Path, node: str) -> dict[str, Any]:
+    """A new ``noon serve`` session's first answer (process start to a search_memory answer),
+    and whether it had to fold anything first (the read model's generation moved)."""
+    before = read_model_state(directory)
+    t0 = time.perf_counter()
+    client = noon_client(directory, fsync=False, node=node, tools="uri", timeout=900)
+    try:
+        answer = client.call("search_memory", {"query": "memory text", "limit": 5})
+        seconds = time.perf_counter() - t0
+    finally:
+        client.close()
+    if answer.get("isError") or not answer["structuredContent"]["results"]:
+        raise RuntimeError(f"the first session found nothing: {str(answer)[:300]}")
+    return {"s": seconds, "folded": read_model_state(directory) != before}
+
+
+def catch_up(base: Path, pki: Pki, ops: int, *, fold: bool = True) -> dict[str, Any]:
+    """A fresh node joins one that holds ``ops`` ops: time until it holds every shard, until
+    its read model holds them too (noond folds what it receives), and a first session's
+    answer after that, beside the floor of any session's first answer. ``fold=False``: the
+    daemon leaves the fold to the first session (``NOOND_FOLD=false``, as before noond folded)."""
     proxies = Proxies()
-    src, fresh = Node(f"src{ops}", base, pki), Node(f"fresh{ops}", base, pki)
+    tag = "" if fold else "nofold"
+    src, fresh = Node(f"src{tag}{ops}", base, pki), Node(f"fresh{tag}{ops}", base, pki)
     generate(src.dir, ops)
     authors = [p.name.removesuffix(".jsonl") for p in src.dir.glob("*.jsonl")]
     for author in authors:  # as their machines would have written them: signed
@@ -220,7 +267,7 @@ def catch_up(base: Path, pki: Pki, ops: int) -> dict[str, Any]:
     want = {p.name: p.stat().st_size for p in src.dir.glob("*.jsonl")}
     front = [proxies.add(m.port) for m in (src, fresh)]
     src.env = {"NOOND_ADVERTISE": f"127.0.0.1:{front[0]}"}
-    fresh.env = {"NOOND_ADVERTISE": f"127.0.0.1:{front[1]}"}
+    fresh.env = {"NOOND_ADVERTISE": f"127.0.0.1:{front[1]}", "NOOND_FOLD": str(fold).lower()}
     try:
         src.start([f"{fresh.name}@127.0.0.1:{front[1]}"])
         t0 = time.perf_counter()
@@ -238,15 +285,28 @@ def catch_up(base: Path, pki: Pki, ops: int) -> dict[str, Any]:
         elapsed = time.perf_counter() - t0
         got = sum(Summaries(fresh.dir).get(p[:-6]).seq for p in want)
         assert got == ops, f"fresh node holds {got} ops, wanted {ops}"
+        if fold:
+            wait_until(
+                lambda: read_model_holds(fresh.dir, want),
+                timeout=900,
+                what="the fresh node's read model to hold every shard",
+            )
+        folded = time.perf_counter() - t0
+        rss = {m.name: rss_mib(m.proc.pid) for m in (src, fresh) if m.proc}
+        session = first_session(fresh.dir, fresh.name)
         idle = idle_cpu(fresh)
         return {
+            "readmodel_s": folded,
+            "first_session_s": session["s"],
+            "first_session_folded": session["folded"],
+            "session_floor_s": sdk_import(),
             "ops": ops,
             "s": elapsed,
             "startup_s": healthy,
             "ops_per_s": ops / max(elapsed - healthy, 1e-3),
             "wire_bytes_per_op": proxies.bytes / ops,
             "bytes_on_disk_per_op": sum(want.values()) / ops,
-            "noond_rss_mib": {m.name: rss_mib(m.proc.pid) for m in (src, fresh) if m.proc},
+            "noond_rss_mib": rss,
             "idle_cpu_s_per_round": idle,
         }
     finally:
@@ -390,9 +450,22 @@ def main() -> None:
         action="store_true",
         help="only write → held on all, polling alone beside inotify, default watch interval",
     )
+    ap.add_argument(
+        "--only-catch-up",
+        action="store_true",
+        help="only the catch-up figures, with noond folding and with NOOND_FOLD=false",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="noond-bench-") as tmp:
         base = Path(tmp)
+        if args.only_catch_up:
+            pki = Pki(base / "pki")
+            both = {
+                "noond_folds": catch_up(base, pki, args.catch_up),
+                "session_folds": catch_up(base, pki, args.catch_up, fold=False),
+            }
+            print(json.dumps(both, indent=1))
+            return
         if args.push_vs_poll:
             print(json.dumps(push_vs_poll(base, args.nodes, args.writes), indent=1))
             return

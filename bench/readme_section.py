@@ -206,10 +206,11 @@ FLOOR_NOTES: list[tuple[str, str]] = [
     ),
     (
         "write → visible",
-        "the daemon notices a local write by polling the shard's size every "
-        "`NOOND_WATCH_INTERVAL` (0.02 s in this benchmark, 0.2 s by default), then makes one HTTPS "
-        "push per peer, and each receiver fsyncs before the op counts as held; the polling alone "
-        "adds half an interval on average (an inotify watch would remove it).",
+        "the daemon learns of a local write from inotify (where that is unavailable, by polling "
+        "the shard's size every `NOOND_WATCH_INTERVAL`), then makes one HTTPS push per peer, and "
+        "each receiver verifies, appends and fsyncs before the op counts as held; every daemon "
+        "and the client share the machine's cores (`python -m bench.noond_mesh --push-vs-poll` "
+        "measures polling and inotify side by side).",
     ),
     (
         "catch-up rate",

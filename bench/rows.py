@@ -375,6 +375,21 @@ def mesh_rows(raw: dict[str, Any]) -> list[Row]:
         ),
         Row(
             "mesh",
+            "  until noond's read model holds them too (incl. its startup)",
+            "s",
+            cu["readmodel_s"],
+        ),
+        Row(
+            "mesh",
+            "  a first session's answer after the catch-up"
+            + (" (it had to fold)" if cu["first_session_folded"] else " (nothing left to fold)"),
+            "s",
+            cu["first_session_s"],
+            anchor="Python start + MCP SDK import",
+            anchor_value=cu["session_floor_s"],
+        ),
+        Row(
+            "mesh",
             "  catch-up wire bytes per op",
             "B",
             cu["wire_bytes_per_op"],

@@ -28,12 +28,16 @@ from noon.core.hlc import Clock
 from noon.logs import Condition
 from noon.store.errors import ForkDetected
 from noon.store.readmodel.behind import RETRY_SECONDS, full
-from noon.store.readmodel.model import CHUNK_OPS, ReadModel, Unshared
+from noon.store.readmodel.model import ReadModel, Unshared
 from noon.store.store import read_model_path, wall_ms
 from noond.metrics import Metrics
 
 log = logging.getLogger("noond")
 
+CHUNK_OPS = 10_000
+"""Ops per transaction and per slice: what the daemon holds of a fold at once (a session's
+fold takes 50,000 at a time; the daemon stays small and lets others in more often)."""
+POLL_BYTES = 4 << 20
 FAILED_RETRY = 5.0
 """Seconds before folding again after a failure that is not a full disk."""
 
@@ -95,7 +99,7 @@ class Folder:
             model = self._open()
             if model is None:
                 return RETRY_SECONDS
-            model.refresh(slice_ops=CHUNK_OPS)
+            model.refresh(slice_ops=model.chunk_ops)
         except Unshared as exc:
             log.warning("%s: noond leaves folding to the sessions", exc)
             self._given_up = True
@@ -124,14 +128,14 @@ class Folder:
             path = read_model_path(self.settings.dir)
             clock = Clock(max_skew_ms=self.settings.max_skew_ms)
             try:
-                self._model = ReadModel(
-                    self.settings.dir, path, clock, wall_ms, memory_fallback=False
-                )
+                model = ReadModel(self.settings.dir, path, clock, wall_ms, memory_fallback=False)
             except (sqlite3.DatabaseError, OSError) as exc:
                 if not full(exc, path.parent):
                     raise
                 self._failing.met("no space left to open the read model %s; tried again", path)
                 return None
+            model.chunk_ops, model.poll_bytes = CHUNK_OPS, POLL_BYTES
+            self._model = model
         return self._model
 
     def _count(self, result: str, t0: float) -> None:

@@ -4,7 +4,6 @@ anything (the read model's generation and cursors are where noond left them)."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -12,37 +11,15 @@ import pytest
 from bench.core import generate
 from bench.kg_latency import noon_client
 from bench.mesh import Node, Pki, wait_until
-from noon.store.store import read_model_path
+from bench.noond_mesh import read_model_holds, read_model_state
 
 pytestmark = pytest.mark.integration
 
 OPS = 4000
 
 
-def read_model(directory: Path) -> tuple[int, dict[str, int]]:
-    """The read model's generation and each shard's folded offset (read only, no fold)."""
-    path = read_model_path(directory)
-    if not path.exists():
-        return -1, {}
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        cursors = dict(conn.execute("SELECT name, offset FROM shards").fetchall())
-    finally:
-        conn.close()
-    return (int(row[0]) if row else 0), {str(k): int(v) for k, v in cursors.items()}
-
-
 def shard_sizes(directory: Path) -> dict[str, int]:
     return {p.name: p.stat().st_size for p in directory.glob("*.jsonl")}
-
-
-def folded_all(directory: Path, want: dict[str, int]) -> bool:
-    try:
-        _, cursors = read_model(directory)
-    except sqlite3.Error:
-        return False  # created this very moment
-    return shard_sizes(directory) == want and all(cursors.get(n) == s for n, s in want.items())
 
 
 def source(spawn: list[Node], tmp_path: Path, pki: Pki) -> tuple[Node, dict[str, int]]:
@@ -63,8 +40,11 @@ def test_first_session_after_a_catch_up_folds_nothing(spawn, tmp_path, pki):
     spawn.append(fresh)
     src.start([fresh])
     fresh.start([src])
-    wait_until(lambda: folded_all(fresh.dir, want), what="noond to fold every shard it pulled")
-    generation, cursors = read_model(fresh.dir)
+    wait_until(
+        lambda: shard_sizes(fresh.dir) == want and read_model_holds(fresh.dir, want),
+        what="noond to fold every shard it pulled",
+    )
+    generation, cursors = read_model_state(fresh.dir)
     assert generation > 0
     assert fresh.metric("noond_readmodel_folds_total", 'result="current"') >= 1
 
@@ -77,7 +57,7 @@ def test_first_session_after_a_catch_up_folds_nothing(spawn, tmp_path, pki):
     hits = answer["structuredContent"]["results"]
     assert len(hits) == 5  # generated memories, found in what noond folded
     # The session read what noond had committed: it folded nothing itself.
-    assert read_model(fresh.dir) == (generation, cursors)
+    assert read_model_state(fresh.dir) == (generation, cursors)
 
 
 def test_without_noond_folding_the_first_session_folds(spawn, tmp_path, pki):
@@ -89,7 +69,7 @@ def test_without_noond_folding_the_first_session_folds(spawn, tmp_path, pki):
     src.start([fresh])
     fresh.start([src])
     wait_until(lambda: shard_sizes(fresh.dir) == want, what="the fresh node to hold every shard")
-    generation, cursors = read_model(fresh.dir)
+    generation, cursors = read_model_state(fresh.dir)
     assert not all(cursors.get(n) == s for n, s in want.items())
 
     client = noon_client(fresh.dir, fsync=False, node="fresh", tools="uri")
@@ -98,6 +78,6 @@ def test_without_noond_folding_the_first_session_folds(spawn, tmp_path, pki):
     finally:
         client.close()
     assert len(answer["structuredContent"]["results"]) == 5
-    after, folded = read_model(fresh.dir)
+    after, folded = read_model_state(fresh.dir)
     assert after > generation
     assert all(folded.get(n) == s for n, s in want.items())

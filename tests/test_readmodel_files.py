@@ -228,7 +228,7 @@ def test_noon_reindex_rebuilds_the_file_and_says_what_it_folded(noon_dir: Path) 
 
 
 def test_a_sliced_refresh_stops_between_chunks_and_resumes_where_it_stopped(
-    noon_dir: Path, monkeypatch: pytest.MonkeyPatch
+    noon_dir: Path,
 ) -> None:
     """noond folds a long catch-up in slices (noond/fold.py): each ends at a committed chunk,
     and the slices together fold exactly what one refresh would."""
@@ -238,9 +238,8 @@ def test_a_sliced_refresh_stops_between_chunks_and_resumes_where_it_stopped(
 
     fill(noon_dir, 60).close()
     read_model_path(noon_dir).unlink()
-    monkeypatch.setattr(model, "CHUNK_OPS", 10)
-    monkeypatch.setattr(model, "POLL_BYTES", 1024)  # a few ops per poll
     folder = model.ReadModel(noon_dir, read_model_path(noon_dir), Clock(), wall_ms)
+    folder.chunk_ops, folder.poll_bytes = 10, 1024  # a few ops per poll
     offsets = []
     for _ in range(20):
         folder.refresh(slice_ops=10)

@@ -122,6 +122,10 @@ class ReadModel:
         self._progress = Progress(0, 0, None)
         self.on_progress: Callable[[int, int], None] | None = None
         """Called with (bytes folded, bytes to fold) while catching up (``noon reindex``)."""
+        self.chunk_ops = CHUNK_OPS
+        """Ops folded per transaction while catching up (what the fold holds at most)."""
+        self.poll_bytes = POLL_BYTES
+        """Shard bytes decoded at a time."""
         self._slice: int | None = None
         self.partial = False
         """The last refresh stopped after a slice (``slice_ops``): the shards hold more."""
@@ -368,7 +372,7 @@ class ReadModel:
         assert node is not None
         reader = self._reader(name, cursor)
         kept: set[int] | None = None
-        cap = POLL_BYTES
+        cap = self.poll_bytes
         size = 0
         while True:
             before = reader.offset
@@ -391,7 +395,7 @@ class ReadModel:
             if reader.offset == start:
                 cap *= 2  # one batch is larger than a poll: read further at once
                 continue
-            if kept is None and tx.added >= CHUNK_OPS:
+            if kept is None and tx.added >= self.chunk_ops:
                 self._save_cursor(name, reader, size, partway=True)
                 self._commit(tx)
                 self.conn.execute("BEGIN IMMEDIATE")
