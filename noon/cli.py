@@ -12,6 +12,7 @@ from typing import Any
 
 from noon import logs
 from noon.errors import NoonError
+from noon.ops_cli.terminal import visible
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, one-line help)
@@ -116,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         logs.setup(logging.DEBUG if args.verbose else logging.INFO)
         return int(args.run(args) or 0)
     except (NoonError, ValueError, OSError) as exc:
-        print(f"noon: {exc}", file=sys.stderr)
+        print(f"noon: {visible(str(exc))}", file=sys.stderr)  # may quote stored text
         return 1
 
 

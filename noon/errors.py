@@ -17,7 +17,8 @@ kind                    MCP tool call                       HTTP (JSON ``error``
 :class:`Unavailable`    ``isError``, message (logged)       503
 ======================  ==================================  =====================
 
-(:data:`noon.mcp.uri_base.REFUSALS`, :func:`noon.web.app.status_of`; nothing is written when a
+(:data:`noon.mcp.uri_base.REFUSALS`, :func:`noon.web.app.refusal`; a command prints every
+kind on stderr as ``noon: message`` and exits 1, :func:`noon.cli.main`. Nothing is written when a
 use case refuses.) Messages say what is wrong and what to do.
 """
 

@@ -60,6 +60,19 @@ def run(command: str, *args: str, env: dict[str, str]) -> subprocess.CompletedPr
     return noon_command(command, *args, env=env)
 
 
+def noon_cli(*words: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``noon WORDS`` as a person runs it (through :func:`noon.cli.main` and its error
+    handling)."""
+    return subprocess.run(
+        [sys.executable, "-m", "noon", *words],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+
+
 def as_json(out: subprocess.CompletedProcess[str]) -> Any:
     assert out.stdout.strip(), out.stderr
     return json.loads(out.stdout)
@@ -527,7 +540,19 @@ def test_log_history_and_query(tmp_path):
     alice = json_lines(run("history", "--json", "kg://Alice", env=env))
     assert len(alice) == 4 and {e["by"] for e in alice} == {"opencode"}
     missing = run("history", "core://nowhere", env=env)
-    assert missing.returncode == 1 and "no memory at core://nowhere" in missing.stdout
+    assert missing.returncode == 1 and "no memory at core://nowhere" in missing.stderr
+    assert missing.stdout == ""  # stdout holds only what was asked for
+    # through `noon` itself: refusals on stderr (control characters escaped), stdout empty
+    nothing = noon_cli("query", " ", env=env)
+    assert (nothing.returncode, nothing.stdout) == (1, "")
+    assert "noon: nothing to search for" in nothing.stderr
+    hostile = noon_cli("history", "core://\x1b[2Kx", env=env)
+    assert hostile.returncode == 1 and "\x1b" not in hostile.stderr and "\\x1b" in hostile.stderr
+    for command in ("log", "history", "query", "reindex"):
+        words = ["core://agent"] if command in ("history", "query") else []
+        gone = noon_cli(command, *words, env={**env, "NOON_DIR": str(tmp_path / "absent")})
+        assert (gone.returncode, gone.stdout) == (1, ""), command
+        assert f"noon: {tmp_path / 'absent'} does not exist; set NOON_DIR" in gone.stderr, command
 
     found = as_json(run("query", "--json", "tea", env=env))
     assert found["memories"][0]["uri"] == "core://agent"
@@ -605,9 +630,9 @@ def test_a_cli_error_names_cli_commands_and_they_work(tmp_path):
     )
     store.close()
     env = cli_env(d, "a")
-    out = run("history", "core://nope", env=env)
-    assert out.returncode == 1 and "search_memory" not in out.stdout
-    assert "`noon query WORDS`" in out.stdout and "`noon log`" in out.stdout
+    out = noon_cli("history", "core://nope", env=env)
+    assert (out.returncode, out.stdout) == (1, "") and "search_memory" not in out.stderr
+    assert "`noon query WORDS`" in out.stderr and "`noon log`" in out.stderr
     found = run("query", "tea", env=env)
     assert found.returncode == 0 and "core://tea" in found.stdout
     assert run("log", env=env).returncode == 0

@@ -16,6 +16,7 @@ from noon.store.access import GraphService, service
 from noon.store.readmodel import vectors
 from noon.store.readmodel.embedder import MODEL, available
 from noon.store.readmodel.hybrid import LIKENESS, WEIGHT, fuse
+from noon.store.shard import NotRegular
 from noon.store.store import Store
 from tests.harness.texts import write_texts
 from tests.harness.uri import open_store
@@ -134,3 +135,18 @@ def test_fusion_keeps_every_candidate_and_the_best_lexical_hit_above_any_mere_li
         for row, score in fused:
             if row not in dict(lexical):
                 assert score <= WEIGHT < dict(fused)[top]
+
+
+def test_a_link_planted_as_the_embedding_lock_is_refused_and_its_target_untouched(
+    tmp_path: Path,
+) -> None:
+    store, _ = open_store(tmp_path, "n1")
+    target = tmp_path / "elsewhere"
+    target.write_text("kept")
+    (tmp_path / ".noon" / "vectorizer.lock").symlink_to(target)
+    try:
+        with pytest.raises(NotRegular):
+            store.vectorizer.catch_up()
+    finally:
+        store.close()
+    assert target.read_text() == "kept"

@@ -70,7 +70,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     revoke.add_argument(
         "--after",
         type=int,
-        help="the cut-off stamp (an HLC, as `noon log --json` shows): default now",
+        help="the cut-off stamp, an HLC (milliseconds since 1970 shifted left by 16 bits): "
+        "default now",
     )
 
     relay = sub.add_parser(

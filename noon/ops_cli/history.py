@@ -8,13 +8,13 @@ import argparse
 import json
 
 from noon.config import add_store_flags, settings_from
-from noon.graph.plan import GraphError, MemoryNotFound
-from noon.graph.uri import UriError
+from noon.errors import NotFound
+from noon.graph.plan import MemoryNotFound
 from noon.kg import uri as kg_uri
 from noon.ops_cli import journal
+from noon.ops_cli.opening import open_store
 from noon.ops_cli.terminal import visible
 from noon.store.readmodel import journal as oplog
-from noon.store.store import Store
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -31,31 +31,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
-    if not settings.dir.is_dir():
-        print(f"noon: {settings.dir} does not exist; set NOON_DIR")
-        return 1
-    store = Store(settings)
-    try:
+    with open_store(settings) as store:
         ns, graph, conn = settings.namespace, store.graph, store.model.conn
         with store.lock, graph.reading():
             name = kg_uri.entity_name(args.uri.strip())
             if name:
                 keys = oplog.entity_keys(conn, ns, name)
                 if not keys:
-                    print(f"noon: no entity named {name!r} was ever written here")
-                    return 1
+                    raise NotFound(f"no entity named {name!r} was ever written here")
             else:
                 try:
                     node = journal.memory_node(graph, ns, args.uri)
                 except MemoryNotFound as exc:
-                    print(
-                        f"noon: no memory at {exc.uri} in namespace {ns!r}; find it with "
+                    raise NotFound(
+                        f"no memory at {exc.uri} in namespace {ns!r}; find it with "
                         "`noon query WORDS`, or see what changed lately with `noon log`"
-                    )
-                    return 1
-                except (GraphError, UriError) as exc:
-                    print(f"noon: {visible(str(exc))}")
-                    return 1
+                    ) from None
                 keys = oplog.memory_keys(conn, ns, node)
             ops = oplog.versions(conn, keys)[: max(1, args.limit)]
             if args.json:
@@ -65,6 +56,4 @@ def run(args: argparse.Namespace) -> int:
                     graph, ops
                 )
         print(out)
-    finally:
-        store.close()
     return 0

@@ -9,8 +9,8 @@ import json
 
 from noon.config import add_store_flags, settings_from
 from noon.ops_cli import journal
+from noon.ops_cli.opening import open_store
 from noon.store.readmodel import journal as oplog
-from noon.store.store import Store
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -27,11 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
-    if not settings.dir.is_dir():
-        print(f"noon: {settings.dir} does not exist; set NOON_DIR")
-        return 1
-    store = Store(settings)
-    try:
+    with open_store(settings) as store:
         graph = store.graph
         with store.lock, graph.reading():
             ops = oplog.newest(
@@ -46,6 +42,4 @@ def run(args: argparse.Namespace) -> int:
             else:
                 out = journal.render(graph, ops)
         print(out)
-    finally:
-        store.close()
     return 0

@@ -9,8 +9,10 @@ import json
 from typing import Any
 
 from noon.config import add_store_flags, settings_from
+from noon.errors import Invalid
 from noon.graph.reader import live_text, version_id
 from noon.graph.search import snippet
+from noon.ops_cli.opening import open_store
 from noon.ops_cli.terminal import visible
 from noon.store.store import Store
 
@@ -76,17 +78,10 @@ def render(result: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
-    if not settings.dir.is_dir():
-        print(f"noon: {settings.dir} does not exist; set NOON_DIR")
-        return 1
     text = " ".join(args.text).strip()
     if not text:
-        print("noon: nothing to search for")
-        return 1
-    store = Store(settings)
-    try:
+        raise Invalid("nothing to search for")
+    with open_store(settings) as store:
         result = search(store, settings.namespace, text, max(1, args.limit))
-    finally:
-        store.close()
     print(json.dumps(result, indent=1) if args.json else render(result))
     return 0

@@ -14,6 +14,7 @@ import time
 from tqdm import tqdm
 
 from noon.config import add_store_flags, settings_from
+from noon.ops_cli.opening import open_store
 from noon.store.store import Store
 
 
@@ -29,12 +30,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
-    if not settings.dir.is_dir():
-        print(f"noon: {settings.dir} does not exist; set NOON_DIR")
-        return 1
     started = time.monotonic()
-    store = Store(settings, fold_now=False)
-    try:
+    with open_store(settings, fold_now=False) as store:
         with tqdm(
             total=0, unit="B", unit_scale=True, desc="folding", file=sys.stderr, disable=args.quiet
         ) as bar:
@@ -49,8 +46,6 @@ def run(args: argparse.Namespace) -> int:
         held = store.fold.applied
         seconds = time.monotonic() - started
         embedded, embedding_s = _embed(store, args.quiet)
-    finally:
-        store.close()
     rate = f", {held / seconds:,.0f} ops/s" if seconds > 0 else ""
     print(f"read model rebuilt: {held:,} ops folded in {seconds:.1f} s{rate}")
     if store.vectorizer.enabled:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from noon.app import changes as app_changes
-from noon.app import memories, search, status, versions
+from noon.app import conflicts, memories, search, status, versions
 from noon.app.actor import WEB, Actor
 from noon.config import Settings
 from noon.core.ops import Draft, Key, Op
@@ -384,14 +384,8 @@ class WebData:
         """Settle a memory's concurrent versions: keep one (``keep``: its version; keeping a
         deletion deletes the memory) or write ``text`` (a merge). Naming every head, the write
         replaces them all. Refused (409) when the heads are no longer ``expected_heads``."""
-        if (keep is None) == (text is None):
-            raise Invalid("Pass either keep (a version) or text (the merged text).")
-
-        def fn(g: SqlGraph) -> tuple[list[Draft], None]:
-            return views.settle(g, ns, node, keep, text, expected_heads), None
-
-        self._write(fn)
-        return self._read(lambda g: {"resolved": not views.conflicted(g, ns, node)})
+        resolved = conflicts.resolve(self.svc, self._actor(ns), node, keep, text, expected_heads)
+        return {"resolved": resolved}
 
     def orphans(self, ns: str, offset: int, limit: int) -> dict[str, Any]:
         """Live memories no domain root reaches: ``{total, offset, items: [{node, uri,

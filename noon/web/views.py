@@ -10,8 +10,8 @@ from typing import Any
 
 from noon.app.memories import placement_version
 from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS
-from noon.core.ops import Draft, Key, Op
-from noon.errors import Conflict, Invalid, NotFound
+from noon.core.ops import Key, Op
+from noon.errors import NotFound
 from noon.graph import plan
 from noon.graph.glossary import MAX_SPANS, Glossary, _fold
 from noon.graph.memory_view import show_uri
@@ -299,11 +299,6 @@ def orphans(graph: SqlGraph, ns: str, offset: int, limit: int) -> dict[str, Any]
     return {"total": len(found), "offset": offset, "items": items}
 
 
-def conflicted(graph: SqlGraph, ns: str, node: str) -> bool:
-    el = graph.content(ns, node)
-    return el is not None and el.conflicted
-
-
 def entities(kg: KgReader, query: str | None, offset: int, limit: int) -> dict[str, Any]:
     if query:
         found = kg.search(query)["entities"]
@@ -363,26 +358,3 @@ def touched(graph: SqlGraph, keys: set[Key]) -> dict[str, Any]:
             for ns, e in spaces.items()
         }
     }
-
-
-def settle(
-    graph: SqlGraph, ns: str, node: str, keep: str | None, text: str | None, expected: list[str]
-) -> list[Draft]:
-    """The write that settles a memory's concurrent versions: the kept version's text (or its
-    deletion), or ``text``; it names every head. Refused when the heads are not ``expected``."""
-    el = graph.content(ns, node)
-    if el is None:
-        raise NotFound(f"No memory {node_view(node)}.")
-    heads = sorted(version_id(h) for h in el.heads.values())
-    if sorted(expected) != heads:
-        raise Conflict(
-            "The concurrent versions changed since the page loaded them.", {"heads": heads}
-        )
-    if text is not None:
-        return [plan.set_text(ns, node, text)]
-    chosen = next((h for h in el.heads.values() if version_id(h) == keep), None)
-    if chosen is None:
-        raise Invalid(f"{keep} is not one of the concurrent versions ({', '.join(heads)}).")
-    if chosen.val is None:
-        return plan.delete(graph, ns, node, node_view(node), None, False)[0]
-    return [plan.set_text(ns, node, chosen.val["text"])]

@@ -27,10 +27,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from noon.store.private import create_file
 from noon.store.readmodel import vectors
 from noon.store.readmodel.embedder import MODEL, available
 from noon.store.readmodel.model import ReadModel
+from noon.store.shard import open_regular
 
 log = logging.getLogger("noon.vectors")
 
@@ -126,9 +126,7 @@ class Vectorizer:
         if path is None:  # a private in-memory read model: nobody else embeds it
             yield True
             return
-        lock = Path(path).parent / LOCK_NAME
-        create_file(lock)
-        fd = os.open(lock, os.O_RDWR)
+        fd = open_regular(Path(path).parent / LOCK_NAME, os.O_RDWR | os.O_CREAT)  # no link
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
