@@ -169,7 +169,10 @@ class Relay:
                         uploaded[shard] = max(uploaded[shard], name.last)
                     elif name.epoch == self.epoch:
                         self.head_versions[shard] = entry.version
-        self.uploaded = uploaded
+        # A segment under the own tag beyond what this node ever wrote is not its own (anyone
+        # holding the mesh key can name one so): it does not move the upload cursor.
+        held = await self.holdings.summaries()
+        self.uploaded = {s: min(n, held[s].seq if s in held else 0) for s, n in uploaded.items()}
 
     async def upload(self) -> int:
         """Upload what the own shards hold beyond the relay: one segment per shard that grew
@@ -470,9 +473,13 @@ class Relay:
             opened = await self._fetch(name, entry)
             if opened is None or opened[0] != node:
                 return 0
-            ops = await asyncio.to_thread(
-                receive.parse_ops, opened[1], node, max_ops=MAX_OPS_PER_PAGE
-            )
+            try:
+                ops = await asyncio.to_thread(
+                    receive.parse_ops, opened[1], node, max_ops=MAX_OPS_PER_PAGE
+                )
+            except receive.ReplicaError as exc:
+                self._refuse(entry, "invalid_ops", str(exc))
+                return 0
             for line, op in ops:
                 lines.setdefault(op.seq, line)
             covered = name.last
@@ -483,9 +490,9 @@ class Relay:
             done = await asyncio.to_thread(
                 receive.replace, self.dir, node, fetched, fsync=self.settings.fsync, check=check
             )
-        except receive.Unproven as exc:
+        except (receive.ReplicaError, ForkDetected) as exc:  # Unproven among them
             self.metrics.relay_rejected.labels(self.url, "unproven").inc()
-            log.warning("relay %s: the whole copy of %s is not proven: %s", self.url, node, exc)
+            log.warning("relay %s: the whole copy of %s is not taken: %s", self.url, node, exc)
             return 0
         finally:
             fetched.unlink(missing_ok=True)
