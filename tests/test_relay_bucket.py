@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from bench.mesh import Node, Pki, wait_until
+from bench.s3 import S3Server, moto_server, seaweed_server
 from noon import certs
 from noon.core.ops import Draft
-from tests.harness.s3 import S3Server, moto_server
 from tests.test_ops_cli import as_json, cli_env, doctor, problems, run
 
 pytestmark = pytest.mark.integration
@@ -28,6 +28,14 @@ FAST = {
 @pytest.fixture
 def s3(tmp_path: Path) -> Iterator[S3Server]:
     with moto_server(tmp_path) as server:
+        yield server
+
+
+@pytest.fixture(params=["moto", "seaweedfs"])
+def any_s3(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[S3Server]:
+    """Both servers: moto (fast) and SeaweedFS's real S3 gateway."""
+    start = moto_server if request.param == "moto" else seaweed_server
+    with start(tmp_path) as server:
         yield server
 
 
@@ -67,8 +75,9 @@ def uploaded(node: Node) -> bool:
 
 
 def test_two_machines_never_online_together_converge(
-    tmp_path: Path, pki: Pki, s3: S3Server, spawn: list[Node]
+    tmp_path: Path, pki: Pki, any_s3: S3Server, spawn: list[Node]
 ) -> None:
+    s3 = any_s3
     url = s3.url()
     a = machine("laptop", tmp_path, pki, url, s3.env())
     b = machine("desktop", tmp_path, pki, url, s3.env())
@@ -78,9 +87,18 @@ def test_two_machines_never_online_together_converge(
     a.start()
     wait_until(lambda: uploaded(a), what="the laptop's write in the bucket")
     a.stop()
+    # A cut copy of the laptop's segment placed where its next one would be: refused.
+    client = s3.client()
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket=s3.bucket)["Contents"]]
+    (segment,) = [k for k in keys if k.endswith(".seg")]
+    body = client.get_object(Bucket=s3.bucket, Key=segment)["Body"].read()
+    cut = segment.replace("0000000000000001-0000000000000001", "0000000000000002-0000000000000002")
+    client.put_object(Bucket=s3.bucket, Key=cut, Body=body[: len(body) // 2])
 
     b.start()
     wait_until(lambda: texts(b).get("a1") == "written on the laptop", what="desktop reads")
+    wait_until(lambda: relay_status(b)["refused"] == 1, what="the cut copy refused")
+    assert len(shard_lines(b, "laptop")) == 1 and relay_status(b)["lag_ops"] == 1
     b.write(("b1", "written on the desktop"))
     wait_until(lambda: uploaded(b), what="the desktop's write in the bucket")
     b.stop()
@@ -96,7 +114,6 @@ def test_two_machines_never_online_together_converge(
         }
     )
     # The bucket holds no node id and no text: only sealed objects under opaque names.
-    client = s3.client()
     listing = client.list_objects_v2(Bucket=s3.bucket)["Contents"]
     for obj in listing:
         key = obj["Key"]

@@ -18,8 +18,8 @@ from noon.names import shard_file
 from noon.store import signing
 from noon.store.store import Store
 from noond.metrics import Metrics
-from noond.relay import seal
-from noond.relay.backend import open_backend
+from noond.relay import compact, seal
+from noond.relay.backend import RelayDown, open_backend
 from noond.relay.sync import Relay, RelaySettings
 from noond.shards import Holdings
 from noond.signers import Signers
@@ -80,9 +80,11 @@ class Machine:
         return value or 0.0
 
     async def sync(self) -> int:
+        """One flush and one read, then the head (what the daemon's loops do in turn)."""
         await self.relay.upload()
+        taken = await self.relay.read()
         await self.relay.write_heads(force=True)
-        return await self.relay.read()
+        return taken
 
 
 def sync_tool(src: Path, dst: Path) -> None:
@@ -250,3 +252,61 @@ async def test_a_revoked_machine_cannot_read_the_new_epoch_and_its_later_objects
     d.revoked.add("stolen")
     await d.sync()
     assert d.texts() == {"a1": "before", "a2": "after the rotation"}
+
+
+class CrashAfterFirstDelete:
+    """A backend whose process dies after the merged segment and one deletion (as kill -9
+    would leave it): every later call fails."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.deleted = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def delete(self, name: str) -> None:
+        if self.deleted >= 1:
+            raise RelayDown("killed")
+        self.deleted += 1
+        self.inner.delete(name)  # type: ignore[attr-defined]
+
+
+async def test_compaction_merges_what_every_reader_holds_and_a_crash_midway_is_harmless(
+    tmp_path: Path, pki: Pki, mesh: certs.MeshKey
+) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    a = Machine("laptop", tmp_path, pki, folder, mesh)
+    b = Machine("desktop", tmp_path, pki, folder, mesh)
+    for i in range(40):
+        a.write((f"m{i}", f"write {i}"))
+        await a.relay.upload()  # one segment per write: writes far apart
+    await a.relay.write_heads(force=True)
+    assert await b.sync() == 40
+    await a.sync()  # a reads b's head: b holds all 40
+    assert compact.floor(a.relay, "laptop") == 40
+    segments = lambda: sorted((folder / seal.ROOT).rglob("*.seg"))  # noqa: E731
+    assert len(segments()) == 40
+    real = a.relay.backend
+    a.relay.backend = CrashAfterFirstDelete(real)  # type: ignore[assignment]
+    assert await compact.compact(a.relay, merge_at=8) == 1
+    assert len(segments()) == 40  # the merged one written, one replaced, then the crash
+    # A machine that joins now reads through the overlap: every op once.
+    c = Machine("tablet", tmp_path, pki, folder, mesh)
+    assert await c.sync() == 40
+    assert c.shard("laptop").read_bytes() == a.shard("laptop").read_bytes()
+    # After the restart the next compaction removes what is left.
+    a.relay.backend = real
+    assert await compact.compact(a.relay, merge_at=8) == 39
+    assert len(segments()) == 1
+    # A reader that reported fetches nothing again; writes after it go on as segments.
+    down = b.relay.stats.bytes_down
+    a.write(("m40", "after the compaction"))
+    await a.relay.upload()
+    assert await b.sync() == 1
+    assert b.relay.stats.bytes_down - down < 2000
+    d = Machine("phone", tmp_path, pki, folder, mesh)
+    # Two LISTs, three heads, two segments and its own head: not one GET per old segment.
+    assert await d.sync() == 41 and d.relay.stats.requests <= 8
+    assert d.texts() == a.texts()

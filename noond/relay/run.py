@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -17,11 +18,15 @@ from noon.store import peerstate, signing
 from noond.config import DaemonConfig
 from noond.metrics import Metrics
 from noond.relay.backend import RelayDown, open_backend
+from noond.relay.compact import compact
 from noond.relay.sync import Relay, RelaySettings
 from noond.shards import Holdings
 from noond.signers import Signers
 
 log = logging.getLogger("noond.relay")
+
+COMPACT_EVERY = 300.0
+"""Seconds between relay compactions of the own segments (PROTOCOL.md §14.5)."""
 
 
 class Relays:
@@ -62,6 +67,7 @@ class Relays:
 
     async def _writer(self, relay: Relay) -> None:
         seen: tuple[Any, ...] | None = None
+        compacted = time.monotonic()
         while True:
             now = await asyncio.to_thread(self._idents, relay)
             try:
@@ -69,6 +75,9 @@ class Relays:
                     await relay.upload()
                     seen = now
                 await relay.write_heads()
+                if time.monotonic() - compacted > COMPACT_EVERY:
+                    compacted = time.monotonic()
+                    await compact(relay)
             except RelayDown:
                 pass  # said once by the relay; retried next flush, the backlog in one segment
             except Exception:

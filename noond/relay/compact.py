@@ -1,0 +1,97 @@
+"""Relay compaction (PROTOCOL.md §14.5): an author merges its own segments that every reader
+already holds into one, so a machine that joins later fetches few objects, and no reader that
+reported fetches anything again.
+
+The merged segment holds the same lines (never fewer: the bucket keeps each author's whole
+history, tombstones included) and is written before the segments it replaces are removed, so a
+crash in between leaves overlapping segments, which readers take as duplicates; the next
+compaction removes what is left."""
+
+from __future__ import annotations
+
+import logging
+
+from noon.core.collection import member_of
+from noon.store import receive
+from noond.relay import seal
+from noond.relay.backend import Entry, RelayDown
+from noond.relay.sync import Relay
+from noond.wire import MAX_OPS_PER_PAGE
+
+log = logging.getLogger("noond.relay")
+
+MERGE_AT = 32
+"""Segments of one author held by every reader before they are merged."""
+
+
+def floor(relay: Relay, shard: str) -> int:
+    """The highest seq of ``shard`` every author met through this relay reports holding (0 when
+    one of them never reported)."""
+    others = {member_of(node) for (_, node) in relay.tags} - {relay.node}
+    if not others or any(node not in relay.reports for node in others):
+        return 0
+    return min(relay.reports[node].frontier.get(shard, 0) for node in others)
+
+
+async def compact(relay: Relay, *, merge_at: int = MERGE_AT) -> int:
+    """Merge each own shard's segments at or below :func:`floor`; the number of segments
+    replaced."""
+    listing: list[Entry] = await relay._io(relay.backend.list)
+    replaced = 0
+    for shard in relay.own:
+        tags = {relay.tag_of(epoch, shard) for epoch in relay.keys}
+        below = floor(relay, shard)
+        mine = sorted(
+            (
+                (name, entry)
+                for entry in listing
+                if (name := seal.parse_name(entry.name)) is not None
+                and name.kind == "seg"
+                and name.tag in tags
+                and name.epoch in relay.keys
+                and name.last <= below
+            ),
+            key=lambda s: (s[0].first, -s[0].last),
+        )
+        if len(mine) < merge_at:
+            continue
+        lines: dict[int, bytes] = {}
+        covered = 0
+        parts: list[Entry] = []
+        for name, entry in mine:
+            if name.first > covered + 1:
+                break  # a piece missing from the listing: merge what is contiguous
+            if name.last > covered:
+                opened = await relay._fetch(name, entry)
+                if opened is None or opened[0] != shard:
+                    break
+                for line, op in receive.parse_ops(opened[1], shard, max_ops=MAX_OPS_PER_PAGE):
+                    lines.setdefault(op.seq, line)
+                covered = name.last
+            parts.append(entry)
+        if len(parts) < 2:
+            continue
+        first = min(lines)
+        merged = seal.segment_name(relay.epoch, relay.tag_of(relay.epoch, shard), first, covered)
+        body = b"".join(lines[s] + b"\n" for s in sorted(lines))
+        sealed = seal.seal(
+            relay.keys[relay.epoch], merged, seal.segment_plain(shard, first, covered, body)
+        )
+        await relay._io(relay.backend.put, merged, sealed)
+        relay._sent(len(sealed))
+        for entry in parts:
+            if entry.name != merged:
+                try:
+                    await relay._io(relay.backend.delete, entry.name)
+                except RelayDown:
+                    return replaced  # the rest goes next time; readers skip the duplicates
+                replaced += 1
+        log.info(
+            "relay %s: merged %d segments of %s (seqs %d..%d) into one",
+            relay.url,
+            len(parts),
+            shard,
+            first,
+            covered,
+        )
+    return replaced
