@@ -38,6 +38,11 @@ CHUNK_OPS = 10_000
 """Ops per transaction and per slice: what the daemon holds of a fold at once (a session's
 fold takes 50,000 at a time; the daemon stays small and lets others in more often)."""
 POLL_BYTES = 4 << 20
+FOLD_GAP = 2.0
+"""Seconds between the end of a fold and the start of the next unless a slice is pending: a
+lone op is folded at once, a stream of pulled pages every two seconds (each commit also redoes
+the derived rows of every element it touched, so folding page by page would redo a busy
+element's rows once per page)."""
 FAILED_RETRY = 5.0
 """Seconds before folding again after a failure that is not a full disk."""
 
@@ -81,14 +86,19 @@ class Folder:
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         delay: float | None = None
+        ended = -FOLD_GAP
         while True:
             if delay is None:
                 await self._wake.wait()
+                gap = ended + FOLD_GAP - time.monotonic()
+                if gap > 0:
+                    await asyncio.sleep(gap)  # the pokes meanwhile make one fold
             elif delay > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), delay)
             self._wake.clear()
             delay = await loop.run_in_executor(self._pool, self._fold)
+            ended = time.monotonic()
 
     def _fold(self) -> float | None:
         """One slice; returns when to fold again without a poke (None: only after one)."""
