@@ -33,7 +33,8 @@ class NoonError(Exception):
 
 
 class NotFound(NoonError):
-    """What the call names (a memory, a version, a change) is not held here."""
+    """What the call names (a memory by its id, a version, a change, the memory directory) is
+    not held here."""
 
 
 class Conflict(NoonError):
@@ -51,7 +52,8 @@ class Invalid(NoonError, ValueError):
 
 
 class Refused(NoonError):
-    """A well-formed call the rules refuse (an unproven op, a collection that must wait)."""
+    """A well-formed request the rules refuse (a replica's ops that are unproven or skip ops
+    compacted away: :class:`noon.store.receive.ReplicaError`)."""
 
 
 class Limit(NoonError):

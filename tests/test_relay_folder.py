@@ -186,7 +186,7 @@ async def test_hostile_objects_are_refused_and_nothing_is_stored(
         f.truncate(seal.MAX_SEGMENT + 1)
     # 6. laptop's head replaced by one whose signature is not laptop's.
     name = seal.head_name(epoch, laptop_tag)
-    doc = {"node": "laptop", "seq": 9, "at": 1, "certs": [], "frontier": {"laptop": 9}, "sig": "AA"}
+    doc = {"node": "laptop", "seq": 9, "at": 1, "certs": [], "frontier": {"laptop": 9}, "sig": "A"}
     place(name, seal.seal(keys, name, seal.canonical(doc)))
 
     assert await b.sync() == 0  # nothing of any of them

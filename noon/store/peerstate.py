@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from noon.core.ops import valid_node_id
-from noon.errors import NoonError
+from noon.errors import Unavailable
 from noon.store.private import make_dir
 from noon.store.shard import NotRegular, locked, read_regular, write_file
 
@@ -21,7 +21,7 @@ MAX_STATE = 256 << 20
 """A state file larger than this was not written by noond."""
 
 
-class StateError(NoonError, ValueError):
+class StateError(Unavailable, ValueError):
     pass
 
 

@@ -14,7 +14,7 @@ from noon.core import chain
 from noon.core.checkpoint import Checkpoint
 from noon.core.compaction import stale_after_refetch
 from noon.core.ops import Key, Op, OpError, decode
-from noon.errors import NoonError
+from noon.errors import Refused
 from noon.names import shard_file
 from noon.store import chainstate, forgotten
 from noon.store.compact import maintenance
@@ -34,7 +34,7 @@ from noon.store.shard import (
 )
 
 
-class ReplicaError(NoonError, ValueError):
+class ReplicaError(Refused, ValueError):
     """Ops received from a peer that cannot be stored. The message says which line and why."""
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from noon.core.ops import Op, OpError, decode
-from noon.errors import NoonError
+from noon.errors import Unavailable
 from noon.names import shard_node
 from noon.store.lines import BatchGate, Buffer, Envelope, clean_end, last_complete, lines_backwards
 from noon.store.private import FILE_MODE, make_dir
@@ -51,7 +51,7 @@ class Corrupt:
         return f"{self.shard}:{self.line}: {self.reason} ({self.excerpt})"
 
 
-class NotRegular(NoonError, FileNotFoundError):
+class NotRegular(Unavailable, FileNotFoundError):
     """An entry of ``NOON_DIR`` named like a file noon uses that is not a regular file (a
     symbolic link, a FIFO, a directory, a device). It is never opened through: every reader
     treats it as absent (hence a :class:`FileNotFoundError`), and ``noon doctor`` names it."""

@@ -14,11 +14,11 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from noon.config import Settings
 from noon.core.chain import Sign
 from noon.core.collection import member_of
-from noon.errors import NoonError
+from noon.errors import Unavailable
 from noon.store.shard import read_regular
 
 
-class SigningKeyError(NoonError, ValueError):
+class SigningKeyError(Unavailable, ValueError):
     """A signing key file that exists but cannot be used. The message names it."""
 
 

@@ -16,18 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from noon.certs import CertError, MeshKey
+from noon.certs import MeshKey
 from noon.core.chain import Sign, Verify
 from noon.core.collection import member_of
-from noon.core.ops import valid_node_id
 from noon.store import peerstate, receive, serve
 from noon.store.errors import ForkDetected
 from noon.store.shard import write_file
 from noond.metrics import Metrics
-from noond.relay import seal
+from noond.relay import heads, seal
 from noond.relay.backend import Backend, Conflict, Entry, Missing, RelayDown, TooLarge
 from noond.shards import Holdings
-from noond.signers import MAX_SIGNERS_PER_NODE, Signers
+from noond.signers import Signers
 from noond.wire import MAX_OPS_PER_PAGE
 
 log = logging.getLogger("noond.relay")
@@ -354,7 +353,9 @@ class Relay:
             return None
         self._got(len(body))
         try:
-            doc = self._open_head(name, entry, body)
+            doc = heads.open_head(
+                self.keys[name.epoch], name, entry.name, body, self.signers, self.revoked()
+            )
         except seal.Refused as exc:
             self._refuse(entry, exc.reason, str(exc))
             return None
@@ -374,48 +375,6 @@ class Relay:
             if epoch == name.epoch and tag_ == name.tag:
                 return node
         return None
-
-    def _open_head(self, name: seal.Name, entry: Entry, body: bytes) -> dict[str, Any]:
-        k = self.keys[name.epoch]
-        try:
-            doc = json.loads(seal.unseal(k, entry.name, body, seal.MAX_HEAD))
-        except ValueError as exc:
-            if isinstance(exc, seal.Refused):
-                raise
-            raise seal.Refused("format", f"a head that is not JSON: {exc}") from None
-        if not (
-            isinstance(doc, dict)
-            and isinstance(doc.get("node"), str)
-            and valid_node_id(doc["node"])
-            and type(doc.get("seq")) is int
-            and type(doc.get("at")) is int
-            and isinstance(doc.get("certs"), list)
-            and all(isinstance(c, str) for c in doc["certs"])
-            and isinstance(doc.get("frontier"), dict)
-            and all(
-                isinstance(n, str) and valid_node_id(n) and type(s) is int and s >= 0
-                for n, s in doc["frontier"].items()
-            )
-        ):
-            raise seal.Refused("format", "a head without its fields")
-        node = doc["node"]
-        if seal.tag(k, node) != name.tag:
-            raise seal.Refused("foreign", f"a head of {node!r} under another author's name")
-        if member_of(node) in self.revoked():
-            raise seal.Refused("revoked", f"a head of {node!r}, which is revoked")
-        if self.signers.required:
-            for pem in doc["certs"][:MAX_SIGNERS_PER_NODE]:
-                try:
-                    self.signers.add(pem.encode(), member_of(node))
-                except CertError as exc:
-                    raise seal.Refused("uncertified", f"head of {node}: {exc}") from None
-            check = self.signers.check(node)
-            sig = doc.pop("sig", None)
-            raw = base64.urlsafe_b64decode(sig + "==") if isinstance(sig, str) else b""
-            message = seal.HEAD_CONTEXT + seal.canonical(doc)
-            if check is None or not check(message, raw):
-                raise seal.Refused("unproven", f"the head of {node} is not signed by its author")
-        return doc
 
     async def _take(
         self,

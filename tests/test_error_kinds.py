@@ -1,0 +1,37 @@
+"""The error tree of noon/errors.py holds: every error the use cases and the edges that call them
+raise on purpose (the graph and knowledge-graph rules, the store's refusals, noon.app, the MCP
+tools, the page) is of exactly one refusal kind, so each edge's one mapping covers it."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import noon
+from noon import errors
+
+SCOPE = ("noon.app", "noon.graph", "noon.kg", "noon.web", "noon.mcp", "noon.store")
+
+
+def _subclasses(cls: type) -> set[type]:
+    found = set()
+    for sub in cls.__subclasses__():
+        found |= {sub, *_subclasses(sub)}
+    return found
+
+
+def test_every_refusal_in_scope_is_of_one_kind() -> None:
+    for info in pkgutil.walk_packages(noon.__path__, "noon."):
+        if info.name.startswith(SCOPE):
+            importlib.import_module(info.name)
+    in_scope = {c for c in _subclasses(errors.NoonError) if c.__module__.startswith(SCOPE)}
+    assert len(in_scope) >= 15, sorted(c.__qualname__ for c in in_scope)
+    wrong = {
+        f"{c.__module__}.{c.__qualname__}": [k.__name__ for k in errors.KINDS if issubclass(c, k)]
+        for c in in_scope
+    }
+    loose = {name: kinds for name, kinds in wrong.items() if len(kinds) != 1}
+    # not a refusal: a retried call's signal that it was written before (its answer follows)
+    assert loose.pop("noon.store.errors.AlreadyWritten") == []
+    # a version not held is both invalid to roll back to and not found: MCP and the page agree
+    assert loose == {"noon.store.rollback.VersionNotHeld": ["NotFound", "Invalid"]}
