@@ -14,23 +14,30 @@ import time
 import zlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from noon.certs import ROLE_METRICS, peer_identity
 from noon.core.chain import Verify
 from noon.core.collection import member_of
-from noon.core.ops import MAX_SEQ, valid_node_id
-from noon.errors import NoonError
 from noon.net import is_loopback
 from noon.store import receive, serve, store
 from noon.store.errors import ForkDetected
 from noon.store.readmodel.behind import full
 from noon.store.shard import NotRegular
 from noond.config import parse_address
+from noond.params import (
+    Refused,
+    check_param,
+    checks_param,
+    error_response,
+    json_response,
+    read_body,
+    shard_param,
+    uint_param,
+)
 from noond.shards import refused
 from noond.wire import (
     CAPABILITIES,
@@ -38,11 +45,8 @@ from noond.wire import (
     Code,
     Header,
     PageHeaders,
-    hex16,
     listing_root,
-    parse_checks,
     summary_json,
-    uint,
 )
 
 if TYPE_CHECKING:
@@ -57,74 +61,6 @@ MONITORING_ROUTES = frozenset({"/health", "/metrics"})
 """All a monitoring identity (a ``--role metrics`` certificate) may reach."""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def _error(status: int, code: Code, message: str, **extra: Any) -> web.Response:
-    return web.Response(
-        body=orjson.dumps({"error": message, "code": code.value, **extra}),
-        status=status,
-        content_type="application/json",
-    )
-
-
-def _json(obj: Any) -> web.Response:
-    return web.Response(body=orjson.dumps(obj), content_type="application/json")
-
-
-class Refused(NoonError):
-    def __init__(
-        self, status: int, code: Code, message: str, *, logged: bool = True, **extra: Any
-    ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.logged = logged
-        """False when the reason is logged elsewhere, once (a full disk)."""
-        self.response = _error(status, code, message, **extra)
-
-
-def _uint_param(request: web.Request, name: str, default: int | None, hi: int = MAX_SEQ) -> int:
-    raw = request.query.get(name)
-    if raw is None:
-        if default is None:
-            raise Refused(400, Code.BAD_REQUEST, f"query parameter {name!r} is required")
-        return default
-    value = uint(raw, 0, hi)
-    if value is None:
-        raise Refused(400, Code.BAD_REQUEST, f"{name!r} must be an integer in [0, {hi}]")
-    return value
-
-
-def _check_param(request: web.Request) -> int | None:
-    raw = request.query.get("check")
-    if raw is None:
-        return None
-    value = hex16(raw)
-    if value is None:
-        raise Refused(400, Code.BAD_REQUEST, "'check' must be 16 hex digits")
-    return value
-
-
-def _checks_param(request: web.Request) -> serve.Checks:
-    """``checks=seq:digest,...``: more of the caller's ops for a fork to show on (§4)."""
-    raw = request.query.get("checks")
-    if not raw:
-        return []
-    checks = parse_checks(raw)
-    if checks is None:
-        raise Refused(
-            400,
-            Code.BAD_REQUEST,
-            f"'checks' must be at most {serve.MAX_CHECKS} seq:digest pairs (16 hex digits), "
-            "comma-separated",
-        )
-    return checks
-
-
-def _shard_param(request: web.Request) -> str:
-    node = request.match_info["node"]
-    if not valid_node_id(node):
-        raise Refused(400, Code.BAD_REQUEST, "invalid node id in path")
-    return node
 
 
 def _size(path: Path) -> int:
@@ -165,10 +101,10 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
             405: Code.METHOD_NOT_ALLOWED,
             413: Code.TOO_LARGE,
         }.get(exc.status, Code.HTTP)
-        response = _error(exc.status, code, exc.reason)
+        response = error_response(exc.status, code, exc.reason)
     except Exception:
         log.exception("internal error on %s %s", request.method, request.path)
-        response = _error(500, Code.INTERNAL, "internal error")
+        response = error_response(500, Code.INTERNAL, "internal error")
     metrics.requests.labels(route, request.method, str(response.status)).inc()
     body = getattr(response, "body", None)
     if isinstance(body, bytes | bytearray):
@@ -237,12 +173,12 @@ def _revision_for(request: web.Request) -> int:
 
 
 async def health(request: web.Request) -> web.Response:
-    return _json({"status": "ok"})
+    return json_response({"status": "ok"})
 
 
 async def info(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
-    return _json(
+    return json_response(
         {
             "node": daemon.node,
             "address": daemon.advertise,
@@ -260,7 +196,7 @@ async def status(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     summaries = await daemon.holdings.summaries()
     own = summaries.get(daemon.node)
-    return _json(
+    return json_response(
         {
             "node": daemon.node,
             "protocol": daemon.revisions[1],
@@ -286,7 +222,7 @@ async def peers(request: web.Request) -> web.Response:
     )
     if local:  # the operator's `noon status` / `noon peers`: show lag as it is now
         await daemon.fresh_reports()
-    return _json(
+    return json_response(
         {
             "peers": [
                 m.as_json()
@@ -308,18 +244,18 @@ async def peers(request: web.Request) -> web.Response:
 
 
 async def membership(request: web.Request) -> web.Response:
-    return _json({"peers": request.app[DAEMON].membership_payload()})
+    return json_response({"peers": request.app[DAEMON].membership_payload()})
 
 
 async def shards(request: web.Request) -> web.Response:
     summaries = await request.app[DAEMON].holdings.summaries()
-    return _json({"shards": [summary_json(s) for s in summaries.values()]})
+    return json_response({"shards": [summary_json(s) for s in summaries.values()]})
 
 
 async def digest(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     summaries = await daemon.holdings.summaries()
-    return _json(
+    return json_response(
         {
             "root": listing_root(summaries),
             "shards": len(summaries),
@@ -332,14 +268,14 @@ async def digest(request: web.Request) -> web.Response:
 async def get_ops(request: web.Request) -> web.StreamResponse:
     daemon = request.app[DAEMON]
     config = daemon.config
-    node = _shard_param(request)
+    node = shard_param(request)
     if refused(node, daemon.state.revoked):
         raise Refused(404, Code.NOT_FOUND, f"shard {node!r} is not served (revoked)")
-    after = _uint_param(request, "after", 0)
-    limit = _uint_param(request, "limit", config.page_bytes, 1 << 40)
+    after = uint_param(request, "after", 0)
+    limit = uint_param(request, "limit", config.page_bytes, 1 << 40)
     limit = max(1024, min(limit, config.max_body // 2))
-    check = _check_param(request)
-    checks = _checks_param(request)
+    check = check_param(request)
+    checks = checks_param(request)
     path = daemon.holdings.path(node)
     try:
         page = await asyncio.to_thread(
@@ -363,29 +299,10 @@ async def get_ops(request: web.Request) -> web.StreamResponse:
     return web.Response(body=body, headers=headers, content_type="application/x-ndjson")
 
 
-async def _read_body(request: web.Request, max_body: int, timeout: float) -> bytes:
-    declared = request.content_length
-    if declared is not None and declared > max_body:
-        raise Refused(413, Code.TOO_LARGE, f"body larger than {max_body} bytes")
-    body = bytearray()
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                chunk = await request.content.read(1 << 16)
-                if not chunk:
-                    break
-                body += chunk
-                if len(body) > max_body:
-                    raise Refused(413, Code.TOO_LARGE, f"body larger than {max_body} bytes")
-    except TimeoutError:
-        raise Refused(408, Code.TIMEOUT, "the body did not arrive in time") from None
-    return bytes(body)
-
-
 async def push_ops(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     config = daemon.config
-    node = _shard_param(request)
+    node = shard_param(request)
     caller = request.get("caller")
     if refused(node, daemon.state.ignored):
         raise Refused(403, Code.FORBIDDEN, f"shard {node!r} is revoked or departed")
@@ -399,15 +316,15 @@ async def push_ops(request: web.Request) -> web.Response:
             f"a peer may push only its own shards (its own and its imports): {pusher!r} "
             f"cannot push {node!r}",
         )
-    after = _uint_param(request, "after", None)
-    check = _check_param(request)
-    checks = _checks_param(request)
+    after = uint_param(request, "after", None)
+    check = check_param(request)
+    checks = checks_param(request)
     encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
         # Inflating on the event loop would stall every peer, and a small bomb inflates to
         # far beyond max_body: bodies travel as they are (noond never compresses them).
         raise Refused(415, Code.UNSUPPORTED_ENCODING, f"request bodies are not {encoding}-coded")
-    body = await _read_body(request, config.max_body, config.timeout * 3)
+    body = await read_body(request, config.max_body, config.timeout * 3)
     daemon.metrics.server_received.labels(_route(request)).inc(len(body))
     try:
         ops = await asyncio.to_thread(receive.parse_ops, body, node, max_ops=MAX_OPS_PER_PUSH)
@@ -467,7 +384,7 @@ async def push_ops(request: web.Request) -> web.Response:
         ) from None
     daemon.holdings.stored()
     daemon.metrics.ops_received.inc(done.appended)
-    return _json({"appended": done.appended, "skipped": done.skipped, "head": done.head})
+    return json_response({"appended": done.appended, "skipped": done.skipped, "head": done.head})
 
 
 async def _verifier(daemon: Daemon, caller: str | None, node: str, revision: int) -> Verify | None:
@@ -498,24 +415,24 @@ async def signers(request: web.Request) -> web.Response:
     """The signing certificates known for a node (PROTOCOL.md §13.2): checked against the CA
     here, and by every node that takes them."""
     daemon = request.app[DAEMON]
-    node = _shard_param(request)
+    node = shard_param(request)
     pems = daemon.signers.pems(node)
     if not pems:
         raise Refused(404, Code.NOT_FOUND, f"no signing certificate of {node!r} is known here")
     found = await asyncio.to_thread(daemon.signers.checkpoints, node)
-    return _json({"node": node, "certs": pems, "checkpoints": found})
+    return json_response({"node": node, "certs": pems, "checkpoints": found})
 
 
 async def revocations(request: web.Request) -> web.Response:
     """The revocations signed by the CA that this node believes (PROTOCOL.md §13.6)."""
     known = request.app[DAEMON].signers.revocations
     known.reload()
-    return _json({"records": [r.encode().decode() for r in known.records()]})
+    return json_response({"records": [r.encode().decode() for r in known.records()]})
 
 
 async def graph(request: web.Request) -> web.Response:
     try:
-        return _json(await request.app[DAEMON].graph())
+        return json_response(await request.app[DAEMON].graph())
     except store.ForkDetected as exc:
         raise Refused(409, Code.FORK, str(exc)) from None
 
