@@ -327,15 +327,23 @@ class Relay:
         self.metrics.relay_lag.labels(self.url).set(lag)
         return appended
 
-    async def _fetch(self, name: seal.Name, entry: Entry) -> tuple[str, bytes] | None:
-        """A segment's author and lines, or None (refused, or the relay failed)."""
+    async def _get(self, entry: Entry, limit: int) -> bytes | None:
+        """An object's bytes, at most ``limit`` of them, counted; None when the relay failed or
+        the object is larger (refused)."""
         try:
-            body = await self._io(self.backend.get, entry.name, seal.MAX_SEGMENT)
+            body = await self._io(self.backend.get, entry.name, limit)
         except RelayDown as exc:
             if isinstance(exc, TooLarge):
                 self._refuse(entry, "too_large", str(exc))
             return None
         self._got(len(body))
+        return body
+
+    async def _fetch(self, name: seal.Name, entry: Entry) -> tuple[str, bytes] | None:
+        """A segment's author and lines, or None (refused, or the relay failed)."""
+        body = await self._get(entry, seal.MAX_SEGMENT)
+        if body is None:
+            return None
         try:
             plain = seal.unseal(self.keys[name.epoch], entry.name, body, seal.MAX_SEGMENT)
             return seal.open_segment(self.keys[name.epoch], name, plain)
@@ -348,13 +356,9 @@ class Relay:
         and its frontier report taken (PROTOCOL.md §14.5)."""
         if self.heads_read.get(entry.name) == entry.version:
             return self.tags_node(name)
-        try:
-            body = await self._io(self.backend.get, entry.name, seal.MAX_HEAD)
-        except RelayDown as exc:
-            if isinstance(exc, TooLarge):
-                self._refuse(entry, "too_large", str(exc))
+        body = await self._get(entry, seal.MAX_HEAD)
+        if body is None:
             return None
-        self._got(len(body))
         try:
             doc = heads.open_head(
                 self.keys[name.epoch], name, entry.name, body, self.signers, self.revoked()
