@@ -64,7 +64,6 @@ async def test_browse_and_search(tmp_path: Path) -> None:
     d = tmp_path / "laptop"
     store = open_store(d)
     seed(store)
-    store.close()
     with web_process(d) as url:
         async with browser_page(url) as page:
             await page.goto("/")
@@ -98,8 +97,18 @@ async def test_browse_and_search(tmp_path: Path) -> None:
             await page.goto("/#/browse")
             boot = page.locator("article.memory ul li")
             await boot.get_by_role("link", name="core://user").wait_for()
+            # A live change to the memory shown before leaves the boot list in place: the
+            # badge counting the agent's change shows the event reached the page.
+            badge = page.locator("#pending")
+            before = await badge.inner_text()
+            agent_edit(store, "core://user", "The user is Salem. Salem likes green tea.")
+            await page.wait_for_function(
+                "(before) => document.getElementById('pending').textContent !== before", arg=before
+            )
+            assert await boot.get_by_role("link", name="core://user").is_visible()
             await page.get_by_role("link", name="Knowledge graph").click()
             await page.get_by_text("0 entities").wait_for()
+    store.close()
 
 
 async def test_an_edit_of_a_memory_changed_meanwhile_is_refused(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ export async function show(main, params) {
     return;
   }
   const boot = await get("/api/boot");
-  clear(state.view.el, h("p", { class: "muted" }, "Choose a memory in the tree, or search."),
+  state.view.empty(h("p", { class: "muted" }, "Choose a memory in the tree, or search."),
     h("h2", {}, "Boot memories"),
     h("p", { class: "muted" }, "Every session of every agent starts by reading these (system://boot)."),
     boot.length ? h("ul", {}, boot.map((b) => h("li", {}, link(b.uri), b.deleted ? " (deleted)" : "")))

@@ -9,11 +9,22 @@ export class MemoryView {
     this.el = h("article", { class: "memory", "aria-live": "polite" });
     this.memory = null;
     this.editing = false;
+    this.shown = 0; // counts what the view was asked to show: a late answer never overdraws a newer one
   }
 
   async open(uri) {
+    const asked = ++this.shown;
     const memory = await get("/api/memory", { uri });
-    this.render(memory);
+    if (asked === this.shown) this.render(memory);
+  }
+
+  /** Show something other than a memory: live changes to the memory shown before no longer
+   * redraw it here. */
+  empty(...children) {
+    this.shown++;
+    this.memory = null;
+    this.editing = false;
+    clear(this.el, ...children);
   }
 
   async reload() {
