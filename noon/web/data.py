@@ -36,7 +36,8 @@ from noon.errors import Invalid, NotFound
 from noon.graph import plan
 from noon.graph.uri import NODE_VIEW, Uri, node_view, parse
 from noon.store.access import GraphService, service
-from noon.store.readmodel import changes, overview
+from noon.store.queries import Queries
+from noon.store.readmodel.changes import Pending
 from noon.store.readmodel.graph import SqlGraph
 from noon.store.store import Changes, Store
 from noon.web import queue, rollback, timeline, views
@@ -60,7 +61,7 @@ class WebData:
         self._touched: set[Key] = set()
         self._reset = False
         self._guard = threading.Lock()
-        self._pending: dict[str, tuple[int, changes.Pending]] = {}
+        self._pending: dict[str, tuple[int, Pending]] = {}
         """Namespace -> (read-model generation, its pending changes); read under the lock."""
         with store.lock:
             store.refresh()
@@ -91,13 +92,13 @@ class WebData:
             raise NotFound(f"No memory {node_view(node)}.")
         return shown
 
-    def _pending_of(self, graph: SqlGraph, ns: str) -> changes.Pending:
+    def _pending_of(self, graph: SqlGraph, ns: str) -> Pending:
         """The changes of ``ns`` waiting for review, counted once per read-model generation."""
         generation = self.store.model.generation
         cached = self._pending.get(ns)
         if cached is not None and cached[0] == generation:
             return cached[1]
-        found = changes.pending(graph.conn, ns, WEB)
+        found = Queries(graph).pending(ns, WEB)
         if len(self._pending) >= PENDING_CACHED:
             self._pending.clear()
         self._pending[ns] = (generation, found)
@@ -110,7 +111,7 @@ class WebData:
         knowledge-graph data, and the default one."""
 
         def fn(g: SqlGraph) -> dict[str, Any]:
-            spaces = overview.namespaces(g.conn) | {self.settings.namespace}
+            spaces = Queries(g).namespaces() | {self.settings.namespace}
             return {
                 "node": self.settings.node_id,
                 "namespace": self.settings.namespace,
@@ -223,7 +224,7 @@ class WebData:
         ``basis`` is None)."""
 
         def fn(g: SqlGraph) -> dict[str, Any]:
-            return rollback.details(g, ns, app_changes.named(g.conn, ns, ids), offset, limit)
+            return rollback.details(g, ns, app_changes.named(g, ns, ids), offset, limit)
 
         return self._read(fn)
 

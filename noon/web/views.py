@@ -19,8 +19,8 @@ from noon.graph.memory_view import show_uri
 from noon.graph.reader import ElementLike, Placement, live_text, op_time_ms, version_id
 from noon.graph.uri import NODE_VIEW, Uri, is_root, node_view, parse, root, root_domain
 from noon.kg.graph import KgReader
+from noon.store.queries import Queries
 from noon.store.readmodel.graph import SqlGraph
-from noon.store.readmodel.overview import child_counts, summaries
 from noon.web.diff import text_diff
 
 SNIPPET = 140
@@ -46,12 +46,12 @@ def namer(graph: SqlGraph, ns: str) -> Callable[[str], str]:
 
 
 def count_children(graph: SqlGraph, ns: str, node: str) -> int:
-    return child_counts(graph.conn, ns, [node])[node]
+    return Queries(graph).child_counts(ns, [node])[node]
 
 
 def domains(graph: SqlGraph, ns: str) -> list[dict[str, Any]]:
     found = graph.domains(ns)
-    counts = child_counts(graph.conn, ns, [root(d) for d in found])
+    counts = Queries(graph).child_counts(ns, [root(d) for d in found])
     return [{"domain": d, "children": counts[root(d)]} for d in found]
 
 
@@ -77,8 +77,9 @@ def children(
         kids = [k for k in kids if needle in k.name.casefold() or needle in k.disclosure.casefold()]
     shown = kids[offset : offset + limit]
     boot = graph.boot_nodes(ns)
-    counts = child_counts(graph.conn, ns, (kid.child for kid in shown))
-    texts = summaries(graph.conn, ns, (kid.child for kid in shown))
+    queries = Queries(graph)
+    counts = queries.child_counts(ns, (kid.child for kid in shown))
+    texts = queries.summaries(ns, (kid.child for kid in shown))
     items = []
     for kid in shown:
         about = texts.get(kid.child)
@@ -264,7 +265,7 @@ def orphans(graph: SqlGraph, ns: str, offset: int, limit: int) -> dict[str, Any]
     name = namer(graph, ns)
     found = graph.orphans(ns)
     shown = found[offset : offset + limit]
-    counts = child_counts(graph.conn, ns, shown)
+    counts = Queries(graph).child_counts(ns, shown)
     items = []
     for n in shown:
         el = graph.content(ns, n)
