@@ -27,7 +27,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from noon.app import changes as app_changes
+from noon.app import entities as app_entities
 from noon.app import memories, search, status, versions
+from noon.app import orphans as app_orphans
 from noon.app.actor import WEB, Actor
 from noon.config import Settings
 from noon.core.ops import Draft, Key, Op
@@ -375,7 +377,7 @@ class WebData:
     def orphans(self, ns: str, offset: int, limit: int) -> dict[str, Any]:
         """Live memories no domain root reaches: ``{total, offset, items: [{node, uri,
         snippet, unreachable_under, children, modified}]}``."""
-        return self._read(lambda g: views.orphans(g, ns, offset, limit))
+        return views.orphans(*app_orphans.orphans(self.svc, ns, offset, limit), offset)
 
     def place_orphan(
         self, ns: str, node: str, new_uri: str, priority: int, disclosure: str
@@ -396,17 +398,14 @@ class WebData:
         """Knowledge-graph entities in creation order, or those ``search_nodes`` finds for
         ``query`` (case-insensitive substring of name, type or an observation): ``{total,
         offset, items: [{name, type, observations (count), first}]}``."""
-        return self._read(lambda g: views.entities(self.store.kg(ns), query, offset, limit))
+        return views.entities(*app_entities.entities(self.svc, ns, query, offset, limit), offset)
 
     def entity(self, ns: str, name: str) -> dict[str, Any]:
         """One entity: ``{name, type, observations: [text], relations: [{from, to,
         relationType}], changes: [change heads, newest first]}``."""
 
-        def fn(g: SqlGraph) -> dict[str, Any]:
-            shown = views.entity(self.store.kg(ns), name)
-            return {**shown, "changes": timeline.entity_changes(g, ns, name)}
-
-        return self._read(fn)
+        shown = views.entity(app_entities.entity(self.svc, ns, name))
+        return {**shown, "changes": self._read(lambda g: timeline.entity_changes(g, ns, name))}
 
     # -- mesh and live ---------------------------------------------------------------------
 
