@@ -166,3 +166,14 @@ def test_a_forbidden_edge_would_be_found(tmp_path: Path) -> None:
     found = list(imports("noon.core.x", sample))
     assert ("noon.mcp.server", 1) in found and ("noon.store.store", 2) in found
     assert package("noon.core.x") == "noon.core" and LAYER["noon.mcp"] > LAYER["noon.core"]
+
+
+def test_the_page_lists_and_settles_conflicts_through_noon_app() -> None:
+    """The page's conflict routes call :mod:`noon.app.conflicts`; ``WebData`` holds no second
+    copy of either use case."""
+    from noon.web import routes
+    from noon.web.data import WebData
+
+    assert not {"conflicts", "resolve"} & set(vars(WebData))
+    source = Path(routes.__file__).read_text()
+    assert "app_conflicts.listing(" in source and "app_conflicts.resolve(" in source

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from noon.app import changes as app_changes
-from noon.app import conflicts, memories, search, status, versions
+from noon.app import memories, search, status, versions
 from noon.app.actor import WEB, Actor
 from noon.config import Settings
 from noon.core.ops import Draft, Key, Op
@@ -369,23 +369,7 @@ class WebData:
             raise Invalid("Nothing changed: the boot list already reads so.")
         return self.boot_list(ns)
 
-    # -- conflicts and orphans -------------------------------------------------------------
-
-    def conflicts(self, ns: str) -> list[dict[str, Any]]:
-        """Elements with concurrent versions: ``[{kind: content, node, uri,
-        deleted_while_placed, heads, winner, versions: [{version, text, winner, diff (from the
-        shown text), time, client, machine}]} | {kind: placement, parent_uri, name, heads,
-        winner, versions: [{version, child, priority, winner, ...}]}]``."""
-        return self._read(lambda g: views.conflicts(g, ns))
-
-    def resolve(
-        self, ns: str, node: str, keep: str | None, text: str | None, expected_heads: list[str]
-    ) -> dict[str, Any]:
-        """Settle a memory's concurrent versions: keep one (``keep``: its version; keeping a
-        deletion deletes the memory) or write ``text`` (a merge). Naming every head, the write
-        replaces them all. Refused (409) when the heads are no longer ``expected_heads``."""
-        resolved = conflicts.resolve(self.svc, self._actor(ns), node, keep, text, expected_heads)
-        return {"resolved": resolved}
+    # -- orphans -------------------------------------------------------------
 
     def orphans(self, ns: str, offset: int, limit: int) -> dict[str, Any]:
         """Live memories no domain root reaches: ``{total, offset, items: [{node, uri,

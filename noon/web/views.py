@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from noon.app.conflicts import Concurrent, Version
 from noon.app.memories import placement_version
 from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS
 from noon.core.ops import Key, Op
@@ -221,59 +222,42 @@ def glossary_spans(
     return spans, False
 
 
-def conflicts(graph: SqlGraph, ns: str) -> list[dict[str, Any]]:
-    name = namer(graph, ns)
+def conflicts(found: list[Concurrent]) -> list[dict[str, Any]]:
+    """:func:`noon.app.conflicts.listing` as the page reads it, each text with its diff from
+    the shown one."""
     out: list[dict[str, Any]] = []
-    for key, el in graph.conflicts(ns):
-        heads = _heads(el)
-        win = el.winner.id
-        base = {"heads": [version_id(h) for h in heads], "winner": version_id(el.winner)}
-        if key[0] == CONTENT:
-            node = key[2]
-            shown = live_text(el)
+    for c in found:
+        base = {"heads": c.heads, "winner": c.winner}
+        if c.kind == CONTENT:
             versions = [
                 {
-                    "version": version_id(h),
-                    "text": h.val["text"] if h.val is not None else None,
-                    "winner": h.id == win,
-                    "diff": None
-                    if h.id == win or h.val is None
-                    else text_diff(shown, h.val["text"]),
-                    **who(h),
+                    "version": v.version,
+                    "text": v.text,
+                    "winner": v.winner,
+                    "diff": None if v.winner or v.text is None else text_diff(c.shown, v.text),
+                    **_by(v),
                 }
-                for h in heads
+                for v in c.versions
             ]
-            out.append(
-                {
-                    **base,
-                    "kind": "content",
-                    "node": node,
-                    "uri": show_uri(graph, ns, node),
-                    "deleted_while_placed": el.deleted,
-                    "versions": versions,
-                }
-            )
+            extra = {"node": c.node, "uri": c.uri, "deleted_while_placed": c.deleted_while_placed}
         else:
             versions = [
                 {
-                    "version": version_id(h),
-                    "child": name(h.val["child"]) if h.val is not None else None,
-                    "priority": h.val["priority"] if h.val is not None else None,
-                    "winner": h.id == win,
-                    **who(h),
+                    "version": v.version,
+                    "child": v.child,
+                    "priority": v.priority,
+                    "winner": v.winner,
+                    **_by(v),
                 }
-                for h in heads
+                for v in c.versions
             ]
-            out.append(
-                {
-                    **base,
-                    "kind": "placement",
-                    "parent_uri": name(key[2]),
-                    "name": key[3],
-                    "versions": versions,
-                }
-            )
+            extra = {"parent_uri": c.parent_uri, "name": c.name}
+        out.append({**base, "kind": c.kind, **extra, "versions": versions})
     return out
+
+
+def _by(v: Version) -> dict[str, Any]:
+    return {"time": v.time_ms, "client": v.client, "machine": v.machine}
 
 
 def orphans(graph: SqlGraph, ns: str, offset: int, limit: int) -> dict[str, Any]:
