@@ -37,8 +37,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from noon.config import env_float, env_int
 from noon.net import ConnectionCounter, connection_cap
+from noon.setting import env_float, env_int
 
 log = logging.getLogger("noon.serve")
 

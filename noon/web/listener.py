@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from noon.config import env_float, env_int
 from noon.net import ConnectionCounter, connection_cap
+from noon.setting import env_float, env_int
 
 log = logging.getLogger("noon.web")
 
