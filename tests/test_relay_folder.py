@@ -6,6 +6,8 @@ break nor skip anything."""
 from __future__ import annotations
 
 import shutil
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -19,8 +21,9 @@ from noon.store import signing
 from noon.store.store import Store
 from noond.metrics import Metrics
 from noond.relay import compact, seal
-from noond.relay.backend import RelayDown, open_backend
-from noond.relay.sync import Relay, RelaySettings
+from noond.relay.backend import Conflict, open_backend
+from noond.relay.link import RelaySettings
+from noond.relay.sync import Relay
 from noond.shards import Holdings
 from noond.signers import Signers
 
@@ -81,9 +84,9 @@ class Machine:
 
     async def sync(self) -> int:
         """One flush and one read, then the head (what the daemon's loops do in turn)."""
-        await self.relay.upload()
-        taken = await self.relay.read()
-        await self.relay.write_heads(force=True)
+        await self.relay.up.upload()
+        taken = await self.relay.down.read()
+        await self.relay.up.write_heads(force=True)
         return taken
 
 
@@ -125,21 +128,21 @@ async def test_late_partial_and_conflicted_copies(
     (first.parent / f".syncthing.{first.name}.tmp").write_bytes(b"partial")
     assert await b.sync() == 0
     assert not b.shard("laptop").exists()  # nothing stored from a cut segment, nothing skipped
-    assert b.refused("ciphertext") == 1
+    assert b.refused("ciphertext") == 2  # the cut segment, then the junk "conflicted copy" of it
     assert b.relay.stats.lag_ops == 2
     # The copy completes: it is read again (it changed) and everything arrives, once.
     shutil.copy2(segments[0], first)
     assert await b.sync() == 2
     assert b.texts() == {"m1": "first", "m2": "second"}
-    assert b.refused("ciphertext") == 1 and b.relay.stats.lag_ops == 0
+    assert b.refused("ciphertext") == 2 and b.relay.stats.lag_ops == 0
     # Back the other way, and the frontier report of each reaches the other.
     b.write(("m3", "third"))
     await b.sync()
     sync_tool(fb, fa)
     assert await a.sync() == 1
     assert a.texts() == b.texts()
-    assert a.relay.reports["desktop"].frontier["laptop"] == 2
-    assert b.relay.reports["laptop"].frontier == {"laptop": 2}
+    assert a.relay.down.reports["desktop"].frontier["laptop"] == 2
+    assert b.relay.down.reports["laptop"].frontier == {"laptop": 2}
 
 
 async def test_hostile_objects_are_refused_and_nothing_is_stored(
@@ -152,7 +155,7 @@ async def test_hostile_objects_are_refused_and_nothing_is_stored(
     a.write(("m1", "honest"))
     await a.sync()
     assert await b.sync() == 1
-    honest_report = b.relay.reports["laptop"]
+    honest_report = b.relay.down.reports["laptop"]
     root = folder / seal.ROOT
     honest = next(root.rglob("*.seg"))
     epoch = mesh.current
@@ -198,7 +201,7 @@ async def test_hostile_objects_are_refused_and_nothing_is_stored(
     assert b.refused("unproven") == 2  # the forged op, the forged head
     assert b.refused("foreign") == 1
     assert b.refused("too_large") == 1
-    assert b.relay.reports["laptop"] == honest_report  # a forged report is no report
+    assert b.relay.down.reports["laptop"] == honest_report  # a forged report is no report
     # Refused objects are not fetched again; the honest author goes on being served.
     before = b.relay.stats.requests
     a.write(("m2", "still honest"))
@@ -206,7 +209,7 @@ async def test_hostile_objects_are_refused_and_nothing_is_stored(
     await a.sync()
     await b.sync()
     assert b.texts() == {"m1": "honest", "m2": "still honest"}
-    assert b.relay.reports["laptop"].frontier == {"laptop": 2}
+    assert b.relay.down.reports["laptop"].frontier == {"laptop": 2}
     assert b.refused("ciphertext") == 2 and b.refused("too_large") == 1
     assert b.relay.stats.requests - before <= 6
 
@@ -254,25 +257,7 @@ async def test_a_revoked_machine_cannot_read_the_new_epoch_and_its_later_objects
     assert d.texts() == {"a1": "before", "a2": "after the rotation"}
 
 
-class CrashAfterFirstDelete:
-    """A backend whose process dies after the merged segment and one deletion (as kill -9
-    would leave it): every later call fails."""
-
-    def __init__(self, inner: object) -> None:
-        self.inner = inner
-        self.deleted = 0
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.inner, name)
-
-    def delete(self, name: str) -> None:
-        if self.deleted >= 1:
-            raise RelayDown("killed")
-        self.deleted += 1
-        self.inner.delete(name)  # type: ignore[attr-defined]
-
-
-async def test_compaction_merges_what_every_reader_holds_and_a_crash_midway_is_harmless(
+async def test_compaction_merges_what_every_reader_holds(
     tmp_path: Path, pki: Pki, mesh: certs.MeshKey
 ) -> None:
     folder = tmp_path / "shared"
@@ -281,32 +266,95 @@ async def test_compaction_merges_what_every_reader_holds_and_a_crash_midway_is_h
     b = Machine("desktop", tmp_path, pki, folder, mesh)
     for i in range(40):
         a.write((f"m{i}", f"write {i}"))
-        await a.relay.upload()  # one segment per write: writes far apart
-    await a.relay.write_heads(force=True)
+        await a.relay.up.upload()  # one segment per write: writes far apart
+    await a.relay.up.write_heads(force=True)
     assert await b.sync() == 40
     await a.sync()  # a reads b's head: b holds all 40
     assert compact.floor(a.relay, "laptop") == 40
     segments = lambda: sorted((folder / seal.ROOT).rglob("*.seg"))  # noqa: E731
     assert len(segments()) == 40
-    real = a.relay.backend
-    a.relay.backend = CrashAfterFirstDelete(real)  # type: ignore[assignment]
-    assert await compact.compact(a.relay, merge_at=8) == 1
-    assert len(segments()) == 40  # the merged one written, one replaced, then the crash
-    # A machine that joins now reads through the overlap: every op once.
+    assert await compact.compact(a.relay, merge_at=8) == 40
+    assert len(segments()) == 1
+    # A machine that joins now takes every op once, from the one merged segment.
     c = Machine("tablet", tmp_path, pki, folder, mesh)
     assert await c.sync() == 40
     assert c.shard("laptop").read_bytes() == a.shard("laptop").read_bytes()
-    # After the restart the next compaction removes what is left.
-    a.relay.backend = real
-    assert await compact.compact(a.relay, merge_at=8) == 39
-    assert len(segments()) == 1
     # A reader that reported fetches nothing again; writes after it go on as segments.
     down = b.relay.stats.bytes_down
     a.write(("m40", "after the compaction"))
-    await a.relay.upload()
+    await a.relay.up.upload()
     assert await b.sync() == 1
     assert b.relay.stats.bytes_down - down < 2000
     d = Machine("phone", tmp_path, pki, folder, mesh)
     # Two LISTs, three heads, two segments and its own head: not one GET per old segment.
     assert await d.sync() == 41 and d.relay.stats.requests <= 8
     assert d.texts() == a.texts()
+
+
+async def test_a_conflicted_copy_is_taken_only_for_what_its_original_does_not_hold(
+    tmp_path: Path, pki: Pki, mesh: certs.MeshKey
+) -> None:
+    fa, fb = tmp_path / "sync-a", tmp_path / "sync-b"
+    fa.mkdir(), fb.mkdir()
+    a = Machine("laptop", tmp_path, pki, fa, mesh)
+    b = Machine("desktop", tmp_path, pki, fb, mesh)
+    for i in (1, 2, 3):
+        a.write((f"m{i}", f"write {i}"))
+        await a.sync()
+    sync_tool(fa, fb)
+    s1, s2, s3 = sorted((fb / seal.ROOT).rglob("*.seg"))
+    # 1: a cut version won the name; the whole one is Syncthing's conflicted copy beside it.
+    whole = s1.read_bytes()
+    s1.with_name(s1.stem + ".sync-conflict-20261203-120000-ABCDEFG.seg").write_bytes(whole)
+    s1.write_bytes(whole[:-9])
+    # 2: a junk conflicted copy beside an intact original: never fetched.
+    s2.with_name(s2.stem + " (desktop's conflicted copy 2026-12-03).seg").write_bytes(b"junk")
+    # 3: only the conflicted copy is left.
+    s3.rename(s3.with_name(s3.stem + " (conflicted copy).seg"))
+    # 4: a conflicted copy of a name that never held it (segment 2's bytes): sealed under
+    # another name, refused.
+    s4 = s3.with_name(f"{4:016x}-{4:016x}.sync-conflict-20261203-120001-ABCDEFG.seg")
+    s4.write_bytes(s2.read_bytes())
+    assert await b.sync() == 3
+    assert b.shard("laptop").read_bytes() == a.shard("laptop").read_bytes()
+    assert b.texts() == {"m1": "write 1", "m2": "write 2", "m3": "write 3"}
+    assert b.refused("ciphertext") == 2  # the cut original, the moved copy; not the junk
+    assert b"junk" not in b.shard("laptop").read_bytes()
+    # A conflicted copy of a head stands in for a missing head: its author is still known.
+    head = next((fb / seal.ROOT).rglob("head"))
+    head.rename(head.with_name("head.sync-conflict-20261203-120002-ABCDEFG"))
+    c = Machine("tablet", tmp_path, pki, fb, mesh)
+    assert await c.sync() == 3 and c.relay.down.reports["laptop"].frontier == {"laptop": 3}
+
+
+def test_a_heads_conditional_write_has_exactly_one_winner(tmp_path: Path) -> None:
+    folder = open_backend(tmp_path.as_uri())
+    name = seal.head_name(1, "0" * 32)
+    path = tmp_path / seal.ROOT / name
+    version = folder.put_head(name, b"first", None)
+    with pytest.raises(Conflict):  # create-if-absent: the name exists
+        folder.put_head(name, b"second", None)
+    assert path.read_bytes() == b"first"
+    writers = 8
+
+    def attempt(round_: int, i: int, expect: str, barrier: threading.Barrier) -> str | None:
+        barrier.wait(timeout=30)
+        try:
+            return folder.put_head(name, f"{round_}.{i}".encode(), expect)
+        except Conflict:
+            return None
+
+    # Eight writers race from the same version, twenty times: one wins each time, and its
+    # body and version are what the folder holds.
+    with ThreadPoolExecutor(writers) as pool:
+        for round_ in range(20):
+            barrier = threading.Barrier(writers)
+            same = [version] * writers, [barrier] * writers
+            got = list(pool.map(attempt, [round_] * writers, range(writers), *same))
+            winners = [(i, v) for i, v in enumerate(got) if v is not None]
+            assert len(winners) == 1, winners
+            ((i, version),) = winners
+            assert path.read_bytes() == f"{round_}.{i}".encode()
+            (entry,) = [e for e in folder.list() if e.name == name]
+            assert entry.version == version
+    assert not [p for p in path.parent.iterdir() if p.name != "head"]  # no temporary left

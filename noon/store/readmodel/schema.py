@@ -12,14 +12,17 @@ Tables, by job:
 - ``highwater``: per author, the highest seq ever folded: never lowered by a shard that shrank,
   so a node whose own shard was restored from an old backup cannot reuse seqs.
 - ``ops``: every op folded, by identity, with its digest (a duplicate and a fork tell themselves
-  apart by it), its namespace and element key, and its value: the op log, history and rollback.
-  ``child`` is the memory a placement op places (indexed): every placement a memory ever had.
+  apart by it), its namespace and element key, and its value (deflated when long, see
+  :mod:`.rows`): the op log, history and rollback. ``child`` is the memory a placement op
+  places (indexed): every placement a memory ever had.
 - ``elements`` / ``heads``: per element key, the winner and the heads that :mod:`noon.core.fold`
   decided (``heads`` rows only when there are several: a conflict).
 - ``changes``: the element keys each generation touched, so every process can tell what
   changed since it last looked, whoever folded it.
 - the URI graph: ``memories``, ``placements``, ``keywords``, ``boot``, ``memory_fts`` (and
-  ``memory_vocab``, its words: what a prefix expands to).
+  ``memory_vocab``, its words: what a prefix expands to). ``memory_fts`` is contentless: it
+  keeps the index, not a second copy of the texts; ``memory_docs`` holds the three short
+  columns of each indexed memory, its text is ``memories.text`` (:mod:`.documents`).
 - the knowledge graph: ``entities``, ``observations``, ``relations``, ``entity_fts``.
 - ``reviews``: the review state of the web page's queue (live ``review`` elements).
 - ``vectors``: per memory (``memories.id``), its text's embedding as the version ``w_node,
@@ -39,10 +42,11 @@ from pathlib import Path
 
 from noon.store.private import create_file, make_dir
 from noon.store.readmodel.behind import full
+from noon.store.readmodel.rows import register
 
 log = logging.getLogger("noon.readmodel")
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 8
 FILE_NAME = "readmodel.sqlite3"
 
 NUMBERED = "key_name GLOB '[1-9]*' AND key_name NOT GLOB '*[^0-9]*'"
@@ -93,8 +97,10 @@ CREATE TABLE keywords (ns TEXT, keyword TEXT, node TEXT, PRIMARY KEY (ns, keywor
 CREATE INDEX keywords_by_node ON keywords (ns, node);
 CREATE TABLE glossary (ns TEXT PRIMARY KEY, version INTEGER) WITHOUT ROWID;
 CREATE TABLE boot (ns TEXT, node TEXT, PRIMARY KEY (ns, node)) WITHOUT ROWID;
+CREATE TABLE memory_docs (id INTEGER PRIMARY KEY, uri TEXT, disclosure TEXT, keywords TEXT);
 CREATE VIRTUAL TABLE memory_fts USING fts5 (
-    text, uri, disclosure, keywords, tokenize = 'porter unicode61 remove_diacritics 2'
+    text, uri, disclosure, keywords, content = '',
+    tokenize = 'porter unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE memory_vocab USING fts5vocab (memory_fts, 'row');
 CREATE TABLE reviews (
@@ -166,6 +172,7 @@ def _check(conn: sqlite3.Connection) -> None:
 
 
 def _configure(conn: sqlite3.Connection) -> None:
+    register(conn)
     conn.execute("PRAGMA trusted_schema = OFF")
     conn.execute("PRAGMA foreign_keys = OFF")
     conn.execute("PRAGMA busy_timeout = 600000")
