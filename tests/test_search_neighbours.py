@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from noon.core.ops import Draft
 from noon.graph import plan
 from noon.graph.uri import parse
 from noon.mcp.uri_read import search as search_memory
 from noon.store.access import GraphService
 from noon.store.access import service as service_of
 from noon.store.readmodel import search
+from noon.store.readmodel.graph import SqlGraph
 from tests.harness.texts import write_texts
 from tests.harness.uri import open_store
 
@@ -52,7 +54,7 @@ def test_a_memory_written_next_but_elsewhere_is_no_neighbour(tmp_path: Path) -> 
         ids = write_texts(svc, "default", {"here": "first"})
         ids |= write_texts(svc, "default", {"asked": "second"})
 
-        def elsewhere(graph: object) -> tuple[list[object], str]:
+        def elsewhere(graph: SqlGraph) -> tuple[list[Draft], str]:
             drafts, node, _ = plan.create(
                 graph, "default", parse("core://here"), "below", "third", 1, "When asked"
             )
