@@ -89,6 +89,8 @@ class DaemonConfig:
     watch_interval: float = 0.2
     inotify: bool = True
     """Learn of local writes from inotify at once (Linux), besides polling (noond.inotify)."""
+    stream: bool = True
+    """Push on an open stream per member and own shard (PROTOCOL.md §5.1), POST when down."""
     suspect_after: int = 3
     dead_after: int = 6
     dead_retry: float = 300.0
@@ -265,6 +267,7 @@ def from_env(
         push=env_bool(env, "NOOND_PUSH", True),
         watch_interval=env_float(env, "NOOND_WATCH_INTERVAL", 0.2, 0.01),
         inotify=env_bool(env, "NOOND_INOTIFY", True),
+        stream=env_bool(env, "NOOND_STREAM", True),
         suspect_after=env_int(env, "NOOND_SUSPECT_AFTER", 3, 1),
         dead_after=env_int(env, "NOOND_DEAD_AFTER", 6, 1),
         dead_retry=env_float(env, "NOOND_DEAD_RETRY", 300.0),
