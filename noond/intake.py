@@ -18,6 +18,7 @@ from noon.store.errors import ForkDetected
 from noon.store.readmodel.behind import full
 from noon.store.shard import NotRegular
 from noond.params import Refused
+from noond.pull import Ops
 from noond.shards import refused
 from noond.wire import MAX_OPS_PER_PUSH, Code
 
@@ -27,11 +28,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("noond.server")
 
 
-def _size(path: Path) -> int:
+def _parse(body: bytes, node: str, path: Path) -> tuple[Ops, int]:
+    """The body's ops, and the size of the copy held (one trip to a thread for both)."""
+    ops = receive.parse_ops(body, node, max_ops=MAX_OPS_PER_PUSH)
     try:
-        return os.lstat(path).st_size
+        return ops, os.lstat(path).st_size
     except FileNotFoundError:
-        return 0
+        return ops, 0
 
 
 def pusher_of(daemon: Daemon, node: str, caller: str | None, said: str | None) -> str:
@@ -53,6 +56,15 @@ def pusher_of(daemon: Daemon, node: str, caller: str | None, said: str | None) -
     return pusher
 
 
+def still_member(daemon: Daemon, caller: str | None) -> None:
+    """A stream outlives the request that opened it: each frame checks again that its sender
+    is neither departed nor revoked (PROTOCOL.md §8.3, §13.6)."""
+    if caller is None:
+        return
+    if caller in daemon.state.ignored or daemon.signers.revocations.cutoff(caller) is not None:
+        raise Refused(403, Code.FORBIDDEN, f"node {caller!r} is revoked or departed")
+
+
 async def continues(
     daemon: Daemon, caller: str | None, node: str, after: int, checks: serve.Checks
 ) -> int:
@@ -66,6 +78,8 @@ async def continues(
             f"this node holds {node!r} up to seq {held}, the push starts after {after}",
             head=held,
         )
+    if not checks:  # a stream's later frames: nothing to compare, no thread to wake
+        return held
     try:
         await asyncio.to_thread(serve.compare, daemon.holdings.path(node), checks, who="pusher")
     except ForkDetected as exc:
@@ -83,10 +97,9 @@ async def store(
     otherwise."""
     config = daemon.config
     try:
-        ops = await asyncio.to_thread(receive.parse_ops, body, node, max_ops=MAX_OPS_PER_PUSH)
+        ops, size = await asyncio.to_thread(_parse, body, node, daemon.holdings.path(node))
     except receive.ReplicaError as exc:
         raise Refused(400, Code.INVALID_OPS, f"nothing stored: {exc}") from None
-    size = await asyncio.to_thread(_size, daemon.holdings.path(node))
     if size + len(body) > config.max_shard_bytes:
         raise Refused(
             507,

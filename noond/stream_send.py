@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -48,6 +49,9 @@ class Streams(Wired):
         super().__init__(wiring)
         self._open: dict[tuple[str, str], _Stream] = {}
         self._not_before: dict[tuple[str, str], float] = {}
+        self._read: dict[str, tuple[tuple[int, int, int], asyncio.Future[serve.Page]]] = {}
+        """Per shard, the last page read (cursor, inode, size): after a lone write every
+        member's stream stands at the same cursor, and one read serves them all."""
 
     async def send(self, m: Member, shard: str) -> bool:
         """Send on the stream to ``m`` what it lacks of ``shard``; False when the stream cannot
@@ -59,7 +63,7 @@ class Streams(Wired):
             or shard not in m.heads
         ):
             return False
-        if time.monotonic() < self._not_before.get(key, 0.0):
+        if time.monotonic() < self._not_before.get(key, 0.0) or key in self.forks:
             return False
         stream = self._open.get(key)
         try:
@@ -90,11 +94,8 @@ class Streams(Wired):
         return stream
 
     async def _drain(self, m: Member, shard: str, stream: _Stream) -> None:
-        own = self.holdings.path(shard)
         while True:
-            page = await asyncio.to_thread(
-                serve.read_after, own, stream.cursor, max_bytes=self.settings.page_bytes
-            )
+            page = await self._page(shard, stream.cursor)
             if not page.ops:
                 return
             if len(page.body) > STREAM_FRAME_MAX:
@@ -125,6 +126,18 @@ class Streams(Wired):
             stream.cursor = page.last
             if not page.more:
                 return
+
+    async def _page(self, shard: str, after: int) -> serve.Page:
+        path = self.holdings.path(shard)
+        st = os.lstat(path)
+        key = (after, st.st_ino, st.st_size)
+        known = self._read.get(shard)
+        if known is None or known[0] != key or (known[1].done() and known[1].exception()):
+            read = asyncio.to_thread(
+                serve.read_after, path, after, max_bytes=self.settings.page_bytes
+            )
+            known = self._read[shard] = (key, asyncio.ensure_future(read))
+        return await asyncio.shield(known[1])
 
     async def _drop(self, key: tuple[str, str], exc: Exception) -> None:
         stream = self._open.pop(key, None)

@@ -98,6 +98,7 @@ async def stream_ops(inbound: Inbound, request: web.Request) -> web.StreamRespon
                 break
             daemon.metrics.server_received.labels(STREAM_ROUTE).inc(len(msg.data))
             try:
+                intake.still_member(daemon, caller)
                 held = await intake.continues(daemon, caller, node, held, [])
                 done = await intake.store(daemon, caller, node, msg.data, held, request["revision"])
             except Refused as exc:
