@@ -191,6 +191,8 @@ class Node:
     proc: subprocess.Popen[bytes] | None = None
     signs: bool = True
     """False: the machine has no signing key, as before signed shards (revision 1)."""
+    module: str = "noond"
+    """What ``python -m`` runs: noond, or a test harness wrapping it."""
 
     def __post_init__(self) -> None:
         self.port = self.port or free_port(self.host)
@@ -240,7 +242,7 @@ class Node:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "noond", "--log-level", "DEBUG"],
+                [sys.executable, "-m", self.module, "--log-level", "DEBUG"],
                 cwd=ROOT,
                 env=env,
                 stdout=log,

@@ -40,7 +40,8 @@ from noon.store import signing
 from noon.store.store import Store
 from noond.metrics import Metrics
 from noond.relay.backend import open_backend
-from noond.relay.sync import Relay, RelaySettings
+from noond.relay.link import RelaySettings
+from noond.relay.sync import Relay
 from noond.shards import Holdings
 from noond.signers import Signers
 
@@ -67,7 +68,7 @@ def machine(name: str, base: Path, pki: Pki, url: str, mesh: certs.MeshKey) -> R
 
 
 def requests(relay: Relay, op: str) -> float:
-    value = relay.metrics.registry.get_sample_value(
+    value = relay.link.metrics.registry.get_sample_value(
         "noond_relay_requests_total", {"relay": relay.url, "op": op}
     )
     return value or 0.0
@@ -97,15 +98,15 @@ async def writes_in_a_row(
     t0 = time.perf_counter()
     for relay, flag in zip(relays, done, strict=True):
         threading.Thread(
-            target=write_ops, args=(relay.dir, relay.node, n, flag), daemon=True
+            target=write_ops, args=(relay.holdings.dir, relay.link.node, n, flag), daemon=True
         ).start()
 
     async def upload(relay: Relay, flag: threading.Event) -> None:
         while True:
             finished = flag.is_set()
-            await relay.upload()
+            await relay.up.upload()
             if finished:
-                await relay.write_heads(force=True)
+                await relay.up.write_heads(force=True)
                 return
             await asyncio.sleep(relay.settings.flush)
 
@@ -128,13 +129,13 @@ async def writes_in_a_row(
 async def through(base: Path, pki: Pki, url: str, mesh: certs.MeshKey, n: int) -> dict[str, Any]:
     relays = [machine(f"t{i}", base, pki, url, mesh) for i in range(WRITERS)]
     for relay in relays:
-        write_ops(relay.dir, relay.node, n, threading.Event())
+        write_ops(relay.holdings.dir, relay.link.node, n, threading.Event())
     reader = machine("reader", base, pki, url, mesh)
     t0 = time.perf_counter()
-    await asyncio.gather(*(r.upload() for r in relays))
-    await asyncio.gather(*(r.write_heads(force=True) for r in relays))
+    await asyncio.gather(*(r.up.upload() for r in relays))
+    await asyncio.gather(*(r.up.write_heads(force=True) for r in relays))
     up = time.perf_counter() - t0
-    taken = await reader.read()
+    taken = await reader.down.read()
     seconds = time.perf_counter() - t0
     total = WRITERS * n
     assert taken == total, f"took {taken} of {total}"
@@ -194,7 +195,7 @@ async def catch_up(
     base: Path, pki: Pki, url: str, mesh: certs.MeshKey, n: int, server: S3Server
 ) -> dict[str, Any]:
     author = machine("history", base, pki, url, mesh)
-    store = Store(Settings(dir=author.dir, node_id="history", fsync=False))
+    store = Store(Settings(dir=author.holdings.dir, node_id="history", fsync=False))
     try:
         for start in range(0, n, 500):
             for b in range(start, min(n, start + 500), 100):
@@ -204,14 +205,14 @@ async def catch_up(
                         for i in range(b, min(n, b + 100))
                     ]
                 )
-            await author.upload()  # as uploaded over time: a segment per 500 ops
+            await author.up.upload()  # as uploaded over time: a segment per 500 ops
     finally:
         store.close()
-    await author.write_heads(force=True)
-    shard = (author.dir / "history.jsonl").read_bytes()
+    await author.up.write_heads(force=True)
+    shard = (author.holdings.dir / "history.jsonl").read_bytes()
     reader = machine("wakes", base, pki, url, mesh)
     t0 = time.perf_counter()
-    taken = await reader.read()
+    taken = await reader.down.read()
     seconds = time.perf_counter() - t0
     assert taken == n, f"took {taken} of {n}"
     client = server.client()

@@ -135,6 +135,8 @@ class DaemonConfig:
     relay_flush: float = 1.0
     relay_interval: float = 10.0
     relay_head_every: float = 30.0
+    relay_compact_every: float = 300.0
+    """Seconds between merges of the own segments every reader holds (PROTOCOL.md §14.5)."""
 
     @property
     def node(self) -> str:
@@ -299,6 +301,7 @@ def from_env(
         relay_flush=env_float(env, "NOOND_RELAY_FLUSH", 1.0, 0.01),
         relay_interval=env_float(env, "NOOND_RELAY_INTERVAL", 10.0, 0.05),
         relay_head_every=env_float(env, "NOOND_RELAY_HEAD_EVERY", 30.0, 0.0),
+        relay_compact_every=env_float(env, "NOOND_RELAY_COMPACT_EVERY", 300.0, 0.05),
     )
     config.check()
     return config

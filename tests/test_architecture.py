@@ -166,3 +166,41 @@ def test_a_forbidden_edge_would_be_found(tmp_path: Path) -> None:
     found = list(imports("noon.core.x", sample))
     assert ("noon.mcp.server", 1) in found and ("noon.store.store", 2) in found
     assert package("noon.core.x") == "noon.core" and LAYER["noon.mcp"] > LAYER["noon.core"]
+
+
+def test_the_page_lists_and_settles_conflicts_through_noon_app() -> None:
+    """The page's conflict routes call :mod:`noon.app.conflicts`; ``WebData`` holds no second
+    copy of either use case."""
+    from noon.web import routes
+    from noon.web.data import WebData
+
+    assert not {"conflicts", "resolve"} & set(vars(WebData))
+    source = Path(routes.__file__).read_text()
+    assert "app_conflicts.listing(" in source and "app_conflicts.resolve(" in source
+
+
+SQLITE_OUTSIDE_STORE = {
+    "noon.transfer.nocturne": "reads a Nocturne database file, not the read model",
+    "noond.fold": "catches sqlite3's error types while it folds through noon.store",
+}
+"""Modules outside ``noon.store`` that import sqlite3, and why it is not the read model's."""
+
+
+def test_the_read_models_connection_stays_inside_noon_store() -> None:
+    """Outside ``noon.store`` the read model is asked through :class:`noon.store.queries.Queries`
+    and the graph, never through its ``sqlite3`` connection: no ``<anything>.conn`` but an
+    object's own, and sqlite3 imported only where :data:`SQLITE_OUTSIDE_STORE` says why."""
+    bad = []
+    for module, path in modules():
+        if module.startswith(("noon.store", "bench")):
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "conn":
+                own = isinstance(node.value, ast.Name) and node.value.id == "self"
+                if not own:
+                    bad.append(f"{module}:{node.lineno} uses {ast.unparse(node)}")
+        for name, line in imports(module, path):
+            if name == "sqlite3" and module not in SQLITE_OUTSIDE_STORE:
+                bad.append(f"{module}:{line} imports sqlite3")
+    assert bad == [], "\n".join(bad)

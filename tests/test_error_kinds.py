@@ -35,3 +35,10 @@ def test_every_refusal_in_scope_is_of_one_kind() -> None:
     assert loose.pop("noon.store.errors.AlreadyWritten") == []
     # a version not held is both invalid to roll back to and not found: MCP and the page agree
     assert loose == {"noon.store.rollback.VersionNotHeld": ["NotFound", "Invalid"]}
+
+
+def test_a_memory_that_is_not_there_is_not_found_not_invalid() -> None:
+    from noon.graph.plan import MemoryNotFound
+
+    assert issubclass(MemoryNotFound, errors.NotFound)
+    assert not issubclass(MemoryNotFound, errors.Invalid)

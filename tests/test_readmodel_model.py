@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from noon.config import Settings
 from noon.core.fold import ForkError
+from noon.core.hlc import Clock
 from noon.core.ops import decode, encode
 from noon.graph.model import Graph
 from noon.kg.graph import View
@@ -28,6 +29,7 @@ from noon.store.collect import collect_dir
 from noon.store.compact import compact_dir
 from noon.store.errors import ForkDetected
 from noon.store.readmodel import apply
+from noon.store.readmodel.model import ReadModel
 from noon.store.readmodel.state import head_ids
 from noon.store.store import Store
 from tests.harness.graphsim import NS, Replica, apply_kg_step, apply_step
@@ -189,6 +191,33 @@ def run(tmp: Path, events: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
     expected = reference(m.dir)
     for reader in m.readers:
         assert through(reader) == expected
+    if not isinstance(expected, str):
+        assert search_index(m.readers[0].model.conn) == search_index(fresh_model(m.dir).conn)
+
+
+def fresh_model(directory: Path) -> ReadModel:
+    model = ReadModel(directory, None, Clock(), lambda: 1_800_000_000_000)
+    model.refresh()
+    return model
+
+
+def search_index(conn: sqlite3.Connection) -> tuple[list[Any], list[Any]]:
+    """Every word the memory index holds, where (row, column, position), and the short columns
+    kept beside it: equal to a fresh fold's only if every document was taken out with exactly
+    the values it was indexed with (a contentless index cannot check that itself)."""
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_words USING fts5vocab(main, memory_fts, "
+        "'instance')"
+    )
+    words = conn.execute(
+        "SELECT term, m.ns, m.node, col, offset FROM temp.fts_words w "
+        "LEFT JOIN memories m ON m.id = w.doc ORDER BY 1, 2, 3, 4, 5"
+    ).fetchall()
+    docs = conn.execute(
+        "SELECT m.ns, m.node, d.uri, d.disclosure, d.keywords FROM memory_docs d "
+        "LEFT JOIN memories m ON m.id = d.id ORDER BY 1, 2"
+    ).fetchall()
+    return words, docs
 
 
 def fork(m: Machine, node: str, pick: int, writers: dict[str, Replica]) -> None:

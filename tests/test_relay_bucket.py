@@ -14,6 +14,8 @@ from bench.mesh import Node, Pki, wait_until
 from bench.s3 import S3Server, moto_server, seaweed_server
 from noon import certs
 from noon.core.ops import Draft
+from noond.relay import seal
+from noond.relay.compact import MERGE_AT
 from tests.test_ops_cli import as_json, cli_env, doctor, problems, run
 
 pytestmark = pytest.mark.integration
@@ -238,3 +240,74 @@ def test_four_writers_killed_nothing_lost_or_duplicated(
         assert lines == shard_lines(w, w.name)
         seqs = [json.loads(line)["seq"] for line in lines]
         assert seqs == sorted(set(seqs))
+
+
+def stopped(node: Node) -> bool:
+    """The process is stopped (SIGSTOP): state ``T`` in /proc."""
+    assert node.proc is not None
+    if node.proc.poll() is not None:
+        raise AssertionError(f"{node.name} exited:\n{node.log.read_text()[-3000:]}")
+    stat = Path(f"/proc/{node.proc.pid}/stat").read_text()
+    return stat.rpartition(")")[2].split()[0] == "T"
+
+
+def segments_of(s3: S3Server, prefix: str, node: str, pki: Pki) -> list[str]:
+    """The keys of ``node``'s segments under ``prefix`` in the bucket (its tag: the test holds
+    the mesh key)."""
+    mesh = certs.read_relay_key(relay_key(pki))
+    tag = seal.tag(seal.keys(mesh, mesh.current), node)
+    listing = s3.client().list_objects_v2(Bucket=s3.bucket, Prefix=f"{prefix}/")
+    return [o["Key"] for o in listing.get("Contents", []) if f"/{tag}/s/" in o["Key"]]
+
+
+def test_kill_9_in_the_middle_of_a_compaction_loses_and_duplicates_nothing(
+    tmp_path: Path, pki: Pki, s3: S3Server, spawn: list[Node]
+) -> None:
+    url = s3.url("compact")
+    merging = {**s3.env(), "NOOND_RELAY_COMPACT_EVERY": "0.2"}
+    a = machine("laptop", tmp_path, pki, url, merging)
+    a.module = "tests.harness.noond_stop_in_compaction"
+    b = machine("desktop", tmp_path, pki, url, s3.env())
+    spawn += [a, b]
+    a.start()
+    for i in range(MERGE_AT + 1):  # writes far apart: one segment each
+        a.write((f"m{i}", f"write {i}"))
+        wait_until(lambda: uploaded(a), what=f"write {i} in the bucket")
+    laptop = lambda: segments_of(s3, "compact", "laptop", pki)  # noqa: E731
+    assert len(laptop()) == MERGE_AT + 1
+    # The desktop takes them and reports holding them: the laptop may merge them now. It stops
+    # after writing the merged segment, before removing any, and is killed there.
+    b.start()
+    wait_until(lambda: stopped(a), timeout=120, what="the laptop stopped in its compaction")
+    a.kill()
+    assert "stopping before removing" in a.log.read_text()
+    assert len(laptop()) == MERGE_AT + 2  # the merged one beside every one it replaces
+    expect = shard_lines(a, "laptop")
+    assert len(expect) == MERGE_AT + 1
+
+    # Meanwhile the others go on: the desktop writes, a machine that joins now reads through
+    # the overlap and takes every op once.
+    b.write(("b1", "written while the laptop is dead"))
+    c = machine("tablet", tmp_path, pki, url, s3.env())
+    spawn.append(c)
+    c.start()
+    wait_until(lambda: len(texts(c)) == MERGE_AT + 2, timeout=60, what="the tablet reads all")
+    assert shard_lines(c, "laptop") == expect
+    assert texts(c) == texts(b)
+
+    # The laptop restarts (without the stop): its next compaction removes what is left.
+    a.module = "noond"
+    a.start()
+    wait_until(lambda: len(laptop()) == 1, timeout=120, what="the leftovers removed")
+    a.write(("after", "written after the restart"))
+    wait_until(lambda: uploaded(a), what="the new write in the bucket")
+    assert len(laptop()) == 2  # the merged segment and the new one
+    for node in (b, c):
+        wait_until(lambda n=node: "after" in texts(n), timeout=60, what=f"{node.name} converges")
+    wait_until(lambda: "b1" in texts(a), timeout=60, what="the laptop takes the desktop's write")
+    for node in (b, c):
+        lines = shard_lines(node, "laptop")
+        assert lines == shard_lines(a, "laptop")  # byte for byte: nothing lost or doubled
+        assert [json.loads(line)["seq"] for line in lines] == list(range(1, MERGE_AT + 3))
+        assert relay_status(node)["refused"] == 0
+    assert texts(a) == texts(b) == texts(c)

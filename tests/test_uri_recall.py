@@ -8,8 +8,9 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
+from noon.app.recall import meets
 from noon.graph.search import query_terms
-from noon.mcp.uri_recall import MAX_CONTEXT, meets
+from noon.mcp.uri_recall import MAX_CONTEXT
 from tests.harness.uri import Session, mcp_test
 
 

@@ -156,7 +156,8 @@ async def test_update_patch_append_metadata_and_expected_version(s: Session) -> 
     assert "Pick one" in await s.fail(
         "update_memory", uri="core://note", old_string="a", new_string="b", append="c"
     )
-    assert "not found" in await s.fail("update_memory", uri="core://missing", append="x")
+    missing = await s.fail("update_memory", uri="core://missing", append="x")
+    assert missing.startswith("Error: Memory 'core://missing' not found."), missing
 
 
 @mcp_test

@@ -52,10 +52,10 @@ async def test_bad_reads_are_refused_with_a_message(tmp_path: Path) -> None:
         seed(page.store)
         cases: list[tuple[str, dict[str, str], int, str]] = [
             ("/api/memory", {}, 400, "Missing query parameter 'uri'"),
-            ("/api/memory", {"uri": "core://nowhere"}, 400, "not found"),
+            ("/api/memory", {"uri": "core://nowhere"}, 404, "not found"),
             ("/api/memory", {"uri": "not a uri"}, 400, "not a memory URI"),
             ("/api/memory", {"uri": "core://x", "ns": "bad ns!"}, 400, "Bad namespace"),
-            ("/api/memory", {"uri": "system://node/ffff"}, 400, "No memory with id"),
+            ("/api/memory", {"uri": "system://node/ffff"}, 404, "No memory with id"),
             ("/api/children", {"uri": "core://nowhere"}, 404, "not found"),
             ("/api/children", {"uri": "core://", "limit": "0"}, 400, "between 1 and 200"),
             ("/api/children", {"uri": "core://", "offset": "-1"}, 400, "whole number"),
@@ -70,7 +70,7 @@ async def test_bad_reads_are_refused_with_a_message(tmp_path: Path) -> None:
             ("/api/change", {"id": "laptop:²"}, 404, "No change"),
             ("/api/change", {}, 400, "Give 1 to 1000 'id'"),
             ("/api/change", {"id": "laptop:999"}, 404, "No change"),
-            ("/api/history", {"uri": "core://nowhere"}, 400, "not found"),
+            ("/api/history", {"uri": "core://nowhere"}, 404, "not found"),
             ("/api/orphans", {"limit": "1000"}, 400, "between 1 and 200"),
             ("/api/kg/entity", {"name": "Nobody"}, 404, "No entity"),
             ("/api/nothing-here", {}, 404, "Not Found"),
@@ -143,7 +143,7 @@ async def test_bad_writes_are_refused_and_write_nothing(tmp_path: Path) -> None:
                 409,
                 "changed",
             ),
-            ("/api/memory/text", {"uri": "core://none", "text": "x"}, 400, "not found"),
+            ("/api/memory/text", {"uri": "core://none", "text": "x"}, 404, "not found"),
             ("/api/memory/text", {**U, "text": "x", "ns": "../etc"}, 400, "Bad namespace"),
             ("/api/memory/placement", U, 400, "Give a priority, a disclosure or both"),
             ("/api/memory/placement", {**U, "priority": 5000}, 400, "from 0 to 1000"),
@@ -191,7 +191,7 @@ async def test_bad_writes_are_refused_and_write_nothing(tmp_path: Path) -> None:
             ("/api/memory/restore", {**U, "version": "laptop:99"}, 404, "not held"),
             ("/api/memory/restore", {**U, "version": m["version"]}, 400, "already reads as"),
             ("/api/boot", {}, 400, "Give memories"),
-            ("/api/boot", {"add": ["core://none"]}, 400, "not found"),
+            ("/api/boot", {"add": ["core://none"]}, 404, "not found"),
             ("/api/boot", {"remove": ["core://user"]}, 400, "Nothing changed"),
             ("/api/conflicts/resolve", {"node": m["node"], "keep": "a:1"}, 400, "expected_heads"),
             (
@@ -215,10 +215,10 @@ async def test_bad_writes_are_refused_and_write_nothing(tmp_path: Path) -> None:
             (
                 "/api/orphans/place",
                 {"node": "f" * 24, "new_uri": "core://x", "priority": 1, "disclosure": "d"},
-                400,
+                404,
                 "No memory with id",
             ),
-            ("/api/orphans/delete", {"node": "f" * 24}, 400, "No memory with id"),
+            ("/api/orphans/delete", {"node": "f" * 24}, 404, "No memory with id"),
             ("/api/changes/approve", {}, 400, "Give the change ids"),
             ("/api/changes/approve", {"ids": ["nope:1"]}, 404, "No change"),
             ("/api/changes/approve", {"through": {"laptop": 10**6}}, 400, "holds them only"),
@@ -226,7 +226,7 @@ async def test_bad_writes_are_refused_and_write_nothing(tmp_path: Path) -> None:
             ("/api/changes/unreview", {"id": "laptop:2"}, 400, "no verdict"),
             ("/api/changes/rollback", {"ids": []}, 400, "Give the change ids"),
             ("/api/changes/rollback", {"ids": ["laptop:2"], "basis": "0" * 16}, 409, "edited"),
-            ("/api/preview", {"uri": "core://none", "text": "x"}, 400, "not found"),
+            ("/api/preview", {"uri": "core://none", "text": "x"}, 404, "not found"),
             ("/api/login", {"token": "x"}, 401, "Wrong token."),
         ]
         for path, body, code, message in cases:

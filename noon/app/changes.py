@@ -12,7 +12,6 @@ like the others, and decides nothing about the changes it undid.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -22,7 +21,7 @@ from noon.core.ops import Draft, Key, valid_node_id
 from noon.errors import Conflict, Invalid, Limit, NotFound
 from noon.graph import undo
 from noon.store.access import GraphService
-from noon.store.readmodel import changes
+from noon.store.queries import Queries
 from noon.store.readmodel.changes import UPTO, Change, Ref, Verdict
 from noon.store.readmodel.graph import SqlGraph
 from noon.store.readmodel.state import FoldView
@@ -38,19 +37,20 @@ class Review:
     """The review state of one namespace within one read: watermarks and the verdicts of the
     changes asked about."""
 
-    def __init__(self, conn: sqlite3.Connection, ns: str) -> None:
-        self.conn = conn
+    def __init__(self, graph: SqlGraph, ns: str) -> None:
+        self.queries = Queries(graph)
         self.ns = ns
-        self.marks = changes.through(conn, ns)
+        self.marks = self.queries.through(ns)
         self._verdicts: dict[str, list[Verdict]] = {}
         self._asked: set[str] = set()
 
     def verdict(self, r: Ref) -> Verdict | None:
-        """The latest decision on ``r`` that counts (:func:`changes.counts`), of any machine."""
+        """The latest decision on ``r`` that counts
+        (:func:`noon.store.readmodel.changes.counts`), of any machine."""
         if r.id not in self._asked:
             self._asked.add(r.id)
-            found = changes.verdicts(self.conn, self.ns, [r.id]).get(r.id, [])
-            self._verdicts[r.id] = [v for v in found if changes.counts(self.conn, r, v)]
+            found = self.queries.verdicts(self.ns, [r.id]).get(r.id, [])
+            self._verdicts[r.id] = [v for v in found if self.queries.counts(r, v)]
         counted = self._verdicts[r.id]
         return max(counted, key=lambda v: v.order) if counted else None
 
@@ -73,15 +73,16 @@ class Review:
         return True
 
 
-def named(conn: sqlite3.Connection, ns: str, ids: Sequence[str]) -> list[Ref]:
+def named(graph: SqlGraph, ns: str, ids: Sequence[str]) -> list[Ref]:
     """The changes ``ids`` name, each once; refused when one is not held here."""
     if not ids:
         raise Invalid("Name at least one change id.")
     if len(ids) > MAX_IDS:
         raise Limit(f"At most {MAX_IDS} changes at once.")
-    out = []
+    out: list[Ref] = []
+    queries = Queries(graph)
     for cid in dict.fromkeys(ids):
-        found = changes.ref(conn, cid)
+        found = queries.ref(cid)
         if found is None or found.namespace != ns:
             raise NotFound(
                 f"No change {cid[:80]!r} in namespace {ns!r} (compacted away after later "
@@ -92,7 +93,7 @@ def named(conn: sqlite3.Connection, ns: str, ids: Sequence[str]) -> list[Ref]:
 
 
 def load(graph: SqlGraph, refs: Sequence[Ref]) -> list[Change]:
-    return [Change(r, changes.load_ops(graph.conn, r)) for r in refs]
+    return [Change(r, Queries(graph).load_ops(r)) for r in refs]
 
 
 def too_large(refs: Sequence[Ref]) -> str | None:
@@ -156,7 +157,7 @@ def undo_changes(
     ns, me = who.namespace, svc.store.node
 
     def fn(g: SqlGraph) -> tuple[list[Draft], int]:
-        return plan_undo(g, ns, named(g.conn, ns, ids), seen, me, review)
+        return plan_undo(g, ns, named(g, ns, ids), seen, me, review)
 
     ops, restored = svc.write(fn, who.client, who.via)
     return Undone(restored, f"{ops[-1].node}:{ops[-1].seq}" if ops else None)
@@ -172,7 +173,7 @@ def approval(
 ) -> list[Draft]:
     """Review ops approving ``refs`` (those without a verdict yet) and, with ``through``, every
     change of those authors up to those seqs (merged into this machine's watermark)."""
-    review = Review(graph.conn, ns)
+    review = Review(graph, ns)
     drafts = [
         Draft(review_key(ns, r.id, me), {"verdict": "approved"})
         for r in refs
@@ -200,7 +201,7 @@ def withdrawal(graph: SqlGraph, ns: str, r: Ref) -> list[Draft]:
     """Tombstones withdrawing every machine's decision on ``r`` (it goes back to the queue).
     Each names the decision it withdraws in ``prev`` beside the element's heads: only that
     withdraws it (:mod:`noon.core.review`), whatever else another machine wrote there."""
-    found = changes.verdicts(graph.conn, ns, [r.id]).get(r.id, [])
+    found = Queries(graph).verdicts(ns, [r.id]).get(r.id, [])
     if not found:
         raise Invalid(f"Change {r.id} has no verdict of its own to withdraw.")
     drafts = []
@@ -223,7 +224,7 @@ def approve(
     ns = who.namespace
 
     def fn(g: SqlGraph) -> tuple[list[Draft], int]:
-        refs = named(g.conn, ns, ids) if ids else []
+        refs = named(g, ns, ids) if ids else []
         drafts = approval(g, svc.store.fold, ns, refs, through, svc.store.node)
         return drafts, len(drafts)
 
@@ -236,7 +237,7 @@ def unreview(svc: GraphService, who: Actor, change_id: str) -> int:
     ns = who.namespace
 
     def fn(g: SqlGraph) -> tuple[list[Draft], int]:
-        (found,) = named(g.conn, ns, [change_id])
+        (found,) = named(g, ns, [change_id])
         drafts = withdrawal(g, ns, found)
         return drafts, len(drafts)
 

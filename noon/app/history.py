@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from noon.app.words import describe
-from noon.store.readmodel import changes, journal
+from noon.store.queries import Queries
 from noon.store.readmodel.graph import SqlGraph
 
 SUMMARY_OPS = 6
@@ -28,11 +28,11 @@ class ChangeLine:
 
 def memory_changes(graph: SqlGraph, ns: str, node: str, limit: int) -> tuple[int, list[ChangeLine]]:
     """How many changes touched memory ``node``, and the newest ``limit`` of them."""
-    conn = graph.conn
-    refs = changes.about(conn, journal.memory_keys(conn, ns, node), node)
+    queries = Queries(graph)
+    refs = queries.about(queries.memory_keys(ns, node), node)
     out = []
     for r in refs[:limit]:
-        head = changes.head(conn, r, SUMMARY_OPS)
+        head = queries.head(r, SUMMARY_OPS)
         what = [describe(graph, op) for op in head.first]
         out.append(
             ChangeLine(r.id, r.stamp[0] >> 16, r.client, r.author, what, r.count - len(head.first))

@@ -22,7 +22,7 @@ from noon.daemon_link import api as daemon_api
 from noon.graph.memory_view import show_uri_or_past
 from noon.names import shard_node
 from noon.store import peerstate
-from noon.store.readmodel.overview import namespaces
+from noon.store.queries import Queries
 from noon.store.shard import list_shards
 from noon.store.store import ForkDetected, Store
 from noon.store.survey import survey_dir
@@ -46,7 +46,7 @@ def conflicts(store: Store, limit: int) -> tuple[int, list[dict[str, Any]], dict
         graph = store.graph
         found = [
             (ns, key, el)
-            for ns in sorted(namespaces(graph.conn))
+            for ns in sorted(Queries(graph).namespaces())
             for key, el in graph.conflicts(ns)
         ]
         per_ns: dict[str, int] = {}

@@ -3,7 +3,9 @@
 Every planner runs against a graph that is current with the fold the store is about to append
 to (inside ``Store.write``'s plan, under the shard lock), so its checks (path free, parent
 exists, expected version, no cycle) hold at the moment of writing, also with several writer
-processes on one node. Planners raise :class:`GraphError` to refuse; nothing is written then.
+processes on one node. Planners raise :class:`GraphError` to refuse an edit and
+:class:`MemoryNotFound` for a memory that is not there (both: :data:`REFUSED`); nothing is
+written then.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 
 from noon.core.elements import boot_key, content_key, edge_key, keyword_key
 from noon.core.ops import Draft, Op, OpId
-from noon.errors import Invalid
+from noon.errors import Invalid, NotFound
 from noon.graph.quote import QuoteEdit, QuoteError, replace_quoted
 from noon.graph.reader import (
     GraphReader,
@@ -30,20 +32,25 @@ class GraphError(Invalid):
     """An edit the graph refuses. The message tells the agent what to do instead."""
 
 
-class MemoryNotFound(GraphError):
-    """A URI that names no memory (the message points an agent at its tools; a command says
-    its own next step from :attr:`uri`)."""
+class MemoryNotFound(NotFound):
+    """A URI (or a ``system://node/<id>``) that names no memory: not found, not invalid (HTTP
+    404 on the page). The message points an agent at its tools; a command says its own next
+    step from :attr:`uri` (None for a memory id)."""
 
-    def __init__(self, message: str, uri: Uri) -> None:
+    def __init__(self, message: str, uri: Uri | None) -> None:
         super().__init__(message)
         self.uri = uri
+
+
+REFUSED: tuple[type[Exception], ...] = (GraphError, MemoryNotFound)
+"""Every refusal a planner raises (an edit that makes no sense, or a memory that is not there)."""
 
 
 def edge_val(child: str, priority: int, disclosure: str) -> dict[str, object]:
     return {"child": child, "priority": priority, "disclosure": disclosure}
 
 
-def not_found(graph: GraphReader, namespace: str, uri: Uri) -> GraphError:
+def not_found(graph: GraphReader, namespace: str, uri: Uri) -> MemoryNotFound:
     """The refusal for a URI that names no memory, pointing at a domain that has memories."""
     domains = graph.domains(namespace)
     if uri.domain in domains:
@@ -235,7 +242,9 @@ def locate(
     if text.strip().startswith(NODE_VIEW):
         node = text.strip()[len(NODE_VIEW) :].strip("/")
         if graph.content(namespace, node) is None:
-            raise GraphError(f"No memory with id '{node}'. See system://orphans for unplaced ones.")
+            raise MemoryNotFound(
+                f"No memory with id '{node}'. See system://orphans for unplaced ones.", None
+            )
         return node, None, None
     uri = parse(text)
     node, pl = resolve_memory(graph, namespace, uri)
@@ -248,7 +257,7 @@ def locate_past(graph: GraphReader, namespace: str, text: str) -> tuple[str, Uri
     try:
         node, uri, _ = locate(graph, namespace, text)
         return node, uri
-    except GraphError as refusal:
+    except REFUSED as refusal:
         if text.strip().startswith(NODE_VIEW):
             raise
         uri = parse(text)

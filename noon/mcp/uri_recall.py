@@ -1,12 +1,6 @@
-"""The ``recall`` tool: what the conversation's current text should bring to mind.
-
-Three reasons a memory is recalled, each said: a disclosure of one of its placements that the
-context meets (most of the disclosure's words are in the context: "When deploying noon" meets
-a text about deploying noon), a glossary keyword bound to it that the context mentions, and
-the best ``search_memory`` hits for the context's words. The work is bounded by the context's
-length (at most :data:`MAX_CONTEXT` characters, :data:`MAX_TERMS` distinct words looked up)
-and the answer by ``limit`` memories.
-"""
+"""The ``recall`` tool: its arguments and the text an agent reads around
+:func:`noon.app.recall.recall` (which memories, and why). The context is at most
+:data:`MAX_CONTEXT` characters."""
 
 from __future__ import annotations
 
@@ -14,7 +8,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from noon.graph.search import query_terms
+from noon.app.recall import Recalled
+from noon.app.recall import recall as recall_of
 from noon.mcp.spec import ToolContext, Tools, tool_hints
 from noon.mcp.uri_base import Args, Out, Reply, uri_tool
 from noon.store.access import GraphService
@@ -22,12 +17,6 @@ from noon.store.readmodel.vectorizer import describe
 
 tools = Tools()
 MAX_CONTEXT = 20_000
-MAX_TERMS = 32
-"""The context's words looked up (its first distinct ones after stop words)."""
-DISCLOSURE_CANDIDATES = 50
-"""Memories whose disclosures share a word with the context that are checked."""
-MEETS = 0.5
-"""The share of a disclosure's words the context must hold for the disclosure to be met."""
 
 
 class RecallArgs(Args):
@@ -42,63 +31,26 @@ class RecallArgs(Args):
     limit: Annotated[int, Field(ge=1, le=50)] | None = None
 
 
-class Recalled(Out):
+class RecalledOut(Out):
     uri: str
     memory_id: str
     why: list[str]
 
 
 class RecallOut(Out):
-    results: list[Recalled]
+    results: list[RecalledOut]
 
 
-def meets(disclosure: str, context_words: set[str]) -> list[str]:
-    """The disclosure's words the context holds, when they are at least :data:`MEETS` of them
-    (a word counts when the context has it or a word it starts); else nothing."""
-    words = query_terms(disclosure)
-    held = [w for w in words if w in context_words or any(c.startswith(w) for c in context_words)]
-    return held if words and len(held) >= MEETS * len(words) else []
-
-
-def recalled(svc: GraphService, ns: str, context: str, limit: int) -> Reply:
-    g = svc.graph
-    terms = query_terms(context)[:MAX_TERMS]
-    context_words = set(query_terms(context))
-    why: dict[str, list[str]] = {}
-
-    def note(node: str, reason: str) -> None:
-        if g.is_live(ns, node) and g.uris(ns, node):
-            why.setdefault(node, []).append(reason)
-
-    for row, _ in svc.search.disclosures(ns, terms, DISCLOSURE_CANDIDATES):
-        node = svc.search.node_of(row)
-        if node is None:
-            continue
-        for pl in g.placements(ns, node):
-            held = meets(pl.disclosure, context_words)
-            if held:
-                note(
-                    node, f"its disclosure '{pl.disclosure}' meets the context ({', '.join(held)})"
-                )
-                break
-    for keyword, nodes in sorted(svc.glossary.find(ns, context).items()):
-        for node in sorted(nodes):
-            note(node, f"the context mentions its keyword '{keyword}'")
-    for hit in svc.search.search(ns, context, limit, lambda n: bool(g.uris(ns, n)), hybrid=True):
-        shared = ", ".join(hit.matched) or "close in meaning, no word in common"
-        note(hit.node, f"search hit (score {hit.score}): {shared}")
-    chosen = list(why.items())[:limit]
-    if not chosen:
+def rendered(found: list[Recalled]) -> Reply:
+    if not found:
         return "Nothing in memory meets this context.", {"results": []}
-    lines = [f"{len(chosen)} memories to bring to mind:", ""]
-    results = []
-    for node, reasons in chosen:
-        uri = str(g.uris(ns, node)[0][0])
-        lines.append(f"- {uri}")
-        lines += [f"  why: {r}" for r in reasons]
-        results.append({"uri": uri, "memory_id": node, "why": reasons})
+    lines = [f"{len(found)} memories to bring to mind:", ""]
+    for r in found:
+        lines.append(f"- {r.uri}")
+        lines += [f"  why: {w}" for w in r.why]
     lines.append("")
     lines.append("Read the ones that matter with read_memory.")
+    results = [{"uri": r.uri, "memory_id": r.node, "why": r.why} for r in found]
     return "\n".join(lines), {"results": results}
 
 
@@ -114,4 +66,4 @@ def recalled(svc: GraphService, ns: str, context: str, limit: int) -> Reply:
     writes=False,
 )
 def recall(svc: GraphService, args: RecallArgs, ctx: ToolContext) -> Reply:
-    return svc.read(lambda s: recalled(s, ctx.namespace, args.context, args.limit or 8))
+    return rendered(recall_of(svc, ctx.namespace, args.context, args.limit or 8))

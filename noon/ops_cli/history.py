@@ -14,7 +14,7 @@ from noon.kg import uri as kg_uri
 from noon.ops_cli import journal
 from noon.ops_cli.opening import open_store
 from noon.ops_cli.terminal import visible
-from noon.store.readmodel import journal as oplog
+from noon.store.queries import Queries
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -32,11 +32,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     with open_store(settings) as store:
-        ns, graph, conn = settings.namespace, store.graph, store.model.conn
+        ns, graph = settings.namespace, store.graph
         with store.lock, graph.reading():
             name = kg_uri.entity_name(args.uri.strip())
             if name:
-                keys = oplog.entity_keys(conn, ns, name)
+                keys = Queries(graph).entity_keys(ns, name)
                 if not keys:
                     raise NotFound(f"no entity named {name!r} was ever written here")
             else:
@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
                         f"no memory at {exc.uri} in namespace {ns!r}; find it with "
                         "`noon query WORDS`, or see what changed lately with `noon log`"
                     ) from None
-                keys = oplog.memory_keys(conn, ns, node)
-            ops = oplog.versions(conn, keys)[: max(1, args.limit)]
+                keys = Queries(graph).memory_keys(ns, node)
+            ops = Queries(graph).versions(keys)[: max(1, args.limit)]
             if args.json:
                 out = "\n".join(json.dumps(journal.entry(graph, op)) for op in ops)
             else:

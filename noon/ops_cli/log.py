@@ -10,7 +10,7 @@ import json
 from noon.config import add_store_flags, settings_from
 from noon.ops_cli import journal
 from noon.ops_cli.opening import open_store
-from noon.store.readmodel import journal as oplog
+from noon.store.queries import Queries
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -30,8 +30,7 @@ def run(args: argparse.Namespace) -> int:
     with open_store(settings) as store:
         graph = store.graph
         with store.lock, graph.reading():
-            ops = oplog.newest(
-                store.model.conn,
+            ops = Queries(graph).recent_ops(
                 settings.namespace,
                 max(1, args.limit),
                 node=args.node,

@@ -28,7 +28,7 @@ from noon.graph.reader import GraphReader, Placement, live_text, written_ms
 from noon.graph.uri import NODE_VIEW, Uri
 from noon.store.access import kg_read, service
 from noon.store.private import DIR_MODE
-from noon.store.readmodel.overview import namespaces
+from noon.store.queries import Queries
 from noon.store.shard import fsync_dir
 from noon.store.store import Store
 from noon.transfer import jsontext, official
@@ -137,7 +137,7 @@ def export_dir(store: Store, target: Path) -> Exported:
     found: dict[str, list[MdMemory]] = {}
 
     def collect(s: object) -> list[str]:
-        spaces = sorted(namespaces(svc.graph.conn))
+        spaces = sorted(Queries(svc.graph).namespaces())
         for ns in spaces:
             found[ns] = _memories(svc.graph, ns)
         return spaces

@@ -27,7 +27,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from noon.app import changes as app_changes
-from noon.app import conflicts, memories, search, status, versions
+from noon.app import entities as app_entities
+from noon.app import memories, search, status, versions
+from noon.app import orphans as app_orphans
 from noon.app.actor import WEB, Actor
 from noon.config import Settings
 from noon.core.ops import Draft, Key, Op
@@ -36,7 +38,8 @@ from noon.errors import Invalid, NotFound
 from noon.graph import plan
 from noon.graph.uri import NODE_VIEW, Uri, node_view, parse
 from noon.store.access import GraphService, service
-from noon.store.readmodel import changes, overview
+from noon.store.queries import Queries
+from noon.store.readmodel.changes import Pending
 from noon.store.readmodel.graph import SqlGraph
 from noon.store.store import Changes, Store
 from noon.web import queue, rollback, timeline, views
@@ -60,7 +63,7 @@ class WebData:
         self._touched: set[Key] = set()
         self._reset = False
         self._guard = threading.Lock()
-        self._pending: dict[str, tuple[int, changes.Pending]] = {}
+        self._pending: dict[str, tuple[int, Pending]] = {}
         """Namespace -> (read-model generation, its pending changes); read under the lock."""
         with store.lock:
             store.refresh()
@@ -91,13 +94,13 @@ class WebData:
             raise NotFound(f"No memory {node_view(node)}.")
         return shown
 
-    def _pending_of(self, graph: SqlGraph, ns: str) -> changes.Pending:
+    def _pending_of(self, graph: SqlGraph, ns: str) -> Pending:
         """The changes of ``ns`` waiting for review, counted once per read-model generation."""
         generation = self.store.model.generation
         cached = self._pending.get(ns)
         if cached is not None and cached[0] == generation:
             return cached[1]
-        found = changes.pending(graph.conn, ns, WEB)
+        found = Queries(graph).pending(ns, WEB)
         if len(self._pending) >= PENDING_CACHED:
             self._pending.clear()
         self._pending[ns] = (generation, found)
@@ -110,7 +113,7 @@ class WebData:
         knowledge-graph data, and the default one."""
 
         def fn(g: SqlGraph) -> dict[str, Any]:
-            spaces = overview.namespaces(g.conn) | {self.settings.namespace}
+            spaces = Queries(g).namespaces() | {self.settings.namespace}
             return {
                 "node": self.settings.node_id,
                 "namespace": self.settings.namespace,
@@ -223,7 +226,7 @@ class WebData:
         ``basis`` is None)."""
 
         def fn(g: SqlGraph) -> dict[str, Any]:
-            return rollback.details(g, ns, app_changes.named(g.conn, ns, ids), offset, limit)
+            return rollback.details(g, ns, app_changes.named(g, ns, ids), offset, limit)
 
         return self._read(fn)
 
@@ -369,28 +372,12 @@ class WebData:
             raise Invalid("Nothing changed: the boot list already reads so.")
         return self.boot_list(ns)
 
-    # -- conflicts and orphans -------------------------------------------------------------
-
-    def conflicts(self, ns: str) -> list[dict[str, Any]]:
-        """Elements with concurrent versions: ``[{kind: content, node, uri,
-        deleted_while_placed, heads, winner, versions: [{version, text, winner, diff (from the
-        shown text), time, client, machine}]} | {kind: placement, parent_uri, name, heads,
-        winner, versions: [{version, child, priority, winner, ...}]}]``."""
-        return self._read(lambda g: views.conflicts(g, ns))
-
-    def resolve(
-        self, ns: str, node: str, keep: str | None, text: str | None, expected_heads: list[str]
-    ) -> dict[str, Any]:
-        """Settle a memory's concurrent versions: keep one (``keep``: its version; keeping a
-        deletion deletes the memory) or write ``text`` (a merge). Naming every head, the write
-        replaces them all. Refused (409) when the heads are no longer ``expected_heads``."""
-        resolved = conflicts.resolve(self.svc, self._actor(ns), node, keep, text, expected_heads)
-        return {"resolved": resolved}
+    # -- orphans -------------------------------------------------------------
 
     def orphans(self, ns: str, offset: int, limit: int) -> dict[str, Any]:
         """Live memories no domain root reaches: ``{total, offset, items: [{node, uri,
         snippet, unreachable_under, children, modified}]}``."""
-        return self._read(lambda g: views.orphans(g, ns, offset, limit))
+        return views.orphans(*app_orphans.orphans(self.svc, ns, offset, limit), offset)
 
     def place_orphan(
         self, ns: str, node: str, new_uri: str, priority: int, disclosure: str
@@ -411,17 +398,14 @@ class WebData:
         """Knowledge-graph entities in creation order, or those ``search_nodes`` finds for
         ``query`` (case-insensitive substring of name, type or an observation): ``{total,
         offset, items: [{name, type, observations (count), first}]}``."""
-        return self._read(lambda g: views.entities(self.store.kg(ns), query, offset, limit))
+        return views.entities(*app_entities.entities(self.svc, ns, query, offset, limit), offset)
 
     def entity(self, ns: str, name: str) -> dict[str, Any]:
         """One entity: ``{name, type, observations: [text], relations: [{from, to,
         relationType}], changes: [change heads, newest first]}``."""
 
-        def fn(g: SqlGraph) -> dict[str, Any]:
-            shown = views.entity(self.store.kg(ns), name)
-            return {**shown, "changes": timeline.entity_changes(g, ns, name)}
-
-        return self._read(fn)
+        shown = views.entity(app_entities.entity(self.svc, ns, name))
+        return {**shown, "changes": self._read(lambda g: timeline.entity_changes(g, ns, name))}
 
     # -- mesh and live ---------------------------------------------------------------------
 

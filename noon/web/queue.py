@@ -9,7 +9,6 @@ changes it shows; the pending count is one skip-scan per author from its waterma
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,7 +20,7 @@ from noon.core.elements import edge_key
 from noon.core.ops import Key, valid_node_id
 from noon.errors import Invalid
 from noon.graph.memory_view import show_uri
-from noon.store.readmodel import changes, journal
+from noon.store.queries import Queries
 from noon.store.readmodel.changes import Head, Pending, Ref, Stamp
 from noon.store.readmodel.graph import SqlGraph
 from noon.store.readmodel.state import FoldView
@@ -78,30 +77,30 @@ def item(graph: SqlGraph, review: Review, h: Head) -> dict[str, Any]:
     }
 
 
-def head(conn: sqlite3.Connection, r: Ref) -> Head:
-    return changes.head(conn, r, SUMMARY_OPS)
+def head(queries: Queries, r: Ref) -> Head:
+    return queries.head(r, SUMMARY_OPS)
 
 
-def subject_keys(conn: sqlite3.Connection, ns: str, about: str) -> list[Key]:
+def subject_keys(queries: Queries, ns: str, about: str) -> list[Key]:
     """The elements every op about ``about`` (a memory, ``kg:<entity>`` or ``@edge:...``) is on."""
     if about.startswith("kg:"):
-        return journal.entity_keys(conn, ns, about[3:])
+        return queries.entity_keys(ns, about[3:])
     if about.startswith("@edge:"):
         parent, _, name = about[6:].rpartition("/")
         return [edge_key(ns, parent, name)]
-    return journal.memory_keys(conn, ns, about)
+    return queries.memory_keys(ns, about)
 
 
 def _walk(
-    conn: sqlite3.Connection, ns: str, view: str, before: Stamp | None, pending: Pending
+    queries: Queries, ns: str, view: str, before: Stamp | None, pending: Pending
 ) -> Iterator[Ref]:
     if view == "pending":
         if pending.since is None:
             return iter(())
-        return changes.newest(conn, ns, before, reviewed=False, skip_via=WEB, since=pending.since)
+        return queries.newest(ns, before, reviewed=False, skip_via=WEB, since=pending.since)
     if view == "reviewed":
-        return changes.newest(conn, ns, before, reviewed=True, skip_via=WEB)
-    return changes.newest(conn, ns, before)
+        return queries.newest(ns, before, reviewed=True, skip_via=WEB)
+    return queries.newest(ns, before)
 
 
 def listing(
@@ -114,16 +113,16 @@ def listing(
     limit: int,
     pending: Pending,
 ) -> dict[str, Any]:
-    conn = graph.conn
-    review = Review(conn, ns)
+    queries = Queries(graph)
+    review = Review(graph, ns)
     items: list[dict[str, Any]] = []
     seen: set[str] = set()
     last = None
-    for r in _walk(conn, ns, view, before, pending):
+    for r in _walk(queries, ns, view, before, pending):
         if len(items) >= limit:
             break
         last = r.stamp
-        h = head(conn, r)
+        h = head(queries, r)
         if group == "change":
             items.append(item(graph, review, h))
             continue
@@ -133,9 +132,9 @@ def listing(
         seen.add(about)
         members = [r]
         if h.subject is not None:
-            found = changes.about(conn, subject_keys(conn, ns, about), about)
+            found = queries.about(subject_keys(queries, ns, about), about)
             members = [m for m in found if review.wanted(m, view)] or [r]
-        entry = item(graph, review, h if members[0] == r else head(conn, members[0]))
+        entry = item(graph, review, h if members[0] == r else head(queries, members[0]))
         entry.update(
             id=f"memory:{about}",
             ids=[m.id for m in members],

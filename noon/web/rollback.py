@@ -14,7 +14,8 @@ from noon.core.elements import CONTENT, edge_key
 from noon.graph import undo
 from noon.graph.memory_view import show_uri
 from noon.graph.reader import version_id
-from noon.store.readmodel import changes
+from noon.store.queries import Queries
+from noon.store.readmodel.changes import Ref
 from noon.store.readmodel.graph import SqlGraph
 from noon.store.readmodel.rows import key_text
 from noon.store.rollback import lookup
@@ -84,19 +85,19 @@ MAX_STEPS_PAGE = 200
 
 
 def details(
-    graph: SqlGraph, ns: str, refs: Sequence[changes.Ref], offset: int, limit: int
+    graph: SqlGraph, ns: str, refs: Sequence[Ref], offset: int, limit: int
 ) -> dict[str, Any]:
     """The changes, the elements ``offset`` to ``offset + limit`` they touched (in the order of
     their keys' text),
     and the rollback: previewed whole when at most :data:`MAX_UNDO_OPS` ops, else refused with
     the bound said. Reads only the ops of the elements shown (and the keys of the others)."""
-    conn = graph.conn
+    queries = Queries(graph)
     state = lookup(graph)
-    every = sorted(set().union(*(changes.keys_of(conn, r) for r in refs)))  # by key text
+    every = sorted(set().union(*(queries.keys_of(r) for r in refs)))  # by key text
     shown = every[offset : offset + limit]
-    page = undo.preview([changes.ops_on(conn, r, shown) for r in refs], state)
+    page = undo.preview([queries.ops_on(r, shown) for r in refs], state)
     page = replace(page, steps=tuple(sorted(page.steps, key=lambda s: key_text(s.key))))
-    review = Review(conn, ns)
+    review = Review(graph, ns)
     refused = too_large(refs)
     if refused is None:
         whole = (
@@ -120,7 +121,7 @@ def details(
             "basis": None,
         }
     return {
-        "changes": [queue.item(graph, review, queue.head(conn, r)) for r in refs],
+        "changes": [queue.item(graph, review, queue.head(queries, r)) for r in refs],
         "steps": steps(graph, ns, page),
         "total_steps": len(every),
         "offset": offset,

@@ -1,5 +1,6 @@
 """The JSON API of the page (docs/web.md lists every route). Handlers only read and check their
-parameters and call one :class:`~noon.web.data.WebData` method in a worker thread."""
+parameters and call, in a worker thread, one :class:`~noon.web.data.WebData` method or one use
+case of :mod:`noon.app` on its store (settling conflicts), shaped into JSON."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from noon.app import conflicts as app_conflicts
+from noon.app.actor import WEB, Actor
+from noon.web import views
 from noon.web.data import WebData
 from noon.web.inputs import (
     MAX_TEXT_CHARS,
@@ -135,7 +139,12 @@ async def history(request: web.Request) -> web.Response:
 
 @routes.get("/api/conflicts")
 async def conflicts(request: web.Request) -> web.Response:
-    return await call(request, _data(request).conflicts, _ns(request))
+    """Every element with concurrent versions (:func:`noon.app.conflicts.listing`): ``[{kind:
+    content, node, uri, deleted_while_placed, heads, winner, versions: [{version, text, winner,
+    diff (from the shown text), time, client, machine}]} | {kind: placement, parent_uri, name,
+    heads, winner, versions: [{version, child, priority, winner, ...}]}]``."""
+    svc, ns = _data(request).svc, _ns(request)
+    return await call(request, lambda: views.conflicts(app_conflicts.listing(svc, ns)))
 
 
 @routes.get("/api/orphans")
@@ -282,7 +291,8 @@ def _resolve(d: WebData, ns: str, b: Body) -> Callable[[], Any]:
     heads = b.texts("expected_heads", limit=200, items=256)
     if not heads:
         raise BadInput("Give expected_heads: the versions the page showed.")
-    return lambda: d.resolve(ns, node, keep, text, heads)
+    who = Actor(ns, WEB, WEB)
+    return lambda: {"resolved": app_conflicts.resolve(d.svc, who, node, keep, text, heads)}
 
 
 @_post("/api/orphans/place", "node", "new_uri", "priority", "disclosure")

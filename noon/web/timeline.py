@@ -5,7 +5,6 @@ describe the shapes)."""
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from noon.app.changes import Review
@@ -14,7 +13,7 @@ from noon.core.ops import Op
 from noon.graph import undo
 from noon.graph.memory_view import show_uri
 from noon.graph.reader import version_id
-from noon.store.readmodel import changes, journal
+from noon.store.queries import Queries
 from noon.store.readmodel.graph import SqlGraph
 from noon.store.readmodel.rows import key_text
 from noon.store.rollback import lookup
@@ -24,33 +23,34 @@ ENTITY_CHANGES = 50
 """Changes listed with an entity."""
 
 
-def _about(conn: sqlite3.Connection, op: Op, node: str) -> bool:
+def _about(queries: Queries, op: Op, node: str) -> bool:
     """Whether ``op`` is about ``node``: its text, a placement of it or under it, its keywords
     or boot membership."""
-    return (op.el[0] == EDGE and op.el[2] == node) or changes.subject(conn, op) == node
+    return (op.el[0] == EDGE and op.el[2] == node) or queries.subject(op) == node
 
 
 def timeline(graph: SqlGraph, ns: str, node: str, offset: int, limit: int) -> dict[str, Any]:
     """The memory's changes ``offset`` to ``offset + limit``, each with only its ops about the
     memory (read through the element index and the key order: a huge change costs what it did
     to this memory)."""
-    conn = graph.conn
+    queries = Queries(graph)
     el = graph.content(ns, node)
-    keys = journal.memory_keys(conn, ns, node)
-    refs = changes.about(conn, keys, node)
+    keys = queries.memory_keys(ns, node)
+    refs = queries.about(keys, node)
     texts = [key_text(k) for k in keys]
     under = key_text((EDGE, ns, node))[:-1] + ","
     state = lookup(graph)
-    review = Review(conn, ns)
+    review = Review(graph, ns)
     items = []
     for r in refs[offset : offset + limit]:
-        held = {op.id: op for op in changes.ops_on(conn, r, texts)}
-        held.update((op.id, op) for op in changes.ops_under(conn, r, under))
-        mine = sorted((op for op in held.values() if _about(conn, op, node)), key=lambda o: o.seq)
+        held = {op.id: op for op in queries.ops_on(r, texts)}
+        held.update((op.id, op) for op in queries.ops_under(r, under))
+        about = (op for op in held.values() if _about(queries, op, node))
+        mine = sorted(about, key=lambda o: o.seq)
         text_op = next((op for op in mine if op.el[0] == CONTENT), None)
         items.append(
             {
-                **queue.item(graph, review, queue.head(conn, r)),
+                **queue.item(graph, review, queue.head(queries, r)),
                 "version": None
                 if text_op is None
                 else {
@@ -72,7 +72,7 @@ def timeline(graph: SqlGraph, ns: str, node: str, offset: int, limit: int) -> di
 
 
 def entity_changes(graph: SqlGraph, ns: str, name: str) -> list[dict[str, Any]]:
-    conn = graph.conn
-    refs = changes.about(conn, journal.entity_keys(conn, ns, name), f"kg:{name}")
-    review = Review(conn, ns)
-    return [queue.item(graph, review, queue.head(conn, r)) for r in refs[:ENTITY_CHANGES]]
+    queries = Queries(graph)
+    refs = queries.about(queries.entity_keys(ns, name), f"kg:{name}")
+    review = Review(graph, ns)
+    return [queue.item(graph, review, queue.head(queries, r)) for r in refs[:ENTITY_CHANGES]]

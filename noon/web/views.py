@@ -8,7 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from noon.app.conflicts import Concurrent, Version
+from noon.app.entities import Entity, EntityLine
 from noon.app.memories import placement_version
+from noon.app.orphans import Orphan
 from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS
 from noon.core.ops import Key, Op
 from noon.errors import NotFound
@@ -17,9 +20,8 @@ from noon.graph.glossary import MAX_SPANS, Glossary, _fold
 from noon.graph.memory_view import show_uri
 from noon.graph.reader import ElementLike, Placement, live_text, op_time_ms, version_id
 from noon.graph.uri import NODE_VIEW, Uri, is_root, node_view, parse, root, root_domain
-from noon.kg.graph import KgReader
+from noon.store.queries import Queries
 from noon.store.readmodel.graph import SqlGraph
-from noon.store.readmodel.overview import child_counts, summaries
 from noon.web.diff import text_diff
 
 SNIPPET = 140
@@ -45,12 +47,12 @@ def namer(graph: SqlGraph, ns: str) -> Callable[[str], str]:
 
 
 def count_children(graph: SqlGraph, ns: str, node: str) -> int:
-    return child_counts(graph.conn, ns, [node])[node]
+    return Queries(graph).child_counts(ns, [node])[node]
 
 
 def domains(graph: SqlGraph, ns: str) -> list[dict[str, Any]]:
     found = graph.domains(ns)
-    counts = child_counts(graph.conn, ns, [root(d) for d in found])
+    counts = Queries(graph).child_counts(ns, [root(d) for d in found])
     return [{"domain": d, "children": counts[root(d)]} for d in found]
 
 
@@ -76,8 +78,9 @@ def children(
         kids = [k for k in kids if needle in k.name.casefold() or needle in k.disclosure.casefold()]
     shown = kids[offset : offset + limit]
     boot = graph.boot_nodes(ns)
-    counts = child_counts(graph.conn, ns, (kid.child for kid in shown))
-    texts = summaries(graph.conn, ns, (kid.child for kid in shown))
+    queries = Queries(graph)
+    counts = queries.child_counts(ns, (kid.child for kid in shown))
+    texts = queries.summaries(ns, (kid.child for kid in shown))
     items = []
     for kid in shown:
         about = texts.get(kid.child)
@@ -221,116 +224,75 @@ def glossary_spans(
     return spans, False
 
 
-def conflicts(graph: SqlGraph, ns: str) -> list[dict[str, Any]]:
-    name = namer(graph, ns)
+def conflicts(found: list[Concurrent]) -> list[dict[str, Any]]:
+    """:func:`noon.app.conflicts.listing` as the page reads it, each text with its diff from
+    the shown one."""
     out: list[dict[str, Any]] = []
-    for key, el in graph.conflicts(ns):
-        heads = _heads(el)
-        win = el.winner.id
-        base = {"heads": [version_id(h) for h in heads], "winner": version_id(el.winner)}
-        if key[0] == CONTENT:
-            node = key[2]
-            shown = live_text(el)
+    for c in found:
+        base = {"heads": c.heads, "winner": c.winner}
+        if c.kind == CONTENT:
             versions = [
                 {
-                    "version": version_id(h),
-                    "text": h.val["text"] if h.val is not None else None,
-                    "winner": h.id == win,
-                    "diff": None
-                    if h.id == win or h.val is None
-                    else text_diff(shown, h.val["text"]),
-                    **who(h),
+                    "version": v.version,
+                    "text": v.text,
+                    "winner": v.winner,
+                    "diff": None if v.winner or v.text is None else text_diff(c.shown, v.text),
+                    **_by(v),
                 }
-                for h in heads
+                for v in c.versions
             ]
-            out.append(
-                {
-                    **base,
-                    "kind": "content",
-                    "node": node,
-                    "uri": show_uri(graph, ns, node),
-                    "deleted_while_placed": el.deleted,
-                    "versions": versions,
-                }
-            )
+            extra = {"node": c.node, "uri": c.uri, "deleted_while_placed": c.deleted_while_placed}
         else:
             versions = [
                 {
-                    "version": version_id(h),
-                    "child": name(h.val["child"]) if h.val is not None else None,
-                    "priority": h.val["priority"] if h.val is not None else None,
-                    "winner": h.id == win,
-                    **who(h),
+                    "version": v.version,
+                    "child": v.child,
+                    "priority": v.priority,
+                    "winner": v.winner,
+                    **_by(v),
                 }
-                for h in heads
+                for v in c.versions
             ]
-            out.append(
-                {
-                    **base,
-                    "kind": "placement",
-                    "parent_uri": name(key[2]),
-                    "name": key[3],
-                    "versions": versions,
-                }
-            )
+            extra = {"parent_uri": c.parent_uri, "name": c.name}
+        out.append({**base, "kind": c.kind, **extra, "versions": versions})
     return out
 
 
-def orphans(graph: SqlGraph, ns: str, offset: int, limit: int) -> dict[str, Any]:
-    name = namer(graph, ns)
-    found = graph.orphans(ns)
-    shown = found[offset : offset + limit]
-    counts = child_counts(graph.conn, ns, shown)
-    items = []
-    for n in shown:
-        el = graph.content(ns, n)
-        items.append(
-            {
-                "node": n,
-                "uri": node_view(n),
-                "snippet": snip(live_text(el)) if el is not None else "",
-                "unreachable_under": [
-                    f"{name(p.parent).rstrip('/')}/{p.name}" for p in graph.placements(ns, n)
-                ],
-                "children": counts[n],
-                "modified": who(el.winner) if el is not None else None,
-            }
-        )
-    return {"total": len(found), "offset": offset, "items": items}
+def _by(v: Version) -> dict[str, Any]:
+    return {"time": v.time_ms, "client": v.client, "machine": v.machine}
 
 
-def entities(kg: KgReader, query: str | None, offset: int, limit: int) -> dict[str, Any]:
-    if query:
-        found = kg.search(query)["entities"]
-        total, shown = len(found), found[offset : offset + limit]
-    else:
-        names = kg.entity_names()
-        total, shown = len(names), [kg.entity_dict(n) for n in names[offset : offset + limit]]
+def orphans(total: int, found: list[Orphan], offset: int) -> dict[str, Any]:
+    """:func:`noon.app.orphans.orphans` as the page reads it."""
     items = [
         {
-            "name": e["name"],
-            "type": e["entityType"],
-            "observations": len(e["observations"]),
-            "first": snip(e["observations"][0]) if e["observations"] else "",
+            "node": o.node,
+            "uri": node_view(o.node),
+            "snippet": snip(o.text),
+            "unreachable_under": o.unreachable_under,
+            "children": o.children,
+            "modified": None
+            if o.modified_ms is None
+            else {"time": o.modified_ms, "client": o.client, "machine": o.machine},
         }
-        for e in shown
+        for o in found
     ]
     return {"total": total, "offset": offset, "items": items}
 
 
-def entity(kg: KgReader, name: str) -> dict[str, Any]:
-    if kg.entity(name) is None:
-        raise NotFound(f"No entity named {name[:200]!r}.")
-    e = kg.entity_dict(name)
-    rels = [
-        {"from": k[2], "to": k[3], "relationType": k[4]} for k in kg.relation_keys_touching([name])
+def entities(total: int, found: list[EntityLine], offset: int) -> dict[str, Any]:
+    """:func:`noon.app.entities.entities` as the page reads it."""
+    items = [
+        {"name": e.name, "type": e.type, "observations": e.observations, "first": snip(e.first)}
+        for e in found
     ]
-    return {
-        "name": name,
-        "type": e["entityType"],
-        "observations": list(e["observations"]),
-        "relations": rels,
-    }
+    return {"total": total, "offset": offset, "items": items}
+
+
+def entity(e: Entity) -> dict[str, Any]:
+    """:func:`noon.app.entities.entity` as the page reads it."""
+    rels = [{"from": r.source, "to": r.target, "relationType": r.type} for r in e.relations]
+    return {"name": e.name, "type": e.type, "observations": e.observations, "relations": rels}
 
 
 def touched(graph: SqlGraph, keys: set[Key]) -> dict[str, Any]:

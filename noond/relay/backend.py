@@ -19,6 +19,13 @@ class Entry:
     size: int
     version: str
     """Changes whenever the object does (an ETag; size and mtime in a folder)."""
+    copy: str | None = None
+    """Where a sync tool's conflicted copy of ``name`` is stored (a folder relay only)."""
+
+    @property
+    def stored(self) -> str:
+        """What to ask the backend for."""
+        return self.copy or self.name
 
 
 class RelayDown(OSError):

@@ -27,19 +27,21 @@ MERGE_AT = 32
 def floor(relay: Relay, shard: str) -> int:
     """The highest seq of ``shard`` every author met through this relay reports holding (0 when
     one of them never reported)."""
-    others = {member_of(node) for (_, node) in relay.tags} - {relay.node}
-    if not others or any(node not in relay.reports for node in others):
+    reports = relay.down.reports
+    others = {member_of(node) for (_, node) in relay.link.tags} - {relay.link.node}
+    if not others or any(node not in reports for node in others):
         return 0
-    return min(relay.reports[node].frontier.get(shard, 0) for node in others)
+    return min(reports[node].frontier.get(shard, 0) for node in others)
 
 
 async def compact(relay: Relay, *, merge_at: int = MERGE_AT) -> int:
     """Merge each own shard's segments at or below :func:`floor`; the number of segments
     replaced."""
-    listing: list[Entry] = await relay._io(relay.backend.list)
+    link = relay.link
+    listing: list[Entry] = await link.io(link.backend.list)
     replaced = 0
-    for shard in relay.own:
-        tags = {relay.tag_of(epoch, shard) for epoch in relay.keys}
+    for shard in link.own:
+        tags = {link.tag_of(epoch, shard) for epoch in link.keys}
         below = floor(relay, shard)
         mine = sorted(
             (
@@ -48,7 +50,8 @@ async def compact(relay: Relay, *, merge_at: int = MERGE_AT) -> int:
                 if (name := seal.parse_name(entry.name)) is not None
                 and name.kind == "seg"
                 and name.tag in tags
-                and name.epoch in relay.keys
+                and entry.copy is None
+                and name.epoch in link.keys
                 and name.last <= below
             ),
             key=lambda s: (s[0].first, -s[0].last),
@@ -62,7 +65,7 @@ async def compact(relay: Relay, *, merge_at: int = MERGE_AT) -> int:
             if name.first > covered + 1:
                 break  # a piece missing from the listing: merge what is contiguous
             if name.last > covered:
-                opened = await relay._fetch(name, entry)
+                opened = await link.fetch(name, entry)
                 if opened is None or opened[0] != shard:
                     break
                 for line, op in receive.parse_ops(opened[1], shard, max_ops=MAX_OPS_PER_PAGE):
@@ -72,23 +75,23 @@ async def compact(relay: Relay, *, merge_at: int = MERGE_AT) -> int:
         if len(parts) < 2:
             continue
         first = min(lines)
-        merged = seal.segment_name(relay.epoch, relay.tag_of(relay.epoch, shard), first, covered)
+        merged = seal.segment_name(link.epoch, link.tag_of(link.epoch, shard), first, covered)
         body = b"".join(lines[s] + b"\n" for s in sorted(lines))
         sealed = seal.seal(
-            relay.keys[relay.epoch], merged, seal.segment_plain(shard, first, covered, body)
+            link.keys[link.epoch], merged, seal.segment_plain(shard, first, covered, body)
         )
-        await relay._io(relay.backend.put, merged, sealed)
-        relay._sent(len(sealed))
+        await link.io(link.backend.put, merged, sealed)
+        link.sent(len(sealed))
         for entry in parts:
             if entry.name != merged:
                 try:
-                    await relay._io(relay.backend.delete, entry.name)
+                    await link.io(link.backend.delete, entry.name)
                 except RelayDown:
                     return replaced  # the rest goes next time; readers skip the duplicates
                 replaced += 1
         log.info(
             "relay %s: merged %d segments of %s (seqs %d..%d) into one",
-            relay.url,
+            link.url,
             len(parts),
             shard,
             first,

@@ -19,14 +19,12 @@ from noond.config import DaemonConfig
 from noond.metrics import Metrics
 from noond.relay.backend import RelayDown, open_backend
 from noond.relay.compact import compact
-from noond.relay.sync import Relay, RelaySettings
+from noond.relay.link import RelaySettings
+from noond.relay.sync import Relay
 from noond.shards import Holdings
 from noond.signers import Signers
 
 log = logging.getLogger("noond.relay")
-
-COMPACT_EVERY = 300.0
-"""Seconds between relay compactions of the own segments (PROTOCOL.md §14.5)."""
 
 
 class Relays:
@@ -52,12 +50,12 @@ class Relays:
                 await asyncio.wait_for(self._flush(relay, force=True), 10.0)
 
     async def _flush(self, relay: Relay, *, force: bool = False) -> None:
-        await relay.upload()
-        await relay.write_heads(force=force)
+        await relay.up.upload()
+        await relay.up.write_heads(force=force)
 
     def _idents(self, relay: Relay) -> tuple[Any, ...]:
         out: list[tuple[int, int, int] | None] = []
-        for shard in relay.own:
+        for shard in relay.link.own:
             try:
                 st = os.stat(relay.holdings.path(shard))
                 out.append((st.st_ino, st.st_size, st.st_mtime_ns))
@@ -71,25 +69,25 @@ class Relays:
         while True:
             now = await asyncio.to_thread(self._idents, relay)
             try:
-                if now != seen or relay.uploaded is None:
-                    await relay.upload()
+                if now != seen or relay.up.uploaded is None:
+                    await relay.up.upload()
                     seen = now
-                await relay.write_heads()
-                if time.monotonic() - compacted > COMPACT_EVERY:
+                await relay.up.write_heads()
+                if time.monotonic() - compacted > relay.settings.compact_every:
                     compacted = time.monotonic()
                     await compact(relay)
             except RelayDown:
                 pass  # said once by the relay; retried next flush, the backlog in one segment
             except Exception:
                 log.exception("relay %s: upload failed", relay.url)
-            relay.stats.backlog_ops = await asyncio.to_thread(relay.backlog)
-            relay.metrics.relay_backlog.labels(relay.url).set(relay.stats.backlog_ops)
+            relay.stats.backlog_ops = await asyncio.to_thread(relay.up.backlog)
+            relay.link.metrics.relay_backlog.labels(relay.url).set(relay.stats.backlog_ops)
             await asyncio.sleep(relay.settings.flush)
 
     async def _reader(self, relay: Relay) -> None:
         while True:
             try:
-                await relay.read()
+                await relay.down.read()
             except RelayDown:
                 pass
             except Exception:
@@ -100,7 +98,7 @@ class Relays:
         """The newest frontier report of every author met through any relay."""
         out: dict[str, peerstate.Report] = {}
         for relay in self.relays:
-            for node, report in relay.reports.items():
+            for node, report in relay.down.reports.items():
                 if node not in out or out[node].at < report.at:
                     out[node] = report
         return out
@@ -130,6 +128,7 @@ def build(
         flush=config.relay_flush,
         interval=config.relay_interval,
         head_every=config.relay_head_every,
+        compact_every=config.relay_compact_every,
         fsync=config.store.fsync,
     )
     return Relays(

@@ -12,7 +12,7 @@ from noon.core.fold import Fold
 from noon.core.ops import AUTO, Draft, Op, decode, encode
 from noon.graph import plan
 from noon.graph.model import Graph
-from noon.graph.plan import GraphError
+from noon.graph.plan import REFUSED
 from noon.graph.uri import Uri
 from noon.kg import plan as kg_plan
 from noon.kg.graph import View
@@ -168,7 +168,7 @@ def apply_step(r: Replica, step: tuple[str, int, int, str, int]) -> None:
                 return plan.boot(g, NS, [node] if flag else [], [] if flag else [node]), None
 
             r.write(boot)
-    except GraphError:
+    except REFUSED:
         pass
 
 

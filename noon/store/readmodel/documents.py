@@ -7,6 +7,11 @@ placing a node changes the URIs of its whole subtree, so every node below it is 
 Scripts written without spaces are split into one token per character (``unicode61`` would
 keep a whole CJK run as one token); queries are split the same way and searched as phrases.
 
+The index is contentless (no second copy of the texts): SQLite forgets a document only when
+told the values it indexed. Those are ``memories.text`` (segmented) and the three short columns
+kept in ``memory_docs``; so a memory's document is taken out (:func:`unindex`) before its
+``memories`` row changes or goes, and written again afterwards.
+
 An entity's document is the lower-cased name, type and visible observations joined by
 :data:`SEPARATOR`, under a trigram index: ``search_nodes``'s substring test on it is the
 official server's, exactly.
@@ -95,6 +100,26 @@ def by_parent(placements: Iterable[Placement]) -> list[Placement]:
     return sorted(placements, key=lambda p: (p.parent, p.name))
 
 
+def unindex(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
+    """Take the documents of memory rows ``ids`` (those that have one) out of the index, while
+    their ``memories`` rows still hold the text indexed."""
+    wanted = sorted(set(ids))
+    for start in range(0, len(wanted), BULK):
+        part = wanted[start : start + BULK]
+        marks = ",".join("?" * len(part))
+        rows = conn.execute(
+            "SELECT d.id, m.text, d.uri, d.disclosure, d.keywords FROM memory_docs d "
+            f"JOIN memories m ON m.id = d.id WHERE d.id IN ({marks})",
+            part,
+        ).fetchall()
+        conn.executemany(
+            "INSERT INTO memory_fts (memory_fts, rowid, text, uri, disclosure, keywords) "
+            "VALUES ('delete', ?, ?, ?, ?, ?)",
+            [(mid, segment(text), uri, disc, kws) for mid, text, uri, disc, kws in rows],
+        )
+        conn.executemany("DELETE FROM memory_docs WHERE id = ?", [(r[0],) for r in rows])
+
+
 def refresh(conn: sqlite3.Connection, dirty: Dirty) -> None:
     spaces = {ns for ns, _ in dirty.memories} | {ns for ns, _ in dirty.moved}
     for ns in sorted(spaces):
@@ -129,10 +154,10 @@ def _documents(conn: sqlite3.Connection, ns: str, nodes: list[str], lookup: Plac
         )
     ):
         kws.setdefault(node, []).append(kw)
-    gone, rows = [], []
+    unindex(conn, (mid for _, mid, _, _ in found))
+    rows = []
     for node, mid, deleted, text in sorted(found):
         if deleted:
-            gone.append((mid,))
             continue
         uris = walk_uris(lookup.parents, node, URIS_INDEXED)
         rows.append(
@@ -144,11 +169,13 @@ def _documents(conn: sqlite3.Connection, ns: str, nodes: list[str], lookup: Plac
                 segment(" ".join(kws.get(node, ()))),
             )
         )
-    conn.executemany("DELETE FROM memory_fts WHERE rowid = ?", gone)
     conn.executemany(
-        "INSERT OR REPLACE INTO memory_fts (rowid, text, uri, disclosure, keywords) "
-        "VALUES (?,?,?,?,?)",
+        "INSERT INTO memory_fts (rowid, text, uri, disclosure, keywords) VALUES (?,?,?,?,?)",
         rows,
+    )
+    conn.executemany(
+        "INSERT INTO memory_docs (id, uri, disclosure, keywords) VALUES (?,?,?,?)",
+        [(mid, uri, disc, kws) for mid, _, uri, disc, kws in rows],
     )
 
 

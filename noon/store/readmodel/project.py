@@ -63,6 +63,9 @@ class Projection:
         self.relations: list[tuple[Any, ...]] = []
         self.reviews: list[tuple[Any, ...]] = []
         self.docs = documents.Dirty()
+        self.rewritten: list[tuple[str, str]] = []
+        """(namespace, node) of memories rows that exist and are written again: their search
+        documents are taken out before the text they indexed changes."""
         self.glossaries: set[str] = set()
 
     # -- one element -----------------------------------------------------------------------
@@ -89,6 +92,8 @@ class Projection:
             self.heads.extend((eid, n, s) for n, s in heads)
         if kind == CONTENT:
             self._content(eid, key, winner)
+            if not fresh:
+                self.rewritten.append((ns, key[2]))
         elif kind == EDGE:
             self._edge(key, winner, heads, fresh=fresh)
         elif kind == KEYWORD:
@@ -114,8 +119,8 @@ class Projection:
                 "SELECT id FROM memories WHERE ns = ? AND node = ?", (ns, key[2])
             ).fetchone()
             if row is not None:
+                documents.unindex(self.conn, row)
                 self.conn.execute("DELETE FROM memories WHERE id = ?", row)
-                self.conn.execute("DELETE FROM memory_fts WHERE rowid = ?", row)
         elif kind == EDGE:
             self._unplace(key)
         elif kind == KEYWORD:
@@ -279,6 +284,19 @@ class Projection:
 
     # -- write -----------------------------------------------------------------------------
 
+    def _unindex_rewritten(self) -> None:
+        by_ns: dict[str, list[str]] = {}
+        for ns, node in self.rewritten:
+            by_ns.setdefault(ns, []).append(node)
+        for ns, nodes in sorted(by_ns.items()):
+            for start in range(0, len(nodes), documents.BULK):
+                part = nodes[start : start + documents.BULK]
+                marks = ",".join("?" * len(part))
+                ids = self.conn.execute(
+                    f"SELECT id FROM memories WHERE ns = ? AND node IN ({marks})", (ns, *part)
+                ).fetchall()
+                documents.unindex(self.conn, (i for (i,) in ids))
+
     def finish(self) -> None:
         c = self.conn
         # Rows in key order: a B-tree filled in order touches each page once.
@@ -289,6 +307,7 @@ class Projection:
             rows.sort(key=_primary)
         c.executemany("INSERT OR REPLACE INTO elements VALUES (?,?,?,?,?,?,?,?,?)", self.elements)
         c.executemany("INSERT OR IGNORE INTO heads VALUES (?,?,?)", self.heads)
+        self._unindex_rewritten()
         c.executemany(_UPSERT_MEMORY, self.memories)
         c.executemany("INSERT OR REPLACE INTO placements VALUES (?,?,?,?,?,?,?)", self.placements)
         c.executemany("INSERT OR IGNORE INTO keywords VALUES (?,?,?)", self.keywords)

@@ -19,7 +19,9 @@ Tables, by job:
 - ``changes``: the element keys each generation touched, so every process can tell what
   changed since it last looked, whoever folded it.
 - the URI graph: ``memories``, ``placements``, ``keywords``, ``boot``, ``memory_fts`` (and
-  ``memory_vocab``, its words: what a prefix expands to).
+  ``memory_vocab``, its words: what a prefix expands to). ``memory_fts`` is contentless: it
+  keeps the index, not a second copy of the texts; ``memory_docs`` holds the three short
+  columns of each indexed memory, its text is ``memories.text`` (:mod:`.documents`).
 - the knowledge graph: ``entities``, ``observations``, ``relations``, ``entity_fts``.
 - ``reviews``: the review state of the web page's queue (live ``review`` elements).
 - ``vectors``: per memory (``memories.id``), its text's embedding as the version ``w_node,
@@ -42,7 +44,7 @@ from noon.store.readmodel.behind import full
 
 log = logging.getLogger("noon.readmodel")
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 FILE_NAME = "readmodel.sqlite3"
 
 NUMBERED = "key_name GLOB '[1-9]*' AND key_name NOT GLOB '*[^0-9]*'"
@@ -93,8 +95,10 @@ CREATE TABLE keywords (ns TEXT, keyword TEXT, node TEXT, PRIMARY KEY (ns, keywor
 CREATE INDEX keywords_by_node ON keywords (ns, node);
 CREATE TABLE glossary (ns TEXT PRIMARY KEY, version INTEGER) WITHOUT ROWID;
 CREATE TABLE boot (ns TEXT, node TEXT, PRIMARY KEY (ns, node)) WITHOUT ROWID;
+CREATE TABLE memory_docs (id INTEGER PRIMARY KEY, uri TEXT, disclosure TEXT, keywords TEXT);
 CREATE VIRTUAL TABLE memory_fts USING fts5 (
-    text, uri, disclosure, keywords, tokenize = 'porter unicode61 remove_diacritics 2'
+    text, uri, disclosure, keywords, content = '',
+    tokenize = 'porter unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE memory_vocab USING fts5vocab (memory_fts, 'row');
 CREATE TABLE reviews (

@@ -233,8 +233,8 @@ class Search:
         if not probe:
             return []
         rows = self.conn.execute(
-            "SELECT m.node, m.text || ' ' || f.uri || ' ' || f.disclosure || ' ' || f.keywords "
-            "FROM memory_fts f JOIN memories m ON m.id = f.rowid "
+            "SELECT m.node, m.text || ' ' || d.uri || ' ' || d.disclosure || ' ' || d.keywords "
+            "FROM memory_fts f JOIN memories m ON m.id = f.rowid JOIN memory_docs d ON d.id = m.id "
             "WHERE memory_fts MATCH ? AND m.ns = ? AND m.deleted = 0 "
             "ORDER BY f.rowid DESC LIMIT ?",
             (" OR ".join(_quoted(w) for w in probe), namespace, PROBE_CANDIDATES),

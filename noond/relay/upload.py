@@ -1,0 +1,158 @@
+"""A node's writing side of one relay (PROTOCOL.md §14.2, §14.3): upload the own shards as
+write-once sealed segments, coalesced (one PUT per shard that grew, whatever the number of
+ops), and keep each own shard's head, the own one carrying this node's signed frontier report,
+with a conditional write."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+from typing import Any
+
+from noon.core.chain import Sign
+from noon.core.collection import member_of
+from noon.store import serve
+from noond.relay import seal
+from noond.relay.backend import Conflict, Entry
+from noond.relay.link import Link, RelaySettings
+from noond.shards import Holdings
+from noond.signers import Signers
+
+log = logging.getLogger("noond.relay")
+
+
+class Uploader:
+    def __init__(
+        self,
+        link: Link,
+        *,
+        holdings: Holdings,
+        signers: Signers,
+        sign: Sign | None,
+        settings: RelaySettings,
+    ) -> None:
+        self.link = link
+        self.holdings = holdings
+        self.signers = signers
+        self.sign = sign
+        self.settings = settings
+        self.uploaded: dict[str, int] | None = None
+        """Per own shard, the last seq in the relay (None until listed once)."""
+        self.head_versions: dict[str, str] = {}
+        self.head_sent: dict[str, tuple[bytes, float]] = {}
+        """Per own shard, the head content last written and when."""
+
+    async def resume(self, listing: list[Entry]) -> None:
+        """Where the own uploads stand: the highest segment listed per own shard (a head may
+        lag behind the segments; a segment cut by a crash is not there)."""
+        link = self.link
+        uploaded = dict.fromkeys(link.own, 0)
+        for entry in listing:
+            name = seal.parse_name(entry.name)
+            if name is None or entry.copy is not None or name.epoch not in link.keys:
+                continue
+            for shard in link.own:
+                if name.tag == link.tag_of(name.epoch, shard):
+                    if name.kind == "seg":
+                        uploaded[shard] = max(uploaded[shard], name.last)
+                    elif name.epoch == link.epoch:
+                        self.head_versions[shard] = entry.version
+        # A segment under the own tag beyond what this node ever wrote is not its own (anyone
+        # holding the mesh key can name one so): it does not move the upload cursor.
+        held = await self.holdings.summaries()
+        self.uploaded = {s: min(n, held[s].seq if s in held else 0) for s, n in uploaded.items()}
+
+    async def upload(self) -> int:
+        """Upload what the own shards hold beyond the relay: one segment per shard that grew
+        (more past :data:`~noond.relay.seal.SEGMENT_TARGET`). The number of ops uploaded."""
+        link = self.link
+        if self.uploaded is None:
+            await self.resume(await link.io(link.backend.list))
+        assert self.uploaded is not None
+        sent = 0
+        for shard in link.own:
+            path = self.holdings.path(shard)
+            while True:
+                after = self.uploaded[shard]
+                try:
+                    page = await asyncio.to_thread(
+                        serve.read_after, path, after, max_bytes=seal.SEGMENT_TARGET
+                    )
+                except FileNotFoundError:
+                    break
+                if not page.ops:
+                    break
+                name = seal.segment_name(
+                    link.epoch, link.tag_of(link.epoch, shard), after + 1, page.last
+                )
+                plain = seal.segment_plain(shard, after + 1, page.last, page.body)
+                body = seal.seal(link.keys[link.epoch], name, plain)
+                await link.io(link.backend.put, name, body)
+                self.uploaded[shard] = page.last
+                link.sent(len(body))
+                link.stats.last_upload = time.time()
+                link.metrics.relay_last_upload.labels(link.url).set(link.stats.last_upload)
+                link.metrics.relay_ops_up.labels(link.url).inc(page.ops)
+                sent += page.ops
+                if not page.more:
+                    break
+        return sent
+
+    async def write_heads(self, *, force: bool = False) -> None:
+        """The head of each own shard whose content changed (its last seq; for the own shard
+        also its frontier report), at most every ``head_every`` seconds, or now with ``force``
+        (at stop)."""
+        link = self.link
+        if self.uploaded is None:
+            return
+        held = await self.holdings.summaries()
+        frontier = {n: s.seq for n, s in sorted(held.items())}
+        now = time.time()
+        for shard in link.own:
+            seq = self.uploaded.get(shard, 0)
+            if not seq and (shard != link.node or not frontier):
+                continue  # a machine that only reads still reports what it holds
+            report = frontier if shard == link.node else {}
+            content = seal.canonical({"seq": seq, "frontier": report})
+            last = self.head_sent.get(shard)
+            if last is not None and last[0] == content:
+                continue
+            if last is not None and not force and last[1] + self.settings.head_every > now:
+                continue
+            doc: dict[str, Any] = {
+                "node": shard,
+                "seq": seq,
+                "at": int(now * 1000),
+                "certs": self.signers.pems(member_of(shard)),
+                "frontier": report,
+            }
+            if self.sign is not None:
+                sig = self.sign(seal.HEAD_CONTEXT + seal.canonical(doc))
+                doc["sig"] = base64.urlsafe_b64encode(sig).rstrip(b"=").decode()
+            name = seal.head_name(link.epoch, link.tag_of(link.epoch, shard))
+            body = seal.seal(link.keys[link.epoch], name, seal.canonical(doc))
+            try:
+                version = await link.io(
+                    link.backend.put_head, name, body, self.head_versions.get(shard)
+                )
+            except Conflict:
+                log.warning(
+                    "relay %s: the head of %s changed under this node (is another noond "
+                    "running as %s?); it is listed again and written next time",
+                    link.url,
+                    shard,
+                    link.node,
+                )
+                self.uploaded = None
+                return
+            self.head_versions[shard] = version
+            self.head_sent[shard] = (content, now)
+            link.sent(len(body))
+
+    def backlog(self) -> int:
+        """Own ops held here and not yet uploaded (all of them until the relay was listed)."""
+        held = self.holdings.held()
+        done = self.uploaded or {}
+        return sum(max(0, held[s].seq - done.get(s, 0)) for s in self.link.own if s in held)
