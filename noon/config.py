@@ -19,15 +19,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from noon.errors import NoonError
 from noon.names import default_node_id, shard_file
-
-N = TypeVar("N", int, float)
+from noon.setting import ConfigError, Setting, Table
 
 DEFAULT_DIR = "~/.noon"
 NOONIEN_DIR = "~/.noonien"
@@ -35,43 +33,71 @@ NOONIEN_DIR = "~/.noonien"
 log = logging.getLogger("noon.config")
 
 
-class ConfigError(NoonError, ValueError):
-    """A setting with a value noon cannot use. The message names the variable."""
-
-
-def env_int(env: Mapping[str, str], name: str, default: int, lo: int = 0) -> int:
-    return _env_number(env, name, default, lo, int, "an integer")
-
-
-def env_float(env: Mapping[str, str], name: str, default: float, lo: float = 0.0) -> float:
-    """A duration in seconds (decimals allowed)."""
-    return _env_number(env, name, default, lo, float, "a number of seconds")
-
-
-def _env_number(
-    env: Mapping[str, str], name: str, default: N, lo: N, parse: Callable[[str], N], what: str
-) -> N:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = parse(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be {what}, got {raw!r}") from None
-    if value < lo:
-        raise ConfigError(f"{name} must be at least {lo}, got {value}")
-    return value
-
-
-def env_bool(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = env.get(name, "").strip().lower()
-    if not raw:
-        return default
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(f"{name} must be true or false, got {raw!r}")
+STORE = Table(
+    "noon",
+    "README.md",
+    (
+        Setting("NOON_DIR", "the directory of shards", DEFAULT_DIR, flag="--dir"),
+        Setting(
+            "NOON_NODE_ID",
+            "this machine's id: 1–64 of `A-Z a-z 0-9 . _ -`, unique per machine",
+            flag="--node-id",
+            shown="host name, sanitised",
+        ),
+        Setting(
+            "NOON_NAMESPACE",
+            "isolates memories of different agents or projects (`noon serve` also honours "
+            "Nocturne's `NAMESPACE` when this is unset; over HTTP a request picks one with "
+            "`X-Noon-Namespace`, or Nocturne's `X-Namespace`/`?namespace=`)",
+            "default",
+            flag="--namespace",
+        ),
+        Setting("NOON_FSYNC", "fsync every write before acknowledging it", True, field="fsync"),
+        Setting(
+            "NOON_MAX_SKEW_MS",
+            "remote clock stamps further ahead than this (milliseconds) are clamped (and counted)",
+            60_000,
+            lo=1,
+            field="max_skew_ms",
+        ),
+        Setting(
+            "NOON_HISTORY",
+            "superseded versions of each memory kept through compaction",
+            10,
+            flag="--history",
+            field="history",
+        ),
+        Setting(
+            "NOON_COMPACT_AFTER",
+            "compact the own shard each time its seq crosses a multiple of this (`0`: never)",
+            1000,
+            field="compact_after",
+        ),
+        Setting(
+            "NOON_SOLE_WRITER",
+            "`noon compact` may remove deleted memories without a daemon (only this node writes "
+            "here)",
+            False,
+            flag="--sole-writer",
+            field="sole_writer",
+        ),
+        Setting(
+            "NOON_TOKEN",
+            "token `noon serve --http` requires off loopback; `noon web`'s token (else a new one "
+            "each start)",
+            flag="--token",
+        ),
+        Setting(
+            "NOON_SIGNING_KEY",
+            "the key this node signs its shards with (and its import shard); its certificate is "
+            "the `.crt` beside it",
+            shown="`$NOON_DIR/certs/<node>.signing.key`",
+        ),
+    ),
+)
+"""The settings every ``noon`` command reads (:meth:`Settings.from_env`); a flag of the
+command overrides its variable (``--token``: ``noon serve``; ``--history``,
+``--sole-writer``: ``noon compact``)."""
 
 
 @dataclass(frozen=True)
@@ -109,21 +135,15 @@ class Settings:
             raise ConfigError(legacy_message(problems, env))
         if problems:
             log.warning("%s", legacy_message(problems, env, starting=False))
-        raw_dir = env.get("NOON_DIR", "").strip() or DEFAULT_DIR
-        node = env.get("NOON_NODE_ID", "").strip() or default_node_id()
+        raw_dir = str(STORE["NOON_DIR"].read(env))
+        key = STORE["NOON_SIGNING_KEY"].read(env)
         settings = cls(
             dir=expand(raw_dir, env),
-            node_id=node,
-            namespace=env.get("NOON_NAMESPACE", "").strip() or "default",
-            fsync=env_bool(env, "NOON_FSYNC", True),
-            max_skew_ms=env_int(env, "NOON_MAX_SKEW_MS", 60_000, 1),
-            history=env_int(env, "NOON_HISTORY", 10),
-            compact_after=env_int(env, "NOON_COMPACT_AFTER", 1000),
-            sole_writer=env_bool(env, "NOON_SOLE_WRITER", False),
-            token=env.get("NOON_TOKEN", "").strip() or None,
-            signing_key=expand(key, env)
-            if (key := env.get("NOON_SIGNING_KEY", "").strip())
-            else None,
+            node_id=str(STORE["NOON_NODE_ID"].read(env) or default_node_id()),
+            namespace=str(STORE["NOON_NAMESPACE"].read(env)),
+            token=str(token) if (token := STORE["NOON_TOKEN"].read(env)) else None,
+            signing_key=expand(str(key), env) if key else None,
+            **STORE.read_fields(env),
         )
         settings = replace(settings, **overrides)
         try:

@@ -1,7 +1,8 @@
 """Daemon settings: ``NOOND_*`` environment variables, overridden by command-line flags.
 
-Every setting, its variable and its default is documented in ``docs/noond.md``. A bad value
-fails at start with the variable's name; nothing silently falls back to a default.
+Every setting, its variable, flag, type and default is one row of :data:`noond.settings.NOOND`,
+which this module reads each value through and ``docs/noond.md`` shows. A bad value fails at
+start with the variable's name; nothing silently falls back to a default.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from noon import daemon_link
-from noon.config import ConfigError, Settings, env_bool, env_float, env_int
+from noon.config import Settings
 from noon.core.ops import valid_node_id
 from noon.daemon_link import DEFAULT_PORT
 from noon.net import is_loopback
+from noon.setting import ConfigError, env_int
+from noond.settings import NOOND
 
 ADDRESS_RE = re.compile(r"^(?:[A-Za-z0-9._-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):(\d{1,5})$")
 
@@ -175,34 +178,12 @@ def _ids(env: Mapping[str, str], name: str) -> frozenset[str]:
     return frozenset(ids)
 
 
-FLAGS: dict[str, str] = {
-    # flag dest: environment variable
-    "dir": "NOON_DIR",
-    "node_id": "NOON_NODE_ID",
-    "listen": "NOOND_LISTEN",
-    "advertise": "NOOND_ADVERTISE",
-    "peers": "NOOND_PEERS",
-    "dns_srv": "NOOND_DNS_SRV",
-    "dns_nameserver": "NOOND_DNS_NAMESERVER",
-    "tailscale": "NOOND_TAILSCALE",
-    "interval": "NOOND_INTERVAL",
-    "tls": "NOOND_TLS",
-    "allow_plaintext": "NOOND_ALLOW_PLAINTEXT",
-    "cert": "NOOND_TLS_CERT",
-    "key": "NOOND_TLS_KEY",
-    "ca": "NOOND_TLS_CA",
-}
+FLAGS: dict[str, str] = NOOND.flags()
+"""Flag destination -> the variable it overrides."""
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
-    for dest, env in FLAGS.items():
-        parser.add_argument(
-            "--" + dest.replace("_", "-"),
-            dest=dest,
-            default=None,
-            metavar="VALUE",
-            help=f"overrides {env}",
-        )
+    NOOND.add_flags(parser)
 
 
 def from_env(
@@ -262,46 +243,17 @@ def from_env(
         seeds=seeds,
         dns_srv=tuple(d for d in re.split(r"[,\s]+", _get(env, "NOOND_DNS_SRV")) if d),
         dns_nameserver=nameserver,
-        tailscale=env_bool(env, "NOOND_TAILSCALE", False),
         tailscale_port=env_int(env, "NOOND_TAILSCALE_PORT", port, 1),
-        discover_interval=env_float(env, "NOOND_DISCOVER_INTERVAL", 300.0),
-        interval=env_float(env, "NOOND_INTERVAL", 30.0, 0.05),
-        push=env_bool(env, "NOOND_PUSH", True),
-        watch_interval=env_float(env, "NOOND_WATCH_INTERVAL", 0.2, 0.01),
-        inotify=env_bool(env, "NOOND_INOTIFY", True),
-        stream=env_bool(env, "NOOND_STREAM", True),
-        suspect_after=env_int(env, "NOOND_SUSPECT_AFTER", 3, 1),
-        dead_after=env_int(env, "NOOND_DEAD_AFTER", 6, 1),
-        dead_retry=env_float(env, "NOOND_DEAD_RETRY", 300.0),
-        tls=env_bool(env, "NOOND_TLS", True),
-        allow_plaintext=env_bool(env, "NOOND_ALLOW_PLAINTEXT", False),
         tls_paths=daemon_link.tls_files(store.dir, store.node_id, env),
         revoked=_ids(env, "NOOND_REVOKED"),
         departed=_ids(env, "NOOND_DEPARTED"),
-        max_body=env_int(env, "NOOND_MAX_BODY", 32 << 20, 4096),
-        page_bytes=env_int(env, "NOOND_PAGE_BYTES", 1 << 20, 1024),
-        timeout=env_float(env, "NOOND_TIMEOUT", 10.0, 0.1),
-        digest=env_bool(env, "NOOND_DIGEST", True),
         state_file=daemon_link.state_path(store.dir, env),
-        concurrency=env_int(env, "NOOND_CONCURRENCY", 16, 1),
-        fold=env_bool(env, "NOOND_FOLD", True),
-        collect=env_bool(env, "NOOND_COLLECT", True),
-        collect_unseen=env_bool(env, "NOOND_COLLECT_UNSEEN", False),
-        forget_after=env_float(env, "NOOND_FORGET_AFTER", 180 * 86400.0, 1.0),
         metrics_listen=metrics_listen,
-        max_connections=env_int(env, "NOOND_MAX_CONNECTIONS", 512, 1),
-        max_connections_per_source=env_int(env, "NOOND_MAX_CONNECTIONS_PER_SOURCE", 64, 1),
-        handshake_timeout=env_float(env, "NOOND_HANDSHAKE_TIMEOUT", 5.0, 0.1),
-        pull_budget=env_int(env, "NOOND_PULL_BUDGET", 256 << 20, 1 << 16),
-        max_shard_bytes=env_int(env, "NOOND_MAX_SHARD_BYTES", 1 << 30, 1 << 16),
         relays=tuple(r for r in re.split(r"[,\s]+", _get(env, "NOOND_RELAY")) if r),
         relay_key=Path(_get(env, "NOOND_RELAY_KEY")).expanduser()
         if _get(env, "NOOND_RELAY_KEY")
         else None,
-        relay_flush=env_float(env, "NOOND_RELAY_FLUSH", 1.0, 0.01),
-        relay_interval=env_float(env, "NOOND_RELAY_INTERVAL", 10.0, 0.05),
-        relay_head_every=env_float(env, "NOOND_RELAY_HEAD_EVERY", 30.0, 0.0),
-        relay_compact_every=env_float(env, "NOOND_RELAY_COMPACT_EVERY", 300.0, 0.05),
+        **NOOND.read_fields(env),
     )
     config.check()
     return config

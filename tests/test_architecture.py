@@ -15,6 +15,7 @@ LAYER = {
     "noon.core": 1,
     "noon.names": 2,
     "noon.config": 2,
+    "noon.setting": 2,
     "noon.logs": 2,
     "noon.net": 2,
     "noon.graph": 3,
@@ -38,6 +39,7 @@ LAYER = {
 ALLOWED = {
     ("noon.config", "noon.names"),
     ("noon.config", "noon.errors"),
+    ("noon.config", "noon.setting"),
     ("noon.names", "noon.errors"),
     ("noon.logs", "noon.config"),
     ("noon.logs", "noon.errors"),

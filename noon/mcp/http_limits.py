@@ -27,7 +27,7 @@ import contextvars
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import h11
@@ -37,10 +37,63 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from noon.config import env_float, env_int
+from noon.config import STORE
 from noon.net import ConnectionCounter, connection_cap
+from noon.setting import Setting, Table
 
 log = logging.getLogger("noon.serve")
+
+
+SERVE = Table(
+    "serve",
+    "docs/uri-graph.md",
+    (
+        replace(STORE["NOON_TOKEN"], help="the bearer token; required off loopback"),
+        Setting(
+            "NOON_HTTP_MAX_CONNECTIONS",
+            "open connections in all (kept below the descriptor limit)",
+            256,
+            lo=1,
+            field="max_connections",
+        ),
+        Setting(
+            "NOON_HTTP_CONNECTIONS_PER_CLIENT",
+            "open connections per source address",
+            32,
+            lo=1,
+            field="connections_per_client",
+        ),
+        Setting(
+            "NOON_HTTP_HEADER_TIMEOUT",
+            "seconds a connection has to send a complete request head",
+            10.0,
+            lo=0.1,
+            field="header_timeout",
+        ),
+        Setting(
+            "NOON_HTTP_MAX_SESSIONS",
+            "Streamable HTTP sessions in all",
+            256,
+            lo=1,
+            field="max_sessions",
+        ),
+        Setting(
+            "NOON_HTTP_SESSIONS_PER_CLIENT",
+            "sessions per source address",
+            32,
+            lo=1,
+            field="sessions_per_client",
+        ),
+        Setting(
+            "NOON_HTTP_SESSION_IDLE",
+            "seconds after which an idle session ends",
+            1800.0,
+            lo=1.0,
+            field="session_idle",
+        ),
+    ),
+)
+"""The settings of ``noon serve --http`` (its flags are ``--host``, ``--port`` and ``--token``)."""
 
 
 @dataclass(frozen=True)
@@ -54,19 +107,7 @@ class HttpLimits:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> HttpLimits:
-        d = cls()
-        return cls(
-            max_connections=env_int(env, "NOON_HTTP_MAX_CONNECTIONS", d.max_connections, 1),
-            connections_per_client=env_int(
-                env, "NOON_HTTP_CONNECTIONS_PER_CLIENT", d.connections_per_client, 1
-            ),
-            header_timeout=env_float(env, "NOON_HTTP_HEADER_TIMEOUT", d.header_timeout, 0.1),
-            max_sessions=env_int(env, "NOON_HTTP_MAX_SESSIONS", d.max_sessions, 1),
-            sessions_per_client=env_int(
-                env, "NOON_HTTP_SESSIONS_PER_CLIENT", d.sessions_per_client, 1
-            ),
-            session_idle=env_float(env, "NOON_HTTP_SESSION_IDLE", d.session_idle, 1.0),
-        )
+        return cls(**SERVE.read_fields(env))
 
     def connection_cap(self) -> int:
         """``max_connections``, or fewer if the descriptor limit would not hold them."""

@@ -25,12 +25,50 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from noon.config import env_float, env_int
 from noon.net import ConnectionCounter, connection_cap
+from noon.setting import Setting, Table
 
 log = logging.getLogger("noon.web")
 
 BACKLOG = 1024
+
+
+WEB = Table(
+    "web",
+    "docs/web.md",
+    (
+        Setting(
+            "NOON_WEB_MAX_CONNECTIONS",
+            "open connections in all (kept below the open-files limit)",
+            256,
+            lo=1,
+            field="max_connections",
+        ),
+        Setting(
+            "NOON_WEB_CONNECTIONS_PER_CLIENT",
+            "open connections from one address",
+            32,
+            lo=1,
+            field="connections_per_client",
+        ),
+        Setting(
+            "NOON_WEB_HEADER_TIMEOUT",
+            "seconds a connection has to send a complete request head, after it opened or after "
+            "its last answer",
+            10.0,
+            lo=0.1,
+            field="header_timeout",
+        ),
+        Setting(
+            "NOON_WEB_BODY_TIMEOUT",
+            "seconds a request body has to arrive (408 after)",
+            30.0,
+            lo=0.1,
+            field="body_timeout",
+        ),
+    ),
+)
+"""The limits of ``noon web`` (its other settings are ``noon``'s: :data:`noon.config.STORE`)."""
 
 
 @dataclass(frozen=True)
@@ -42,15 +80,7 @@ class WebLimits:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> WebLimits:
-        d = cls()
-        return cls(
-            max_connections=env_int(env, "NOON_WEB_MAX_CONNECTIONS", d.max_connections, 1),
-            connections_per_client=env_int(
-                env, "NOON_WEB_CONNECTIONS_PER_CLIENT", d.connections_per_client, 1
-            ),
-            header_timeout=env_float(env, "NOON_WEB_HEADER_TIMEOUT", d.header_timeout, 0.1),
-            body_timeout=env_float(env, "NOON_WEB_BODY_TIMEOUT", d.body_timeout, 0.1),
-        )
+        return cls(**WEB.read_fields(env))
 
 
 class _Admitted(asyncio.Protocol):

@@ -132,11 +132,11 @@ def refresh(conn: sqlite3.Connection, dirty: Dirty) -> None:
 
 def _memories(conn: sqlite3.Connection, ns: str, nodes: set[str], moved: set[str]) -> None:
     lookup = Placements(conn, ns, preload=len(nodes) + len(moved) > PRELOAD)
-    todo = set(nodes)
+    below: set[str] = set()  # every moved node's subtree, walked once
     for n in moved:
-        if n not in todo:
-            todo.update(closure(lookup.children, n))
-    ordered = sorted(todo)
+        if n not in below:
+            below.update(closure(lookup.children, n))
+    ordered = sorted(nodes | below)
     for start in range(0, len(ordered), BULK):
         _documents(conn, ns, ordered[start : start + BULK], lookup)
 

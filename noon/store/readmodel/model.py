@@ -52,8 +52,9 @@ CHUNK_OPS = 50_000
 POLL_BYTES = 16 << 20
 KEEP_GENERATIONS = 2000
 """Generations of the change log kept; a process further behind treats everything as changed."""
-RESET_KEYS = 20_000
-"""A transaction touching more keys than this logs one reset instead of every key."""
+RESET_KEYS = 1_000
+"""A transaction touching more keys than this logs one reset instead of every key (what
+listens for changes treats more than a few hundred keys as everything anyway)."""
 
 
 class Unshared(Exception):

@@ -5,10 +5,17 @@ same in every process. An op is stored by identity with the columns the fold and
 use without decoding anything (``hlc``, ``tomb`` for a tombstone, ``prev``, ``client``,
 ``bat``, ``via``) and its value as JSON. The digest is the author's line digest: a duplicate
 and a fork tell themselves apart by it, as in :mod:`noon.core.fold`.
+
+A value of :data:`PACK_MIN` bytes or more is stored deflated (a BLOB; a shorter one, or one
+deflate does not shrink, stays JSON text): the op log keeps every version of every text, and
+those are most of the file. SQL that reads a value inside the database calls ``unpacked(val)``
+(:func:`register`).
 """
 
 from __future__ import annotations
 
+import sqlite3
+import zlib
 from typing import Any
 
 import orjson
@@ -24,6 +31,42 @@ COLUMNS = ROW + ", eid, child"
 
 _SIGN = 1 << 63
 _LIVE: dict[str, Any] = {}
+PACK_MIN = 96
+"""Values this long or longer are stored deflated."""
+_DICTIONARY = b'"disclosure":"priority":"child":"written":"type":{"text":"'
+"""What most values start with: deflate refers back to it instead of spelling it out."""
+
+
+def pack(val: Any) -> str | bytes:
+    """A value as stored: JSON text, or its deflated bytes when that is shorter."""
+    raw = orjson.dumps(val)
+    if len(raw) >= PACK_MIN:
+        deflate = zlib.compressobj(6, zlib.DEFLATED, -15, zdict=_DICTIONARY)
+        packed = deflate.compress(raw) + deflate.flush()
+        if len(packed) < len(raw):
+            return packed
+    return raw.decode()
+
+
+def unpack(stored: str | bytes) -> str | bytes:
+    """The JSON text of a stored value (bytes when it was deflated)."""
+    if isinstance(stored, str):
+        return stored
+    inflate = zlib.decompressobj(-15, zdict=_DICTIONARY)
+    return inflate.decompress(stored) + inflate.flush()
+
+
+def _unpacked_sql(stored: str | bytes | None) -> str | None:
+    return None if stored is None else _text(unpack(stored))
+
+
+def _text(raw: str | bytes) -> str:
+    return raw if isinstance(raw, str) else raw.decode()
+
+
+def register(conn: sqlite3.Connection) -> None:
+    """``unpacked(val)``: a stored value as JSON text, for SQL that reads inside one."""
+    conn.create_function("unpacked", 1, _unpacked_sql, deterministic=True)
 
 
 def key_text(key: Key) -> str:
@@ -65,7 +108,7 @@ def op_row(op: Op, kt: str | None, eid: int | None) -> tuple[Any, ...]:
         op.el[1] if known else None,
         kt,
         int(op.val is None),
-        orjson.dumps(op.val).decode() if known and op.val is not None else None,
+        pack(op.val) if known and op.val is not None else None,
         _prev_text(op.prev),
         op.by,
         op.bat,
@@ -88,7 +131,7 @@ def op_of(row: tuple[Any, ...]) -> Op:
         seq,
         hlc,
         key_of(key),
-        None if tomb else orjson.loads(val),
+        None if tomb else orjson.loads(unpack(val)),
         _prev_of(prev),
         client,
         bat,

@@ -12,8 +12,9 @@ Tables, by job:
 - ``highwater``: per author, the highest seq ever folded: never lowered by a shard that shrank,
   so a node whose own shard was restored from an old backup cannot reuse seqs.
 - ``ops``: every op folded, by identity, with its digest (a duplicate and a fork tell themselves
-  apart by it), its namespace and element key, and its value: the op log, history and rollback.
-  ``child`` is the memory a placement op places (indexed): every placement a memory ever had.
+  apart by it), its namespace and element key, and its value (deflated when long, see
+  :mod:`.rows`): the op log, history and rollback. ``child`` is the memory a placement op
+  places (indexed): every placement a memory ever had.
 - ``elements`` / ``heads``: per element key, the winner and the heads that :mod:`noon.core.fold`
   decided (``heads`` rows only when there are several: a conflict).
 - ``changes``: the element keys each generation touched, so every process can tell what
@@ -41,10 +42,11 @@ from pathlib import Path
 
 from noon.store.private import create_file, make_dir
 from noon.store.readmodel.behind import full
+from noon.store.readmodel.rows import register
 
 log = logging.getLogger("noon.readmodel")
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 FILE_NAME = "readmodel.sqlite3"
 
 NUMBERED = "key_name GLOB '[1-9]*' AND key_name NOT GLOB '*[^0-9]*'"
@@ -170,6 +172,7 @@ def _check(conn: sqlite3.Connection) -> None:
 
 
 def _configure(conn: sqlite3.Connection) -> None:
+    register(conn)
     conn.execute("PRAGMA trusted_schema = OFF")
     conn.execute("PRAGMA foreign_keys = OFF")
     conn.execute("PRAGMA busy_timeout = 600000")
