@@ -59,8 +59,10 @@ def test_lone_writes_travel_on_one_open_stream(spawn: list[Node], tmp_path: Path
     a, b = Node("a", tmp_path, pki), Node("b", tmp_path, pki)
     spawn += [a, b]
     # Rounds every 30 s: within the test, only pushes move a's writes.
-    a.start([b], NOOND_INTERVAL="30")
-    b.start([a], NOOND_INTERVAL="30")
+    # A generous timeout: a late pong on a loaded machine would close the stream (rightly)
+    # and send a write by POST, which this test counts.
+    a.start([b], NOOND_INTERVAL="30", NOOND_TIMEOUT="10")
+    b.start([a], NOOND_INTERVAL="30", NOOND_TIMEOUT="10")
     wait_until(lambda: a.get("/peers")[1]["peers"], what="a to admit b")
     opening = stream_up(a, b, "opening")
     posts, streamed = scrape(b, POSTS), scrape(b, STREAM_BYTES)
@@ -79,14 +81,14 @@ def test_a_member_killed_mid_stream_loses_nothing_and_gets_a_new_stream(
     a, b, c = (Node(n, tmp_path, pki) for n in "abc")
     spawn += [a, b, c]
     for node, peers in ((a, [b, c]), (b, [a, c]), (c, [a, b])):
-        node.start(peers, wait=False, NOOND_INTERVAL="5")
+        node.start(peers, wait=False, NOOND_INTERVAL="5", NOOND_TIMEOUT="10")
     for node in (a, b, c):
         node.wait_healthy()
     opening = stream_up(a, b, "before")
     b.kill()  # SIGKILL: the stream breaks with nothing said
     for i in range(5):  # c keeps being served while b is gone
         write_and_wait(a, [c], f"while{i}", timeout=30)
-    b.start([a, c], NOOND_INTERVAL="5")
+    b.start([a, c], NOOND_INTERVAL="5", NOOND_TIMEOUT="10")
     wait_until(lambda: held(b, "a") == held(a, "a"), timeout=60, what="b to catch up")
     wait_until(
         lambda: a.metric("noond_streams_closed_total", 'direction="out",reason="failed"') >= 1,
