@@ -94,8 +94,18 @@ def mesh(base: Path, pki: Pki, proxies: Proxies, n: int, **env: str) -> list[Nod
 
 
 def latency(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, float]:
-    """One-op writes round robin; time until every other node's copy of the shard holds it."""
+    """One-op writes round robin; time until every other node's copy of the shard holds it.
+    Each node writes once first, unmeasured: that write opens its connections (and streams),
+    which every later one finds open."""
     summaries = {m.name: Summaries(m.dir) for m in nodes}
+    for w in nodes:
+        w.write((f"warm-{w.name}", "opens the connections"))
+        seq = summaries[w.name].get(w.name).seq
+        wait_until(
+            lambda w=w, seq=seq: all(summaries[m.name].get(w.name).seq >= seq for m in nodes),
+            timeout=60,
+            what="the warm-up write to reach every node",
+        )
     samples = []
     before = proxies.bytes
     for i in range(writes):
@@ -418,13 +428,19 @@ def run(
 
 
 def push_vs_poll(base: Path, sizes: list[int], writes: int) -> dict[str, Any]:
-    """Write → held on all with default settings (``NOOND_WATCH_INTERVAL`` 0.2 s), the daemons
-    told of a local write by polling alone (``NOOND_INOTIFY=false``, as before inotify) and by
-    inotify, one mesh each, side by side in one run."""
+    """Write → held on all with default settings (``NOOND_WATCH_INTERVAL`` 0.2 s), one mesh
+    each, side by side in one run: the daemons told of a local write by polling alone
+    (``NOOND_INOTIFY=false``, as before inotify) or by inotify, each pushing by POST
+    (``NOOND_STREAM=false``, as before streams), and the default: inotify, and a push on the
+    member's open stream (PROTOCOL.md §5.1)."""
     pki = Pki(base / "pki")
     out: dict[str, Any] = {}
     for n in sizes:
-        for mode, env in (("poll", {"NOOND_INOTIFY": "false"}), ("inotify", {})):
+        for mode, env in (
+            ("poll", {"NOOND_INOTIFY": "false", "NOOND_STREAM": "false"}),
+            ("inotify", {"NOOND_STREAM": "false"}),
+            ("stream", {}),
+        ):
             proxies = Proxies()
             nodes = mesh(
                 base / f"{mode}{n}", pki, proxies, n, NOOND_INTERVAL="30", NOON_FSYNC="true", **env

@@ -166,8 +166,10 @@ CAUSES: list[tuple[str, str]] = [
     ),
     (
         "wire bytes per op per receiver",
-        "a lone write travels as its own TLS-wrapped HTTP push; "
-        "writes in a row coalesce into one push and approach the op line itself.",
+        "a lone write travels as one frame on the stream kept open to each peer (PROTOCOL.md "
+        "§5.1: the op line, a WebSocket header and a TLS record, and a short answer back), or "
+        "as its own TLS-wrapped HTTP push while no stream is open; writes in a row coalesce "
+        "into one frame or push and approach the op line itself.",
     ),
 ]
 """Why noon can be slower than a comparable implementation, by figure name (first match wins)."""
@@ -207,10 +209,11 @@ FLOOR_NOTES: list[tuple[str, str]] = [
     (
         "write → visible",
         "the daemon learns of a local write from inotify (where that is unavailable, by polling "
-        "the shard's size every `NOOND_WATCH_INTERVAL`), then makes one HTTPS push per peer, and "
-        "each receiver verifies, appends and fsyncs before the op counts as held; every daemon "
-        "and the client share the machine's cores (`python -m bench.noond_mesh --push-vs-poll` "
-        "measures polling and inotify side by side).",
+        "the shard's size every `NOOND_WATCH_INTERVAL`), then sends it on the stream open to "
+        "each peer (PROTOCOL.md §5.1), and each receiver verifies, appends and fsyncs before the "
+        "op counts as held; every daemon and the client share the machine's cores (`python -m "
+        "bench.noond_mesh --push-vs-poll` measures polling, inotify with a POST per write, and "
+        "streams side by side).",
     ),
     (
         "catch-up rate",

@@ -8,6 +8,7 @@ whole-shard rewrite with If-Match on the same server as the anchor.
   while its relay uploads every second (``NOOND_RELAY_FLUSH``); ops/s until the last op is in
   the bucket (bound by the local stores here: 4 writers share 2 cores), and PUTs and sealed
   bytes per op;
+- the same 4 writers with no relay (the local stores alone), as the ceiling of the above;
 - through the relay: 4 machines' one-op batches uploaded at once and taken by a fifth machine,
   verified and appended: ops/s from the first upload to the last op stored at the reader;
 - the anchor: 4 writers each appending one op at a time to its own shard object the way
@@ -123,6 +124,34 @@ async def writes_in_a_row(
         "segment_puts_per_op": round(puts / total, 4),
         "head_puts_per_op": round(sum(requests(r, "put_head") for r in relays) / total, 4),
         "sealed_bytes_per_op": round(sealed / total, 1),
+    }
+
+
+def local_writes(base: Path, pki: Pki, n: int) -> dict[str, Any]:
+    """The same 4 writers with no relay at all: what the local stores take on this machine
+    (the ceiling of writes in a row, measured beside them)."""
+    dirs = []
+    for i in range(WRITERS):
+        directory = base / f"l{i}"
+        directory.mkdir(parents=True)
+        pki.install_signing(f"l{i}", directory)
+        dirs.append(directory)
+    flags = [threading.Event() for _ in dirs]
+    threads = [
+        threading.Thread(target=write_ops, args=(d, f"l{i}", n, flag), daemon=True)
+        for i, (d, flag) in enumerate(zip(dirs, flags, strict=True))
+    ]
+    t0 = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seconds = time.perf_counter() - t0
+    return {
+        "writers": WRITERS,
+        "ops": WRITERS * n,
+        "seconds": round(seconds, 2),
+        "ops_per_s": round(WRITERS * n / seconds, 1),
     }
 
 
@@ -244,6 +273,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         out["relay_writes"] = await writes_in_a_row(
             base / "w", pki, server.url("bench"), mesh, args.ops
         )
+        out["local_writes"] = await asyncio.to_thread(local_writes, base / "l", pki, args.ops)
         out["relay_through"] = await through(base / "t", pki, server.url("through"), mesh, args.ops)
         out["anchor_writes"] = await asyncio.to_thread(anchor_writes, server, args.anchor_ops)
         out["catch_up"] = await catch_up(

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench.mesh import free_port
 
@@ -38,7 +39,7 @@ class S3Server:
     def url(self, prefix: str = "mesh") -> str:
         return f"s3://{self.bucket}/{prefix}?path_style=1"
 
-    def client(self):  # type: ignore[no-untyped-def]
+    def client(self) -> Any:
         import boto3
         from botocore.config import Config
 

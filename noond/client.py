@@ -32,6 +32,7 @@ from noon.store.serve import Checks
 from noond.metrics import Metrics
 from noond.wire import (
     REVISIONS,
+    STREAM_ACK_MAX,
     Code,
     Header,
     PageHeaders,
@@ -167,6 +168,38 @@ class HttpTransport:
         except (TimeoutError, aiohttp.ClientError, ssl.SSLError, OSError) as e:
             raise Unreachable(f"{address}: {type(e).__name__}: {e}") from None
 
+    async def open_stream(
+        self,
+        address: str,
+        path: str,
+        *,
+        params: Mapping[str, str],
+        headers: Mapping[str, str],
+        heartbeat: float,
+    ) -> tuple[aiohttp.ClientWebSocketResponse, str | None]:
+        """A WebSocket to ``path`` (PROTOCOL.md §5.1) on a connection of its own, and the node
+        id the server's certificate proves. Pinged every ``heartbeat`` seconds: a peer that
+        stops answering is found out even while nothing is written."""
+        url = f"{self.scheme}://{address}{path}"
+        try:
+            ws = await self.session.ws_connect(
+                url,
+                params=dict(params),
+                headers=dict(headers),
+                heartbeat=heartbeat,
+                max_msg_size=STREAM_ACK_MAX,
+                compress=0,
+                timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=self._timeout.sock_read),
+            )
+        except aiohttp.WSServerHandshakeError as e:
+            code = Code.NOT_FOUND if e.status == 404 else Code.HTTP
+            message = f"{address}{path}: {e.status} {e.message}"
+            raise PeerError(message, status=e.status, code=code) from None
+        except (TimeoutError, aiohttp.ClientError, ssl.SSLError, OSError) as e:
+            raise Unreachable(f"{address}: {type(e).__name__}: {e}") from None
+        ssl_object = ws.get_extra_info("ssl_object")
+        return ws, peer_node_id(ssl_object) if self.ssl_context else None
+
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
@@ -199,6 +232,8 @@ class Client:
         """What this node speaks (revision 1 only without its signing key: the daemon says)."""
         self.revision: dict[str, int] = {}
         """Per peer, the highest revision both speak, learned from its ``/info``."""
+        self.capabilities: dict[str, frozenset[str]] = {}
+        """Per peer, the capabilities its ``/info`` lists (§2.2)."""
         self.advertise = advertise
         self.transport = transport
         self.tls = tls
@@ -221,15 +256,7 @@ class Client:
         limit: int = MAX_JSON,
     ) -> tuple[Reply, bytes]:
         """One request; returns the reply and its body, decompressed."""
-        # Before a peer's /info is read, the lowest revision: every release of a range accepts it.
-        revision = self.revision.get(expect or "", self.speaks[0])
-        headers = {
-            Header.PROTOCOL: str(revision),
-            Header.NODE: self.node,
-            Header.ADDRESS: self.advertise,
-            "User-Agent": f"noond/{self.speaks[1]}",
-            "Accept-Encoding": "gzip",
-        }
+        headers = self._headers(expect)
         if data is not None:
             headers["Content-Type"] = "application/x-ndjson"
             self.metrics.client_sent.labels(route).inc(len(data))
@@ -248,6 +275,46 @@ class Client:
         if reply.headers.get("Content-Encoding", "").lower() == "gzip":
             raw = _gunzip(raw, limit)
         return reply, raw
+
+    def _headers(self, expect: str | None) -> dict[str, str]:
+        # Before a peer's /info is read, the lowest revision: every release of a range accepts it.
+        revision = self.revision.get(expect or "", self.speaks[0])
+        return {
+            Header.PROTOCOL: str(revision),
+            Header.NODE: self.node,
+            Header.ADDRESS: self.advertise,
+            "User-Agent": f"noond/{self.speaks[1]}",
+            "Accept-Encoding": "gzip",
+        }
+
+    async def open_stream(
+        self,
+        address: str,
+        *,
+        expect: str,
+        shard: str,
+        after: int,
+        check: int | None,
+        checks: Checks,
+        heartbeat: float,
+    ) -> aiohttp.ClientWebSocketResponse:
+        """An op stream of ``shard`` to ``expect`` (PROTOCOL.md §5.1), its identity checked.
+        :class:`PeerError` (code ``not_found``) when the transport cannot stream."""
+        if not isinstance(self.transport, HttpTransport):
+            raise PeerError("this transport carries no streams", code=Code.NOT_FOUND)
+        ws, peer = await self.transport.open_stream(
+            address,
+            f"/shards/{shard}/stream",
+            params={"after": str(after), **check_params(check, checks)},
+            headers=self._headers(expect),
+            heartbeat=heartbeat,
+        )
+        if self.tls and peer != expect:
+            await ws.close()
+            raise PeerError(
+                f"{address} proved identity {peer!r}, expected {expect!r}", code=Code.IDENTITY
+            )
+        return ws
 
     def _clock(self, peer: str | None, date: str | None, sent: float) -> None:
         """Record the peer's clock skew from its ``Date``."""
@@ -317,6 +384,10 @@ class Client:
                 code=Code.PROTOCOL,
             )
         self.revision[node] = common
+        caps = obj.get("capabilities")
+        self.capabilities[node] = frozenset(
+            c for c in (caps if isinstance(caps, list) else []) if isinstance(c, str)
+        )
         return obj, node
 
     async def get_json(

@@ -112,6 +112,8 @@ class Daemon:
             pull_budget=config.pull_budget,
             pull_seconds=config.timeout * 3,
             max_shard_bytes=config.max_shard_bytes,
+            timeout=config.timeout,
+            stream=config.stream,
         )
         wiring = Wiring(
             self.node,
@@ -379,6 +381,7 @@ class Daemon:
         for runner in (self._runner, self._metrics_runner):
             if runner is not None:
                 await runner.cleanup()
+        await self.exchanger.streams.close()
         await self.client.close()
         if self._store is not None:
             self._store.close()

@@ -28,6 +28,7 @@ from noond.pull import Puller
 from noond.revocations import MAX_RECORDS, cut_back
 from noond.shards import refused
 from noond.statefile import StateFile
+from noond.stream_send import Streams
 from noond.wire import (
     MAX_GOSSIP,
     Code,
@@ -54,6 +55,7 @@ class Exchanger(Wired):
         self.state = state
         self._suggest = suggest
         self.puller = Puller(wiring)
+        self.streams = Streams(wiring)
         self.recovery = Recovery(self, state, hold=wiring.settings.recovery_hold)
         self._locks: dict[str, asyncio.Lock] = {}
         self.waiting_for_floor: set[tuple[str, str]] = set()
@@ -68,8 +70,11 @@ class Exchanger(Wired):
             await self._guarded(member, self._sync(member))
 
     async def push(self, member: Member, shard: str) -> None:
-        """Push one of our own shards to ``member`` from the head it acknowledged (a full
-        exchange when that head is unknown or an own shard is being recovered)."""
+        """Push one of our own shards to ``member`` from the head it acknowledged: on the open
+        stream when there is one (PROTOCOL.md §5.1), else by POST (a full exchange when that
+        head is unknown or an own shard is being recovered)."""
+        if not self.recovery.behind and await self.streams.send(member, shard):
+            return
         async with self._lock(member.node):
             if self.recovery.behind or shard not in member.heads:
                 await self._guarded(member, self._sync(member))

@@ -49,6 +49,19 @@ class Metrics:
         self.pushes = Counter(
             "noond_pushes_total", "Pushes of the own shard by result.", ["result"], registry=r
         )
+        self.streams = Gauge(
+            "noond_streams",
+            "Op streams open (PROTOCOL.md §5.1), by direction (in: members sending here).",
+            ["direction"],
+            registry=r,
+        )
+        self.streams_closed = Counter(
+            "noond_streams_closed_total",
+            "Op streams closed, by direction and reason (idle, refused, peer, replaced, "
+            "failed, stopped).",
+            ["direction", "reason"],
+            registry=r,
+        )
         self.relay_requests = Counter(
             "noond_relay_requests_total",
             "Requests to a relay by operation (list, get, put, put_head, delete).",

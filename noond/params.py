@@ -36,7 +36,9 @@ class Refused(NoonError):
         self.code = code
         self.logged = logged
         """False when the reason is logged elsewhere, once (a full disk)."""
-        self.response = error_response(status, code, message, **extra)
+        self.body = orjson.dumps({"error": message, "code": code.value, **extra})
+        """The JSON answer (also what a stream sends before it closes, §5.1)."""
+        self.response = web.Response(body=self.body, status=status, content_type="application/json")
 
 
 def uint_param(request: web.Request, name: str, default: int | None, hi: int = MAX_SEQ) -> int:

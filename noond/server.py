@@ -20,13 +20,11 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from noon.certs import ROLE_METRICS, peer_identity
-from noon.core.chain import Verify
 from noon.core.collection import member_of
 from noon.net import is_loopback
-from noon.store import receive, serve, store
+from noon.store import serve, store
 from noon.store.errors import ForkDetected
-from noon.store.readmodel.behind import full
-from noon.store.shard import NotRegular
+from noond import intake
 from noond.config import parse_address
 from noond.params import (
     Refused,
@@ -39,9 +37,9 @@ from noond.params import (
     uint_param,
 )
 from noond.shards import refused
+from noond.stream_serve import STREAM_ROUTE, Inbound
 from noond.wire import (
     CAPABILITIES,
-    MAX_OPS_PER_PUSH,
     Code,
     Header,
     PageHeaders,
@@ -304,18 +302,7 @@ async def push_ops(request: web.Request) -> web.Response:
     config = daemon.config
     node = shard_param(request)
     caller = request.get("caller")
-    if refused(node, daemon.state.ignored):
-        raise Refused(403, Code.FORBIDDEN, f"shard {node!r} is revoked or departed")
-    if refused(node, {config.node}):
-        raise Refused(403, Code.FORBIDDEN, "nobody pushes this node's own shards to it")
-    pusher = caller if config.tls else request.headers.get(Header.NODE)
-    if pusher is None or member_of(node) != pusher:
-        raise Refused(
-            403,
-            Code.FORBIDDEN,
-            f"a peer may push only its own shards (its own and its imports): {pusher!r} "
-            f"cannot push {node!r}",
-        )
+    intake.pusher_of(daemon, node, caller, request.headers.get(Header.NODE))
     after = uint_param(request, "after", None)
     check = check_param(request)
     checks = checks_param(request)
@@ -326,89 +313,10 @@ async def push_ops(request: web.Request) -> web.Response:
         raise Refused(415, Code.UNSUPPORTED_ENCODING, f"request bodies are not {encoding}-coded")
     body = await read_body(request, config.max_body, config.timeout * 3)
     daemon.metrics.server_received.labels(_route(request)).inc(len(body))
-    try:
-        ops = await asyncio.to_thread(receive.parse_ops, body, node, max_ops=MAX_OPS_PER_PUSH)
-    except receive.ReplicaError as exc:
-        raise Refused(400, Code.INVALID_OPS, f"nothing stored: {exc}") from None
-    size = await asyncio.to_thread(_size, daemon.holdings.path(node))
-    if size + len(body) > config.max_shard_bytes:
-        raise Refused(
-            507,
-            Code.QUOTA,
-            f"this node keeps at most {config.max_shard_bytes} bytes of one author's shard "
-            f"({node!r} holds {size})",
-        )
-    held = (await daemon.holdings.summary(node)).seq
-    if held < after:
-        raise Refused(
-            409,
-            Code.GAP,
-            f"this node holds {node!r} up to seq {held}, the push starts after {after}",
-            head=held,
-        )
     pairs = [(after, check)] if check is not None and after else []
-    try:
-        await asyncio.to_thread(
-            serve.compare, daemon.holdings.path(node), [*pairs, *checks], who="pusher"
-        )
-    except ForkDetected as exc:
-        message = f"{exc}; refusing to merge"
-        daemon.forks.record(caller or node, node, message)
-        raise Refused(409, Code.FORK, message) from None
-    verify = await _verifier(daemon, caller, node, request["revision"])
-    try:
-        pusher = daemon.membership.members.get(caller or "")
-        done = await daemon.exchanger.puller.append_proven(pusher, node, ops, 0, verify)
-    except receive.Unproven as exc:
-        raise Refused(400, Code.UNPROVEN, f"nothing stored: {exc}") from None
-    except NotRegular as exc:
-        log.error("cannot store shard %s: %s", node, exc)
-        raise Refused(503, Code.UNAVAILABLE, f"this node cannot store {node!r} now") from None
-    except ForkDetected as exc:
-        daemon.forks.record(caller or node, node, str(exc))
-        raise Refused(409, Code.FORK, str(exc)) from None
-    except receive.SkipsCompacted as exc:
-        # This replica lags behind a compaction of the pusher: it re-fetches the whole
-        # shard when it next pulls (PROTOCOL.md §5).
-        raise Refused(409, Code.GAP, str(exc), head=held) from None
-    except OSError as exc:
-        if not full(exc):
-            raise
-        daemon.holdings.disk_full(exc)
-        raise Refused(
-            507,
-            Code.UNAVAILABLE,
-            "this node's disk is full: nothing of this push was stored; it pulls what it "
-            "misses once space returns",
-            logged=False,
-        ) from None
-    daemon.holdings.stored()
-    daemon.metrics.ops_received.inc(done.appended)
+    held = await intake.continues(daemon, caller, node, after, [*pairs, *checks])
+    done = await intake.store(daemon, caller, node, body, held, request["revision"])
     return json_response({"appended": done.appended, "skipped": done.skipped, "head": done.head})
-
-
-async def _verifier(daemon: Daemon, caller: str | None, node: str, revision: int) -> Verify | None:
-    """How a push of ``node`` is checked: its author's certified keys, asked from the pusher
-    when none is known here (PROTOCOL.md §13.2). A pusher speaking revision 1 whose signer is
-    unknown here pushes unsigned, as revision 1 did: mTLS proves it wrote its own shard
-    (§13.5). Refused otherwise."""
-    if not daemon.signers.required:
-        return None
-    check = daemon.signers.check(node)
-    member = daemon.membership.members.get(caller or "")
-    if check is None and member is not None:
-        await daemon.exchanger.puller.ask_signers(member, member_of(node))
-        check = daemon.signers.check(node)
-    if check is None and revision == 1 and caller == member_of(node):
-        return None
-    if check is None:
-        raise Refused(
-            400,
-            Code.UNPROVEN,
-            f"nothing stored: no signing certificate of {member_of(node)!r} by this node's CA "
-            "is known here",
-        )
-    return check
 
 
 async def signers(request: web.Request) -> web.Response:
@@ -458,6 +366,9 @@ def build_app(daemon: Daemon) -> web.Application:
     app.router.add_get("/shards/digest", digest)
     app.router.add_get("/shards/{node}/ops", get_ops)
     app.router.add_post("/shards/{node}/ops", push_ops)
+    inbound = Inbound(daemon)
+    app.router.add_get(STREAM_ROUTE, inbound.serve)
+    app.on_shutdown.append(inbound.close_all)
     app.router.add_get("/signers/{node}", signers)
     app.router.add_get("/revocations", revocations)
     app.router.add_get("/graph", graph)

@@ -95,6 +95,14 @@ NOOND = Table(
             field="inotify",
         ),
         Setting(
+            "NOOND_STREAM",
+            "push each new batch on a WebSocket kept open per peer and own shard (PROTOCOL.md "
+            "§5.1), with `POST` as the fallback while a stream is down; `false`: every push by "
+            "`POST`",
+            True,
+            field="stream",
+        ),
+        Setting(
             "NOOND_WATCH_INTERVAL",
             "how often the shards written here are polled for changes (min 0.01); with inotify "
             "this is only the fallback",

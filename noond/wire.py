@@ -16,7 +16,7 @@ from noon.store.serve import MAX_CHECKS, Checks, Summary
 REVISIONS = (1, 2)
 """The protocol revisions this release speaks (§2.1): 1, unsigned shards, and 2, signed shards
 (§13). A node without its signing key writes unsigned lines, so it speaks revision 1 only."""
-CAPABILITIES = ("digest", "gzip", "check", "checks", "membership", "graph", "signed")
+CAPABILITIES = ("digest", "gzip", "check", "checks", "membership", "graph", "signed", "stream")
 
 MAX_LISTING = 100_000
 """Shard summaries read from one ``/shards`` listing."""
@@ -220,3 +220,9 @@ def common_revision(mine: Revisions, theirs: Revisions) -> int | None:
     """The highest revision both speak, or None."""
     high = min(mine[1], theirs[1])
     return high if high >= max(mine[0], theirs[0]) else None
+
+
+STREAM_FRAME_MAX = 4 << 20
+"""Bytes of one frame a member sends on an op stream (§5.1); a bigger batch goes by POST."""
+STREAM_ACK_MAX = 4096
+"""Bytes of one answer on an op stream."""

@@ -29,6 +29,10 @@ class ExchangeSettings:
     """Seconds one exchange may spend pulling from one member."""
     max_shard_bytes: int = 1 << 30
     """Size at which a replica shard is no longer pulled or pushed to (per author)."""
+    timeout: float = 10.0
+    """Seconds a member may take to answer (``NOOND_TIMEOUT``)."""
+    stream: bool = True
+    """Push on open streams (``NOOND_STREAM``)."""
 
 
 @dataclass(frozen=True)

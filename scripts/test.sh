@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs noon with its test, benchmark and semantic-search dependencies into .venv (the
 # benchmark smoke test draws the plots; the semantic tests load the model), installs the
-# official MCP memory server (the reference of the drop-in tests), checks lint, format and
-# types, and runs the test suite.
+# official MCP memory server (the reference of the drop-in tests) and ESLint (the page's
+# scripts are linted by tests/test_js_lint.py), checks lint, format and types, and runs the
+# test suite.
 # This is the README's test command; .ci/run calls it too.
 #   --fast   the fast lane: only in-process tests (no real processes, daemons or browsers),
 #            with fewer hypothesis examples (about 30 s on 2 cores, after 8 s of checks); what
@@ -18,7 +19,10 @@ if [ "${1:-}" = "--fast" ]; then
 fi
 . scripts/lib.sh
 install_venv '[test,bench,semantic]'
-[ ${#lane[@]} -gt 0 ] || bash scripts/install-official-server.sh
+if [ ${#lane[@]} -eq 0 ]; then
+    bash scripts/install-official-server.sh
+    bash scripts/install-eslint.sh
+fi
 .venv/bin/ruff check noon noond tests bench
 .venv/bin/ruff format --check noon noond tests bench
 .venv/bin/mypy

@@ -26,6 +26,7 @@ def test_tiny_relay_bench_reports_every_part_beside_its_anchor() -> None:
     )
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout)
+    assert out["local_writes"]["ops"] == 80
     assert out["relay_writes"]["ops"] == 80 and out["relay_through"]["ops"] == 80
     assert out["anchor_writes"]["puts_per_op"] == 1.0
     assert out["catch_up"]["ops"] == 600 and out["catch_up"]["anchor_one_get_seconds"] >= 0

@@ -6,6 +6,8 @@ break nor skip anything."""
 from __future__ import annotations
 
 import shutil
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ from noon.store import signing
 from noon.store.store import Store
 from noond.metrics import Metrics
 from noond.relay import compact, seal
-from noond.relay.backend import open_backend
+from noond.relay.backend import Conflict, open_backend
 from noond.relay.link import RelaySettings
 from noond.relay.sync import Relay
 from noond.shards import Holdings
@@ -126,13 +128,13 @@ async def test_late_partial_and_conflicted_copies(
     (first.parent / f".syncthing.{first.name}.tmp").write_bytes(b"partial")
     assert await b.sync() == 0
     assert not b.shard("laptop").exists()  # nothing stored from a cut segment, nothing skipped
-    assert b.refused("ciphertext") == 1
+    assert b.refused("ciphertext") == 2  # the cut segment, then the junk "conflicted copy" of it
     assert b.relay.stats.lag_ops == 2
     # The copy completes: it is read again (it changed) and everything arrives, once.
     shutil.copy2(segments[0], first)
     assert await b.sync() == 2
     assert b.texts() == {"m1": "first", "m2": "second"}
-    assert b.refused("ciphertext") == 1 and b.relay.stats.lag_ops == 0
+    assert b.refused("ciphertext") == 2 and b.relay.stats.lag_ops == 0
     # Back the other way, and the frontier report of each reaches the other.
     b.write(("m3", "third"))
     await b.sync()
@@ -287,3 +289,72 @@ async def test_compaction_merges_what_every_reader_holds(
     # Two LISTs, three heads, two segments and its own head: not one GET per old segment.
     assert await d.sync() == 41 and d.relay.stats.requests <= 8
     assert d.texts() == a.texts()
+
+
+async def test_a_conflicted_copy_is_taken_only_for_what_its_original_does_not_hold(
+    tmp_path: Path, pki: Pki, mesh: certs.MeshKey
+) -> None:
+    fa, fb = tmp_path / "sync-a", tmp_path / "sync-b"
+    fa.mkdir(), fb.mkdir()
+    a = Machine("laptop", tmp_path, pki, fa, mesh)
+    b = Machine("desktop", tmp_path, pki, fb, mesh)
+    for i in (1, 2, 3):
+        a.write((f"m{i}", f"write {i}"))
+        await a.sync()
+    sync_tool(fa, fb)
+    s1, s2, s3 = sorted((fb / seal.ROOT).rglob("*.seg"))
+    # 1: a cut version won the name; the whole one is Syncthing's conflicted copy beside it.
+    whole = s1.read_bytes()
+    s1.with_name(s1.stem + ".sync-conflict-20261203-120000-ABCDEFG.seg").write_bytes(whole)
+    s1.write_bytes(whole[:-9])
+    # 2: a junk conflicted copy beside an intact original: never fetched.
+    s2.with_name(s2.stem + " (desktop's conflicted copy 2026-12-03).seg").write_bytes(b"junk")
+    # 3: only the conflicted copy is left.
+    s3.rename(s3.with_name(s3.stem + " (conflicted copy).seg"))
+    # 4: a conflicted copy of a name that never held it (segment 2's bytes): sealed under
+    # another name, refused.
+    s4 = s3.with_name(f"{4:016x}-{4:016x}.sync-conflict-20261203-120001-ABCDEFG.seg")
+    s4.write_bytes(s2.read_bytes())
+    assert await b.sync() == 3
+    assert b.shard("laptop").read_bytes() == a.shard("laptop").read_bytes()
+    assert b.texts() == {"m1": "write 1", "m2": "write 2", "m3": "write 3"}
+    assert b.refused("ciphertext") == 2  # the cut original, the moved copy; not the junk
+    assert b"junk" not in b.shard("laptop").read_bytes()
+    # A conflicted copy of a head stands in for a missing head: its author is still known.
+    head = next((fb / seal.ROOT).rglob("head"))
+    head.rename(head.with_name("head.sync-conflict-20261203-120002-ABCDEFG"))
+    c = Machine("tablet", tmp_path, pki, fb, mesh)
+    assert await c.sync() == 3 and c.relay.down.reports["laptop"].frontier == {"laptop": 3}
+
+
+def test_a_heads_conditional_write_has_exactly_one_winner(tmp_path: Path) -> None:
+    folder = open_backend(tmp_path.as_uri())
+    name = seal.head_name(1, "0" * 32)
+    path = tmp_path / seal.ROOT / name
+    version = folder.put_head(name, b"first", None)
+    with pytest.raises(Conflict):  # create-if-absent: the name exists
+        folder.put_head(name, b"second", None)
+    assert path.read_bytes() == b"first"
+    writers = 8
+
+    def attempt(round_: int, i: int, expect: str, barrier: threading.Barrier) -> str | None:
+        barrier.wait(timeout=30)
+        try:
+            return folder.put_head(name, f"{round_}.{i}".encode(), expect)
+        except Conflict:
+            return None
+
+    # Eight writers race from the same version, twenty times: one wins each time, and its
+    # body and version are what the folder holds.
+    with ThreadPoolExecutor(writers) as pool:
+        for round_ in range(20):
+            barrier = threading.Barrier(writers)
+            same = [version] * writers, [barrier] * writers
+            got = list(pool.map(attempt, [round_] * writers, range(writers), *same))
+            winners = [(i, v) for i, v in enumerate(got) if v is not None]
+            assert len(winners) == 1, winners
+            ((i, version),) = winners
+            assert path.read_bytes() == f"{round_}.{i}".encode()
+            (entry,) = [e for e in folder.list() if e.name == name]
+            assert entry.version == version
+    assert not [p for p in path.parent.iterdir() if p.name != "head"]  # no temporary left

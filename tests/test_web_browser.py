@@ -21,10 +21,10 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from bench.mesh import Node, Pki, start_all, subprocess_env, wait_until
 from noon.core.elements import review_key
 from noon.graph import plan
-from noon.graph.model import Graph
 from noon.graph.reader import live_text
 from noon.graph.uri import parse
 from noon.store.access import service
+from noon.store.readmodel.graph import SqlGraph
 from tests.harness.browser import browser_page, screenshot, skip_without_browser
 from tests.harness.mcp import http_server
 from tests.harness.web import AGENT, NS, agent_edit, open_store, seed, web_process
@@ -39,7 +39,7 @@ def text_of(directory: Path, node: str, uri: str) -> str | None:
         if found is None:
             return None
         el = store.fold.elements.get(("content", NS, found[0]))
-        return live_text(el) if el is not None else None  # type: ignore[arg-type]
+        return live_text(el) if el is not None else None
     finally:
         store.close()
 
@@ -255,7 +255,7 @@ async def test_a_move_is_undone_from_the_history(tmp_path: Path) -> None:
             await page.goto("/#/review?group=memory")
             await page.locator("article.change").first.wait_for()
 
-            def move(g: Graph) -> tuple[list[Any], None]:
+            def move(g: SqlGraph) -> tuple[list[Any], None]:
                 node, _, pl = plan.locate(g, NS, "core://agent/style")
                 return plan.move(g, NS, node, pl, parse("core://style"), None, None), None
 
@@ -288,7 +288,7 @@ async def test_a_delete_made_on_the_other_machine_is_said_to_be_made_there(tmp_p
     other = open_store(desktop, "desktop")
     agent_edit(store, "core://user", "Salem likes green tea.")
 
-    def delete(g: Graph) -> tuple[list[Any], None]:
+    def delete(g: SqlGraph) -> tuple[list[Any], None]:
         node, _, pl = plan.locate(g, NS, "core://user")
         return plan.delete(g, NS, node, "core://user", pl, False)[0], None
 

@@ -93,7 +93,8 @@ SERVE = Table(
         ),
     ),
 )
-"""The settings of ``noon serve --http`` (its flags are ``--host``, ``--port`` and ``--token``)."""
+"""The settings of ``noon serve --http HOST:PORT`` (``--token`` overrides ``NOON_TOKEN``; the
+store's settings are :data:`noon.config.STORE`)."""
 
 
 @dataclass(frozen=True)

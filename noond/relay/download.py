@@ -30,6 +30,13 @@ log = logging.getLogger("noond.relay")
 Segments = list[tuple[seal.Name, Entry]]
 
 
+def _in_order(segment: tuple[seal.Name, Entry]) -> tuple[int, int, bool]:
+    """Lowest first seq first, of those the one reaching furthest, an original before a sync
+    tool's conflicted copy of it."""
+    name, entry = segment
+    return name.first, -name.last, entry.copy is not None
+
+
 @dataclass
 class _Author:
     node: str | None = None
@@ -114,7 +121,8 @@ class Downloader:
                 continue
             group = groups.setdefault((name.epoch, name.tag), _Author())
             if name.kind == "head":
-                group.head = (name, entry)
+                if group.head is None or group.head[1].copy is not None:
+                    group.head = (name, entry)  # a conflicted copy only without the original
             else:
                 group.segments.append((name, entry))
         return groups
@@ -159,18 +167,22 @@ class Downloader:
         appended = 0
         if not allowed:
             return 0, max(0, top - cursor)
-        for name, entry in sorted(segments, key=lambda s: (s[0].first, -s[0].last)):
+        # A refused segment is passed over: a conflicted copy of it, or another segment from
+        # the same seq, may carry what it does not; past a gap in seqs nothing is taken.
+        for name, entry in sorted(segments, key=_in_order):
             if name.last <= cursor:
                 continue
             if name.first > cursor + 1:
                 break  # the segment before it is not listed yet (a lagging listing, a late copy)
             opened = cache.pop(entry.stored, None) or await link.fetch(name, entry)
             if opened is None:
-                break
+                if (entry.stored, entry.version) in link.refused:
+                    continue
+                break  # the relay failed: the rest waits for the next read
             author, lines = opened
             if author != node:
                 link.refuse(entry, "foreign", f"a segment of {author!r} among {node!r}'s")
-                break
+                continue
             try:
                 ops = await asyncio.to_thread(
                     receive.parse_ops, lines, node, max_ops=MAX_OPS_PER_PAGE
@@ -190,13 +202,13 @@ class Downloader:
                 break
             except receive.Unproven as exc:
                 link.refuse(entry, "unproven", str(exc))
-                break
+                continue
             except ForkDetected as exc:
                 link.refuse(entry, "fork", str(exc))
-                break
+                continue
             except receive.ReplicaError as exc:
                 link.refuse(entry, "invalid_ops", str(exc))
-                break
+                continue
             self.holdings.stored()
             link.metrics.relay_ops_down.labels(link.url).inc(done.appended)
             appended += done.appended
@@ -228,7 +240,7 @@ class Downloader:
         link = self.link
         lines: dict[int, bytes] = {}
         covered = 0
-        for name, entry in sorted(segments, key=lambda s: (s[0].first, -s[0].last)):
+        for name, entry in sorted(segments, key=_in_order):
             if name.last <= covered:
                 continue
             if name.first > covered + 1:

@@ -7,10 +7,14 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from bench.web import CHROMIUM_ARGS, chromium, split_address
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
 
 TIMEOUT_MS = 20_000
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
@@ -30,7 +34,7 @@ def skip_without_browser() -> pytest.MarkDecorator:
 
 
 @asynccontextmanager
-async def browser_page(address: str, refusals: tuple[str, ...] = ()) -> AsyncIterator[object]:
+async def browser_page(address: str, refusals: tuple[str, ...] = ()) -> AsyncIterator[Page]:
     """A fresh page of headless Chromium, logged in as a person is: by opening ``address``, what
     ``noon web`` printed (``http://127.0.0.1:PORT/#token=...``); the page's relative URLs are
     on that server. Fails the test if the page's script throws or logs an error other than the

@@ -88,9 +88,15 @@ def listing(*summaries: tuple[str, int, int]) -> web.Response:
 
 class HostilePeer:
     def __init__(
-        self, pki: Pki, node: str = "rogue", script: Script | None = None, protocol: int = 1
+        self,
+        pki: Pki,
+        node: str = "rogue",
+        script: Script | None = None,
+        protocol: int = 1,
+        capabilities: tuple[str, ...] = (),
     ) -> None:
         self.node = node
+        self.capabilities = list(capabilities)
         self.pki = pki
         self.script = script
         self.protocol = protocol
@@ -134,7 +140,7 @@ class HostilePeer:
                 "node": self.node,
                 "address": self.address,
                 "protocol": self.protocol,
-                "capabilities": [],
+                "capabilities": self.capabilities,
             }
         )
 

@@ -15,9 +15,9 @@ from bench.mesh import free_port, subprocess_env
 from bench.web import web_server
 from noon.config import Settings
 from noon.graph import plan
-from noon.graph.model import Graph
 from noon.graph.uri import parse
 from noon.store.access import service
+from noon.store.readmodel.graph import SqlGraph
 from noon.store.store import Store
 from noon.web.app import create_app
 from noon.web.data import WebData
@@ -37,7 +37,7 @@ def agent_create(
 ) -> str:
     """A memory written as an agent would (client ``claude-code``); returns its node id."""
 
-    def fn(g: Graph) -> tuple[list[Any], str]:
+    def fn(g: SqlGraph) -> tuple[list[Any], str]:
         drafts, node, _ = plan.create(g, NS, parse(parent), title, text, priority, disclosure)
         return drafts, node
 
@@ -45,7 +45,7 @@ def agent_create(
 
 
 def agent_edit(store: Store, uri: str, text: str) -> None:
-    def fn(g: Graph) -> tuple[list[Any], None]:
+    def fn(g: SqlGraph) -> tuple[list[Any], None]:
         node = plan.locate(g, NS, uri)[0]
         return [plan.set_text(NS, node, text)], None
 
@@ -61,7 +61,7 @@ def seed(store: Store) -> dict[str, str]:
         "noon": agent_create(store, "project://", "noon", "noon is replicated memory."),
     }
 
-    def kw(g: Graph) -> tuple[list[Any], None]:
+    def kw(g: SqlGraph) -> tuple[list[Any], None]:
         return plan.triggers(g, NS, nodes["user"], ["Salem"], [])[0], None
 
     service(store).write(kw, AGENT, "mcp")

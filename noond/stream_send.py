@@ -1,0 +1,160 @@
+"""The sending end of op streams (PROTOCOL.md §5.1): one WebSocket per member and own shard,
+opened at the first push after the member's head is known and kept open, on which every new
+batch is sent the moment the shard grows; one frame in flight, answered with the member's head
+before the next is sent.
+
+Whenever a stream cannot carry a push (the member does not stream, the stream broke, a frame
+was refused, an answer did not come within the timeout, a batch is larger than a frame), the
+push falls back to a ``POST`` (§5), which says why in its own way, and the stream is tried
+again after a short pause. Anti-entropy rounds stay the backstop of both."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+import aiohttp
+import orjson
+
+from noon.store import serve
+from noond.client import PeerError, Unreachable
+from noond.membership import Member
+from noond.stream_serve import STREAM_ROUTE
+from noond.wire import STREAM_FRAME_MAX, Code
+from noond.wiring import Wired, Wiring
+
+log = logging.getLogger("noond")
+
+RETRY_AFTER = 2.0
+"""Seconds after a stream failed before another is opened to that member (pushes go by POST
+meanwhile)."""
+NOT_STREAMING = 300.0
+"""Seconds before a member that refused the route (an older release) is asked again."""
+
+
+@dataclass
+class _Stream:
+    ws: aiohttp.ClientWebSocketResponse
+    cursor: int
+    """Highest seq of the shard the member acknowledged on this stream."""
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class Streams(Wired):
+    def __init__(self, wiring: Wiring) -> None:
+        super().__init__(wiring)
+        self._open: dict[tuple[str, str], _Stream] = {}
+        self._not_before: dict[tuple[str, str], float] = {}
+        self._read: dict[str, tuple[tuple[int, int, int], asyncio.Future[serve.Page]]] = {}
+        """Per shard, the last page read (cursor, inode, size): after a lone write every
+        member's stream stands at the same cursor, and one read serves them all."""
+
+    async def send(self, m: Member, shard: str) -> bool:
+        """Send on the stream to ``m`` what it lacks of ``shard``; False when the stream cannot
+        (the caller pushes by POST instead)."""
+        key = (m.node, shard)
+        if (
+            not self.settings.stream
+            or "stream" not in self.client.capabilities.get(m.node, ())
+            or shard not in m.heads
+        ):
+            return False
+        if time.monotonic() < self._not_before.get(key, 0.0) or key in self.forks:
+            return False
+        stream = self._open.get(key)
+        try:
+            if stream is None or stream.ws.closed:
+                stream = await self._connect(m, shard, m.heads[shard])
+            async with stream.lock:
+                await self._drain(m, shard, stream)
+        except (Unreachable, PeerError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+            await self._drop(key, exc)
+            return False
+        return True
+
+    async def _connect(self, m: Member, shard: str, after: int) -> _Stream:
+        own = self.holdings.path(shard)
+        check = await asyncio.to_thread(serve.digest_of, own, after) if after else None
+        checks = await asyncio.to_thread(serve.recent_digests, own, after) if after else []
+        ws = await self.client.open_stream(
+            m.address,
+            expect=m.node,
+            shard=shard,
+            after=after,
+            check=check,
+            checks=checks,
+            heartbeat=self.settings.timeout,
+        )
+        stream = self._open[(m.node, shard)] = _Stream(ws, after)
+        self.metrics.streams.labels("out").set(len(self._open))
+        return stream
+
+    async def _drain(self, m: Member, shard: str, stream: _Stream) -> None:
+        while True:
+            page = await self._page(shard, stream.cursor)
+            if not page.ops:
+                return
+            if len(page.body) > STREAM_FRAME_MAX:
+                raise PeerError(f"a batch of {len(page.body)} bytes is larger than a frame")
+            await stream.ws.send_bytes(page.body)
+            self.metrics.client_sent.labels(STREAM_ROUTE).inc(len(page.body))
+            msg = await stream.ws.receive(timeout=self.settings.timeout)
+            if msg.type is not aiohttp.WSMsgType.BINARY:
+                raise Unreachable(f"{m.node} closed the stream of {shard} ({msg.type.name})")
+            self.metrics.client_received.labels(STREAM_ROUTE).inc(len(msg.data))
+            try:
+                answer = orjson.loads(msg.data)
+            except orjson.JSONDecodeError:
+                answer = None
+            if not isinstance(answer, dict):
+                raise PeerError(f"{m.node} answered a frame of {shard} with no JSON object")
+            head = answer.get("head")
+            if "error" in answer or not isinstance(head, int):
+                code = Code.of(answer.get("code"))
+                self.metrics.pushes.labels(code).inc()
+                raise PeerError(
+                    f"{m.node} refused a frame of {shard}: {str(answer.get('error'))[:500]}",
+                    code=code,
+                )
+            self.metrics.pushes.labels("ok").inc()
+            self.metrics.ops_pushed.inc(page.ops)
+            m.heads[shard] = head
+            stream.cursor = page.last
+            if not page.more:
+                return
+
+    async def _page(self, shard: str, after: int) -> serve.Page:
+        path = self.holdings.path(shard)
+        st = os.lstat(path)
+        key = (after, st.st_ino, st.st_size)
+        known = self._read.get(shard)
+        if known is None or known[0] != key or (known[1].done() and known[1].exception()):
+            read = asyncio.to_thread(
+                serve.read_after, path, after, max_bytes=self.settings.page_bytes
+            )
+            known = self._read[shard] = (key, asyncio.ensure_future(read))
+        return await asyncio.shield(known[1])
+
+    async def _drop(self, key: tuple[str, str], exc: Exception) -> None:
+        stream = self._open.pop(key, None)
+        self.metrics.streams.labels("out").set(len(self._open))
+        route_missing = isinstance(exc, PeerError) and exc.code == Code.NOT_FOUND
+        self._not_before[key] = time.monotonic() + (NOT_STREAMING if route_missing else RETRY_AFTER)
+        if stream is not None:
+            self.metrics.streams_closed.labels("out", "failed").inc()
+            with contextlib.suppress(Exception):
+                await stream.ws.close()
+        why = str(exc) or f"{type(exc).__name__}: no answer within {self.settings.timeout} s"
+        log.info("stream of %s to %s: %s (pushing by POST)", key[1], key[0], why)
+
+    async def close(self) -> None:
+        for key, stream in list(self._open.items()):
+            self.metrics.streams_closed.labels("out", "stopped").inc()
+            with contextlib.suppress(Exception):
+                await stream.ws.close()
+            del self._open[key]
+        self.metrics.streams.labels("out").set(0)

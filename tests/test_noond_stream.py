@@ -1,0 +1,208 @@
+"""Op streams (PROTOCOL.md §5.1) between real noond processes over mutual TLS on 127.0.0.1: lone
+writes travel on an open stream instead of one POST each; a member killed mid-stream loses
+nothing and gets a new stream when it is back; a stream stalled by a hostile member, on
+either end, is closed within a bounded time while honest members keep being served."""
+
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import struct
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from bench.mesh import Node, Pki, converged, wait_until
+from noon.store.serve import Summaries
+from tests.harness.hostile_peer import HostilePeer
+
+pytestmark = pytest.mark.integration
+
+POSTS = 'noond_http_requests_total{code="200",method="POST",route="/shards/{node}/ops"}'
+STREAM_BYTES = 'noond_server_received_bytes_total{route="/shards/{node}/stream"}'
+
+
+def held(node: Node, shard: str) -> int:
+    return Summaries(node.dir).get(shard).seq
+
+
+def scrape(node: Node, series: str) -> float:
+    name, _, labels = series.partition("{")
+    return node.metric(name, labels.rstrip("}"))
+
+
+def write_and_wait(writer: Node, readers: list[Node], label: str, timeout: float = 30) -> None:
+    writer.write((label, f"text of {label}"))
+    seq = held(writer, writer.name)
+    wait_until(
+        lambda: all(held(r, writer.name) >= seq for r in readers),
+        timeout=timeout,
+        what=f"{label} ({writer.name}:{seq}) to reach {[r.name for r in readers]}",
+    )
+
+
+def stream_up(writer: Node, reader: Node, label: str) -> int:
+    """Write until ``writer`` has a stream open to ``reader`` (its first push after it learnt
+    the reader's head opens it); the number of writes it took, at most 5."""
+    for i in range(5):
+        write_and_wait(writer, [reader], f"{label}{i}")
+        if reader.metric("noond_streams", 'direction="in"') >= 1:
+            return i + 1
+    raise AssertionError(f"{writer.name} opened no stream to {reader.name} in 5 writes")
+
+
+def test_lone_writes_travel_on_one_open_stream(spawn: list[Node], tmp_path: Path, pki: Pki):
+    a, b = Node("a", tmp_path, pki), Node("b", tmp_path, pki)
+    spawn += [a, b]
+    # Rounds every 30 s: within the test, only pushes move a's writes.
+    # A generous timeout: a late pong on a loaded machine would close the stream (rightly)
+    # and send a write by POST, which this test counts.
+    a.start([b], NOOND_INTERVAL="30", NOOND_TIMEOUT="10")
+    b.start([a], NOOND_INTERVAL="30", NOOND_TIMEOUT="10")
+    wait_until(lambda: a.get("/peers")[1]["peers"], what="a to admit b")
+    opening = stream_up(a, b, "opening")
+    posts, streamed = scrape(b, POSTS), scrape(b, STREAM_BYTES)
+    for i in range(10):
+        write_and_wait(a, [b], f"lone{i}")
+    assert scrape(b, POSTS) == posts, "a lone write went by POST although the stream was open"
+    assert scrape(b, STREAM_BYTES) > streamed
+    assert b.metric("noond_streams", 'direction="in"') == 1  # the same stream carried all ten
+    assert a.metric("noond_streams_closed_total", 'direction="out",reason="failed"') == 0
+    assert converged([a, b], expect=opening + 10)
+
+
+def test_a_member_killed_mid_stream_loses_nothing_and_gets_a_new_stream(
+    spawn: list[Node], tmp_path: Path, pki: Pki
+):
+    a, b, c = (Node(n, tmp_path, pki) for n in "abc")
+    spawn += [a, b, c]
+    for node, peers in ((a, [b, c]), (b, [a, c]), (c, [a, b])):
+        node.start(peers, wait=False, NOOND_INTERVAL="5", NOOND_TIMEOUT="10")
+    for node in (a, b, c):
+        node.wait_healthy()
+    opening = stream_up(a, b, "before")
+    b.kill()  # SIGKILL: the stream breaks with nothing said
+    for i in range(5):  # c keeps being served while b is gone
+        write_and_wait(a, [c], f"while{i}", timeout=30)
+    b.start([a, c], NOOND_INTERVAL="5", NOOND_TIMEOUT="10")
+    wait_until(lambda: held(b, "a") == held(a, "a"), timeout=60, what="b to catch up")
+    wait_until(
+        lambda: a.metric("noond_streams_closed_total", 'direction="out",reason="failed"') >= 1,
+        what="a to drop its broken stream",
+    )
+    reopening = stream_up(a, b, "after")
+    posts = scrape(b, POSTS)
+    write_and_wait(a, [b, c], "on the new stream")
+    assert scrape(b, POSTS) == posts
+    total = opening + 5 + reopening + 1
+    wait_until(lambda: converged([a, b, c], expect=total), timeout=60, what="convergence")
+
+
+def _open_raw_stream(target: Node, as_node: str, shard: str) -> socket.socket:
+    """A WebSocket upgrade of ``/shards/{shard}/stream`` written by hand, so that a test can
+    then send whatever bytes a hostile member would."""
+    sock = target.context(as_node).wrap_socket(
+        socket.create_connection((target.host, target.port), timeout=60)
+    )
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall(
+        (
+            f"GET /shards/{shard}/stream?after=0 HTTP/1.1\r\nHost: {target.address}\r\n"
+            f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+            "Sec-WebSocket-Version: 13\r\n\r\n"
+        ).encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        assert chunk, f"closed during the upgrade: {head!r}"
+        head += chunk
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return sock
+
+
+def _frame_header(length: int) -> bytes:
+    """A masked binary frame's header announcing ``length`` bytes (RFC 6455 §5.2)."""
+    return b"\x82" + bytes([0x80 | 127]) + struct.pack(">Q", length) + b"\0\0\0\0"
+
+
+def _until_closed(sock: socket.socket) -> float:
+    """Seconds until the server closes the connection (reading whatever it sends)."""
+    t0 = time.monotonic()
+    while sock.recv(4096):
+        pass
+    return time.monotonic() - t0
+
+
+def test_a_stream_stalled_by_a_hostile_member_is_closed_and_honest_members_are_served(
+    spawn: list[Node], tmp_path: Path, pki: Pki
+):
+    a, b = Node("a", tmp_path, pki), Node("b", tmp_path, pki)
+    spawn += [a, b]
+    a.start([b], NOOND_TIMEOUT="2")
+    b.start([a], NOOND_TIMEOUT="2")
+    write_and_wait(b, [a], "first")
+    # A member announces a frame of 3 MiB (under the cap), sends 100 bytes of it and stalls.
+    stalled = _open_raw_stream(a, "evil", "evil")
+    stalled.sendall(_frame_header(3 << 20) + b"x" * 100)
+    # Another announces a frame beyond the cap: refused on its header, nothing read of it.
+    huge = _open_raw_stream(a, "evil2", "evil2")
+    huge.sendall(_frame_header(1 << 40))
+    assert _until_closed(huge) < 30
+    t0 = time.monotonic()
+    for i in range(5):  # honest b's writes keep arriving while the stall lasts
+        write_and_wait(b, [a], f"during{i}", timeout=20)
+    closed_after = time.monotonic() - t0 + _until_closed(stalled)
+    assert closed_after < 6 * 2 + 20  # the idle bound (3 × NOOND_TIMEOUT) and the close
+    assert a.metric("noond_streams_closed_total", 'direction="in",reason="idle"') >= 1
+    assert a.metric("noond_streams_closed_total", 'direction="in",reason="failed"') >= 1
+    assert not (a.dir / "evil.jsonl").exists() and not (a.dir / "evil2.jsonl").exists()
+    write_and_wait(b, [a], "after")
+    assert converged([a, b], expect=7)
+
+
+@pytest.fixture
+def deaf(pki: Pki) -> Iterator[HostilePeer]:
+    """A member that takes a's stream and never answers a frame."""
+
+    async def script(request: web.Request) -> web.StreamResponse | None:
+        if not request.path.endswith("/stream"):
+            return None
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        async for _ in ws:  # reads every frame, answers none
+            pass
+        return ws
+
+    peer = HostilePeer(pki, node="deaf", script=script, protocol=2, capabilities=("stream",))
+    yield peer
+    peer.close()
+
+
+def test_a_member_that_never_answers_its_stream_holds_nothing_of_the_sender(
+    spawn: list[Node], tmp_path: Path, pki: Pki, deaf: HostilePeer
+):
+    a, c = Node("a", tmp_path, pki), Node("c", tmp_path, pki)
+    spawn += [a, c]
+    a.start([c, deaf.seed], NOOND_TIMEOUT="2")
+    c.start([a], NOOND_TIMEOUT="2")
+    writes = 0
+    for _ in range(5):  # the first push after deaf's head is known opens the stream
+        writes += 1
+        write_and_wait(a, [c], f"opening {writes}")
+        if deaf.asked["GET /shards/a/stream"]:
+            break
+    assert deaf.asked["GET /shards/a/stream"] >= 1, "a opened no stream to deaf"
+    t0 = time.monotonic()
+    for i in range(5):  # c is served each time; deaf's silence costs a only its own push
+        write_and_wait(a, [c], f"while deaf {i}", timeout=20)
+    assert time.monotonic() - t0 < 5 * 20
+    wait_until(
+        lambda: a.metric("noond_streams_closed_total", 'direction="out",reason="failed"') >= 1,
+        what="a to give up the unanswered stream",
+    )
+    assert converged([a, c], expect=writes + 5)
