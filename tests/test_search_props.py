@@ -3,12 +3,13 @@ document's words), the query's terms, and how per-term BM25 lists combine."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from noon.graph.search import query_terms, tokens
 from noon.graph.stopwords import STOP_WORDS
-from noon.store.readmodel.search import _holds, _words, combine, coordinated
+from noon.store.readmodel.search import _holds, _words, combine, coordinated, spread
 
 WORD = st.text(alphabet="abcé1", min_size=1, max_size=5)
 
@@ -55,3 +56,29 @@ def test_combine_sums_shares_and_ranks_by_coordinated_score(
 def test_holding_more_of_the_query_never_ranks_lower(score: float, held: int, more: int) -> None:
     terms = held + more
     assert coordinated(score, held + more, terms) >= coordinated(score, held, terms)
+
+
+SCORED = st.dictionaries(st.integers(1, 30), st.floats(0.01, 50), min_size=1, max_size=12)
+NEAR = st.dictionaries(st.integers(1, 30), st.lists(st.integers(1, 40), max_size=2), max_size=12)
+
+
+@given(SCORED, NEAR, st.floats(0, 1))
+def test_spread_only_adds_its_share_of_the_neighbours_scores(
+    scores: dict[int, float], near: dict[int, list[int]], share: float
+) -> None:
+    ranked = sorted(scores.items(), key=lambda item: -item[1])
+    out = dict(spread(ranked, near, share))
+    assert set(out) == set(scores)  # a re-ranking: no new hit
+    for row, score in out.items():
+        gained = sum(
+            share * scores.get(r, 0.0) for r, ns in near.items() for o in ns if o == row != r
+        )
+        assert score == pytest.approx(scores[row] + gained)
+    values = list(dict(spread(ranked, near, share)).values())
+    assert values == sorted(values, reverse=True)
+
+
+@given(SCORED)
+def test_spread_without_neighbours_keeps_the_ranking(scores: dict[int, float]) -> None:
+    ranked = sorted(scores.items(), key=lambda item: -item[1])
+    assert spread(ranked, {}, 0.25) == ranked

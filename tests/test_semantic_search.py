@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from noon.mcp.uri_read import search as search_memory
 from noon.store.access import GraphService, service
 from noon.store.readmodel import vectors
-from noon.store.readmodel.embedder import MODEL, available
+from noon.store.readmodel.embedder import MODEL, Embedder, available
 from noon.store.readmodel.hybrid import LIKENESS, WEIGHT, fuse
 from noon.store.shard import NotRegular
 from noon.store.store import Store
@@ -150,3 +150,28 @@ def test_a_link_planted_as_the_embedding_lock_is_refused_and_its_target_untouche
     finally:
         store.close()
     assert target.read_text() == "kept"
+
+
+def test_asking_for_the_model_while_it_loads_does_not_wait_for_the_load(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A session's searches go on lexically while the model loads: the second search once
+    waited out the whole load (seconds) on the load's lock."""
+    import threading
+
+    model = Embedder()
+    release = threading.Event()
+
+    def slow_load() -> None:
+        with model._lock:  # as the real load: the lock held throughout
+            release.wait(60)
+
+    monkeypatch.setattr(model, "_loaded", slow_load)
+    model.load_in_background()
+    asking = threading.Thread(target=model.load_in_background)
+    asking.start()
+    asking.join(timeout=30)
+    try:
+        assert not asking.is_alive() and not model.ready
+    finally:
+        release.set()

@@ -44,7 +44,7 @@ def search(svc: GraphService, ns: str, query: str, domain: str | None, limit: in
         return bool(us) and (domain is None or any(u.domain == domain for u, _ in us))
 
     hits = []
-    for h in svc.search.search(ns, query, limit, accept, hybrid=True):
+    for h in svc.search.search(ns, query, limit, accept, hybrid=True, neighbours=True):
         us = g.uris(ns, h.node)
         if domain:
             us = [u for u in us if u[0].domain == domain]

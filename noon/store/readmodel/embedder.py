@@ -38,6 +38,10 @@ class Embedder:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        """Held through a load (seconds)."""
+        self._starting = threading.Lock()
+        """Held only to start the loading thread: a search asking for the model while it loads
+        must not wait for the load (it waited seconds under ``_lock``: bench.first_answer)."""
         self._model: Any = None
         self._loading: threading.Thread | None = None
 
@@ -48,7 +52,7 @@ class Embedder:
 
     def load_in_background(self) -> None:
         """Start loading (a second or more: the weights are 65 MB) without waiting for it."""
-        with self._lock:
+        with self._starting:
             if self._loading is not None or self._model is not None:
                 return
             self._loading = threading.Thread(target=self._loaded, name="noon-model", daemon=True)

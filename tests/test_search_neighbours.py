@@ -1,0 +1,71 @@
+"""Neighbouring context in ``search_memory``: a hit written right after a strong hit, under the
+same parent, ranks higher (an answer found through the question it answers); a memory written
+next to it elsewhere in the graph is no neighbour, and one holding no query word stays out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from noon.core.ops import Draft
+from noon.graph import plan
+from noon.graph.uri import parse
+from noon.mcp.uri_read import search as search_memory
+from noon.store.access import GraphService
+from noon.store.access import service as service_of
+from noon.store.readmodel import search
+from noon.store.readmodel.graph import SqlGraph
+from tests.harness.texts import write_texts
+from tests.harness.uri import open_store
+
+
+def ranked(svc: GraphService, query: str) -> list[str]:
+    _, data = svc.read(lambda s: search_memory(s, "default", query, None, 10))
+    return [r["uri"] for r in data["results"]]
+
+
+def test_an_answer_ranks_up_through_the_question_written_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NOON_SEMANTIC", "off")
+    store, _ = open_store(tmp_path, "n1")
+    try:
+        svc = service_of(store)
+        for name, text in [
+            ("filler", "The boat needs a coat of varnish."),
+            ("asked", "How long have you two been married?"),
+            ("answer", "Five years already, since that long summer in Porto with everyone."),
+            ("other", "Porto in summer."),
+        ]:
+            write_texts(svc, "default", {name: text})
+        query = "married in Porto"
+        assert ranked(svc, query) == ["core://asked", "core://answer", "core://other"]
+        monkeypatch.setattr(search, "SPREAD", 0.0)  # the control: without it, BM25's order
+        assert ranked(svc, query)[1:] == ["core://other", "core://answer"]
+    finally:
+        store.close()
+
+
+def test_a_memory_written_next_but_elsewhere_is_no_neighbour(tmp_path: Path) -> None:
+    store, _ = open_store(tmp_path, "n1")
+    try:
+        svc = service_of(store)
+        ids = write_texts(svc, "default", {"here": "first"})
+        ids |= write_texts(svc, "default", {"asked": "second"})
+
+        def elsewhere(graph: SqlGraph) -> tuple[list[Draft], str]:
+            drafts, node, _ = plan.create(
+                graph, "default", parse("core://here"), "below", "third", 1, "When asked"
+            )
+            return drafts, node
+
+        _, below = svc.write(elsewhere, client="test")
+        with store.lock:
+            conn = store.model.conn
+            row = {node: r for r, node in conn.execute("SELECT id, node FROM memories").fetchall()}
+            near = store.search.neighbours("default", [row[ids["asked"]]])
+        assert near == {row[ids["asked"]]: [row[ids["here"]]]}
+        assert row[below] not in near[row[ids["asked"]]]
+    finally:
+        store.close()
