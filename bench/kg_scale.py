@@ -204,7 +204,7 @@ def session_after_remote(
         client.close()
 
 
-def measure(ops: int, runs: int, reads: int) -> dict[str, Any]:
+def measure(ops: int, runs: int, reads: int, *, bulk_only: bool = False) -> dict[str, Any]:
     entities = max(10, ops // OPS_PER_ENTITY)
     probe = f"e{entities // 2}"
     with tempfile.TemporaryDirectory(prefix="noon-bench-kg-") as tmp:
@@ -213,6 +213,8 @@ def measure(ops: int, runs: int, reads: int) -> dict[str, Any]:
         out: dict[str, Any] = {"entities": entities, "import": noon_import(memory, store)}
         out["ops"] = out["import"]["ops"]
         out["catch_up"] = catch_up_fold(store)
+        if bulk_only:
+            return out
 
         def noon() -> PipeClient:
             return noon_client(store, timeout=SLOW_START)
@@ -239,11 +241,11 @@ def measure(ops: int, runs: int, reads: int) -> dict[str, Any]:
     return out
 
 
-def run(sizes: list[int], runs: int, reads: int) -> dict[str, Any]:
+def run(sizes: list[int], runs: int, reads: int, *, bulk_only: bool = False) -> dict[str, Any]:
     """{ops: measurements} per store size; the official server's figures when installed."""
     return {
         "official_installed": OFFICIAL.exists(),
-        "sizes": {str(size): measure(size, runs, reads) for size in sizes},
+        "sizes": {str(size): measure(size, runs, reads, bulk_only=bulk_only) for size in sizes},
     }
 
 
@@ -252,8 +254,11 @@ def main() -> None:
     ap.add_argument("--ops", type=int, nargs="+", default=[100_000])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--reads", type=int, default=20)
+    ap.add_argument(
+        "--bulk-only", action="store_true", help="only the import and the catch-up fold"
+    )
     args = ap.parse_args()
-    print(json.dumps(run(args.ops, args.runs, args.reads), indent=1))
+    print(json.dumps(run(args.ops, args.runs, args.reads, bulk_only=args.bulk_only), indent=1))
 
 
 if __name__ == "__main__":

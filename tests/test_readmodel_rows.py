@@ -19,7 +19,9 @@ values = st.one_of(
     st.fixed_dictionaries(
         {"child": st.text(max_size=30), "priority": st.integers(0, 9), "disclosure": texts}
     ),
-    st.dictionaries(st.text(max_size=10), st.one_of(texts, st.integers(), st.booleans())),
+    st.dictionaries(
+        st.text(max_size=10), st.one_of(texts, st.integers(-(2**63), 2**63 - 1), st.booleans())
+    ),
 )
 
 

@@ -3,7 +3,7 @@ import os
 import pytest
 
 from noon.config import ConfigError, Settings
-from noon.core.ops import Draft, encode
+from noon.core.ops import Draft, decode, encode
 from noon.names import InvalidName, sanitize_node_id, shard_file, shard_node
 from noon.store.store import ForkDetected, ShardBehind, Store
 from tests.harness.stores import open_store, writer
@@ -200,3 +200,31 @@ def test_compaction_due_fires_once_per_crossing(noon_dir):
         for batch in ([1, 2], [3], [4], [5, 6, 7], [8, 9], [10])
     ]
     assert due == [False, False, True, False, True, False]
+
+
+def _fields(op):
+    return (op.node, op.seq, op.hlc, op.el, op.val, op.prev, op.by, op.bat, op.known,
+            op.digest, op.via)  # fmt: skip
+
+
+def test_the_ops_a_write_returns_are_the_ops_its_lines_decode_to(noon_dir):
+    """A write builds its ops from the drafts instead of decoding its own lines again: they
+    must be exactly what a reader decodes from the shard (digest of the signed line included)."""
+    a = open_store(noon_dir)
+    written = put(a, "first")
+    written += a.write(
+        lambda fold: [
+            Draft(KEY, {"text": "second"}),
+            Draft(
+                ("edge", "default", "@core", "x"),
+                {"child": "m", "priority": 2, "disclosure": "d"},
+                prev=None,
+            ),
+            Draft(("keyword", "default", "tea", "m"), {}, prev=((a.node, 1),)),
+            Draft(("content", "default", "gone"), None),
+        ],
+        client="c" * 200,
+        via="web",
+    )
+    lines = (noon_dir / shard_file(a.node)).read_bytes().splitlines()
+    assert [_fields(op) for op in written] == [_fields(decode(line)) for line in lines]

@@ -27,7 +27,7 @@ from pathlib import Path
 from noon.config import Settings
 from noon.core import chain
 from noon.core.hlc import Clock
-from noon.core.ops import AUTO, Draft, Key, Op, OpId, decode, encode, line_digest
+from noon.core.ops import AUTO, Draft, Key, Op, OpId, encode, line_digest
 from noon.names import shard_file
 from noon.store import chainstate, checkpoints, retries, signing
 from noon.store.compact import compact_dir
@@ -201,7 +201,7 @@ class Store:
                     if not drafts:
                         return []
                     key = request.key if request is not None else None
-                    lines = self._stamp(drafts, last_seq, client, via, key)
+                    lines, ops = self._stamp(drafts, last_seq, client, via, key)
                 lines = self._sign(lines, tail.last)
                 self._append(fd, b"".join(line + b"\n" for line in lines))
                 if self.settings.fsync and created:
@@ -211,7 +211,8 @@ class Store:
             if request is not None:
                 request.written = True
             self.refresh()  # on a full disk the read model falls behind: the batch is durable
-        ops = [decode(line) for line in lines]
+        for op, line in zip(ops, lines, strict=True):
+            op.digest = line_digest(line)  # of the line as signed
         if self.compaction_due(ops) and self.behind is None:
             self._compact_in_background()
         return ops
@@ -267,13 +268,15 @@ class Store:
 
     def _stamp(
         self, drafts: list[Draft], last_seq: int, client: str, via: str, key: str | None
-    ) -> list[bytes]:
+    ) -> tuple[list[bytes], list[Op]]:
+        """The batch's lines and its ops, built from the drafts (already validated) rather than
+        decoded back from the lines; their digests are set once the lines are signed."""
         now = self.now()
         last = last_seq + len(drafts)
         bat = last if len(drafts) > 1 else None
         written: dict[Key, OpId] = {}
         held = head_ids(self.model.conn, [d.el for d in drafts if d.prev == AUTO])
-        lines = []
+        lines, ops = [], []
         for i, d in enumerate(drafts, 1):
             seq = last_seq + i
             if d.prev != AUTO:
@@ -283,11 +286,12 @@ class Store:
             else:
                 prev = held.get(d.el)
             written[d.el] = (self.node, seq)
+            hlc = self.clock.tick(now)
             lines.append(
                 encode(
                     node=self.node,
                     seq=seq,
-                    hlc=self.clock.tick(now),
+                    hlc=hlc,
                     el=list(d.el),  # type: ignore[arg-type]
                     val=d.val,
                     prev=prev,  # type: ignore[arg-type]
@@ -297,7 +301,12 @@ class Store:
                     req=key if i == 1 else None,
                 )
             )
-        return lines
+            pairs: tuple[OpId, ...] | None = prev  # type: ignore[assignment]
+            named = None if pairs is None else tuple((str(n), int(q)) for n, q in pairs)
+            ops.append(
+                Op(self.node, seq, hlc, tuple(d.el), d.val, named, client[:128], bat, True, 0, via)
+            )
+        return lines, ops
 
     def _sign(self, lines: list[bytes], last: Op | None) -> list[bytes]:
         """Chain the batch onto the shard and sign its last line (PROTOCOL.md §13); the first

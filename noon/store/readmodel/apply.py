@@ -189,16 +189,21 @@ class Transaction:
 
     def finish(self) -> set[str]:
         """Recompute every element this transaction touched and what derives from it. Returns
-        the key texts whose state may have changed."""
+        the key texts whose state may have changed. Elements held before are loaded
+        :data:`IN_CHUNK` at a time: their versions in one query, their heads' full rows in
+        another (a catch-up settles tens of thousands of them)."""
         keys = set(self.fresh) | self.touched
         if not keys:
             return keys
         derived = project.Projection(self.conn)
-        for kt in sorted(keys):
-            if kt in self.new and kt not in self.touched:
-                self._settle_new(kt, self.fresh[kt], derived)
-            else:
-                self._settle_stored(kt, derived)
+        for part in chunks(sorted(keys)):
+            stored = [kt for kt in part if kt not in self.new or kt in self.touched]
+            loaded = self._load(stored)
+            for kt in part:
+                if kt in loaded:
+                    self._settle_stored(kt, loaded[kt], derived)
+                else:
+                    self._settle_new(kt, self.fresh[kt], derived)
         derived.finish()
         return keys
 
@@ -208,23 +213,44 @@ class Transaction:
             el.add(op)
         derived.element(self.ids[kt], kt, el.winner.el, el.winner, el.heads, fresh=True)
 
-    def _settle_stored(self, kt: str, derived: project.Projection) -> None:
-        key, eid = key_of(kt), self.ids[kt]
-        rows = self.conn.execute(
-            "SELECT node, seq, hlc, tomb, prev FROM ops WHERE eid = ?", (eid,)
-        ).fetchall()
-        if not rows:
-            derived.gone(eid, key)
-            return
-        versions = [skeleton(n, s, h, key, t, p) for n, s, h, t, p in rows]
-        el = Element(versions[0])
-        for op in versions[1:]:
-            el.add(op)
-        heads = {i: self.full(i) for i in el.heads}
-        derived.element(eid, kt, key, heads[el.winner.id], heads, fresh=kt in self.new)
+    def _load(self, texts: list[str]) -> dict[str, Element | None]:
+        """The folded state of elements ``texts`` from every version stored, heads as full ops
+        (None: no version is left)."""
+        if not texts:
+            return {}
+        by_id = {self.ids[kt]: kt for kt in texts}
+        versions: dict[int, list[Op]] = {}
+        marks = ",".join("?" * len(by_id))
+        for eid, n, s, h, t, p in self.conn.execute(
+            f"SELECT eid, node, seq, hlc, tomb, prev FROM ops WHERE eid IN ({marks})", list(by_id)
+        ):
+            versions.setdefault(eid, []).append(skeleton(n, s, h, key_of(by_id[eid]), t, p))
+        out: dict[str, Element | None] = dict.fromkeys(texts)
+        for eid, found in versions.items():
+            el = Element(found[0])
+            for op in found[1:]:
+                el.add(op)
+            out[by_id[eid]] = el
+        heads = [i for el in out.values() if el is not None for i in el.heads]
+        full: dict[OpId, Op] = {}
+        for part in chunks(heads):
+            pairs = ",".join("(?,?)" for _ in part)
+            for row in self.conn.execute(
+                f"SELECT {ROW} FROM (VALUES {pairs}) AS wanted CROSS JOIN ops "
+                "ON ops.node = wanted.column1 AND ops.seq = wanted.column2",
+                [x for op_id in part for x in op_id],
+            ):
+                op = op_of(row)
+                full[op.id] = op
+        for settled in out.values():
+            if settled is not None:
+                settled.heads = {i: full[i] for i in settled.heads}
+        return out
 
-    def full(self, op_id: OpId) -> Op:
-        row = self.conn.execute(
-            f"SELECT {ROW} FROM ops WHERE node = ? AND seq = ?", op_id
-        ).fetchone()
-        return op_of(row)
+    def _settle_stored(self, kt: str, el: Element | None, derived: project.Projection) -> None:
+        eid = self.ids[kt]
+        if el is None:
+            derived.gone(eid, key_of(kt))
+            return
+        winner = el.heads[el.winner.id]
+        derived.element(eid, kt, winner.el, winner, el.heads, fresh=kt in self.new)
