@@ -8,7 +8,7 @@ import tomllib
 
 from bench.mesh import ROOT
 
-CEILING = 56
+CEILING = 55
 """Modules on the allowance at most. Lower it when you take one off; never raise it."""
 
 

@@ -13,16 +13,18 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 import noond.__main__
 from noond.relay.bucket import Bucket
 from noond.relay.folder import Folder
 
+Backend = TypeVar("Backend", Folder, Bucket)
 
-def stop_first(delete: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
+
+def stop_first(delete: Callable[[Backend, str], None]) -> Callable[[Backend, str], None]:
     @functools.wraps(delete)
-    def stop_then_delete(self: Any, name: str) -> None:
+    def stop_then_delete(self: Backend, name: str) -> None:
         print(f"stopping before removing {name}", file=sys.stderr, flush=True)
         os.kill(os.getpid(), signal.SIGSTOP)  # the test kills it here; it never resumes
         delete(self, name)
@@ -31,8 +33,8 @@ def stop_first(delete: Callable[[Any, str], None]) -> Callable[[Any, str], None]
 
 
 def main() -> int:
-    Folder.delete = stop_first(Folder.delete)  # type: ignore[method-assign]
-    Bucket.delete = stop_first(Bucket.delete)  # type: ignore[method-assign]
+    Folder.delete = stop_first(Folder.delete)  # type: ignore[method-assign,assignment]
+    Bucket.delete = stop_first(Bucket.delete)  # type: ignore[method-assign,assignment]
     return noond.__main__.main(sys.argv[1:])
 
 
