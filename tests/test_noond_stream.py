@@ -45,14 +45,21 @@ def write_and_wait(writer: Node, readers: list[Node], label: str, timeout: float
     )
 
 
-def stream_up(writer: Node, reader: Node, label: str) -> int:
-    """Write until ``writer`` has a stream open to ``reader`` (its first push after it learnt
-    the reader's head opens it); the number of writes it took, at most 5."""
-    for i in range(5):
-        write_and_wait(writer, [reader], f"{label}{i}")
-        if reader.metric("noond_streams", 'direction="in"') >= 1:
-            return i + 1
-    raise AssertionError(f"{writer.name} opened no stream to {reader.name} in 5 writes")
+def stream_up(writer: Node, reader: Node, label: str, timeout: float = 60) -> int:
+    """Write until ``writer`` has a stream open to ``reader``; the number of writes it took.
+    Its first push after it learnt the reader's head opens one, but after a stream failed it
+    pushes by POST for ``RETRY_AFTER`` seconds before it tries again, and on an idle machine
+    many writes fit in that pause: so this writes for up to ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    writes = 0
+    while reader.metric("noond_streams", 'direction="in"') < 1:
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"{writer.name} opened no stream to {reader.name} in {writes} writes"
+            )
+        write_and_wait(writer, [reader], f"{label}{writes}")
+        writes += 1
+    return writes
 
 
 def test_lone_writes_travel_on_one_open_stream(spawn: list[Node], tmp_path: Path, pki: Pki):
