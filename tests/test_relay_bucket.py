@@ -281,7 +281,9 @@ def test_kill_9_in_the_middle_of_a_compaction_loses_and_duplicates_nothing(
     wait_until(lambda: stopped(a), timeout=120, what="the laptop stopped in its compaction")
     a.kill()
     assert "stopping before removing" in a.log.read_text()
-    assert len(laptop()) == MERGE_AT + 2  # the merged one beside every one it replaces
+    # The merged one beside every one it replaces (a listing may lag a PUT it follows: wait,
+    # bounded, for the listing rather than count the first one).
+    wait_until(lambda: len(laptop()) == MERGE_AT + 2, timeout=30, what="the merged segment listed")
     expect = shard_lines(a, "laptop")
     assert len(expect) == MERGE_AT + 1
 
