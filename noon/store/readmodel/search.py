@@ -6,16 +6,19 @@ searched as phrases of characters, which is how the documents were split), witho
 stop words it is asked with ("when did", "what is"; kept if nothing else is left). Any word
 finds a memory (OR); each word is looked up on its own and the BM25 shares summed, so a memory
 holding more of the query's words ranks higher, and more so by coordination (the score times
-the share of the words held). A word no memory holds, of at least :data:`PREFIX_MIN` letters,
-finds the words it starts instead ("gre": "green") when they are at most :data:`PREFIX_TERMS`
-(counted in the index's vocabulary): a short prefix never expands to the whole vocabulary.
+the share of the query held, each word weighed by how rare it is: :func:`combine`). A word no
+memory holds, of at least :data:`PREFIX_MIN` letters, finds the words it starts instead
+("gre": "green") when they are at most :data:`PREFIX_TERMS` (counted in the index's
+vocabulary): a short prefix never expands to the whole vocabulary; one that starts no word may
+be a typo, and finds the words one edit from it (:func:`edits`, the first
+:data:`TYPO_WORDS` such words of a query).
 ``accept`` filters hits (reachable, in a domain) as they stream in, best first.
 
 ``neighbours=True`` (``search_memory`` and the web page's search) adds to the hits written just
-before and after each of the :data:`NEIGHBOURS` best lexical hits, under a parent of theirs,
-:data:`SPREAD` of that hit's score: an answer ranks up through the question it answers (on
-LoCoMo, 4 points of recall@5 on both halves, docs/recall.md). A memory holding none of the
-query's words is not added by it.
+before and after each of the :data:`NEIGHBOURS` best hits (after the fusion with meaning, when
+hybrid), under a parent of theirs, :data:`SPREAD` of that hit's score: an answer ranks up
+through the question it answers (on LoCoMo, 4 points of recall@5 on both halves,
+docs/recall.md). A memory holding none of the query's words is not added by it.
 
 ``hybrid=True`` (``search_memory``, ``recall``, the web page's search) also ranks by meaning
 where the ``semantic`` extra is installed: the query's embedding against each memory's
@@ -61,7 +64,7 @@ query's cost (each is one lookup of at most about a thousand words)."""
 PREFIX_MIN = 3
 PREFIX_TERMS = 8
 NEIGHBOURS = 20
-"""The best lexical hits whose neighbours (:meth:`Search.neighbours`) get a share of their score."""
+"""The best hits whose neighbours (:meth:`Search.neighbours`) get a share of their score."""
 SPREAD = 0.25
 """That share: a hit written next to a strong hit, under the same parent, is likely about the
 same thing (an answer next to its question) even when it holds few of the query's words."""
@@ -86,7 +89,7 @@ LETTERS = "abcdefghijklmnopqrstuvwxyz"
 def edits(word: str) -> set[str]:
     """The words one edit from ``word`` (a letter deleted, swapped with the next, replaced
     or inserted) that keep its first letter (rarely the one mistyped; without the rule
-    "mother" found "other") and at least :data:`TYPO_MIN` letters: about 53 for each letter of it."""
+    "mother" found "other") and at least :data:`TYPO_MIN` letters: about 53 a letter."""
     cuts = [(word[:i], word[i:]) for i in range(1, len(word) + 1)]
     out = {a + b[1:] for a, b in cuts if b}
     out |= {a + b[1] + b[0] + b[2:] for a, b in cuts if len(b) > 1}
