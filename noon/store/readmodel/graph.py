@@ -20,7 +20,7 @@ from noon.core.ops import Key
 from noon.graph.reader import Placement, Walks
 from noon.graph.uri import DEFAULT_DOMAIN, Uri, is_root, root, root_domain
 from noon.store.readmodel.documents import by_parent
-from noon.store.readmodel.rows import key_of
+from noon.store.readmodel.rows import KEY, key_of
 from noon.store.readmodel.schema import NUMBERED
 from noon.store.readmodel.state import Database, StoredElement, load_element
 
@@ -233,8 +233,8 @@ class SqlGraph(Walks):
         return [
             key_of(k)
             for (k,) in self.conn.execute(
-                "SELECT DISTINCT key FROM ops INDEXED BY ops_by_child WHERE ns = ? AND child = ? "
-                "ORDER BY key",
+                f"SELECT DISTINCT {KEY} AS k FROM ops INDEXED BY ops_by_child "
+                "WHERE ns = ? AND child = ? ORDER BY k",
                 (namespace, node),
             )
         ]
