@@ -61,7 +61,11 @@ def test_the_ops_a_write_hands_the_fold_are_its_lines_decoded(
         store = open_store(Path(tmp))
         handed: list[Op] = []
         for batch in batches:
-            handed += store.write(lambda fold, batch=batch: batch, client=client, via=via)
+
+            def plan(fold: object, batch: list[Draft] = batch) -> list[Draft]:
+                return batch
+
+            handed += store.write(plan, client=client, via=via)
         lines = (Path(tmp) / shard_file(store.node)).read_bytes().splitlines()
         assert [_fields(op) for op in handed] == [_fields(decode(line)) for line in lines]
         # the fold took every one of them (a shortcut that stopped working leaves them here)
