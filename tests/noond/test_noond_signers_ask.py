@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import Pki
 from noon import certs
 from noon.config import Settings
 from noon.core.ops import Draft
@@ -26,6 +25,7 @@ from noon.store.compact import compact_dir
 from noon.store.store import Store
 from noond.signers import Signers
 from tests.harness.fake_peer import FakePeer, Request, json_reply, local_node
+from tests.harness.mesh import Pki
 
 WAIT = 60.0
 """Seconds a step of the schedule may take (bounded; nothing waits on a time)."""
