@@ -1,5 +1,5 @@
 // ESLint's configuration for the page's scripts (noon/web/static/js), run by
-// tests/test_js_lint.py with the ESLint that scripts/install-eslint.sh pins. Rules and browser
+// tests/web/test_js_lint.py with the ESLint that scripts/install-eslint.sh pins. Rules and browser
 // globals are written out here, so nothing but ESLint itself is installed.
 const browser = [
   "window", "document", "location", "history", "navigator", "console", "fetch", "URL",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs ESLint, pinned, into .cache/eslint: tests/test_js_lint.py checks the page's scripts
+# Installs ESLint, pinned, into .cache/eslint: tests/web/test_js_lint.py checks the page's scripts
 # (noon/web/static/js) with it, under eslint.config.mjs (rules and browser globals written out:
 # no other package). Skipped (with a message) when npm is missing; the test then skips too.
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the official MCP memory server (the reference the knowledge-graph drop-in is tested
-# against) into .cache/official, pinned. tests/test_kg_differential.py runs it with node.
+# against) into .cache/official, pinned. tests/kg/test_kg_differential.py runs it with node.
 # Skipped (with a message) when npm is missing; the differential test then skips too.
 set -euo pipefail
 cd "$(dirname "$0")/.."

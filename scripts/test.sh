@@ -2,7 +2,7 @@
 # Installs noon with its test, benchmark and semantic-search dependencies into .venv (the
 # benchmark smoke test draws the plots; the semantic tests load the model), installs the
 # official MCP memory server (the reference of the drop-in tests) and ESLint (the page's
-# scripts are linted by tests/test_js_lint.py), checks lint, format and types, and runs the
+# scripts are linted by tests/web/test_js_lint.py), checks lint, format and types, and runs the
 # test suite.
 # This is the README's test command; .ci/run calls it too.
 #   --fast   the fast lane: only in-process tests (no real processes, daemons or browsers),

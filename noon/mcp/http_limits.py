@@ -16,7 +16,7 @@ Every refusal is logged through :mod:`noon.logs` (rate-limited per kind) and nev
 than closing a socket.
 
 The session bound hooks into the MCP SDK's session manager (``mcp==2.3.0``, pinned): its
-admission and discard steps and its session table. tests/test_serve_limits.py fails if an SDK
+admission and discard steps and its session table. tests/mcp/test_serve_limits.py fails if an SDK
 upgrade moves them.
 """
 

@@ -353,6 +353,6 @@ FAMILY = Family(
     refusals=(plan.KGError,),
     # The drop-in keeps the official server's messages byte for byte: no argument hints.
     argument_hints=False,
-    # Its adds skip what is held, so a retry writes nothing again (tests/test_retries.py).
+    # Its adds skip what is held, so a retry writes nothing again (tests/store/test_retries.py).
     recognises_retries=False,
 )

@@ -24,6 +24,7 @@ from noon.core.ops import Op, OpId
 from noon.store.readmodel import project
 from noon.store.readmodel.rows import (
     COLUMNS,
+    KEY,
     ROW,
     key_of,
     key_text,
@@ -78,7 +79,7 @@ class Transaction:
         texts = [key_text(op.el) if op.known else None for op in new]
         self._number({kt for kt in texts if kt is not None})
         rows = [
-            op_row(op, kt, self.ids[kt] if kt is not None else None)
+            op_row(op, self.ids[kt] if kt is not None else None)
             for op, kt in zip(new, texts, strict=True)
         ]
         self.conn.executemany(f"INSERT INTO ops ({COLUMNS}) VALUES ({_MARKS})", rows)
@@ -172,7 +173,8 @@ class Transaction:
             marks = ",".join("?" * len(part))
             args = (node, *part)
             for key, eid in self.conn.execute(
-                f"SELECT key, eid FROM ops WHERE node = ? AND seq IN ({marks}) AND eid IS NOT NULL",
+                f"SELECT {KEY}, eid FROM ops WHERE node = ? AND seq IN ({marks}) "
+                "AND eid IS NOT NULL",
                 args,
             ):
                 self.touched.add(key)
@@ -236,11 +238,11 @@ class Transaction:
         for part in chunks(heads):
             pairs = ",".join("(?,?)" for _ in part)
             for row in self.conn.execute(
-                f"SELECT {ROW} FROM (VALUES {pairs}) AS wanted CROSS JOIN ops "
+                f"SELECT {ROW}, eid FROM (VALUES {pairs}) AS wanted CROSS JOIN ops "
                 "ON ops.node = wanted.column1 AND ops.seq = wanted.column2",
                 [x for op_id in part for x in op_id],
             ):
-                op = op_of(row)
+                op = op_of(row[:-1], key_of(by_id[row[-1]]))
                 full[op.id] = op
         for settled in out.values():
             if settled is not None:

@@ -29,14 +29,14 @@ import orjson
 from noon.core import review
 from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS
 from noon.core.ops import MAX_BATCH, Key, Op
-from noon.store.readmodel.rows import ROW, key_text, op_of
+from noon.store.readmodel.rows import KEY, ROW, key_text, op_of
 from noon.store.readmodel.state import load_op
 
 UPTO = "upto"
 """The review subject whose value is a watermark: ``{"through": {author: seq}}``."""
 Stamp = tuple[int, str, int]
-_KNOWN = "key IS NOT NULL"
-"""Ops of a kind this version does not know are stored without a key and never listed."""
+_KNOWN = "eid IS NOT NULL"
+"""Ops of a kind this version does not know are stored without an element and never listed."""
 
 
 def subject(conn: sqlite3.Connection, op: Op) -> str | None:
@@ -156,7 +156,7 @@ class Head:
 def head(conn: sqlite3.Connection, r: Ref, first: int) -> Head:
     """``r`` with its ``first`` ops (in the order its author wrote them) and its subject; reads
     the values of those ops only."""
-    about = _ops(conn, r, "AND key NOT LIKE '[\"review\",%'", 1)
+    about = _ops(conn, r, "AND (SELECT kind FROM elements WHERE id = eid) != 'review'", 1)
     what = subject(conn, about[0]) if about else None
     return Head(r, _ops(conn, r, limit=first), what)
 
@@ -182,7 +182,7 @@ def keys_of(conn: sqlite3.Connection, r: Ref) -> set[str]:
     return {
         kt
         for (kt,) in conn.execute(
-            f"SELECT key FROM ops WHERE node = ? AND seq > ? AND seq <= ? AND {_KNOWN}",
+            f"SELECT {KEY} FROM ops WHERE node = ? AND seq > ? AND seq <= ? AND {_KNOWN}",
             (r.author, r.low, r.seq),
         )
     }
@@ -209,7 +209,8 @@ def ops_under(conn: sqlite3.Connection, r: Ref, prefix: str) -> list[Op]:
     """The ops of the change ``r`` whose key text starts with ``prefix`` (the placements under
     one memory): the change's span is scanned by key, only those ops' values are read."""
     end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    return _ops(conn, r, "AND key >= ? AND key < ?", args=(prefix, end))
+    under = "AND eid IN (SELECT id FROM elements WHERE key >= ? AND key < ?)"
+    return _ops(conn, r, under, args=(prefix, end))
 
 
 def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:

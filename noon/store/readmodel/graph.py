@@ -21,7 +21,7 @@ from noon.graph.model import DEFAULT_DOMAIN
 from noon.graph.reader import Placement, Walks
 from noon.graph.uri import Uri, is_root, root, root_domain
 from noon.store.readmodel.documents import by_parent
-from noon.store.readmodel.rows import key_of
+from noon.store.readmodel.rows import KEY, key_of
 from noon.store.readmodel.schema import NUMBERED
 from noon.store.readmodel.state import Database, StoredElement, load_element
 
@@ -234,8 +234,8 @@ class SqlGraph(Walks):
         return [
             key_of(k)
             for (k,) in self.conn.execute(
-                "SELECT DISTINCT key FROM ops INDEXED BY ops_by_child WHERE ns = ? AND child = ? "
-                "ORDER BY key",
+                f"SELECT DISTINCT {KEY} AS k FROM ops INDEXED BY ops_by_child "
+                "WHERE ns = ? AND child = ? ORDER BY k",
                 (namespace, node),
             )
         ]

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from noon.core.elements import KEYWORD, OBS, REL, boot_key, content_key, entity_key
 from noon.core.ops import Key, Op
-from noon.store.readmodel.rows import ROW, key_of, key_text, op_of
+from noon.store.readmodel.rows import KEY, ROW, key_of, key_text, op_of
 
 
 def newest(
@@ -46,7 +46,10 @@ def versions(conn: sqlite3.Connection, keys: Iterable[Key]) -> list[Op]:
     ops = [
         op_of(row)
         for key in keys
-        for row in conn.execute(f"SELECT {ROW} FROM ops WHERE key = ?", (key_text(key),))
+        for row in conn.execute(
+            f"SELECT {ROW} FROM ops WHERE eid = (SELECT id FROM elements WHERE key = ?)",
+            (key_text(key),),
+        )
     ]
     ops.sort(key=lambda o: o.order, reverse=True)
     return ops
@@ -71,7 +74,8 @@ def memory_keys(conn: sqlite3.Connection, ns: str, node: str) -> list[Key]:
     keys += [
         key_of(k)
         for (k,) in conn.execute(
-            "SELECT DISTINCT key FROM ops WHERE ns = ? AND child = ? ORDER BY key", (ns, node)
+            f"SELECT DISTINCT {KEY} AS k FROM ops WHERE ns = ? AND child = ? ORDER BY k",
+            (ns, node),
         )
     ]
     return keys

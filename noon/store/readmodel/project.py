@@ -150,7 +150,7 @@ class Projection:
                 "ORDER BY hlc DESC, node DESC, seq DESC LIMIT 1",
                 (eid,),
             ).fetchone()
-            text = str(op_of(row).val["text"]) if row is not None else ""  # type: ignore[index]
+            text = str(op_of(row, key).val["text"]) if row is not None else ""  # type: ignore[index]
         self.memories.append(
             (ns, node, int(winner.val is None), text, winner.node, winner.seq, winner.hlc)
         )
@@ -263,7 +263,7 @@ class Projection:
         version never speaks for it."""
         _, ns, subject, reviewer = key
         rows = self.conn.execute(f"SELECT {ROW} FROM ops WHERE eid = ?", (eid,))
-        found = review.decision((op_of(row) for row in rows), reviewer)
+        found = review.decision((op_of(row, key) for row in rows), reviewer)
         if found is None or found.val is None:
             self.conn.execute(
                 "DELETE FROM reviews WHERE ns = ? AND subject = ? AND reviewer = ?",

@@ -1,9 +1,10 @@
 """How ops and element keys are written to and read back from the read model's rows.
 
 An element key is stored as its canonical JSON text (a list of strings): unique per key, the
-same in every process. An op is stored by identity with the columns the fold and the op log
-use without decoding anything (``hlc``, ``tomb`` for a tombstone, ``prev``, ``client``,
-``bat``, ``via``) and its value as JSON. The digest is the author's line digest: a duplicate
+same in every process, once, in ``elements`` (an op row names its element by id). An op is
+stored by identity with the columns the fold and the op log use without decoding anything
+(``hlc``, ``tomb`` for a tombstone, ``prev``, ``client``, ``bat``, ``via``) and its value as
+JSON. The digest is the author's line digest: a duplicate
 and a fork tell themselves apart by it, as in :mod:`noon.core.fold`.
 
 A value of :data:`PACK_MIN` bytes or more is stored deflated (a BLOB; a shorter one, or one
@@ -23,11 +24,13 @@ import orjson
 from noon.core.elements import EDGE
 from noon.core.ops import Key, Op, OpId
 
-ROW = "node, seq, digest, hlc, ns, key, tomb, val, prev, client, bat, via"
-"""The columns of ``ops`` that :func:`op_of` reads, in its order."""
-COLUMNS = ROW + ", eid, child"
-"""What :func:`op_row` writes: :data:`ROW`, the id of the op's element and, for a placement
-(an ``edge`` op with a value), the memory it places."""
+KEY = "(SELECT key FROM elements WHERE id = ops.eid)"
+"""An ``ops`` row's element key text (``ops`` holds the element's id only): SQL over ``ops``."""
+ROW = f"node, seq, digest, hlc, ns, {KEY}, tomb, val, prev, client, bat, via"
+"""What :func:`op_of` reads, in its order, from ``ops`` (the table named so, not aliased)."""
+COLUMNS = "node, seq, digest, hlc, ns, tomb, val, prev, client, bat, via, eid, child"
+"""What :func:`op_row` writes: the op, the id of its element and, for a placement (an ``edge``
+op with a value), the memory it places."""
 
 _SIGN = 1 << 63
 _LIVE: dict[str, Any] = {}
@@ -96,9 +99,9 @@ def _prev_of(text: str | None) -> tuple[OpId, ...] | None:
     return tuple((str(n), int(s)) for n, s in orjson.loads(text))
 
 
-def op_row(op: Op, kt: str | None, eid: int | None) -> tuple[Any, ...]:
-    """The row of ``op``, whose element key text is ``kt`` (None for an op of a kind this
-    version does not know) with id ``eid``."""
+def op_row(op: Op, eid: int | None) -> tuple[Any, ...]:
+    """The row of ``op``, whose element has id ``eid`` (None for an op of a kind this version
+    does not know)."""
     known = op.known
     return (
         op.node,
@@ -106,7 +109,6 @@ def op_row(op: Op, kt: str | None, eid: int | None) -> tuple[Any, ...]:
         signed(op.digest),
         op.hlc,
         op.el[1] if known else None,
-        kt,
         int(op.val is None),
         pack(op.val) if known and op.val is not None else None,
         _prev_text(op.prev),
@@ -123,14 +125,16 @@ def _child(op: Op) -> str | None:
     return child if isinstance(child, str) else None
 
 
-def op_of(row: tuple[Any, ...]) -> Op:
-    """The op of a full ``ops`` row (columns :data:`ROW`)."""
-    node, seq, digest, hlc, _, key, tomb, val, prev, client, bat, via = row
+def op_of(row: tuple[Any, ...], key: Key | None = None) -> Op:
+    """The op of a full ``ops`` row (columns :data:`ROW`). ``key``: its element's, when the
+    caller knows it (an element first met in the transaction that reads it has no
+    ``elements`` row yet, so :data:`KEY` reads NULL)."""
+    node, seq, digest, hlc, _, kt, tomb, val, prev, client, bat, via = row
     return Op(
         node,
         seq,
         hlc,
-        key_of(key),
+        key_of(kt) if key is None else key,
         None if tomb else orjson.loads(unpack(val)),
         _prev_of(prev),
         client,

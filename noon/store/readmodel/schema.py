@@ -12,9 +12,10 @@ Tables, by job:
 - ``highwater``: per author, the highest seq ever folded: never lowered by a shard that shrank,
   so a node whose own shard was restored from an old backup cannot reuse seqs.
 - ``ops``: every op folded, by identity, with its digest (a duplicate and a fork tell themselves
-  apart by it), its namespace and element key, and its value (deflated when long, see
-  :mod:`.rows`): the op log, history and rollback. ``child`` is the memory a placement op
-  places (indexed): every placement a memory ever had.
+  apart by it), its namespace, its element's id ``eid`` (the key text is ``elements.key``,
+  never repeated per op; NULL for an op of a kind this version does not know) and its value
+  (deflated when long, see :mod:`.rows`): the op log, history and rollback. ``child`` is the
+  memory a placement op places (indexed): every placement a memory ever had.
 - ``elements`` / ``heads``: per element key, the winner and the heads that :mod:`noon.core.fold`
   decided (``heads`` rows only when there are several: a conflict).
 - ``changes``: the element keys each generation touched, so every process can tell what
@@ -46,7 +47,7 @@ from noon.store.readmodel.rows import register
 
 log = logging.getLogger("noon.readmodel")
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 FILE_NAME = "readmodel.sqlite3"
 
 NUMBERED = "key_name GLOB '[1-9]*' AND key_name NOT GLOB '*[^0-9]*'"
@@ -63,7 +64,7 @@ CREATE TABLE corrupt (
 ) WITHOUT ROWID;
 CREATE TABLE highwater (node TEXT PRIMARY KEY, seq INTEGER) WITHOUT ROWID;
 CREATE TABLE ops (
-    node TEXT, seq INTEGER, digest INTEGER, hlc INTEGER, ns TEXT, key TEXT, tomb INTEGER,
+    node TEXT, seq INTEGER, digest INTEGER, hlc INTEGER, ns TEXT, tomb INTEGER,
     val TEXT, prev TEXT, client TEXT, bat INTEGER, via TEXT, eid INTEGER, child TEXT,
     PRIMARY KEY (node, seq)
 ) WITHOUT ROWID;

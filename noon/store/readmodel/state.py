@@ -44,7 +44,7 @@ class StoredElement(Folded):
         """Every version held, oldest first."""
         if self._versions is None:
             self._versions = [
-                op_of(row)
+                op_of(row, self.key)
                 for row in self._conn.execute(
                     f"SELECT {ROW} FROM ops WHERE eid = ? ORDER BY hlc, node, seq",
                     (self.eid,),

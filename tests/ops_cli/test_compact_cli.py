@@ -16,7 +16,7 @@ from tests.harness.small_disk import PAGE, fill, small_disk
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 E = ("content", "default", "E")
 F = ("content", "default", "F")
 

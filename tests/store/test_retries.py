@@ -5,7 +5,7 @@ first op of its batch, found again within the window while what it wrote stands;
 each URI tool that is not idempotent answers a retry from the earlier batch, in its own result
 shape (the client checks it against the tool's ``outputSchema``), and the knowledge-graph adds
 need nothing (a retry adds nothing). The real crash between the fsync and the answer is in
-``tests/test_retry_after_crash.py``."""
+``tests/store/test_retry_after_crash.py``."""
 
 from __future__ import annotations
 

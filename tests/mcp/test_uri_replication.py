@@ -315,7 +315,7 @@ async def test_several_writer_processes_on_one_node_lose_nothing(tmp_path: Path)
         procs = [
             subprocess.Popen(
                 [sys.executable, "-c", WRITER, str(tmp_path), str(w), str(count)],
-                cwd=Path(__file__).parent.parent,
+                cwd=Path(__file__).parents[2],
             )
             for w in range(workers)
         ]

@@ -1,6 +1,6 @@
 """Times are rendered, never raised: a stamp past year 9999 (in range for the 48-bit HLC) reads as
 what it is in every view, history and log line, and the memory it touched stays readable after a
-later edit. Such a stamp is refused when an op is decoded (tests/test_op_bounds.py); rendering
+later edit. Such a stamp is refused when an op is decoded (tests/core/test_op_bounds.py); rendering
 stays defensive all the same, so an op built in memory cannot break a view either."""
 
 from __future__ import annotations

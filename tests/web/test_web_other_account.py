@@ -18,7 +18,7 @@ import pytest
 from bench.mesh import subprocess_env
 from bench.web import split_address, web_server
 from tests.harness.web import open_store, seed
-from tests.test_web_browser import text_of
+from tests.web.test_web_browser import text_of
 
 pytestmark = pytest.mark.integration
 

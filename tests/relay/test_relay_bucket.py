@@ -17,7 +17,7 @@ from noon import certs
 from noon.core.ops import Draft
 from noond.relay import seal
 from noond.relay.compact import MERGE_AT
-from tests.test_ops_cli import as_json, cli_env, doctor, problems, run
+from tests.ops_cli.test_ops_cli import as_json, cli_env, doctor, problems, run
 
 pytestmark = pytest.mark.integration
 

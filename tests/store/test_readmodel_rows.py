@@ -11,7 +11,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from noon.core.ops import Op
-from noon.store.readmodel.rows import PACK_MIN, key_text, op_of, op_row, pack, register
+from noon.store.readmodel.rows import (
+    COLUMNS,
+    PACK_MIN,
+    ROW,
+    key_text,
+    op_of,
+    op_row,
+    pack,
+    register,
+)
+from noon.store.readmodel.schema import TABLES
 
 texts = st.text(max_size=400)
 values = st.one_of(
@@ -34,10 +44,13 @@ def test_a_value_reads_back_as_written_packed_or_not(val: dict[str, Any]) -> Non
     else:
         assert stored == raw.decode()
     op = Op("n1", 3, 1 << 20, ("content", "default", "x"), val, None, "c", 3, True, 7, None)
-    back = op_of(op_row(op, key_text(op.el), 1)[:12])
-    assert _fields(back) == _fields(op)
     conn = sqlite3.connect(":memory:")
     register(conn)
+    conn.executescript(TABLES)
+    conn.execute("INSERT INTO elements (id, key) VALUES (7, ?)", (key_text(op.el),))
+    conn.execute(f"INSERT INTO ops ({COLUMNS}) VALUES ({','.join('?' * 13)})", op_row(op, 7))
+    back = op_of(conn.execute(f"SELECT {ROW} FROM ops").fetchone())
+    assert _fields(back) == _fields(op)
     (json,) = conn.execute("SELECT unpacked(?)", (stored,)).fetchone()
     assert orjson.loads(json) == val
 

@@ -20,7 +20,7 @@ from bench.mesh import free_port
 from bench.web import split_address
 from tests.harness.browser import browser_page, skip_without_browser
 from tests.harness.web import open_store, seed, web_process
-from tests.test_web_browser import text_of
+from tests.web.test_web_browser import text_of
 
 pytestmark = [pytest.mark.integration, skip_without_browser()]
 

@@ -3,7 +3,7 @@ scripts/install-official-server.sh) and ``noon serve --tools kg`` driven by the 
 the same calls. tools/list, every result (text, structured content, isError, errors) and the
 final graph must be identical. The only deviation allowed is the documented one
 (docs/knowledge-graph.md): an entity name listed twice in one create_entities call, which the
-generated sequences therefore leave out and tests/test_kg_tools.py pins separately.
+generated sequences therefore leave out and tests/kg/test_kg_tools.py pins separately.
 """
 
 from __future__ import annotations
