@@ -430,15 +430,15 @@ def push_vs_poll(base: Path, sizes: list[int], writes: int) -> dict[str, Any]:
     """Write → held on all with default settings (``NOOND_WATCH_INTERVAL`` 0.2 s), one mesh
     each, side by side in one run: the daemons told of a local write by polling alone
     (``NOOND_INOTIFY=false``, as before inotify) or by inotify, each pushing by POST
-    (the default), and inotify with a push on the member's open stream (``NOOND_STREAM=true``,
-    PROTOCOL.md §5.1)."""
+    (``NOOND_STREAM=false``, as before streams), and the default: inotify, and a push on the
+    member's open stream (PROTOCOL.md §5.1)."""
     pki = Pki(base / "pki")
     out: dict[str, Any] = {}
     for n in sizes:
         for mode, env in (
             ("poll", {"NOOND_INOTIFY": "false", "NOOND_STREAM": "false"}),
             ("inotify", {"NOOND_STREAM": "false"}),
-            ("stream", {"NOOND_STREAM": "true"}),
+            ("stream", {}),
         ):
             proxies = Proxies()
             nodes = mesh(
