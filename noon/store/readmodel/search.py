@@ -50,7 +50,8 @@ WEIGHTS = {"text": 1.0, "uri": 2.0, "disclosure": 1.5, "keywords": 2.0}
 """BM25 weight of each column of ``memory_fts``."""
 MAX_TERMS = 64
 RANKED = 1000
-"""Memories scored per query at most (see the module docstring)."""
+"""Memories scored per query word at most (see the module docstring); in a large namespace the
+best this many lexical hits also get their exact cosine with the query (:mod:`.vectors`)."""
 COORDINATION = 2.0
 """How much holding a larger share of the query counts: a score is multiplied by that share
 to this power. The share is weighed (:func:`weight_of`): holding the rare words counts more
@@ -195,7 +196,7 @@ class Search:
         ranked = [(row, score) for row, score, _ in combine(lists)]
         if semantic:
             rows, where, sims = self._index.similarities(
-                namespace, MODEL.embed([query])[0], [row for row, _ in ranked]
+                namespace, MODEL.embed([query])[0], [row for row, _ in ranked[:RANKED]]
             )
             ranked = fusion.fuse(ranked, rows, where, sims)
         if neighbours and SPREAD > 0 and ranked:
