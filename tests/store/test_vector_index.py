@@ -6,6 +6,7 @@ coarse scan are the nearest an exact scan finds, on vectors shaped as sentence e
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -26,14 +27,14 @@ def one_blas_thread() -> Iterator[None]:
         yield
 
 
-def space_of(matrix: object) -> vectors._Space:
+def space_of(matrix: Any) -> vectors._Space:
     space = vectors._Space()
     rows = np.asarray(matrix, dtype=np.float16)
     space.merge([(i + 1, 1000 + i, row.tobytes()) for i, row in enumerate(rows)])
     return space
 
 
-def embeddings(rng: object, n: int) -> object:
+def embeddings(rng: Any, n: int) -> Any:
     """Unit vectors around 40 topics, each topic in a 24-dimensional subspace, plus noise."""
     basis = np.linalg.qr(rng.standard_normal((DIMENSIONS, 24)))[0]
     topics = rng.standard_normal((40, 24))
