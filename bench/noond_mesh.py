@@ -36,6 +36,7 @@ from noon.core.ops import Draft, encode
 from noon.store.serve import Summaries
 from noon.store.store import read_model_path
 from tests.harness.mesh import Node, Pki, free_port, wait_until
+from tests.harness.stores import plan_of
 
 
 class Proxies:
@@ -140,9 +141,7 @@ def burst(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, float]:
     t0 = time.perf_counter()
     store = w.store()
     for i in range(writes):
-        store.write(
-            lambda fold, i=i: [Draft(("content", "default", f"burst{i}"), {"text": f"burst {i}"})]
-        )
+        store.write(plan_of([Draft(("content", "default", f"burst{i}"), {"text": f"burst {i}"})]))
     written = time.perf_counter() - t0
     seq = summaries[w.name].get(w.name).seq
     wait_until(
@@ -333,7 +332,7 @@ def seed_shards(dirs: list[Path], count: int) -> None:
                 node=f"author{k}",
                 seq=s,
                 hlc=(1_700_000_000_000 << 16) + s,
-                el=["content", "default", f"a{k}.{s}"],
+                el=("content", "default", f"a{k}.{s}"),
                 val={"text": "x"},
                 prev=None,
                 by="bench",
