@@ -340,6 +340,43 @@ async def test_compaction_merges_what_every_reader_holds(
     assert d.texts() == a.texts()
 
 
+async def test_compaction_merges_none_of_a_segment_planted_under_the_authors_name(
+    tmp_path: Path, pki: Pki, mesh: certs.MeshKey
+) -> None:
+    """A holder of the mesh key names a segment of forged lines under laptop's tag over seqs
+    every reader holds. laptop's compaction proves each segment's lines by its own signature
+    before merging them: the merged segment is its own lines, so a machine joining later still
+    reads its whole history from the relay (before, the forged lines went into the merge, the
+    real segments were removed, and every new reader refused the merged one)."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    a = Machine("laptop", tmp_path, pki, folder, mesh)
+    b = Machine("desktop", tmp_path, pki, folder, mesh)
+    for i in range(8):
+        a.write((f"m{i}", f"write {i}"))
+        await a.relay.up.upload()  # one segment per write
+    await a.relay.up.write_heads(force=True)
+    assert await b.sync() == 8
+    await a.sync()  # b reports holding all 8
+    epoch, keys = mesh.current, seal.keys(mesh, mesh.current)
+    forged = b"".join(
+        b'{"v":1,"node":"laptop","seq":%d,"hlc":281474976710656,' % seq
+        + b'"el":["content","default","m1"],"val":{"text":"forged"}}\n'
+        for seq in (1, 2, 3)
+    )
+    name = seal.segment_name(epoch, seal.tag(keys, "laptop"), 1, 3)  # first among 1..3
+    planted = folder / seal.ROOT / name
+    planted.write_bytes(seal.seal(keys, name, seal.segment_plain("laptop", 1, 3, forged)))
+
+    assert await compact.compact(a.relay, merge_at=4) == 8
+    assert a.refused("unproven") == 1
+    assert len(sorted((folder / seal.ROOT).rglob("*.seg"))) == 2  # merged 1..8, and the planted
+    c = Machine("tablet", tmp_path, pki, folder, mesh)
+    assert await c.sync() == 8
+    assert c.shard("laptop").read_bytes() == a.shard("laptop").read_bytes()
+    assert b"forged" not in c.shard("laptop").read_bytes()
+
+
 async def test_a_conflicted_copy_is_taken_only_for_what_its_original_does_not_hold(
     tmp_path: Path, pki: Pki, mesh: certs.MeshKey
 ) -> None:
