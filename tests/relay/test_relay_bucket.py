@@ -18,6 +18,7 @@ from noond.relay import seal
 from noond.relay.compact import MERGE_AT
 from tests.harness.mesh import Node, Pki, wait_until
 from tests.harness.operator import as_json, cli_env, doctor, problems, run
+from tests.harness.stores import plan_of
 
 pytestmark = pytest.mark.integration
 
@@ -192,10 +193,14 @@ def test_kill_9_while_uploading_loses_and_duplicates_nothing(
     try:
         for i in range(40):  # a backlog of several MiB: its upload takes a while
             store.write(
-                lambda fold, i=i: [
-                    Draft(("content", "default", f"k{i}.{j}"), {"text": f"{i}.{j} " + "x" * 300})
-                    for j in range(250)
-                ]
+                plan_of(
+                    [
+                        Draft(
+                            ("content", "default", f"k{i}.{j}"), {"text": f"{i}.{j} " + "x" * 300}
+                        )
+                        for j in range(250)
+                    ]
+                )
             )
     finally:
         store.close()
