@@ -105,7 +105,7 @@ def test_a_hit_found_by_meaning_lifts_its_neighbours_too(
         monkeypatch.setattr(
             store.search._index,
             "similarities",
-            lambda namespace, query: (rows, {r: i for i, r in enumerate(rows)}, sims),
+            lambda namespace, query, exact: (rows, {r: i for i, r in enumerate(rows)}, sims),
         )
         query = "married for years"
         assert ranked(svc, query)[:2] == ["core://answer", "core://elsewhere"]

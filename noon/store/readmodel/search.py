@@ -10,8 +10,8 @@ the share of the query held, each word weighed by how rare it is: :func:`combine
 memory holds, of at least :data:`PREFIX_MIN` letters, finds the words it starts instead
 ("gre": "green") when they are at most :data:`PREFIX_TERMS` (counted in the index's
 vocabulary): a short prefix never expands to the whole vocabulary; one that starts no word may
-be a typo, and finds the words one edit from it (:func:`edits`, the first
-:data:`TYPO_WORDS` such words of a query).
+be a typo: when the query finds too few memories, it finds the words a letter shorter or with
+two neighbouring letters swapped (:func:`edits`, the first :data:`TYPO_WORDS` such words).
 ``accept`` filters hits (reachable, in a domain) as they stream in, best first.
 
 ``neighbours=True`` (``search_memory`` and the web page's search) adds to the hits written just
@@ -50,7 +50,8 @@ WEIGHTS = {"text": 1.0, "uri": 2.0, "disclosure": 1.5, "keywords": 2.0}
 """BM25 weight of each column of ``memory_fts``."""
 MAX_TERMS = 64
 RANKED = 1000
-"""Memories scored per query at most (see the module docstring)."""
+"""Memories scored per query word at most (see the module docstring); in a large namespace the
+best this many lexical hits also get their exact cosine with the query (:mod:`.vectors`)."""
 COORDINATION = 2.0
 """How much holding a larger share of the query counts: a score is multiplied by that share
 to this power. The share is weighed (:func:`weight_of`): holding the rare words counts more
@@ -59,8 +60,8 @@ TYPO_MIN = 5
 TYPO_MAX = 20
 TYPO_WORDS = 3
 """Words of a query no memory holds, of :data:`TYPO_MIN` to :data:`TYPO_MAX` letters, that
-are searched as their one-edit variants (:func:`edits`), the first three at most: a bound on a
-query's cost (each is one lookup of at most about a thousand words)."""
+are searched as their variants (:func:`edits`) when the query finds too few memories, the
+first three at most: a bound on a query's cost (each is one lookup of at most 40 words)."""
 PREFIX_MIN = 3
 PREFIX_TERMS = 8
 NEIGHBOURS = 20
@@ -83,18 +84,14 @@ class Hit:
     """The query words the memory holds (whole or as the start of one of its words)."""
 
 
-LETTERS = "abcdefghijklmnopqrstuvwxyz"
-
-
 def edits(word: str) -> set[str]:
-    """The words one edit from ``word`` (a letter deleted, swapped with the next, replaced
-    or inserted) that keep its first letter (rarely the one mistyped; without the rule
-    "mother" found "other") and at least :data:`TYPO_MIN` letters: about 53 a letter."""
-    cuts = [(word[:i], word[i:]) for i in range(1, len(word) + 1)]
-    out = {a + b[1:] for a, b in cuts if b}
-    out |= {a + b[1] + b[0] + b[2:] for a, b in cuts if len(b) > 1}
-    out |= {a + c + b[1:] for a, b in cuts if b for c in LETTERS}
-    out |= {a + c + b for a, b in cuts for c in LETTERS}
+    """The words one letter too many or two neighbouring letters swapped away from ``word``
+    ("fesetival", "recieved"), keeping its first letter (rarely the one mistyped; without the
+    rule "mother" found "other") and at least :data:`TYPO_MIN` letters: at most two a letter.
+    A letter missing or replaced is not tried: that is 51 variants a letter, and looking them
+    all up cost 30 times a query's lookups at 100k memories (docs/recall.md)."""
+    out = {word[:i] + word[i + 1 :] for i in range(1, len(word))}
+    out |= {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(1, len(word) - 1)}
     out.discard(word)
     return {w for w in out if len(w) >= TYPO_MIN}
 
@@ -195,10 +192,12 @@ class Search:
         semantic = hybrid and bool(query.strip()) and self._semantic_ready()
         if (not terms and not semantic) or limit <= 0:
             return []
-        lists = self._lists(namespace, terms)
+        lists = self._lists(namespace, terms, limit)
         ranked = [(row, score) for row, score, _ in combine(lists)]
         if semantic:
-            rows, where, sims = self._index.similarities(namespace, MODEL.embed([query])[0])
+            rows, where, sims = self._index.similarities(
+                namespace, MODEL.embed([query])[0], [row for row, _ in ranked[:RANKED]]
+            )
             ranked = fusion.fuse(ranked, rows, where, sims)
         if neighbours and SPREAD > 0 and ranked:
             # after the fusion: a hit found by meaning lifts its neighbours too
@@ -215,21 +214,25 @@ class Search:
             MODEL.load_in_background()
         return MODEL.ready
 
-    def _lists(self, namespace: str, terms: list[str]) -> dict[str, list[tuple[int, float]]]:
-        """Each term's hits (row, its BM25 share), a fragment's as a prefix, a word no memory
-        holds as the words one edit from it (a typo: "fesetival" finds "festival")."""
+    def _lists(
+        self, namespace: str, terms: list[str], limit: int
+    ) -> dict[str, list[tuple[int, float]]]:
+        """Each term's hits (row, its BM25 share), a fragment's as a prefix. When they are
+        fewer than ``limit`` memories, a word no memory holds is searched as its variants
+        (:func:`edits`: a typo, "fesetival" finds "festival"): only then, as each variant
+        costs a lookup."""
         fragments, unknown = self._fragments(terms)
+        out = {
+            t: self._ranked(namespace, _quoted(t) + ("*" if t in fragments else "")) for t in terms
+        }
         typos = [
             t
             for t in terms
             if t in unknown and TYPO_MIN <= len(t) <= TYPO_MAX and t.isascii() and t.isalpha()
         ][:TYPO_WORDS]
-        out = {}
-        for t in terms:
-            match = _quoted(t) + ("*" if t in fragments else "")
-            if t in typos:
-                match = " OR ".join(_quoted(v) for v in sorted(edits(t)))
-            out[t] = self._ranked(namespace, match)
+        if typos and len({row for hits in out.values() for row, _ in hits}) < limit:
+            for t in typos:
+                out[t] = self._ranked(namespace, " OR ".join(_quoted(v) for v in sorted(edits(t))))
         return out
 
     def _accepted(
