@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator, Set
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from sys import intern
 from typing import Any, NamedTuple
 
 from noon.core import chain
@@ -102,9 +103,21 @@ def _line(raw: bytes) -> Line:
         op = decode(raw) if text else None
     except OpError:
         op = None
-    if op is not None and op.val is not None:
-        op.val = _LIVE
+    if op is not None:
+        _slim(op)
     return Line(op, len(raw), text, chain.SIG_FIELD in raw)
+
+
+def _slim(op: Op) -> None:
+    """Keep of a scanned op what a plan reads, its strings shared between ops (an element's
+    key and an author's id recur on every version): a plan holds every op of the directory."""
+    if op.val is not None:
+        op.val = _LIVE
+    op.node = intern(op.node)
+    op.el = tuple(intern(part) for part in op.el)
+    if op.prev:
+        op.prev = tuple((intern(n), s) for n, s in op.prev)
+    op.by = op.via = None
 
 
 class _Changed(Exception):
