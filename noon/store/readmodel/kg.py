@@ -22,9 +22,6 @@ from noon.store.readmodel.documents import SEPARATOR, entity_texts
 from noon.store.readmodel.state import Database, StoredElement, load_element
 
 _ORDER = "w_hlc, w_node, w_seq"
-FEW = 200
-"""Up to this many entities, their relations are looked up by name; beyond, the namespace's
-relations are read in one pass and filtered."""
 
 
 class SqlKg:
@@ -97,21 +94,18 @@ class SqlKg:
         ]
 
     def relation_keys_touching(self, names: Iterable[str]) -> list[Key]:
-        wanted = set(names)
+        """The live relations from or to any of ``names``, in write order: looked up
+        :data:`~noon.store.readmodel.apply.IN_CHUNK` names at a time by each end's index, so
+        the cost follows the names asked, not the namespace."""
         rows: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-        if len(wanted) > FEW:
-            for row in self.conn.execute(
-                f"SELECT src, dst, rtype, slot, {_ORDER} FROM relations WHERE ns = ?", (self.ns,)
-            ):
-                if row[0] in wanted or row[1] in wanted:
-                    rows[row[:4]] = row
-        for name in sorted(wanted) if len(wanted) <= FEW else ():
-            for end in ("src", "dst"):  # one index each: an OR would scan the namespace
+        for part in chunks(sorted(set(names))):
+            marks = ",".join("?" * len(part))
+            for end, hint in (("src", ""), ("dst", "INDEXED BY relations_by_dst ")):
+                # one index per end: an OR would scan the namespace
                 for row in self.conn.execute(
-                    f"SELECT src, dst, rtype, slot, {_ORDER} FROM relations "
-                    f"{'' if end == 'src' else 'INDEXED BY relations_by_dst '}"
-                    f"WHERE ns = ? AND {end} = ?",
-                    (self.ns, name),
+                    f"SELECT src, dst, rtype, slot, {_ORDER} FROM relations {hint}"
+                    f"WHERE ns = ? AND {end} IN ({marks})",
+                    (self.ns, *part),
                 ):
                     rows[row[:4]] = row
         ordered = sorted(rows.values(), key=lambda r: (r[4], r[5], r[6]))
@@ -165,50 +159,30 @@ class SqlKg:
         ]
         return self._with_relations(entities)
 
-    def _count(self) -> int:
-        row = self.conn.execute("SELECT count(*) FROM entities WHERE ns = ?", (self.ns,)).fetchone()
-        return int(row[0])
-
     def _shown(self, ids: Iterable[int]) -> list[dict[str, Any]]:
-        """The entities of this namespace among the row ``ids``, as shown, in their order; read
-        in bulk (the search index first, then the rows: asked as one join, SQLite would probe
-        the index once per entity of the namespace). Many of them: one pass over the
-        namespace; fewer than a quarter of it: looked up by id."""
-        wanted = set(ids)
-        cols = f"id, {_ORDER}, name, type, after"
-        if len(wanted) > FEW and len(wanted) * 4 > self._count():
-            rows = self.conn.execute(
-                f"SELECT {cols} FROM entities WHERE ns = ? ORDER BY {_ORDER}", (self.ns,)
-            )
-            found = [row for row in rows if row[0] in wanted]
-            names: set[str] | None = {row[4] for row in found}
-            observations = self.conn.execute(
-                "SELECT entity, text, w_hlc FROM observations WHERE ns = ? "
-                f"ORDER BY entity, {_ORDER}",
-                (self.ns,),
+        """The entities of this namespace among the row ``ids``, as shown, in their order: their
+        rows, then their observations, :data:`~noon.store.readmodel.apply.IN_CHUNK` at a time
+        (asked as one join, SQLite would probe the index once per entity of the namespace)."""
+        found: list[tuple[Any, ...]] = []
+        for part in chunks(sorted(set(ids))):
+            marks = ",".join("?" * len(part))
+            found += self.conn.execute(
+                f"SELECT id, {_ORDER}, name, type, after FROM entities "
+                f"WHERE id IN ({marks}) AND +ns = ?",  # by rowid, not by a scan of ns
+                (*part, self.ns),
             ).fetchall()
-        else:
-            found = []
-            for part in chunks(sorted(wanted)):
-                marks = ",".join("?" * len(part))
-                found += self.conn.execute(
-                    f"SELECT {cols} FROM entities WHERE id IN ({marks}) AND ns = ?",
-                    (*part, self.ns),
-                ).fetchall()
-            found.sort(key=lambda row: row[1:4])
-            names = None
-            observations = []
-            for row in found:
-                observations += self.conn.execute(
-                    "SELECT entity, text, w_hlc FROM observations WHERE ns = ? AND entity = ? "
-                    f"ORDER BY {_ORDER}",
-                    (self.ns, row[4]),
-                ).fetchall()
+        found.sort(key=lambda row: row[1:4])
         after = {row[4]: row[6] for row in found}
         observed: dict[str, list[str]] = {}
-        for entity, text, w_hlc in observations:
-            if (names is None or entity in names) and w_hlc > after.get(entity, w_hlc):
-                observed.setdefault(entity, []).append(text)
+        for part in chunks(sorted(after)):
+            marks = ",".join("?" * len(part))
+            for entity, text, w_hlc in self.conn.execute(
+                "SELECT entity, text, w_hlc FROM observations "
+                f"WHERE ns = ? AND entity IN ({marks}) ORDER BY entity, {_ORDER}",
+                (self.ns, *part),
+            ):
+                if w_hlc > after[entity]:
+                    observed.setdefault(entity, []).append(text)
         return [
             {"name": name, "entityType": etype, "observations": observed.get(name, [])}
             for _, _, _, _, name, etype, _ in found
