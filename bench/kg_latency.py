@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.mesh import ROOT, subprocess_env
 from bench.pipe import PipeClient
 from bench.stats import percentiles, rss_mib
+from tests.harness.mesh import ROOT, subprocess_env
 
 OFFICIAL = ROOT / ".cache/official/node_modules/@modelcontextprotocol/server-memory/dist/index.js"
 FILL_BATCH = 500

@@ -38,7 +38,6 @@ import orjson
 from bench.core import catch_up_fold, decode_seconds, remove_read_model, settings
 from bench.floors import sdk_import
 from bench.kg_latency import OFFICIAL, noon_client, official_client
-from bench.mesh import ROOT, subprocess_env
 from bench.pipe import PipeClient
 from bench.shards import ShardWriter, ops_in
 from bench.stats import percentiles, rss_mib
@@ -47,6 +46,7 @@ from noon.core.elements import obs_key
 from noon.core.ops import Draft
 from noon.kg.graph import obs_id, obs_value
 from noon.store.store import Store
+from tests.harness.mesh import ROOT, subprocess_env
 
 NODE = "bench"
 NS = "default"

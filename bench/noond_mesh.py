@@ -31,11 +31,11 @@ from typing import Any
 from bench.core import generate
 from bench.floors import sdk_import
 from bench.kg_latency import noon_client
-from bench.mesh import Node, Pki, free_port, wait_until
 from bench.stats import cpu_seconds, percentiles, rss_mib
 from noon.core.ops import Draft, encode
 from noon.store.serve import Summaries
 from noon.store.store import read_model_path
+from tests.harness.mesh import Node, Pki, free_port, wait_until
 
 
 class Proxies:

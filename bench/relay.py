@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.mesh import Pki
 from bench.s3 import CREDENTIALS, S3Server, moto_server, seaweed_server
 from noon import certs
 from noon.config import Settings
@@ -45,6 +44,7 @@ from noond.relay.link import RelaySettings
 from noond.relay.sync import Relay
 from noond.shards import Holdings
 from noond.signers import Signers
+from tests.harness.mesh import Pki
 
 WRITERS = 4
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.mesh import free_port
+from tests.harness.mesh import free_port
 
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "noontestkey",

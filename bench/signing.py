@@ -27,13 +27,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.mesh import Node, Pki, converged, start_all, wait_until
 from noon import certs
 from noon.config import Settings
 from noon.core import chain
 from noon.core.ops import Draft, decode, encode
 from noon.store import chainstate, receive, serve
 from noon.store.store import Store
+from tests.harness.mesh import Node, Pki, converged, start_all, wait_until
 
 TEXT = (
     "The deploy script reads NOON_DIR from the environment; on the laptop it is ~/.noon and on "

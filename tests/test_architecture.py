@@ -1,6 +1,7 @@
-"""The layering docs/architecture.md describes, checked: every import of noon, noond and bench is
-read from the source (static ``import`` statements, top level or nested), and a forbidden edge or
-a cycle between packages fails with the file and line that made it."""
+"""The layering docs/architecture.md describes, checked: every import of noon, noond, the test kit
+(tests/harness) and bench is read from the source (static ``import`` statements, top level or
+nested), and a forbidden edge or a cycle between packages fails with the file and line that made
+it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench.mesh import ROOT
+from tests.harness.mesh import ROOT
 
 LAYER = {
     "noon.errors": 0,
@@ -32,7 +33,8 @@ LAYER = {
     "noon.cli": 7,
     "noon.__main__": 7,
     "noond": 8,
-    "bench": 9,
+    "tests.harness": 9,
+    "bench": 10,
 }
 """A package may import packages of a lower layer; within a layer, only what ALLOWED says."""
 
@@ -62,7 +64,7 @@ def package(module: str) -> str | None:
 
 
 def modules() -> Iterator[tuple[str, Path]]:
-    for top in ("noon", "noond", "bench"):
+    for top in ("noon", "noond", "tests/harness", "bench"):
         for path in sorted((ROOT / top).rglob("*.py")):
             parts = path.relative_to(ROOT).with_suffix("").parts
             if parts[-1] == "__init__":
@@ -116,13 +118,25 @@ def test_imports_only_go_down_the_layers() -> None:
     assert bad == [], "\n".join(bad)
 
 
-def test_tests_are_never_imported_by_noon_noond_or_bench() -> None:
+def test_the_product_never_imports_tests_and_bench_only_the_kit() -> None:
     bad = [
         f"{module}:{line} imports {name}"
         for module, path in modules()
         for name, line in imports(module, path)
-        if name == "tests" or name.startswith("tests.")
+        if ((name == "tests" or name.startswith("tests.")) and package(name) != "tests.harness")
+        or (package(name) == "tests.harness" and package(module) not in ("tests.harness", "bench"))
     ]
+    assert bad == [], "\n".join(bad)
+
+
+def test_no_test_module_imports_another() -> None:
+    """What tests share lives in the kit, tests/harness."""
+    bad = []
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for name, line in imports(module, path):
+            if name.startswith("tests.") and name.split(".")[-1].startswith("test_"):
+                bad.append(f"{module}:{line} imports {name}")
     assert bad == [], "\n".join(bad)
 
 
@@ -194,7 +208,7 @@ def test_the_read_models_connection_stays_inside_noon_store() -> None:
     object's own, and sqlite3 imported only where :data:`SQLITE_OUTSIDE_STORE` says why."""
     bad = []
     for module, path in modules():
-        if module.startswith(("noon.store", "bench")):
+        if module.startswith(("noon.store", "tests.harness", "bench")):
             continue
         tree = ast.parse(path.read_text(), str(path))
         for node in ast.walk(tree):

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from bench.mesh import ROOT, Node, Pki, free_port, wait_until
+from tests.harness.mesh import ROOT, Node, Pki, free_port, wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import tomllib
 
-from bench.mesh import ROOT
+from tests.harness.mesh import ROOT
 
 CEILING = 55
 """Modules on the allowance at most. Lower it when you take one off; never raise it."""

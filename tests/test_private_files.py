@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import ROOT, free_port, subprocess_env, wait_until
 from bench.pipe import PipeClient
 from noon.daemon_link import address_path
+from tests.harness.mesh import ROOT, free_port, subprocess_env, wait_until
 
 pytestmark = [
     pytest.mark.integration,

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import ROOT
 from noon.config import STORE, Settings
 from noon.mcp.http_limits import SERVE, HttpLimits
 from noon.setting import Setting, Table, section, with_table
 from noon.web.listener import WEB, WebLimits
 from noond.config import DaemonConfig
 from noond.settings import NOOND
+from tests.harness.mesh import ROOT
 
 TABLES: tuple[tuple[Table, type, tuple[str, ...]], ...] = (
     (STORE, Settings, ("noon/config.py",)),

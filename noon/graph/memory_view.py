@@ -11,7 +11,6 @@ from noon.core.elements import edge_key
 from noon.core.hlc import utc
 from noon.core.ops import Op
 from noon.graph.glossary import MAX_LINKS, Glossary
-from noon.graph.model import DEFAULT_DOMAIN
 from noon.graph.reader import (
     GraphReader,
     Placement,
@@ -22,7 +21,7 @@ from noon.graph.reader import (
     version_id,
     written_ms,
 )
-from noon.graph.uri import Uri, node_view
+from noon.graph.uri import DEFAULT_DOMAIN, Uri, node_view
 
 RULE = "=" * 60
 SNIPPET = 100

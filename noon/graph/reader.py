@@ -1,9 +1,9 @@
 """What a reader of the URI graph offers, and the rules every reader shares.
 
 Two readers exist: the machine's read model (:class:`noon.store.readmodel.graph.SqlGraph`), which
-every process queries, and the in-memory :class:`noon.graph.model.Graph` over a
-:class:`~noon.core.fold.Fold`, which the tests hold the read model to. Views and write planning
-take a :class:`GraphReader` and work on either.
+every process queries, and the test kit's ``Graph`` over an in-memory fold
+(``tests/harness/uri_graph.py``), which the tests hold the read model to. Views and write
+planning take a :class:`GraphReader` and work on either.
 
 The rules that turn folded elements into placements and URIs live here once, as pure
 functions over lookups the reader supplies:

@@ -20,6 +20,8 @@ from noon.errors import Invalid
 ROOT_PREFIX = "@"
 SYSTEM = "system"
 KG = "kg"
+DEFAULT_DOMAIN = "core"
+"""The domain every namespace has, written to or not."""
 """``kg://<name>`` reads a knowledge-graph entity (see :mod:`noon.kg.uri`)."""
 NODE_VIEW = "system://node/"
 

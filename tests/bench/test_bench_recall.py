@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from bench.mesh import ROOT, subprocess_env
 from noon.store.readmodel.embedder import available
+from tests.harness.mesh import ROOT, subprocess_env
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from bench.mesh import ROOT, subprocess_env
+from tests.harness.mesh import ROOT, subprocess_env
 
 pytestmark = pytest.mark.integration
 

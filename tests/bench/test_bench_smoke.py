@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import ROOT, subprocess_env
+from tests.harness.mesh import ROOT, subprocess_env
 
 pytestmark = pytest.mark.integration
 

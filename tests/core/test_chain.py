@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric import ed25519
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,18 +13,7 @@ from noon.config import Settings
 from noon.core import chain
 from noon.core.ops import Draft, decode, encode
 from noon.store.compact import compact_dir, kept_lines
-from noon.store.lines import envelope
-
-KEY = ed25519.Ed25519PrivateKey.generate()
-OTHER = ed25519.Ed25519PrivateKey.generate()
-
-
-def check(message: bytes, sig: bytes) -> bool:
-    try:
-        KEY.public_key().verify(sig, message)
-    except Exception:
-        return False
-    return True
+from tests.harness.chains import KEY, OTHER, check, numbered
 
 
 def shard(node: str, batches: list[list[str]], sign: chain.Sign = KEY.sign) -> list[bytes]:
@@ -49,15 +37,6 @@ def shard(node: str, batches: list[list[str]], sign: chain.Sign = KEY.sign) -> l
         link = chain.sign_batch(link, lines, end, sign)
         out += lines
         seq = end
-    return out
-
-
-def numbered(lines: list[bytes]) -> list[tuple[int, bytes]]:
-    out = []
-    for raw in lines:
-        env = envelope(raw)
-        assert env is not None
-        out.append((env.seq, raw))
     return out
 
 

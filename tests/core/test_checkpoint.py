@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from noon.core import chain
 from noon.core import checkpoint as cps
 from noon.core.ops import encode
-from tests.core.test_chain import KEY, OTHER, check, numbered
+from tests.harness.chains import KEY, OTHER, check, numbered
 
 unsigned_history = st.lists(st.text(max_size=6), min_size=1, max_size=25)
 

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from noon.core.collection import blocker, is_deleted, members
 from noon.core.compaction import droppable, stale_after_refetch
-from noon.core.fold import Fold
 from noon.core.hlc import Clock
 from noon.core.ops import Key, Op, OpId, decode, encode
+from tests.harness.fold import Fold
 
 KEYS: list[Key] = [
     ("content", "d", "m1"),

@@ -4,8 +4,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from noon.core.fold import Fold, ForkError
+from noon.core.fold import ForkError
 from noon.core.ops import decode, encode
+from tests.harness.fold import Fold
 from tests.harness.sim import actions, run, skews, summary
 
 

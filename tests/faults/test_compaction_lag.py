@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import Node, Pki, start_all, wait_until
 from noon.config import Settings
 from noon.core.ops import Draft
 from noon.store import receive, serve
 from noon.store.compact import compact_dir
 from noon.store.store import Store
+from tests.harness.mesh import Node, Pki, start_all, wait_until
 
 pytestmark = pytest.mark.integration
 

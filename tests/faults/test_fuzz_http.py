@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.mesh import Node, Pki, wait_until
 from noon.core.ops import encode
+from tests.harness.mesh import Node, Pki, wait_until
 from tests.harness.signed import body, signed
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import Pki
+from tests.harness.mesh import Pki
 from tests.harness.nemesis import Config, Outcome, run_once, seed_from_env
 
 pytestmark = pytest.mark.integration

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import Pki, wait_until
 from noon.core.ops import decode
+from tests.harness.mesh import Pki, wait_until
 from tests.harness.nemesis import Cluster, Config, seed_from_env
 
 pytestmark = pytest.mark.integration

@@ -12,10 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from noon.graph import plan
-from noon.graph.model import Graph
 from noon.graph.plan import REFUSED
 from noon.graph.uri import Uri, check_name, node_view, parse
 from tests.harness.graphsim import NAMES, NS, STEP, Replica, apply_step, canonical
+from tests.harness.uri_graph import Graph
 
 
 def check_uris_resolve(g: Graph) -> None:

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp import Client, StdioServerParameters
 
-from bench.mesh import ROOT, subprocess_env
 from noon.graph.textdiff import CONTEXT, MAX_HUNKS, SHOWN, hunks
+from tests.harness.mesh import ROOT, subprocess_env
 from tests.harness.uri import Session
 
 TEXT = st.text(alphabet=st.sampled_from("ab \n✓"), max_size=300)

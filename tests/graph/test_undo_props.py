@@ -18,16 +18,16 @@ from hypothesis import strategies as st
 from noon.app.actor import WEB, Actor
 from noon.app.changes import undo_changes
 from noon.core.elements import boot_key, content_key, edge_key, entity_key, keyword_key, obs_key
-from noon.core.fold import Fold
 from noon.core.ops import Draft, Key, Op
 from noon.graph import plan, undo
-from noon.graph.model import Graph
 from noon.graph.reader import change_id, live_text, version_id
 from noon.graph.uri import Uri
 from noon.store.access import service
 from noon.store.readmodel import changes
 from noon.store.rollback import lookup
+from tests.harness.fold import Fold
 from tests.harness.graphsim import NS, STEP, Replica, apply_step
+from tests.harness.uri_graph import Graph
 from tests.harness.web import agent_create
 from tests.harness.web import open_store as open_web_store
 

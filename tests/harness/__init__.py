@@ -1,3 +1,4 @@
-"""What the tests share: stores, servers, sessions, simulators and the fault harness. No
-test module imports another; they all import from here (and from ``bench.mesh`` for real
-daemons)."""
+"""The test kit: what the tests share (stores, servers, sessions, real daemons in ``mesh``,
+simulators, the fault harness) and the oracles the product is held to (``fold``, ``uri_graph``,
+``kg_view``, ``oracle``, ``review_oracle``). No test module imports another; the product never
+imports the kit; the benchmarks may (``tests/test_architecture.py``)."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bench.web import CHROMIUM_ARGS, chromium, split_address
+from tests.harness.page import CHROMIUM_ARGS, chromium, split_address
 
 if TYPE_CHECKING:
     from playwright.async_api import Page

@@ -8,14 +8,14 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from noon.core.fold import Fold
 from noon.core.ops import AUTO, Draft, Op, decode, encode
 from noon.graph import plan
-from noon.graph.model import Graph
 from noon.graph.plan import REFUSED
 from noon.graph.uri import Uri
 from noon.kg import plan as kg_plan
-from noon.kg.graph import View
+from tests.harness.fold import Fold
+from tests.harness.kg_view import View
+from tests.harness.uri_graph import Graph
 
 NS = "default"
 

@@ -16,12 +16,12 @@ from collections.abc import Awaitable, Callable
 import orjson
 from aiohttp import web
 
-from bench.mesh import Pki, free_port
 from noon import certs
 from noon.core import chain
 from noon.core.collection import member_of
 from noon.core.ops import encode
 from tests.harness import signed
+from tests.harness.mesh import Pki, free_port
 
 Script = Callable[[web.Request], Awaitable[web.StreamResponse | None]]
 

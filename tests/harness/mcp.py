@@ -16,9 +16,9 @@ from typing import Any
 import anyio
 import mcp.types as types
 
-from bench.mesh import ROOT, subprocess_env
 from noon.config import Settings
 from noon.store.store import Store
+from tests.harness.mesh import ROOT, subprocess_env
 
 INITIALIZE = {
     "jsonrpc": "2.0",

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.mesh import ROOT, Node, Pki, free_port, wait_until
 from tests.harness.checker import History, Replica, Report, check, read_replica, visible
+from tests.harness.mesh import ROOT, Node, Pki, free_port, wait_until
 from tests.harness.proxy import Link, Proxy
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from noon.core.fold import Fold
 from noon.graph import memory_view, views
 from noon.graph.glossary import Glossary
 from noon.graph.reader import GraphReader
@@ -15,6 +14,7 @@ from noon.kg.graph import KgReader
 from noon.names import shard_node
 from noon.store import cut
 from noon.store.shard import ShardReader, list_shards
+from tests.harness.fold import Fold
 
 
 def fold_of_dir(directory: Path) -> Fold:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import free_port
+from tests.harness.mesh import free_port
 
 START_TIMEOUT_S = 60
 SUPERUSER = "noon"

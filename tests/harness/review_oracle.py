@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, KG_KINDS, REVIEW
-from noon.core.fold import Fold
 from noon.core.ops import Op
 from noon.graph.memory_view import show_uri
-from noon.graph.model import Graph
-from noon.kg.graph import View
+from tests.harness.fold import Fold
+from tests.harness.kg_view import View
+from tests.harness.uri_graph import Graph
 
 WEB = "web"
 

@@ -4,8 +4,8 @@ node by hand: the author's chain from its first line, a signature on every batch
 
 from __future__ import annotations
 
-from bench.mesh import Pki, key_of, sign_lines
 from noon.core.collection import member_of
+from tests.harness.mesh import Pki, key_of, sign_lines
 
 __all__ = ["body", "key_of", "sign_lines", "signed"]
 

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from noon.core.fold import Fold
 from noon.core.hlc import Clock
 from noon.core.ops import Key, Op, decode, encode
+from tests.harness.fold import Fold
 
 KEYS: list[Key] = [
     ("content", "default", "m1"),

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.mesh import ROOT
 from noon.config import Settings
 from noon.store.store import Store
+from tests.harness.mesh import ROOT
 
 
 def open_store(d: Path, node: str = "a", **kw: Any) -> Store:

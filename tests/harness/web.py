@@ -11,10 +11,9 @@ from typing import Any
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient, TestServer
 
-from bench.mesh import free_port, subprocess_env
-from bench.web import web_server
 from noon.config import Settings
 from noon.graph import plan
+from noon.graph.reader import live_text
 from noon.graph.uri import parse
 from noon.store.access import service
 from noon.store.readmodel.graph import SqlGraph
@@ -23,6 +22,8 @@ from noon.web.app import create_app
 from noon.web.data import WebData
 from noon.web.guesses import Guesses
 from noon.web.security import SESSION_HEADER, Guard, allowed_hosts
+from tests.harness.mesh import free_port, subprocess_env
+from tests.harness.page import web_server
 
 NS = "default"
 AGENT = "claude-code"
@@ -145,3 +146,15 @@ def web_process(
         _,
     ):
         yield address
+
+
+def text_of(directory: Path, node: str, uri: str) -> str | None:
+    store = open_store(directory, node)
+    try:
+        found = service(store).read(lambda s: s.graph.resolve(NS, parse(uri)))
+        if found is None:
+            return None
+        el = store.fold.elements.get(("content", NS, found[0]))
+        return live_text(el) if el is not None else None
+    finally:
+        store.close()

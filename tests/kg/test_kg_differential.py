@@ -20,13 +20,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.mesh import ROOT, subprocess_env
 from bench.pipe import PipeClient
 from noon.cli import main
 from noon.config import Settings
 from noon.store.access import kg_read
 from noon.store.store import Store
 from noon.transfer import official as official_format
+from tests.harness.mesh import ROOT, subprocess_env
 
 OFFICIAL = ROOT / ".cache/official/node_modules/@modelcontextprotocol/server-memory/dist/index.js"
 

@@ -15,14 +15,14 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from noon.config import Settings
-from noon.core.fold import Fold
 from noon.core.ops import decode
 from noon.kg import plan
-from noon.kg.graph import View
 from noon.kg.uri import render_entity, render_index
 from noon.mcp.server import create_server
 from noon.store.access import kg_mutate, kg_read
 from noon.store.store import Store
+from tests.harness.fold import Fold
+from tests.harness.kg_view import View
 from tests.harness.mcp import make_settings, make_store
 from tests.harness.oracle import fold_of_dir
 

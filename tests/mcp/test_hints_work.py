@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from bench.mesh import ROOT, subprocess_env
 from noon.core.elements import content_key
 from noon.core.ops import Draft
+from tests.harness.mesh import ROOT, subprocess_env
 from tests.harness.uri import Session, make_server, open_store
 
 pytestmark = pytest.mark.integration

@@ -13,10 +13,10 @@ import orjson
 import pytest
 from mcp import Client, StdioServerParameters
 
-from bench.mesh import ROOT, subprocess_env
 from noon.config import Settings
 from noon.store.store import Store
 from noon.web.data import WebData
+from tests.harness.mesh import ROOT, subprocess_env
 from tests.harness.uri import Session
 
 pytestmark = pytest.mark.integration

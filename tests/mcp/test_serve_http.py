@@ -16,9 +16,9 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from bench.mesh import ROOT
 from noon.cli import main
 from tests.harness.mcp import INITIALIZE, POST_HEADERS, serve_env, serve_process
+from tests.harness.mesh import ROOT
 from tests.harness.uri import Session
 
 pytestmark = pytest.mark.integration

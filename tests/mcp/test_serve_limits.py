@@ -17,8 +17,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.mesh import ROOT, wait_until
 from tests.harness.mcp import INITIALIZE, POST_HEADERS, serve_env, serve_process
+from tests.harness.mesh import ROOT, wait_until
 from tests.harness.uri import Session
 
 pytestmark = pytest.mark.integration

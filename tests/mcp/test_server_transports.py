@@ -14,9 +14,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from bench.mesh import ROOT, subprocess_env
 from noon.cli import main
 from tests.harness.mcp import Recorder, http_server
+from tests.harness.mesh import ROOT, subprocess_env
 
 pytestmark = pytest.mark.integration
 

@@ -12,8 +12,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.mesh import ROOT, subprocess_env
 from tests.harness.mcp import Recorder, http_server
+from tests.harness.mesh import ROOT, subprocess_env
 from tests.harness.uri import Session, make_server, open_store
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import ROOT, free_port, noon_command, wait_until
+from tests.harness.mesh import ROOT, free_port, noon_command, wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import Node, Pki, free_port, start_all, wait_until
 from noon.core.ops import Draft, OpError, decode
+from tests.harness.mesh import Node, Pki, free_port, start_all, wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import Node, converged, free_port, wait_until
+from tests.harness.mesh import Node, converged, free_port, wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import Node, Pki, start_all, wait_until
+from tests.harness.mesh import Node, Pki, start_all, wait_until
 from tests.harness.small_disk import fill, small_disk
 
 pytestmark = pytest.mark.integration

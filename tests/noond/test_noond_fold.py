@@ -10,8 +10,8 @@ import pytest
 
 from bench.core import generate
 from bench.kg_latency import noon_client
-from bench.mesh import Node, Pki, wait_until
 from bench.noond_mesh import read_model_holds, read_model_state
+from tests.harness.mesh import Node, Pki, wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import Node, Pki, wait_until
 from tests.harness.hostile_peer import ops_body
+from tests.harness.mesh import Node, Pki, wait_until
 from tests.harness.signed import body, signed
 
 pytestmark = pytest.mark.integration

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from bench.mesh import ROOT, Node, Pki, converged, noon_command, wait_until
 from noon.core.ops import decode
 from noon.store import serve
 from tests.harness.hostile_peer import HostilePeer, Script, SignedFeed, listing, ops_body, page
+from tests.harness.mesh import ROOT, Node, Pki, converged, noon_command, wait_until
 
 pytestmark = pytest.mark.integration
 

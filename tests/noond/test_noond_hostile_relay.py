@@ -14,7 +14,6 @@ import orjson
 import pytest
 from aiohttp import web
 
-from bench.mesh import Node, Pki, wait_until
 from noon import certs
 from noon.config import Settings
 from noon.core import checkpoint
@@ -25,6 +24,7 @@ from noon.store.lines import envelope
 from noon.store.store import Store
 from tests.harness import signed
 from tests.harness.hostile_peer import HostilePeer, listing, page
+from tests.harness.mesh import Node, Pki, wait_until
 
 pytestmark = pytest.mark.integration
 

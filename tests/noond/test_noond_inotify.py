@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import Node, Pki, start_all, wait_until
 from noon.store.serve import Summaries
 from noond.inotify import open_watch
+from tests.harness.mesh import Node, Pki, start_all, wait_until
 
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="inotify is Linux's")
 

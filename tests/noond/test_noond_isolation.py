@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from bench.mesh import Node, Pki, converged, wait_until
 from tests.harness.hostile_peer import HostilePeer, listing, page
+from tests.harness.mesh import Node, Pki, converged, wait_until
 
 pytestmark = pytest.mark.integration
 

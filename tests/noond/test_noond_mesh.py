@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import (
+from noon.store.compact import compact_dir
+from tests.harness.mesh import (
     ROOT,
     Node,
     Pki,
@@ -19,7 +20,6 @@ from bench.mesh import (
     start_all,
     wait_until,
 )
-from noon.store.compact import compact_dir
 
 pytestmark = pytest.mark.integration
 

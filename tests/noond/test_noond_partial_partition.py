@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import Node, Pki, converged, start_all, wait_until
+from tests.harness.mesh import Node, Pki, converged, start_all, wait_until
 from tests.harness.proxy import Link, Proxy
 
 pytestmark = pytest.mark.integration

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import ROOT, Node, Pki, free_port, noon_command, wait_until
 from noon.core.ops import decode, encode
 from tests.harness import signed
+from tests.harness.mesh import ROOT, Node, Pki, free_port, noon_command, wait_until
 
 pytestmark = pytest.mark.integration
 

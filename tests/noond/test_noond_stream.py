@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from bench.mesh import Node, Pki, converged, wait_until
 from noon.store.serve import Summaries
 from tests.harness.hostile_peer import HostilePeer
+from tests.harness.mesh import Node, Pki, converged, wait_until
 
 pytestmark = pytest.mark.integration
 

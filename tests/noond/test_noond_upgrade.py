@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import Node, Pki, converged, start_all, wait_until
 from noon import certs
 from noon.core.chain import split_sig
 from noon.core.ops import Draft, encode
 from noon.store import chainstate
 from noon.store.compact import compact_dir
+from tests.harness.mesh import Node, Pki, converged, start_all, wait_until
 
 pytestmark = pytest.mark.integration
 

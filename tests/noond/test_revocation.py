@@ -8,12 +8,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from bench.mesh import Pki, noon_command, subprocess_env
 from noon import certs
 from noon.config import Settings
 from noon.core.ops import Draft
 from noon.store.store import Store
 from noond.revocations import Revocations, Revoked, cut_back
+from tests.harness.mesh import Pki, noon_command, subprocess_env
 
 
 def test_noon_certs_revoke_writes_a_record_the_ca_signed_and_says_where(tmp_path, pki: Pki):

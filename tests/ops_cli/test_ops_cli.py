@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 import email.utils
 import json
-import os
 import re
 import shutil
 import ssl
@@ -21,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from bench.mesh import ROOT, Node, Pki, free_port, noon_command, start_all, wait_until
 from noon import certs
 from noon.config import Settings
 from noon.core.hlc import pack
@@ -32,32 +30,12 @@ from noon.kg import plan as kg_plan
 from noon.store import peerstate
 from noon.store.access import kg_mutate, service
 from noon.store.store import Store
+from tests.harness.mesh import ROOT, Node, Pki, start_all, wait_until
+from tests.harness.operator import as_json, cli_env, doctor, problems, run
 
 pytestmark = pytest.mark.integration
 
 X = ("content", "default", "x")
-
-
-def cli_env(
-    d: Path, node: str, files: tuple[Path, Path, Path] | None = None, listen: str | None = None
-) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NOON_", "NOOND_"))}
-    env.update(
-        PYTHONPATH=str(ROOT),
-        NOON_DIR=str(d),
-        NOON_NODE_ID=node,
-        NOON_FSYNC="false",
-        NOOND_LISTEN=listen or f"127.0.0.1:{free_port()}",
-    )
-    if files is not None:
-        env.update(
-            NOOND_TLS_CERT=str(files[0]), NOOND_TLS_KEY=str(files[1]), NOOND_TLS_CA=str(files[2])
-        )
-    return env
-
-
-def run(command: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return noon_command(command, *args, env=env)
 
 
 def noon_cli(*words: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -71,27 +49,6 @@ def noon_cli(*words: str, env: dict[str, str]) -> subprocess.CompletedProcess[st
         timeout=60,
         cwd=ROOT,
     )
-
-
-def as_json(out: subprocess.CompletedProcess[str]) -> Any:
-    assert out.stdout.strip(), out.stderr
-    return json.loads(out.stdout)
-
-
-def doctor(env: dict[str, str], *extra: str) -> tuple[int, list[dict[str, str]]]:
-    out = run("doctor", "--json", *extra, env=env)
-    report = as_json(out)
-    assert report["healthy"] == (out.returncode == 0), out.stdout
-    return out.returncode, report["findings"]
-
-
-def problems(
-    findings: list[dict[str, str]], check: str, level: str = "error"
-) -> list[dict[str, str]]:
-    found = [f for f in findings if f["check"] == check and f["level"] == level]
-    for f in found:
-        assert f["fix"], f"finding without a fix: {f}"
-    return found
 
 
 def own_cert(pki: Pki, d: Path, node: str) -> None:

@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 from noon.cli import main
 from noon.config import Settings
 from noon.graph import plan
-from noon.graph.model import Graph
 from noon.graph.uri import parse
 from noon.kg import plan as kg_plan
 from noon.ops_cli.terminal import visible, visible_lines
 from noon.store.access import kg_mutate, service
 from noon.store.store import Store
+from tests.harness.uri_graph import Graph
 
 CLEAR_LINE = "\x1b[2K\r"
 CLIPBOARD = "\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07"

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import Node, Pki, wait_until
 from bench.s3 import S3Server, moto_server, seaweed_server
 from noon import certs
 from noon.core.ops import Draft
 from noond.relay import seal
 from noond.relay.compact import MERGE_AT
-from tests.ops_cli.test_ops_cli import as_json, cli_env, doctor, problems, run
+from tests.harness.mesh import Node, Pki, wait_until
+from tests.harness.operator import as_json, cli_env, doctor, problems, run
 
 pytestmark = pytest.mark.integration
 

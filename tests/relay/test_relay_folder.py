@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import Pki
 from noon import certs
 from noon.config import Settings
 from noon.core.ops import Draft
@@ -26,6 +25,7 @@ from noond.relay.link import RelaySettings
 from noond.relay.sync import Relay
 from noond.shards import Holdings
 from noond.signers import Signers
+from tests.harness.mesh import Pki
 
 
 class Machine:

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.mesh import ROOT
 from noon import certs
 from noond.relay import seal
+from tests.harness.mesh import ROOT
 
 MESH = certs.MeshKey({1: b"\x07" * 32, 2: b"\x09" * 32})
 K = seal.keys(MESH, 2)

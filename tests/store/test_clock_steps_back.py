@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import ROOT, subprocess_env
 from noon.core.ops import decode
+from tests.harness.mesh import ROOT, subprocess_env
 
 pytestmark = pytest.mark.integration
 

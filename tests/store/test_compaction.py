@@ -6,10 +6,10 @@ from hypothesis import strategies as st
 
 from noon.config import Settings
 from noon.core.compaction import droppable, stale_after_refetch
-from noon.core.fold import Fold
 from noon.core.ops import encode
 from noon.store.compact import compact_dir
 from noon.store.store import Store
+from tests.harness.fold import Fold
 from tests.harness.sim import actions, run, skews, summary
 
 

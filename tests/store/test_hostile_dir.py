@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import ROOT, Node, Pki, noon_command, wait_until
 from tests.harness.hostile_peer import ops_body
+from tests.harness.mesh import ROOT, Node, Pki, noon_command, wait_until
 from tests.harness.signed import signed
 
 pytestmark = pytest.mark.integration

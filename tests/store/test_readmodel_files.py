@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import ROOT, subprocess_env, wait_until
 from noon.config import Settings
 from noon.core.ops import Draft
-from noon.graph.model import Graph
-from noon.kg.graph import View
 from noon.store.readmodel.schema import SCHEMA_VERSION
 from noon.store.store import Store, read_model_path
+from tests.harness.kg_view import View
+from tests.harness.mesh import ROOT, subprocess_env, wait_until
 from tests.harness.oracle import fold_of_dir, observe
+from tests.harness.uri_graph import Graph
 
 NS = "default"
 

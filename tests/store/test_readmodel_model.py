@@ -23,8 +23,6 @@ from noon.config import Settings
 from noon.core.fold import ForkError
 from noon.core.hlc import Clock
 from noon.core.ops import decode, encode
-from noon.graph.model import Graph
-from noon.kg.graph import View
 from noon.store.collect import collect_dir
 from noon.store.compact import compact_dir
 from noon.store.errors import ForkDetected
@@ -33,7 +31,9 @@ from noon.store.readmodel.model import ReadModel
 from noon.store.readmodel.state import head_ids
 from noon.store.store import Store
 from tests.harness.graphsim import NS, Replica, apply_kg_step, apply_step
+from tests.harness.kg_view import View
 from tests.harness.oracle import fold_of_dir, observe
+from tests.harness.uri_graph import Graph
 
 NODES = ("a", "b")
 EXAMPLES = int(os.environ.get("NOON_MODEL_EXAMPLES", "60"))

@@ -14,9 +14,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import Implementation
 
-from bench.mesh import ROOT, subprocess_env
 from noon.core.ops import decode
 from noon.store.retries import WINDOW_MS
+from tests.harness.mesh import ROOT, subprocess_env
 
 pytestmark = pytest.mark.integration
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from bench.mesh import ROOT, subprocess_env
 from noon.store.access import service
 from noon.store.readmodel import vectors
 from noon.store.readmodel.embedder import available
+from tests.harness.mesh import ROOT, subprocess_env
 from tests.harness.texts import write_texts
 from tests.harness.uri import Session, open_store
 

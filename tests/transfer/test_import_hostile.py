@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import ROOT, subprocess_env
+from tests.harness.mesh import ROOT, subprocess_env
 from tests.harness.nocturne import SQLITE_DDL, nocturne_db
 
 pytestmark = pytest.mark.integration

@@ -305,7 +305,7 @@ def test_postgres_problems_are_clear_bounded_and_import_nothing(
     missing = postgres.rsplit("/", 1)[0] + "/no_such_db"
     assert _noon(d, "import", missing) == 1
     assert "cannot connect" in capsys.readouterr().err
-    from bench.mesh import free_port
+    from tests.harness.mesh import free_port
 
     started = time.monotonic()
     assert _noon(d, "import", f"postgresql://me:hunter2@127.0.0.1:{free_port()}/x") == 1

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from bench.mesh import ROOT
+from tests.harness.mesh import ROOT
 
 ESLINT = ROOT / ".cache" / "eslint" / "node_modules" / ".bin" / "eslint"
 SCRIPTS = "noon/web/static/js"

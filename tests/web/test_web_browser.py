@@ -18,30 +18,17 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from bench.mesh import Node, Pki, start_all, subprocess_env, wait_until
 from noon.core.elements import review_key
 from noon.graph import plan
-from noon.graph.reader import live_text
 from noon.graph.uri import parse
 from noon.store.access import service
 from noon.store.readmodel.graph import SqlGraph
 from tests.harness.browser import browser_page, screenshot, skip_without_browser
 from tests.harness.mcp import http_server
-from tests.harness.web import AGENT, NS, agent_edit, open_store, seed, web_process
+from tests.harness.mesh import Node, Pki, start_all, subprocess_env, wait_until
+from tests.harness.web import AGENT, NS, agent_edit, open_store, seed, text_of, web_process
 
 pytestmark = [pytest.mark.integration, skip_without_browser()]
-
-
-def text_of(directory: Path, node: str, uri: str) -> str | None:
-    store = open_store(directory, node)
-    try:
-        found = service(store).read(lambda s: s.graph.resolve(NS, parse(uri)))
-        if found is None:
-            return None
-        el = store.fold.elements.get(("content", NS, found[0]))
-        return live_text(el) if el is not None else None
-    finally:
-        store.close()
 
 
 async def open_with_keyboard(page: Any, tree: Any, uri: str, child: str) -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import ROOT, subprocess_env
-from bench.web import login, split_address
+from tests.harness.mesh import ROOT, subprocess_env
+from tests.harness.page import login, split_address
 from tests.harness.web import open_store, seed, web_process
 
 pytestmark = pytest.mark.integration

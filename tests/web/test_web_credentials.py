@@ -16,11 +16,10 @@ from typing import Any
 import pytest
 from aiohttp import ClientSession, web
 
-from bench.mesh import free_port
-from bench.web import split_address
 from tests.harness.browser import browser_page, skip_without_browser
-from tests.harness.web import open_store, seed, web_process
-from tests.web.test_web_browser import text_of
+from tests.harness.mesh import free_port
+from tests.harness.page import split_address
+from tests.harness.web import open_store, seed, text_of, web_process
 
 pytestmark = [pytest.mark.integration, skip_without_browser()]
 

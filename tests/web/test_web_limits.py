@@ -23,12 +23,12 @@ from aiohttp import ClientSession, TCPConnector
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.mesh import free_port, subprocess_env, wait_until
-from bench.web import login, split_address, web_server
 from noon.core.elements import entity_key, obs_key
 from noon.core.ops import Draft
 from noon.web import routes
 from noon.web.guesses import Guesses
+from tests.harness.mesh import free_port, subprocess_env, wait_until
+from tests.harness.page import login, split_address, web_server
 from tests.harness.web import AGENT, NS, open_store, page_server, seed
 
 pytestmark = pytest.mark.integration

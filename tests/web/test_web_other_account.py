@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.mesh import subprocess_env
-from bench.web import split_address, web_server
-from tests.harness.web import open_store, seed
-from tests.web.test_web_browser import text_of
+from tests.harness.mesh import subprocess_env
+from tests.harness.page import split_address, web_server
+from tests.harness.web import open_store, seed, text_of
 
 pytestmark = pytest.mark.integration
 

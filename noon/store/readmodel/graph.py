@@ -17,9 +17,8 @@ from typing import NamedTuple
 
 from noon.core.elements import CONTENT, EDGE, WRITTEN, content_key, edge_key, written_at
 from noon.core.ops import Key
-from noon.graph.model import DEFAULT_DOMAIN
 from noon.graph.reader import Placement, Walks
-from noon.graph.uri import Uri, is_root, root, root_domain
+from noon.graph.uri import DEFAULT_DOMAIN, Uri, is_root, root, root_domain
 from noon.store.readmodel.documents import by_parent
 from noon.store.readmodel.rows import KEY, key_of
 from noon.store.readmodel.schema import NUMBERED

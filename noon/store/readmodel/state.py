@@ -3,7 +3,7 @@
 :class:`StoredElement` answers like :class:`noon.core.fold.Element` (``winner``, ``heads``,
 ``versions``, ``deleted``, ``conflicted``), loading only what is asked: the winner and heads
 at once, the versions (history) when first read. :class:`FoldView` answers like
-:class:`noon.core.fold.Fold` for what callers outside the fold use: ``elements`` as a mapping,
+the test kit's in-memory fold for what callers outside the fold use: ``elements`` as a mapping,
 ``holds``, ``max_seq``, ``frontier``.
 """
 

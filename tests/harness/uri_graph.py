@@ -1,6 +1,6 @@
 """The URI graph of an in-memory fold: the reference the machine's read model is held to.
 
-Pure: it reads a :class:`~noon.core.fold.Fold` and keeps derived indexes up to date from the
+Pure: it reads a :class:`~tests.harness.fold.Fold` and keeps derived indexes up to date from the
 keys a refresh reports (``update``), or rebuilds them from scratch (``rebuild``). Every answer
 is a function of the fold, by the rules in :mod:`noon.graph.reader`; the read model
 (:mod:`noon.store.readmodel.graph`) must answer every view and tool exactly as this does, which the
@@ -20,13 +20,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from noon.core.elements import BOOT, CONTENT, EDGE, KEYWORD, content_key, edge_key
-from noon.core.fold import Element, Fold
+from noon.core.fold import Element
 from noon.core.gcpause import paused
 from noon.core.ops import Key
 from noon.graph.reader import Placement, Walks, is_number_name, placements_of, written_ms
-from noon.graph.uri import Uri, is_root, root, root_domain
-
-DEFAULT_DOMAIN = "core"
+from noon.graph.uri import DEFAULT_DOMAIN, Uri, is_root, root, root_domain
+from tests.harness.fold import Fold
 
 
 @dataclass

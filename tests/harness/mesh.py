@@ -33,7 +33,7 @@ from noon.core import chain
 from noon.core.ops import Draft
 from noon.store.store import Store
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = 30.0
 
 
