@@ -24,10 +24,10 @@ import pytest
 from bench.shards import ShardWriter
 from noon.core.chain import parse_stub
 from noon.core.elements import content_key
-from noon.core.fold import Fold
 from noon.core.ops import Draft, decode
 from noon.store.compact import COPY_SUFFIX
 from noon.store.readmodel.behind import free_bytes
+from tests.harness.fold import Fold
 from tests.harness.small_disk import small_disk
 
 pytestmark = pytest.mark.integration
