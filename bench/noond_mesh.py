@@ -36,6 +36,7 @@ from noon.core.ops import Draft, encode
 from noon.store.serve import Summaries
 from noon.store.store import read_model_path
 from tests.harness.mesh import Node, Pki, free_port, wait_until
+from tests.harness.stores import plan_of
 
 
 class Proxies:
@@ -139,9 +140,7 @@ def burst(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, float]:
     t0 = time.perf_counter()
     store = w.store()
     for i in range(writes):
-        store.write(
-            lambda fold, i=i: [Draft(("content", "default", f"burst{i}"), {"text": f"burst {i}"})]
-        )
+        store.write(plan_of([Draft(("content", "default", f"burst{i}"), {"text": f"burst {i}"})]))
     written = time.perf_counter() - t0
     seq = summaries[w.name].get(w.name).seq
     wait_until(
@@ -332,7 +331,7 @@ def seed_shards(dirs: list[Path], count: int) -> None:
                 node=f"author{k}",
                 seq=s,
                 hlc=(1_700_000_000_000 << 16) + s,
-                el=["content", "default", f"a{k}.{s}"],
+                el=("content", "default", f"a{k}.{s}"),
                 val={"text": "x"},
                 prev=None,
                 by="bench",
@@ -431,15 +430,15 @@ def push_vs_poll(base: Path, sizes: list[int], writes: int) -> dict[str, Any]:
     """Write → held on all with default settings (``NOOND_WATCH_INTERVAL`` 0.2 s), one mesh
     each, side by side in one run: the daemons told of a local write by polling alone
     (``NOOND_INOTIFY=false``, as before inotify) or by inotify, each pushing by POST
-    (the default), and inotify with a push on the member's open stream (``NOOND_STREAM=true``,
-    PROTOCOL.md §5.1)."""
+    (``NOOND_STREAM=false``, as before streams), and the default: inotify, and a push on the
+    member's open stream (PROTOCOL.md §5.1)."""
     pki = Pki(base / "pki")
     out: dict[str, Any] = {}
     for n in sizes:
         for mode, env in (
             ("poll", {"NOOND_INOTIFY": "false", "NOOND_STREAM": "false"}),
             ("inotify", {"NOOND_STREAM": "false"}),
-            ("stream", {"NOOND_STREAM": "true"}),
+            ("stream", {}),
         ):
             proxies = Proxies()
             nodes = mesh(

@@ -45,6 +45,7 @@ from noond.relay.sync import Relay
 from noond.shards import Holdings
 from noond.signers import Signers
 from tests.harness.mesh import Pki
+from tests.harness.stores import plan_of
 
 WRITERS = 4
 
@@ -83,9 +84,7 @@ def write_ops(directory: Path, node: str, n: int, done: threading.Event) -> None
     store = Store(Settings(dir=directory, node_id=node, fsync=False))
     try:
         for i in range(n):
-            store.write(
-                lambda fold, i=i: [Draft(("content", "default", f"{node}.{i}"), {"text": text(i)})]
-            )
+            store.write(plan_of([Draft(("content", "default", f"{node}.{i}"), {"text": text(i)})]))
     finally:
         store.close()
         done.set()
@@ -229,10 +228,12 @@ async def catch_up(
         for start in range(0, n, 500):
             for b in range(start, min(n, start + 500), 100):
                 store.write(
-                    lambda fold, b=b: [
-                        Draft(("content", "default", f"h.{i}"), {"text": text(i)})
-                        for i in range(b, min(n, b + 100))
-                    ]
+                    plan_of(
+                        [
+                            Draft(("content", "default", f"h.{i}"), {"text": text(i)})
+                            for i in range(b, min(n, b + 100))
+                        ]
+                    )
                 )
             await author.up.upload()  # as uploaded over time: a segment per 500 ops
     finally:

@@ -23,6 +23,7 @@ from noon.core.elements import content_key
 from noon.core.ops import Draft
 from noon.store.retries import requesting
 from noon.store.store import Store
+from tests.harness.stores import plan_of
 
 NS = "default"
 BATCH = 1000
@@ -36,18 +37,18 @@ def measure(directory: Path, recent: int, writes: int) -> dict[str, Any]:
                 Draft(content_key(NS, f"m{i}"), {"text": f"memory {i} " + "words " * 30})
                 for i in range(start, min(recent, start + BATCH))
             ]
-            store.write(lambda g, d=drafts: d)
+            store.write(plan_of(drafts))
         keyed: list[float] = []
         plain: list[float] = []
         for i in range(writes):
             draft = [Draft(content_key(NS, f"w{i}"), {"text": f"write {i}"})]
             t0 = time.perf_counter()
-            store.write(lambda g, d=draft: d)
+            store.write(plan_of(draft))
             plain.append((time.perf_counter() - t0) * 1000)
             draft = [Draft(content_key(NS, f"k{i}"), {"text": f"keyed {i}"})]
             t0 = time.perf_counter()
             with requesting(f"{i:032x}"):
-                store.write(lambda g, d=draft: d)
+                store.write(plan_of(draft))
             keyed.append((time.perf_counter() - t0) * 1000)
         shard = (directory / "bench.jsonl").stat().st_size
     finally:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from noon.core.ops import AUTO, Draft, encode
+from noon.core.ops import Draft, encode
 from noon.names import shard_file
 
 DAY_MS = 86_400_000
@@ -49,7 +49,7 @@ class ShardWriter:
                     hlc=self.stamp,
                     el=draft.el,
                     val=draft.val,
-                    prev=None if draft.prev == AUTO else draft.prev,
+                    prev=None if isinstance(draft.prev, str) else draft.prev,  # AUTO
                     by=self.by,
                     bat=bat,
                 )

@@ -34,6 +34,7 @@ from noon.core.ops import Draft, decode, encode
 from noon.store import chainstate, receive, serve
 from noon.store.store import Store
 from tests.harness.mesh import Node, Pki, converged, start_all, wait_until
+from tests.harness.stores import plan_of
 
 TEXT = (
     "The deploy script reads NOON_DIR from the environment; on the laptop it is ~/.noon and on "
@@ -58,7 +59,7 @@ def _shard(n: int, sign: chain.Sign | None) -> bytes:
                 node="author",
                 seq=seq,
                 hlc=(1_700_000_000_000 << 16) + seq,
-                el=["content", "default", f"m{seq}"],
+                el=("content", "default", f"m{seq}"),
                 val={"text": TEXT},
                 by="claude-code",
             )
@@ -109,10 +110,12 @@ def import_rate(root: Path, n: int, key: Path) -> dict[str, float]:
         t0 = time.perf_counter()
         for start in range(0, n, 100):
             s.write(
-                lambda _g, start=start: [
-                    Draft(("content", "default", f"i{i}"), {"text": TEXT})
-                    for i in range(start, start + 100)
-                ],
+                plan_of(
+                    [
+                        Draft(("content", "default", f"i{i}"), {"text": TEXT})
+                        for i in range(start, start + 100)
+                    ]
+                ),
                 client="import",
             )
         out[label] = max(out.get(label, 0.0), n / (time.perf_counter() - t0))
@@ -127,7 +130,7 @@ def per_write(root: Path, key: Path) -> dict[str, float]:
         times = []
         for i in range(300):
             t0 = time.perf_counter()
-            s.write(lambda _g, i=i: [Draft(("content", "default", f"l{i}"), {"text": TEXT})])
+            s.write(plan_of([Draft(("content", "default", f"l{i}"), {"text": TEXT})]))
             times.append(time.perf_counter() - t0)
         out[f"write_{label}_ms"] = statistics.median(times) * 1000
         lone = (s.dir / "author.jsonl").read_bytes().splitlines()[-1]
@@ -143,7 +146,7 @@ def per_write(root: Path, key: Path) -> dict[str, float]:
                 node="author",
                 seq=last.seq + 1,
                 hlc=1,
-                el=["content", "default", "x"],
+                el=("content", "default", "x"),
                 val={"text": TEXT},
             )
             sign_times = []

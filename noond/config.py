@@ -92,7 +92,7 @@ class DaemonConfig:
     watch_interval: float = 0.2
     inotify: bool = True
     """Learn of local writes from inotify at once (Linux), besides polling (noond.inotify)."""
-    stream: bool = False
+    stream: bool = True
     """Push on an open stream per member and own shard (PROTOCOL.md §5.1), POST when down."""
     suspect_after: int = 3
     dead_after: int = 6

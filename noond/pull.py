@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 
-from noon.certs import CertError
+from noon.certs import CertError, Signer
 from noon.core.chain import ChainError, Verify
 from noon.core.collection import member_of
 from noon.core.ops import Op
@@ -41,6 +41,8 @@ class Puller(Wired):
         self._budgets: dict[str, Budget] = {}
         self._refetching: dict[str, asyncio.Lock] = {}
         """Per shard: a re-fetch under way (two members' exchanges may both find the gap)."""
+        self._asking: dict[str, asyncio.Lock] = {}
+        """Per author: an ask of its certificates and checkpoints under way."""
         self._recheck: set[str] = set()
         """Authors whose lines failed to verify: their certificates and checkpoints are asked
         again before the next pull (a rotated key, a checkpoint not seen yet)."""
@@ -103,40 +105,52 @@ class Puller(Wired):
     async def ask_signers(self, m: Member, author: str) -> bool:
         """``m``'s signing certificates of ``author``, and the checkpoints of its shards' unsigned
         history, each kept once it verifies against this node's CA. Whether anything new was
-        kept."""
-        known = len(self.signers.of(author))
-        try:
-            answer = await self.client.get_json(
-                m.address, f"/signers/{author}", expect=m.node, limit=MAX_CHECKPOINTS
-            )
-        except PeerError as exc:
-            answer = {"error": str(exc)}
-        pems = answer.get("certs")
-        for pem in pems[:MAX_SIGNERS_PER_NODE] if isinstance(pems, list) else []:
+        kept.
+
+        One ask per author at a time, and the checkpoints are adopted before the certificates
+        are kept: a signer is never known here without the checkpoint it offered with it, so a
+        push or frame checked meanwhile (which sees no signer, and asks in turn, waiting for this
+        one) never verifies the author's first signed lines against a chain the checkpoint
+        would have moved (PROTOCOL.md §13.5)."""
+        async with self._asking.setdefault(author, asyncio.Lock()):
+            before = self.signers.generation
             try:
-                self.signers.add(str(pem).encode(), author)
-            except CertError as exc:
-                self.refuse(
-                    "uncertified", "%s offered a signing certificate for %s: %s", m, author, exc
+                answer = await self.client.get_json(
+                    m.address, f"/signers/{author}", expect=m.node, limit=MAX_CHECKPOINTS
                 )
-        offered = answer.get("checkpoints")
-        for text in offered[:2] if isinstance(offered, list) else []:
-            try:
-                adopted = await asyncio.to_thread(self.signers.adopt, str(text).encode(), author)
-            except ChainError as exc:
-                self.refuse("unproven", "%s offered a checkpoint of %s: %s", m, author, exc)
-                continue
-            if adopted is not None:
-                known = -1
-                log.info(
-                    "adopted the checkpoint of %s's unsigned history up to seq %d (from %s); "
-                    "%d lines it does not cover dropped here",
-                    adopted[0].node,
-                    adopted[0].seq,
-                    m.node,
-                    adopted[1],
-                )
-        return len(self.signers.of(author)) != known
+            except PeerError as exc:
+                answer = {"error": str(exc)}
+            offered: list[Signer] = []
+            pems = answer.get("certs")
+            for pem in pems[:MAX_SIGNERS_PER_NODE] if isinstance(pems, list) else []:
+                try:
+                    offered.append(self.signers.certify(str(pem).encode(), author))
+                except CertError as exc:
+                    self.refuse(
+                        "uncertified", "%s offered a signing certificate for %s: %s", m, author, exc
+                    )
+            found = answer.get("checkpoints")
+            for text in found[:2] if isinstance(found, list) else []:
+                try:
+                    adopted = await asyncio.to_thread(
+                        self.signers.adopt, str(text).encode(), author, offered
+                    )
+                except ChainError as exc:
+                    self.refuse("unproven", "%s offered a checkpoint of %s: %s", m, author, exc)
+                    continue
+                if adopted is not None:
+                    self.signers.generation += 1
+                    log.info(
+                        "adopted the checkpoint of %s's unsigned history up to seq %d (from %s); "
+                        "%d lines it does not cover dropped here",
+                        adopted[0].node,
+                        adopted[0].seq,
+                        m.node,
+                        adopted[1],
+                    )
+            for signer in offered:
+                self.signers.keep(signer)
+            return self.signers.generation != before
 
     def refuse(self, reason: str, message: str, m: Member, *args: object) -> None:
         """Count a refusal of what ``m`` sent and log it (rate-limited, noon.logs)."""
@@ -255,7 +269,8 @@ class Puller(Wired):
     ) -> receive.Appended:
         """Append a page or a push body; when it fails to verify, ask ``m`` (its sender) once
         for what is new of its author (a rotated key's certificate, a checkpoint) and try
-        again with it. Ops of an author the CA revoked, stamped after its cut-off, raise
+        again with it (also when another ask brought something new meanwhile). Ops of an
+        author the CA revoked, stamped after its cut-off, raise
         :class:`noond.revocations.Revoked` (counted here) and nothing is stored."""
         try:
             self.signers.revocations.check(node, [op.hlc for _, op in ops])
@@ -263,6 +278,7 @@ class Puller(Wired):
             self.metrics.rejected.labels("revoked").inc()
             log.warning("%s sent ops of %s, nothing stored: %s", m.node if m else "?", node, exc)
             raise
+        known = self.signers.generation
         try:
             return await asyncio.to_thread(
                 receive.append,
@@ -274,7 +290,11 @@ class Puller(Wired):
                 check=verify,
             )
         except receive.Unproven:
-            if verify is None or m is None or not await self.ask_signers(m, member_of(node)):
+            if verify is None or m is None:
+                raise
+            # Tried again when the ask brings something new, or when another ask did while
+            # this body was being checked.
+            if not await self.ask_signers(m, member_of(node)) and known == self.signers.generation:
                 raise
         return await asyncio.to_thread(
             receive.append,

@@ -96,11 +96,10 @@ NOOND = Table(
         ),
         Setting(
             "NOOND_STREAM",
-            "`true`: push each new batch on a WebSocket kept open per peer and own shard "
-            "(PROTOCOL.md §5.1), with `POST` as the fallback while a stream is down; off by "
-            "default in this release (a stream frame can be refused during a rolling upgrade, "
-            "then sent by `POST`): every push by `POST`",
-            False,
+            "push each new batch on a WebSocket kept open per peer and own shard (PROTOCOL.md "
+            "§5.1), with `POST` as the fallback while a stream is down; `false`: every push by "
+            "`POST`",
+            True,
             field="stream",
         ),
         Setting(

@@ -40,6 +40,10 @@ class Signers:
         self.revocations = Revocations(directory, ca)
         self.ca = ca
         self._by_node: dict[str, dict[str, certs.Signer]] = {}
+        self.generation = 0
+        """Moves whenever a certificate is kept or a checkpoint adopted (on the event loop: see
+        :meth:`noond.pull.Puller.ask_signers`): a check that failed before it moved may pass
+        after."""
         if ca is not None:
             self._load()
 
@@ -64,19 +68,29 @@ class Signers:
         if signer.fingerprint in known or len(known) >= MAX_SIGNERS_PER_NODE:
             return False
         known[signer.fingerprint] = signer
+        self.generation += 1
         return True
 
-    def add(self, pem: bytes, node: str) -> certs.Signer:
-        """Check ``pem`` against the CA as a signer of ``node`` and keep it. Raises
+    def certify(self, pem: bytes, node: str) -> certs.Signer:
+        """Check ``pem`` against the CA as a signer of ``node``, without keeping it. Raises
         :class:`noon.certs.CertError` saying what is wrong."""
         if self.ca is None:
             raise certs.CertError("no CA here: signing certificates cannot be checked")
         signer = certs.signer_from_pem(pem, self.ca)
         if signer.node != node:
             raise certs.CertError(f"a signing certificate of {signer.node!r}, not of {node!r}")
+        return signer
+
+    def keep(self, signer: certs.Signer) -> None:
+        """Know ``signer`` (from :meth:`certify`) from now on, here and after a restart."""
         if self._keep(signer):
             body = b"".join(s.pem for known in self._by_node.values() for s in known.values())
             write_file(self.path, body)
+
+    def add(self, pem: bytes, node: str) -> certs.Signer:
+        """:meth:`certify` and :meth:`keep`."""
+        signer = self.certify(pem, node)
+        self.keep(signer)
         return signer
 
     def of(self, node: str) -> list[certs.Signer]:
@@ -85,10 +99,11 @@ class Signers:
     def pems(self, node: str) -> list[str]:
         return [s.pem.decode() for s in self.of(node)]
 
-    def check(self, shard: str) -> Verify | None:
+    def check(self, shard: str, offered: list[certs.Signer] | None = None) -> Verify | None:
         """How to verify ``shard``'s signatures: any certified key of its author (an import
-        shard's is its node's). None when that author has no known signer."""
-        keys = self.of(member_of(shard))
+        shard's is its node's), and any of ``offered`` (certified, not kept yet). None when that
+        author has no known signer."""
+        keys = self.of(member_of(shard)) + (offered or [])
         if not keys:
             return None
         if len(keys) == 1:
@@ -100,16 +115,18 @@ class Signers:
         found = (chainstate.checkpoint(self.directory, s) for s in (node, node + IMPORT_SUFFIX))
         return [cp.encode().decode() for cp in found if cp is not None]
 
-    def adopt(self, text: bytes, author: str) -> tuple[Checkpoint, int] | None:
+    def adopt(
+        self, text: bytes, author: str, offered: list[certs.Signer] | None = None
+    ) -> tuple[Checkpoint, int] | None:
         """Take a checkpoint offered for one of ``author``'s shards once it verifies with a
-        certified key of ``author`` (:mod:`noon.store.checkpoints`): (it, how many lines of the
-        copy here it does not cover and were dropped), or None when one is kept already (the
-        author signs one only). Raises :class:`noon.core.chain.ChainError` saying what is
-        wrong."""
+        certified key of ``author``, kept or ``offered`` (:mod:`noon.store.checkpoints`): (it,
+        how many lines of the copy here it does not cover and were dropped), or None when one
+        is kept already (the author signs one only). Raises
+        :class:`noon.core.chain.ChainError` saying what is wrong."""
         shard = _checkpoint_node(text)
         if shard not in (author, author + IMPORT_SUFFIX):
             raise ChainError(f"a checkpoint of {shard!r} offered as one of {author!r}")
-        check = self.check(shard)
+        check = self.check(shard, offered)
         if check is None:
             raise ChainError(f"no signing certificate of {author!r} to check its checkpoint")
         if chainstate.checkpoint(self.directory, shard) is not None:

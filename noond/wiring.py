@@ -31,7 +31,7 @@ class ExchangeSettings:
     """Size at which a replica shard is no longer pulled or pushed to (per author)."""
     timeout: float = 10.0
     """Seconds a member may take to answer (``NOOND_TIMEOUT``)."""
-    stream: bool = False
+    stream: bool = True
     """Push on open streams (``NOOND_STREAM``)."""
 
 

@@ -24,7 +24,7 @@ import mmap
 import os
 import secrets
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +36,22 @@ from noon.store.lines import BatchGate, Buffer, Envelope, clean_end, last_comple
 from noon.store.private import FILE_MODE, make_dir
 
 READ_CHUNK = 16 << 20
+WRITTEN_MAX = 200_000
+"""Lines kept in :data:`_written` at most (twice the largest batch)."""
+
+_written: dict[bytes, Op] = {}
+"""Lines this process appended (without their newlines), with the ops its writer built for them
+from validated drafts (:func:`written`): a reader takes the op from here instead of decoding
+the line a second time. What no reader takes is decoded as usual, so this is only a shortcut:
+the op of a line is a function of its bytes either way (a test holds a write's ops equal to
+its lines decoded)."""
+
+
+def written(lines: Sequence[bytes], ops: Sequence[Op]) -> None:
+    """Remember the ops of ``lines`` just appended, for the next poll that reads them."""
+    if len(_written) + len(lines) > WRITTEN_MAX:
+        _written.clear()
+    _written.update(zip(lines, ops, strict=True))
 
 
 @dataclass(frozen=True)
@@ -365,13 +381,13 @@ class ShardReader:
                 begins = pos
                 pos += len(raw) + 1
                 line_no += 1
-                try:
-                    op = decode(raw) if raw.strip() else None
-                except OpError as exc:
-                    result.corrupt.append(
-                        Corrupt(self.name, line_no, str(exc), raw[:80].decode("utf-8", "replace"))
-                    )
-                    op = None
+                op = _written.pop(raw, None)
+                if op is None:
+                    try:
+                        op = decode(raw) if raw.strip() else None
+                    except OpError as exc:
+                        excerpt = raw[:80].decode("utf-8", "replace")
+                        result.corrupt.append(Corrupt(self.name, line_no, str(exc), excerpt))
                 if op is None:
                     if not gate.open:
                         self._commit(pos, line_no, raw)

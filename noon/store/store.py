@@ -50,6 +50,7 @@ from noon.store.shard import (
     mapped,
     open_regular,
     repair_tail,
+    written,
 )
 
 __all__ = [
@@ -203,6 +204,9 @@ class Store:
                     key = request.key if request is not None else None
                     lines, ops = self._stamp(drafts, last_seq, client, via, key)
                 lines = self._sign(lines, tail.last)
+                for op, line in zip(ops, lines, strict=True):
+                    op.digest = line_digest(line)  # of the line as signed
+                written(lines, ops)  # the fold below takes them instead of decoding the lines
                 self._append(fd, b"".join(line + b"\n" for line in lines))
                 if self.settings.fsync and created:
                     fsync_dir(self.dir)
@@ -211,8 +215,6 @@ class Store:
             if request is not None:
                 request.written = True
             self.refresh()  # on a full disk the read model falls behind: the batch is durable
-        for op, line in zip(ops, lines, strict=True):
-            op.digest = line_digest(line)  # of the line as signed
         if self.compaction_due(ops) and self.behind is None:
             self._compact_in_background()
         return ops

@@ -14,6 +14,7 @@ from noon.core import chain
 from noon.core.ops import Draft, decode, encode
 from noon.store.compact import compact_dir, kept_lines
 from tests.harness.chains import KEY, OTHER, check, numbered
+from tests.harness.stores import plan_of
 
 
 def shard(node: str, batches: list[list[str]], sign: chain.Sign = KEY.sign) -> list[bytes]:
@@ -28,7 +29,7 @@ def shard(node: str, batches: list[list[str]], sign: chain.Sign = KEY.sign) -> l
                 node=node,
                 seq=seq + i,
                 hlc=(1_700_000_000_000 << 16) + seq + i,
-                el=["content", "default", f"m{(seq + i) % 5}"],
+                el=("content", "default", f"m{(seq + i) % 5}"),
                 val={"text": t},
                 bat=end if len(texts) > 1 else None,
             )
@@ -170,9 +171,7 @@ def test_a_stores_compaction_leaves_a_shard_that_verifies_and_an_unsigned_one_as
             Settings(dir=d, node_id="a", fsync=False, signing_key=signing.key if keyed else None)
         )
         for i in range(30):
-            store.write(
-                lambda _g, i=i: [Draft(("content", "default", f"m{i % 3}"), {"text": str(i)})]
-            )
+            store.write(plan_of([Draft(("content", "default", f"m{i % 3}"), {"text": str(i)})]))
         store.close()
         compact_dir(d, ["a.jsonl"], history=0)
         lines = (d / "a.jsonl").read_bytes().splitlines()

@@ -23,7 +23,7 @@ def unsigned(node: str, texts: list[str], start: int = 0) -> list[bytes]:
             node=node,
             seq=start + i,
             hlc=(1_700_000_000_000 << 16) + start + i,
-            el=["content", "default", f"m{(start + i) % 4}"],
+            el=("content", "default", f"m{(start + i) % 4}"),
             val={"text": t},
         )
         for i, t in enumerate(texts, 1)

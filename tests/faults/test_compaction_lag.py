@@ -22,6 +22,7 @@ from noon.store import receive, serve
 from noon.store.compact import compact_dir
 from noon.store.store import Store
 from tests.harness.mesh import Node, Pki, start_all, wait_until
+from tests.harness.stores import plan_of
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +33,7 @@ def store(d: Path, node: str | None = None) -> Store:
     return Store(Settings(dir=d, node_id=node or d.name, fsync=False))
 
 
-def page_after(src: Path, author: str, after: int) -> list:  # type: ignore[type-arg]
+def page_after(src: Path, author: str, after: int) -> list:
     page = serve.read_after(src / f"{author}.jsonl", after, max_bytes=1 << 20)
     return receive.parse_ops(page.body, author, max_ops=1000)
 
@@ -46,7 +47,7 @@ def lagging_replica(tmp_path: Path) -> tuple[Path, Path]:
     author.write(lambda f: [Draft(KEY, {"text": "a secret, version 1"})])
     receive.append(b, "a", page_after(a, "a", 0), fsync=False)
     for i in range(2, 6):
-        author.write(lambda f, i=i: [Draft(KEY, {"text": f"version {i}"})])
+        author.write(plan_of([Draft(KEY, {"text": f"version {i}"})]))
     compact_dir(a, ["a.jsonl"], history=0)
     author.write(lambda f: [Draft(KEY, None)])
     return a, b
@@ -139,7 +140,7 @@ def test_a_refetch_never_brings_back_what_this_replica_removed(tmp_path: Path) -
     b.mkdir()
     author = store(a)
     for i in range(1, 5):
-        author.write(lambda f, i=i: [Draft(("content", "default", f"k{i}"), {"text": str(i)})])
+        author.write(plan_of([Draft(("content", "default", f"k{i}"), {"text": str(i)})]))
     lines = (a / "a.jsonl").read_bytes().splitlines(keepends=True)
     (b / "a.jsonl").write_bytes(lines[0] + lines[2])  # b removed op 2 (and lacks op 4)
     fetched = b / ".a.refetch.tmp"
@@ -167,7 +168,7 @@ def test_a_refetch_drops_a_stale_version_even_when_its_memory_was_deleted_elsewh
     receive.append(b, "a", page_after(a, "a", 0), fsync=False)
     receive.append(b, "c", page_after(c, "c", 0), fsync=False)
     for i in range(2, 6):
-        author.write(lambda f, i=i: [Draft(KEY, {"text": f"version {i}"})])
+        author.write(plan_of([Draft(KEY, {"text": f"version {i}"})]))
     author.write(lambda f: [Draft(("content", "default", "tail"), {"text": "a's tail"})])
     compact_dir(a, ["a.jsonl"], history=0)
     with pytest.raises(receive.SkipsCompacted):

@@ -69,3 +69,47 @@ def test_a_memory_written_next_but_elsewhere_is_no_neighbour(tmp_path: Path) -> 
         assert row[below] not in near[row[ids["asked"]]]
     finally:
         store.close()
+
+
+def test_a_hit_found_by_meaning_lifts_its_neighbours_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The neighbours' share is taken after the fusion with meaning: a memory holding none of
+    the query's words but close to it in meaning (the question, in other words) lifts the
+    lexical hit written after it (the answer) above an equal hit elsewhere. Similarities are
+    set by hand here (the model's own are tested in tests/store/test_semantic_search.py)."""
+    np = pytest.importorskip("numpy")
+    store, _ = open_store(tmp_path, "n1")
+    try:
+        svc = service_of(store)
+        ids: dict[str, str] = {}
+        for name, text in [
+            ("asked", "How long have you two been together?"),
+            ("answer", "Five years of marriage now."),
+            ("filler", "The boat needs a coat of varnish."),
+            ("elsewhere", "Five years of marriage now."),
+        ]:
+            ids |= write_texts(svc, "default", {name: text})
+        with store.lock:
+            conn = store.model.conn
+            row = {node: r for r, node in conn.execute("SELECT id, node FROM memories")}
+        rows = [row[ids[name]] for name in ("asked", "answer", "filler", "elsewhere")]
+        sims = np.array([0.9, 0.0, 0.0, 0.0], dtype=np.float32)  # "asked" resembles the query
+
+        class Model:
+            def embed(self, texts: list[str]) -> object:
+                return np.zeros((len(texts), 4), dtype=np.float32)
+
+        monkeypatch.setattr(search.Search, "_semantic_ready", staticmethod(lambda: True))
+        monkeypatch.setattr(search, "MODEL", Model())
+        monkeypatch.setattr(
+            store.search._index,
+            "similarities",
+            lambda namespace, query, exact: (rows, {r: i for i, r in enumerate(rows)}, sims),
+        )
+        query = "married for years"
+        assert ranked(svc, query)[:2] == ["core://answer", "core://elsewhere"]
+        monkeypatch.setattr(search, "SPREAD", 0.0)  # the control: equal hits, newest first
+        assert ranked(svc, query)[:2] == ["core://elsewhere", "core://answer"]
+    finally:
+        store.close()

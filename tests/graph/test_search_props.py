@@ -9,7 +9,16 @@ from hypothesis import strategies as st
 
 from noon.graph.search import query_terms, tokens
 from noon.graph.stopwords import STOP_WORDS
-from noon.store.readmodel.search import _holds, _words, combine, coordinated, spread
+from noon.store.readmodel.search import (
+    TYPO_MIN,
+    _holds,
+    _words,
+    combine,
+    coordinated,
+    edits,
+    spread,
+    weight_of,
+)
 
 WORD = st.text(alphabet="abcé1", min_size=1, max_size=5)
 
@@ -41,13 +50,15 @@ def test_combine_sums_shares_and_ranks_by_coordinated_score(
     per_term: list[dict[int, float]],
 ) -> None:
     lists = {f"t{i}": sorted(rows.items()) for i, rows in enumerate(per_term)}
-    ranked = combine(lists, len(lists))
+    ranked = combine(lists)
     assert {r for r, _, _ in ranked} == {r for rows in per_term for r in rows}
+    weights = [max(rows.values(), default=0.0) for rows in per_term]
     for row, score, held in ranked:
         shares = [rows[row] for rows in per_term if row in rows]
         assert held == len(shares)
-        assert score == coordinated(sum(shares), held, len(lists))
-        assert score <= sum(shares)  # coordination never raises a score
+        weighed = sum(w for w, rows in zip(weights, per_term, strict=True) if row in rows)
+        assert score == pytest.approx(coordinated(sum(shares), weighed, sum(weights)))
+        assert score <= sum(shares) * (1 + 1e-9)  # coordination never raises a score
     scores = [s for _, s, _ in ranked]
     assert scores == sorted(scores, reverse=True)
 
@@ -82,3 +93,35 @@ def test_spread_only_adds_its_share_of_the_neighbours_scores(
 def test_spread_without_neighbours_keeps_the_ranking(scores: dict[int, float]) -> None:
     ranked = sorted(scores.items(), key=lambda item: -item[1])
     assert spread(ranked, {}, 0.25) == ranked
+
+
+@given(st.floats(0.01, 5), st.floats(1.01, 10), st.integers(2, 6))
+def test_a_hit_holding_the_rare_word_outranks_one_holding_the_common_ones(
+    common: float, rarer: float, commons: int
+) -> None:
+    """Row 1 holds only the rarest word, row 2 every common one, each with that word's best
+    share: however many common words row 2 holds, row 1 ranks first when its word alone weighs
+    more than all of them (counting words instead, row 2 held more and ranked first)."""
+    rare = common * commons * rarer
+    lists = {"rare": [(1, rare)]} | {f"c{i}": [(2, common), (3, common)] for i in range(commons)}
+    assert weight_of(lists["rare"]) > sum(weight_of(lists[f"c{i}"]) for i in range(commons))
+    assert next(row for row, _, _ in combine(lists)) == 1
+
+
+@given(st.text(alphabet="abcdefgh", min_size=TYPO_MIN, max_size=12))
+def test_edits_drop_a_letter_or_swap_two_keep_the_first_and_are_bounded(word: str) -> None:
+    variants = edits(word)
+    assert word not in variants
+    assert len(variants) <= 2 * len(word)
+    for v in variants:
+        assert v[0] == word[0] and len(v) >= TYPO_MIN
+        if len(v) == len(word):  # two neighbours swapped
+            diff = [i for i, (a, b) in enumerate(zip(v, word, strict=True)) if a != b]
+            assert len(diff) == 2 and diff[1] == diff[0] + 1
+        else:  # a letter dropped
+            assert len(v) == len(word) - 1
+            assert any(word[:i] + word[i + 1 :] == v for i in range(len(word)))
+    if len(word) > TYPO_MIN:  # "fesetival" -> "festival"
+        assert word[:3] + word[4:] in variants
+    if word[2] != word[3]:  # "recieved" -> "received"
+        assert word[:2] + word[3] + word[2] + word[4:] in variants

@@ -153,7 +153,16 @@ class Local:
         return self.metrics.registry.get_sample_value(name, labels) or 0.0
 
 
-def local_node(directory: Path, node: str, peer: FakePeer, *, page_bytes: int = 1 << 20) -> Local:
+def local_node(
+    directory: Path,
+    node: str,
+    peer: FakePeer,
+    *,
+    page_bytes: int = 1 << 20,
+    signers: Signers | None = None,
+) -> Local:
+    """``node``'s exchange machinery in ``directory``; ``signers`` with a CA to verify what
+    it takes (none: a test mesh without TLS, nothing verified)."""
     metrics = Metrics()
     membership = Membership(node, suspect_after=3, dead_after=6, dead_retry=1.0)
     forks = Forks(metrics)
@@ -170,7 +179,14 @@ def local_node(directory: Path, node: str, peer: FakePeer, *, page_bytes: int = 
     holdings = Holdings(directory, node, set)
     exchanger = Exchanger(
         Wiring(
-            node, client, holdings, membership, forks, metrics, limits, Signers(directory, None)
+            node,
+            client,
+            holdings,
+            membership,
+            forks,
+            metrics,
+            limits,
+            signers or Signers(directory, None),
         ),
         state=StateFile(directory / ".noon" / "noond.json", membership),
         suggest=lambda address, node, source, via=None: suggested.append((address, node, source)),

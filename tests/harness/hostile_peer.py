@@ -33,7 +33,7 @@ def ops_body(node: str, first: int, count: int, *, text: str = "forged") -> byte
             node=node,
             seq=seq,
             hlc=(1_700_000_000_000 << 16) + seq,
-            el=["content", "default", f"{node}.{seq}"],
+            el=("content", "default", f"{node}.{seq}"),
             val={"text": f"{text} {seq}"},
         )
         + b"\n"

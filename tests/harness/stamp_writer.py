@@ -10,6 +10,7 @@ from pathlib import Path
 from noon.config import Settings
 from noon.core.ops import Draft
 from noon.store.store import Store
+from tests.harness.stores import plan_of
 
 
 def main() -> None:
@@ -19,7 +20,7 @@ def main() -> None:
     for line in sys.stdin:
         _, tag = line.split()
         draft = Draft(("content", "default", tag), {"text": tag})
-        ops = store.write(lambda graph, d=draft: [d], client=tag)
+        ops = store.write(plan_of([draft]), client=tag)
         print(f"ack {ops[-1].seq} {ops[-1].hlc}", flush=True)
     store.close()
 

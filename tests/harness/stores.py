@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from noon.config import Settings
-from noon.store.store import Store
+from noon.core.ops import Draft
+from noon.store.store import Plan, Store
 from tests.harness.mesh import ROOT
+
+
+def plan_of(drafts: Sequence[Draft]) -> Plan:
+    """A write that plans ``drafts`` whatever the graph holds (built once, outside the call: a
+    loop's variables are not captured late)."""
+    return lambda _graph: drafts
 
 
 def open_store(d: Path, node: str = "a", **kw: Any) -> Store:

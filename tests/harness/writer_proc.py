@@ -10,6 +10,7 @@ from noon.config import Settings
 from noon.core.ops import Draft
 from noon.store.compact import compact_dir
 from noon.store.store import Store
+from tests.harness.stores import plan_of
 
 
 def main() -> None:
@@ -21,7 +22,7 @@ def main() -> None:
             Draft(("content", "default", f"{tag}-{i}-{j}"), {"text": f"{tag} {i} {j}"})
             for j in range(size)
         ] + [Draft(("content", "default", "shared"), {"text": f"{tag} {i}"})]
-        ops = store.write(lambda fold, d=drafts: d, client=tag)
+        ops = store.write(plan_of(drafts), client=tag)
         print(f"ack {ops[0].seq} {ops[-1].seq} {tag}-{i}", flush=True)
         every = int(compact_every)
         if every and i % every == every - 1:

@@ -12,16 +12,13 @@ from noon.config import Settings
 from noon.core.ops import Draft, decode
 from noon.store.store import Store
 from tests.harness.fake_peer import FakePeer, local_node
+from tests.harness.stores import plan_of
 
 
 def write(directory: Path, node: str, *texts: str) -> None:
     store = Store(Settings(dir=directory, node_id=node, fsync=False))
     for i, text in enumerate(texts):
-        store.write(
-            lambda fold, i=i, text=text: [
-                Draft(("content", "default", f"{node}{i}"), {"text": text})
-            ]
-        )
+        store.write(plan_of([Draft(("content", "default", f"{node}{i}"), {"text": text})]))
     store.close()
 
 

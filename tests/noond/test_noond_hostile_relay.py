@@ -25,6 +25,7 @@ from noon.store.store import Store
 from tests.harness import signed
 from tests.harness.hostile_peer import HostilePeer, listing, page
 from tests.harness.mesh import Node, Pki, wait_until
+from tests.harness.stores import plan_of
 
 pytestmark = pytest.mark.integration
 
@@ -39,9 +40,9 @@ def history(
     )
     for texts in batches:
         store.write(
-            lambda _g, texts=texts: [
-                Draft(("content", "default", f"{node}-{t}"), {"text": f"{t}{tag}"}) for t in texts
-            ]
+            plan_of(
+                [Draft(("content", "default", f"{node}-{t}"), {"text": f"{t}{tag}"}) for t in texts]
+            )
         )
     store.close()
     return (directory / f"{node}.jsonl").read_bytes().splitlines()

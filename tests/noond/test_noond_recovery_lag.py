@@ -24,7 +24,7 @@ def line(seq: int) -> bytes:
         node="n",
         seq=seq,
         hlc=(1_700_000_000_000 << 16) + seq,
-        el=["content", "default", f"e{seq}"],
+        el=("content", "default", f"e{seq}"),
         val={"text": "t"},
         prev=None,
         by="test",

@@ -1,8 +1,7 @@
-"""Op streams (PROTOCOL.md §5.1, opted in with ``NOOND_STREAM=true``) between real noond
-processes over mutual TLS on 127.0.0.1: lone writes travel on an open stream instead of one POST
-each; a member killed mid-stream loses nothing and gets a new stream when it is back; a stream
-stalled by a hostile member, on either end, is closed within a bounded time while honest members
-keep being served."""
+"""Op streams (PROTOCOL.md §5.1) between real noond processes over mutual TLS on 127.0.0.1: lone
+writes travel on an open stream instead of one POST each; a member killed mid-stream loses
+nothing and gets a new stream when it is back; a stream stalled by a hostile member, on
+either end, is closed within a bounded time while honest members keep being served."""
 
 from __future__ import annotations
 
@@ -69,8 +68,8 @@ def test_lone_writes_travel_on_one_open_stream(spawn: list[Node], tmp_path: Path
     # Rounds every 30 s: within the test, only pushes move a's writes.
     # A generous timeout: a late pong on a loaded machine would close the stream (rightly)
     # and send a write by POST, which this test counts.
-    a.start([b], NOOND_INTERVAL="30", NOOND_TIMEOUT="10", NOOND_STREAM="true")
-    b.start([a], NOOND_INTERVAL="30", NOOND_TIMEOUT="10", NOOND_STREAM="true")
+    a.start([b], NOOND_INTERVAL="30", NOOND_TIMEOUT="10")
+    b.start([a], NOOND_INTERVAL="30", NOOND_TIMEOUT="10")
     wait_until(lambda: a.get("/peers")[1]["peers"], what="a to admit b")
     opening = stream_up(a, b, "opening")
     posts, streamed = scrape(b, POSTS), scrape(b, STREAM_BYTES)
@@ -89,14 +88,14 @@ def test_a_member_killed_mid_stream_loses_nothing_and_gets_a_new_stream(
     a, b, c = (Node(n, tmp_path, pki) for n in "abc")
     spawn += [a, b, c]
     for node, peers in ((a, [b, c]), (b, [a, c]), (c, [a, b])):
-        node.start(peers, wait=False, NOOND_INTERVAL="5", NOOND_TIMEOUT="10", NOOND_STREAM="true")
+        node.start(peers, wait=False, NOOND_INTERVAL="5", NOOND_TIMEOUT="10")
     for node in (a, b, c):
         node.wait_healthy()
     opening = stream_up(a, b, "before")
     b.kill()  # SIGKILL: the stream breaks with nothing said
     for i in range(5):  # c keeps being served while b is gone
         write_and_wait(a, [c], f"while{i}", timeout=30)
-    b.start([a, c], NOOND_INTERVAL="5", NOOND_TIMEOUT="10", NOOND_STREAM="true")
+    b.start([a, c], NOOND_INTERVAL="5", NOOND_TIMEOUT="10")
     wait_until(lambda: held(b, "a") == held(a, "a"), timeout=60, what="b to catch up")
     wait_until(
         lambda: a.metric("noond_streams_closed_total", 'direction="out",reason="failed"') >= 1,
@@ -151,8 +150,8 @@ def test_a_stream_stalled_by_a_hostile_member_is_closed_and_honest_members_are_s
 ):
     a, b = Node("a", tmp_path, pki), Node("b", tmp_path, pki)
     spawn += [a, b]
-    a.start([b], NOOND_TIMEOUT="2", NOOND_STREAM="true")
-    b.start([a], NOOND_TIMEOUT="2", NOOND_STREAM="true")
+    a.start([b], NOOND_TIMEOUT="2")
+    b.start([a], NOOND_TIMEOUT="2")
     write_and_wait(b, [a], "first")
     # A member announces a frame of 3 MiB (under the cap), sends 100 bytes of it and stalls.
     stalled = _open_raw_stream(a, "evil", "evil")
@@ -196,8 +195,8 @@ def test_a_member_that_never_answers_its_stream_holds_nothing_of_the_sender(
 ):
     a, c = Node("a", tmp_path, pki), Node("c", tmp_path, pki)
     spawn += [a, c]
-    a.start([c, deaf.seed], NOOND_TIMEOUT="2", NOOND_STREAM="true")
-    c.start([a], NOOND_TIMEOUT="2", NOOND_STREAM="true")
+    a.start([c, deaf.seed], NOOND_TIMEOUT="2")
+    c.start([a], NOOND_TIMEOUT="2")
     writes = 0
     for _ in range(5):  # the first push after deaf's head is known opens the stream
         writes += 1

@@ -17,6 +17,7 @@ from noon.core.ops import Draft, encode
 from noon.store import chainstate
 from noon.store.compact import compact_dir
 from tests.harness.mesh import Node, Pki, converged, start_all, wait_until
+from tests.harness.stores import plan_of
 
 pytestmark = pytest.mark.integration
 
@@ -29,10 +30,12 @@ def write(node: Node, round_: int) -> None:
     store = node.store()
     for step in range(2):
         store.write(
-            lambda _g, step=step: [
-                Draft(("content", "default", f"{node.name}{i}"), {"text": f"r{round_}.{step}"})
-                for i in range(3)
-            ]
+            plan_of(
+                [
+                    Draft(("content", "default", f"{node.name}{i}"), {"text": f"r{round_}.{step}"})
+                    for i in range(3)
+                ]
+            )
         )
     store.close()
 
@@ -133,7 +136,7 @@ def test_after_the_upgrade_unsigned_lines_are_taken_only_as_the_checkpoint_cover
         node="a",
         seq=head + 1,
         hlc=(1_900_000_000_000 << 16),
-        el=["content", "default", "a0"],
+        el=("content", "default", "a0"),
         val={"text": "unsigned, after a signed its checkpoint"},
     )
     status, _, raw = c.request(

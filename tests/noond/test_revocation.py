@@ -14,6 +14,7 @@ from noon.core.ops import Draft
 from noon.store.store import Store
 from noond.revocations import Revocations, Revoked, cut_back
 from tests.harness.mesh import Pki, noon_command, subprocess_env
+from tests.harness.stores import plan_of
 
 
 def test_noon_certs_revoke_writes_a_record_the_ca_signed_and_says_where(tmp_path, pki: Pki):
@@ -65,9 +66,7 @@ def test_only_the_cas_records_count_and_the_earliest_cut_off_wins(tmp_path, pki:
 def test_a_revoked_authors_copy_is_cut_back_to_its_cut_off(tmp_path, pki: Pki):
     store = Store(Settings(dir=tmp_path, node_id="phone", fsync=False))
     for batch in (["a", "b"], ["c"], ["d", "e"]):
-        store.write(
-            lambda _g, batch=batch: [Draft(("content", "default", t), {"text": t}) for t in batch]
-        )
+        store.write(plan_of([Draft(("content", "default", t), {"text": t}) for t in batch]))
     store.close()
     lines = (tmp_path / "phone.jsonl").read_bytes().splitlines()
     cut = orjson.loads(lines[2])["hlc"]

@@ -13,6 +13,7 @@ from noon.core.ops import Draft
 from noon.store import peerstate
 from noon.store.store import Store
 from tests.harness.small_disk import PAGE, fill, small_disk
+from tests.harness.stores import plan_of
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +38,7 @@ def noon(d: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
 def prepare(d: Path) -> None:
     s = Store(Settings.from_env({}, dir=d, node_id="a", compact_after=0))
     for text in ("v1", "v2", "v3"):
-        s.write(lambda f, t=text: [Draft(F, {"text": t})])
+        s.write(plan_of([Draft(F, {"text": text})]))
     s.write(lambda f: [Draft(E, {"text": "doomed"})])
     s.write(lambda f: [Draft(E, None)])
     s.write(lambda f: [Draft(F, {"text": "v4"})])
@@ -108,7 +109,7 @@ def test_a_disk_too_small_for_the_new_copy_is_told_what_it_lacks(tmp_path: Path)
         s = Store(Settings.from_env({}, dir=d, node_id="a", compact_after=0, fsync=False))
         keys = [("content", "default", f"m{i}") for i in range(2000)]
         for v in range(2):
-            s.write(lambda f, v=v: [Draft(k, {"text": f"v{v} " + "w" * 400}) for k in keys])
+            s.write(plan_of([Draft(k, {"text": f"v{v} " + "w" * 400}) for k in keys]))
         s.close()
         shard = d / "a.jsonl"
         before = shard.read_bytes()

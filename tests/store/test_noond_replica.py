@@ -20,7 +20,7 @@ def line(node: str, seq: int, bat: int | None = None, text: str = "t") -> bytes:
         node=node,
         seq=seq,
         hlc=(1_700_000_000_000 << 16) + seq,
-        el=["content", "default", f"e{seq % 7}"],
+        el=("content", "default", f"e{seq % 7}"),
         val={"text": text},
         prev=None,
         by="test",

@@ -24,6 +24,7 @@ from noon.store.store import Store, read_model_path
 from tests.harness.kg_view import View
 from tests.harness.mesh import ROOT, subprocess_env, wait_until
 from tests.harness.oracle import fold_of_dir, observe
+from tests.harness.stores import plan_of
 from tests.harness.uri_graph import Graph
 
 NS = "default"
@@ -36,7 +37,7 @@ def settings(d: Path, node: str = "n1") -> Settings:
 def fill(d: Path, count: int, node: str = "n1") -> Store:
     store = Store(settings(d, node))
     for i in range(count):
-        store.write(lambda g, i=i: [Draft(("content", NS, f"m{i}"), {"text": f"memory {i}"})])
+        store.write(plan_of([Draft(("content", NS, f"m{i}"), {"text": f"memory {i}"})]))
     return store
 
 

@@ -31,7 +31,7 @@ def line(node: str, seq: int, bat: int | None = None) -> bytes:
         node=node,
         seq=seq,
         hlc=(1_700_000_000_000 << 16) + seq,
-        el=["content", "default", f"e{seq}"],
+        el=("content", "default", f"e{seq}"),
         val={"text": "t"},
         bat=bat,
     )

@@ -6,16 +6,19 @@ searched as phrases of characters, which is how the documents were split), witho
 stop words it is asked with ("when did", "what is"; kept if nothing else is left). Any word
 finds a memory (OR); each word is looked up on its own and the BM25 shares summed, so a memory
 holding more of the query's words ranks higher, and more so by coordination (the score times
-the share of the words held). A word no memory holds, of at least :data:`PREFIX_MIN` letters,
-finds the words it starts instead ("gre": "green") when they are at most :data:`PREFIX_TERMS`
-(counted in the index's vocabulary): a short prefix never expands to the whole vocabulary.
+the share of the query held, each word weighed by how rare it is: :func:`combine`). A word no
+memory holds, of at least :data:`PREFIX_MIN` letters, finds the words it starts instead
+("gre": "green") when they are at most :data:`PREFIX_TERMS` (counted in the index's
+vocabulary): a short prefix never expands to the whole vocabulary; one that starts no word may
+be a typo: when the query finds too few memories, it finds the words a letter shorter or with
+two neighbouring letters swapped (:func:`edits`, the first :data:`TYPO_WORDS` such words).
 ``accept`` filters hits (reachable, in a domain) as they stream in, best first.
 
 ``neighbours=True`` (``search_memory`` and the web page's search) adds to the hits written just
-before and after each of the :data:`NEIGHBOURS` best lexical hits, under a parent of theirs,
-:data:`SPREAD` of that hit's score: an answer ranks up through the question it answers (on
-LoCoMo, 4 points of recall@5 on both halves, docs/recall.md). A memory holding none of the
-query's words is not added by it.
+before and after each of the :data:`NEIGHBOURS` best hits (after the fusion with meaning, when
+hybrid), under a parent of theirs, :data:`SPREAD` of that hit's score: an answer ranks up
+through the question it answers (on LoCoMo, 4 points of recall@5 on both halves,
+docs/recall.md). A memory holding none of the query's words is not added by it.
 
 ``hybrid=True`` (``search_memory``, ``recall``, the web page's search) also ranks by meaning
 where the ``semantic`` extra is installed: the query's embedding against each memory's
@@ -47,14 +50,22 @@ WEIGHTS = {"text": 1.0, "uri": 2.0, "disclosure": 1.5, "keywords": 2.0}
 """BM25 weight of each column of ``memory_fts``."""
 MAX_TERMS = 64
 RANKED = 1000
-"""Memories scored per query at most (see the module docstring)."""
-COORDINATION = 1.0
-"""How much holding a larger share of the query's words counts: a score is multiplied by that
-share to this power."""
+"""Memories scored per query word at most (see the module docstring); in a large namespace the
+best this many lexical hits also get their exact cosine with the query (:mod:`.vectors`)."""
+COORDINATION = 2.0
+"""How much holding a larger share of the query counts: a score is multiplied by that share
+to this power. The share is weighed (:func:`weight_of`): holding the rare words counts more
+than holding the common ones."""
+TYPO_MIN = 5
+TYPO_MAX = 20
+TYPO_WORDS = 3
+"""Words of a query no memory holds, of :data:`TYPO_MIN` to :data:`TYPO_MAX` letters, that
+are searched as their variants (:func:`edits`) when the query finds too few memories, the
+first three at most: a bound on a query's cost (each is one lookup of at most 40 words)."""
 PREFIX_MIN = 3
 PREFIX_TERMS = 8
 NEIGHBOURS = 20
-"""The best lexical hits whose neighbours (:meth:`Search.neighbours`) get a share of their score."""
+"""The best hits whose neighbours (:meth:`Search.neighbours`) get a share of their score."""
 SPREAD = 0.25
 """That share: a hit written next to a strong hit, under the same parent, is likely about the
 same thing (an answer next to its question) even when it holds few of the query's words."""
@@ -71,6 +82,18 @@ class Hit:
     score: float
     matched: tuple[str, ...]
     """The query words the memory holds (whole or as the start of one of its words)."""
+
+
+def edits(word: str) -> set[str]:
+    """The words one letter too many or two neighbouring letters swapped away from ``word``
+    ("fesetival", "recieved"), keeping its first letter (rarely the one mistyped; without the
+    rule "mother" found "other") and at least :data:`TYPO_MIN` letters: at most two a letter.
+    A letter missing or replaced is not tried: that is 51 variants a letter, and looking them
+    all up cost 30 times a query's lookups at 100k memories (docs/recall.md)."""
+    out = {word[:i] + word[i + 1 :] for i in range(1, len(word))}
+    out |= {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(1, len(word) - 1)}
+    out.discard(word)
+    return {w for w in out if len(w) >= TYPO_MIN}
 
 
 def _quoted(term: str) -> str:
@@ -91,8 +114,9 @@ def _holds(words: list[str], flat: str, term: str) -> bool:
     return i < len(words) and words[i].startswith(term)
 
 
-def coordinated(score: float, held: int, terms: int) -> float:
-    """BM25 ``score`` (higher is better) scaled by the share of the query's words held."""
+def coordinated(score: float, held: float, terms: float) -> float:
+    """BM25 ``score`` (higher is better) scaled by the share of the query's words held
+    (``held`` and ``terms`` may be weighted counts: :func:`combine`)."""
     if terms <= 0:
         return score
     return score * (held / terms) ** COORDINATION
@@ -115,17 +139,30 @@ def spread(
     return sorted(total.items(), key=lambda item: (-item[1], order[item[0]]))
 
 
-def combine(lists: dict[str, list[tuple[int, float]]], terms: int) -> list[tuple[int, float, int]]:
+def weight_of(hits: list[tuple[int, float]]) -> float:
+    """How much a query word tells: its best BM25 share (BM25 is the word's IDF times a
+    bounded term-frequency factor, so a rare word weighs more than a common one, and a word
+    no memory holds nothing)."""
+    return max((score for _, score in hits), default=0.0)
+
+
+def combine(lists: dict[str, list[tuple[int, float]]]) -> list[tuple[int, float, int]]:
     """Per-term hit lists (row, that term's BM25 share, higher is better) into one ranking:
     (row, score, how many terms it holds), best first, ties to the newest row. The sum of the
-    shares is the BM25 of the OR query; coordination then weighs how many terms matched."""
+    shares is the BM25 of the OR query; coordination then weighs the share of the query held,
+    each term by :func:`weight_of` (on LoCoMo's tuning conversations, a name every other
+    memory holds counted as much as the one rare word before: docs/recall.md)."""
     total: dict[int, float] = {}
     held: dict[int, int] = {}
-    for hits in lists.values():
+    weight = {t: weight_of(hits) for t, hits in lists.items()}
+    weighed: dict[int, float] = {}
+    for t, hits in lists.items():
         for row, score in hits:
             total[row] = total.get(row, 0.0) + score
             held[row] = held.get(row, 0) + 1
-    ranked = [(row, coordinated(total[row], held[row], terms), held[row]) for row in total]
+            weighed[row] = weighed.get(row, 0.0) + weight[t]
+    whole = sum(weight.values())
+    ranked = [(row, coordinated(total[row], weighed[row], whole), held[row]) for row in total]
     ranked.sort(key=lambda r: (-r[1], -r[0]))
     return ranked
 
@@ -155,14 +192,17 @@ class Search:
         semantic = hybrid and bool(query.strip()) and self._semantic_ready()
         if (not terms and not semantic) or limit <= 0:
             return []
-        lists = self._lists(namespace, terms)
-        ranked = [(row, score) for row, score, _ in combine(lists, len(terms))]
+        lists = self._lists(namespace, terms, limit)
+        ranked = [(row, score) for row, score, _ in combine(lists)]
+        if semantic:
+            rows, where, sims = self._index.similarities(
+                namespace, MODEL.embed([query])[0], [row for row, _ in ranked[:RANKED]]
+            )
+            ranked = fusion.fuse(ranked, rows, where, sims)
         if neighbours and SPREAD > 0 and ranked:
+            # after the fusion: a hit found by meaning lifts its neighbours too
             top = [row for row, _ in ranked[:NEIGHBOURS]]
             ranked = spread(ranked, self.neighbours(namespace, top), SPREAD)
-        if semantic:
-            rows, where, sims = self._index.similarities(namespace, MODEL.embed([query])[0])
-            ranked = fusion.fuse(ranked, rows, where, sims)
         return list(self._accepted(ranked, lists, terms, limit, accept))
 
     @staticmethod
@@ -174,12 +214,26 @@ class Search:
             MODEL.load_in_background()
         return MODEL.ready
 
-    def _lists(self, namespace: str, terms: list[str]) -> dict[str, list[tuple[int, float]]]:
-        """Each term's hits (row, its BM25 share), a fragment's as a prefix."""
-        fragments = self._fragments(terms)
-        return {
+    def _lists(
+        self, namespace: str, terms: list[str], limit: int
+    ) -> dict[str, list[tuple[int, float]]]:
+        """Each term's hits (row, its BM25 share), a fragment's as a prefix. When they are
+        fewer than ``limit`` memories, a word no memory holds is searched as its variants
+        (:func:`edits`: a typo, "fesetival" finds "festival"): only then, as each variant
+        costs a lookup."""
+        fragments, unknown = self._fragments(terms)
+        out = {
             t: self._ranked(namespace, _quoted(t) + ("*" if t in fragments else "")) for t in terms
         }
+        typos = [
+            t
+            for t in terms
+            if t in unknown and TYPO_MIN <= len(t) <= TYPO_MAX and t.isascii() and t.isalpha()
+        ][:TYPO_WORDS]
+        if typos and len({row for hits in out.values() for row, _ in hits}) < limit:
+            for t in typos:
+                out[t] = self._ranked(namespace, " OR ".join(_quoted(v) for v in sorted(edits(t))))
+        return out
 
     def _accepted(
         self,
@@ -234,13 +288,15 @@ class Search:
             )
         }
 
-    def _fragments(self, terms: list[str]) -> set[str]:
-        """The terms no memory holds as a word (fragments: "gre"), of :data:`PREFIX_MIN`
-        letters or more, that start at most :data:`PREFIX_TERMS` indexed words (the vocabulary
-        is ordered: one range read each): those are searched as prefixes. Whole words are not:
-        stemming finds their other forms, and their prefixes measured worse on LoCoMo; nor are
-        fragments that start more words than that, which say too little to expand."""
+    def _fragments(self, terms: list[str]) -> tuple[set[str], set[str]]:
+        """The terms no memory holds as a word, of :data:`PREFIX_MIN` letters or more: those
+        that start at most :data:`PREFIX_TERMS` indexed words (fragments: "gre"; the vocabulary
+        is ordered: one range read each), searched as prefixes, and those that start none
+        (unknown: maybe a typo). Whole words are not prefixes: stemming finds their other
+        forms, and their prefixes measured worse on LoCoMo; nor are fragments that start more
+        words than that, which say too little to expand."""
         out = set()
+        unknown = set()
         for term in terms:
             if len(term) < PREFIX_MIN or CJK.search(term) or not term.isalnum():
                 continue
@@ -255,7 +311,9 @@ class Search:
             ).fetchone()
             if 0 < starts <= PREFIX_TERMS:
                 out.add(term)
-        return out
+            elif starts == 0:
+                unknown.add(term)
+        return out, unknown
 
     def _ranked(self, namespace: str, match: str) -> list[tuple[int, float]]:
         """The newest :data:`RANKED` memories of the namespace matching ``match`` (one term
@@ -277,7 +335,7 @@ class Search:
         lists = {
             t: self._ranked(namespace, "{disclosure} : " + _quoted(t)) for t in terms[:MAX_TERMS]
         }
-        return [(row, score) for row, score, _ in combine(lists, len(lists))[:limit]]
+        return [(row, score) for row, score, _ in combine(lists)[:limit]]
 
     def node_of(self, row: int) -> str | None:
         found = self.conn.execute("SELECT node FROM memories WHERE id = ?", (row,)).fetchone()

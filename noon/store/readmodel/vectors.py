@@ -8,9 +8,12 @@ and in the meantime the memory is found lexically only.
 
 The index is a numpy matrix per namespace, kept by each process and brought up to date before
 each query by reading only the rows written since (``stamp`` grows with every row). Stored as
-float16 (1 KiB a memory), held as float32 for the product. A flat scan: exact, no training,
-no extension to load; at 100k memories it is one matrix-vector product of 200 MB of floats
-(see docs/recall.md for the measure and why not sqlite-vec).
+float16 (1 KiB a memory), held as float32 for the product. Up to :data:`COARSE_FROM` memories a
+flat scan: exact, no training, no extension to load. Beyond, the scan is of a projection of
+the vectors on their :data:`COARSE_DIMS` main directions (fitted once on the namespace's
+vectors), a quarter of the bytes, and only the :data:`SHORTLIST` best of it (and the rows the
+caller names: the lexical hits) get their exact cosine: at 100k memories the flat scan read
+200 MB of floats a query (see docs/recall.md for the measure and why not sqlite-vec).
 """
 
 from __future__ import annotations
@@ -22,6 +25,17 @@ from typing import Any
 
 from noon.store.readmodel.embedder import DIMENSIONS
 from noon.store.readmodel.state import Database
+
+COARSE_FROM = 8192
+"""Vectors of a namespace from which the coarse scan is used (below, the flat scan costs less
+than a millisecond or two)."""
+COARSE_DIMS = 128
+FIT_SAMPLE = 2048
+"""Rows the directions are fitted on (spread evenly over the namespace): a fit costs about a
+tenth of a second, once."""
+SHORTLIST = 512
+"""Rows of the coarse scan whose exact cosine is computed: all a query can find by meaning
+are among them (the fusion takes the nearest 50)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +113,10 @@ class _Space:
         self.rows: list[int] = []
         self.where: dict[int, int] = {}
         self.matrix = np.zeros((0, DIMENSIONS), dtype=np.float32)
+        self.basis: Any = None
+        """``(DIMENSIONS, COARSE_DIMS)``: the main directions, once fitted."""
+        self.coarse: Any = None
+        """The matrix projected on them, rows in step."""
 
     def merge(self, fresh: list[tuple[int, int, bytes]]) -> None:
         import numpy as np
@@ -115,9 +133,43 @@ class _Space:
                 added.append((row, vec))
             else:
                 self.matrix[at] = vec
+                if self.basis is not None:
+                    self.coarse[at] = vec @ self.basis
         if added:
             self.rows += [row for row, _ in added]
-            self.matrix = np.vstack([self.matrix, np.stack([v for _, v in added])])
+            fresh_rows = np.stack([v for _, v in added])
+            self.matrix = np.vstack([self.matrix, fresh_rows])
+            if self.basis is not None:
+                self.coarse = np.vstack([self.coarse, fresh_rows @ self.basis])
+        if self.basis is None and len(self.rows) >= COARSE_FROM:
+            self.fit()
+
+    def fit(self) -> None:
+        """The :data:`COARSE_DIMS` directions that keep most of the rows' dot products (the
+        top eigenvectors of the Gram matrix of an evenly spread sample), and the projection."""
+        import numpy as np
+
+        step = max(1, len(self.rows) // FIT_SAMPLE)
+        sample = self.matrix[::step].astype(np.float64)
+        _, vectors = np.linalg.eigh(sample.T @ sample)
+        self.basis = np.ascontiguousarray(vectors[:, ::-1][:, :COARSE_DIMS], dtype=np.float32)
+        self.coarse = self.matrix @ self.basis
+
+    def cosines(self, query: Any, exact: Iterable[int]) -> Any:
+        """Each row's cosine with ``query``: exact over a flat scan; with the coarse scan,
+        exact for its :data:`SHORTLIST` best and the ``exact`` rows (memory ids), -1 for the
+        rest (never near enough to be found by meaning)."""
+        import numpy as np
+
+        if self.basis is None:
+            return self.matrix @ query
+        approx = self.coarse @ (query @ self.basis)
+        keep = min(SHORTLIST, len(approx))
+        named = [at for at in (self.where.get(row) for row in exact) if at is not None]
+        ats = np.union1d(np.argpartition(-approx, keep - 1)[:keep], np.asarray(named, dtype=int))
+        sims = np.full(len(approx), -1.0, dtype=np.float32)
+        sims[ats] = self.matrix[ats] @ query
+        return sims
 
 
 class Index:
@@ -128,12 +180,15 @@ class Index:
         self._conn: sqlite3.Connection | None = None
         self._spaces: dict[str, _Space] = {}
 
-    def similarities(self, namespace: str, query: Any) -> tuple[list[int], dict[int, int], Any]:
+    def similarities(
+        self, namespace: str, query: Any, exact: Iterable[int] = ()
+    ) -> tuple[list[int], dict[int, int], Any]:
         """(memory ids, each one's position, their cosines with the L2-normalised ``query``),
         for every memory of the namespace with a vector (deleted ones too: callers filter as
-        they filter lexical hits)."""
+        they filter lexical hits). In a large namespace only the nearest and the ``exact``
+        rows' cosines are computed, the others -1 (:meth:`_Space.cosines`)."""
         space = self._current(namespace)
-        return space.rows, space.where, space.matrix @ query
+        return space.rows, space.where, space.cosines(query, exact)
 
     def _current(self, namespace: str) -> _Space:
         conn = self._db.conn
