@@ -44,3 +44,23 @@ def test_noon_serve_leaves_the_daemon_page_model_and_jsonschema_unimported() -> 
 
 def test_help_still_describes_every_command() -> None:
     assert _imported(["help", "import"], OTHERS) == str(sorted(OTHERS))
+
+
+KG_ONLY = """
+import sys, tempfile
+from pathlib import Path
+from noon.config import Settings
+from noon.mcp.server import create_server
+from noon.store.store import Store
+settings = Settings.from_env({}, dir=Path(tempfile.mkdtemp()), node_id="probe", fsync=False)
+server = create_server(Store(settings), settings, {"kg"})
+print(sorted(m for m in sys.modules if m.startswith("noon.mcp.uri")))
+"""
+
+
+def test_a_knowledge_graph_only_server_leaves_the_uri_tools_unimported() -> None:
+    """``noon serve --tools kg`` (the official server's drop-in) loads only its own family."""
+    done = subprocess.run(
+        [sys.executable, "-c", KG_ONLY], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -231,7 +231,7 @@ def create_server(
     unknown = set(families) - set(FAMILIES)
     if unknown:
         raise ValueError(f"unknown tool families {sorted(unknown)}; known: {sorted(FAMILIES)}")
-    served = [family for key, family in FAMILIES.items() if key in families]
+    served = [load() for key, load in FAMILIES.items() if key in families]
     tools: dict[str, tuple[ToolSpec, Family, ArgumentValidator]] = {}
     resources: dict[str, tuple[ResourceSpec, Family]] = {}
     for family in served:

@@ -281,12 +281,12 @@ WRITER = textwrap.dedent("""
     from noon.config import Settings
     from noon.store.store import Store
     from noon.mcp.spec import ToolContext
-    from noon.mcp.families import URI
+    from noon.mcp.families import uri_family
 
     directory, worker, count = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     settings = Settings.from_env({}, dir=directory, node_id="shared", fsync=True)
     store = Store(settings)
-    tools = {t.name: t for t in URI.tools}
+    tools = {t.name: t for t in uri_family().tools}
 
     async def nothing():
         return None

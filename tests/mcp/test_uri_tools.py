@@ -326,10 +326,10 @@ async def test_resources_list_and_read(s: Session) -> None:
 def test_arguments_are_checked_once_against_the_listed_schema() -> None:
     """The server validates URI-tool arguments against the schema tools/list shows (one
     check, with a hint at the argument a misspelled one probably meant)."""
-    from noon.mcp.families import URI
+    from noon.mcp.families import uri_family
     from noon.mcp.validation import ArgumentValidator
 
-    update = next(t for t in URI.tools if t.name == "update_memory")
+    update = next(t for t in uri_family().tools if t.name == "update_memory")
     check = ArgumentValidator(update.input_schema, hints=True)
     assert check.problems({"uri": "core://a", "old_string": "x", "new_string": "y"}) == []
     assert check.problems({"uri": "core://a", "oldString": "x"}) == [
