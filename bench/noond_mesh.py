@@ -85,7 +85,8 @@ def mesh(base: Path, pki: Pki, proxies: Proxies, n: int, **env: str) -> list[Nod
         others = [f"{m.name}@127.0.0.1:{fronts[j]}" for j, m in enumerate(nodes) if j != i]
         node.start(others, wait=False)
     for node in nodes:
-        node.wait_healthy()
+        # Ten daemons starting at once on 2 shared cores: each spends seconds importing alone.
+        node.wait_healthy(timeout=180)
     wait_until(
         lambda: all(len(m.get("/peers")[1]["peers"]) == n - 1 for m in nodes),
         timeout=60,

@@ -77,7 +77,7 @@ class Metrics:
         self.relay_rejected = Counter(
             "noond_relay_rejected_total",
             "Relay objects refused, nothing stored, by reason (ciphertext, too_large, format, "
-            "foreign, revoked, unproven, uncertified, fork, invalid_ops).",
+            "foreign, revoked, unproven, uncertified, fork, invalid_ops, not_own).",
             ["relay", "reason"],
             registry=r,
         )

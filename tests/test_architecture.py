@@ -6,6 +6,8 @@ it."""
 from __future__ import annotations
 
 import ast
+import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,6 +51,128 @@ ALLOWED = {
     ("noon.daemon_link", "noon.certs"),
     ("noon.app", "noon.daemon_link"),  # status asks the local noond
 }
+ROWS: list[tuple[tuple[str, ...], str, str]] = [
+    (
+        ("noon.errors",),
+        "the exception root every error derives from, and the six refusal kinds (not "
+        "found, conflict, invalid, refused, limit, unavailable) each edge maps to its "
+        "form once",
+        "stdlib",
+    ),
+    (
+        ("noon.core",),
+        "the pure core: HLC and time rendering (`hlc`), the op format (`ops`), the signed"
+        " chain of a shard and its stubs (`chain`), the checkpoint over unsigned history "
+        "(`checkpoint`), element kinds and key constructors (`elements`), the fold's "
+        "rules for one element (`fold`), what compaction and collection may drop "
+        "(`compaction`, `collection`)",
+        "`noon.errors`, stdlib, orjson. **No I/O.**",
+    ),
+    (
+        ("noon.names", "noon.setting", "noon.config", "noon.logs", "noon.net"),
+        "node ids and shard file names; a program's settings as one table (variable, "
+        "flag, type, default, help) that the code reads and the docs are generated from "
+        "(`setting`); settings from flags and `NOON_*` (one source for every command); "
+        "rate-limited logging; what counts as loopback",
+        "layers 0–1, each other (`config` uses `names` and `setting`, `logs` uses `config`)",
+    ),
+    (
+        ("noon.graph",),
+        "the URI graph as pure rules: URIs (`uri`), the reader protocol and the placement"
+        " and URI-walking rules every reader shares (`reader`), write planning (`plan`), "
+        "undo planning (`undo`), quote editing (`quote`, `quote_hint`), one memory as "
+        "read (`memory_view`), the `system://` views (`views`), what changed between two "
+        "versions of a text, bounded (`textdiff`), glossary linking (`glossary`), search "
+        "words (`search`)",
+        "layers 0–2",
+    ),
+    (
+        ("noon.kg",),
+        "the knowledge graph (the official memory server's nine tools) as pure rules: the"
+        " reader protocol and the official text rules (`graph`), planning (`plan`), "
+        "`kg://` rendering (`uri`), JSON text (`text`)",
+        "layers 0–2",
+    ),
+    (
+        ("noon.store",),
+        "every file in `NOON_DIR`: the read model's public face for the layers above, its"
+        " queries asked on a graph snapshot, never its connection (`queries`); shard "
+        "files and their safe opening (`shard`), owner-only modes (`private`), the shard "
+        "line format (`lines`: the batch gate, backward lines, envelopes, digests), the "
+        "collection journal (`cut`), compaction and collection (`compact`, `collect`, "
+        "`forgotten`), the own signing key (`signing`), where a shard stands in its chain"
+        " (`chainstate`) and the authors' checkpoints kept (`checkpoints`), replication's"
+        " file side (`serve` reads pages and summaries, `receive` appends what peers "
+        "send), peer state (`peerstate`), the read model (`store.readmodel`), the `Store`"
+        " that writes the own shard and reads through the read model (`store`), reading "
+        "and writing both graphs of a live store (`access`), a memory rolled back to a "
+        "version (`rollback`), and a retry of a call recognised by its request key "
+        "(`retries`)",
+        "layers 0–3",
+    ),
+    (
+        ("noon.app",),
+        "the use cases every edge calls: who asks (`actor`), creating, editing, placing, "
+        "deleting, triggers and boot (`memories`), the expected-version check and "
+        "rollback to a version (`versions`), search with its snippets (`search`), undoing"
+        " changes and the review decisions on them (`changes`), a memory's changes as an "
+        "agent finds them (`history`), ops in words (`words`), `noon status` as data "
+        "(`status`), concurrent versions listed and settled (`conflicts`), what a context"
+        " brings to mind (`recall`), orphans (`orphans`), the knowledge graph browsed "
+        "(`entities`); typed arguments in, frozen dataclasses out, refusals as the kinds "
+        "of `noon.errors`",
+        "layers 0–4; `noon.daemon_link` (status asks the local noond)",
+    ),
+    (
+        ("noon.certs", "noon.daemon_link"),
+        "certificates; where noond keeps its files and listens, and asking it over mutual"
+        " TLS (`daemon_link.api`), for the daemon, the commands and the page",
+        "layers 0–4; `noon.daemon_link` also `noon.certs`",
+    ),
+    (
+        ("noon.mcp", "noon.web", "noon.ops_cli", "noon.transfer", "noon.demo"),
+        "the edges: MCP tools and transports (argument models and the text agents read "
+        "around `noon.app`), the web page (JSON around `noon.app`), operator commands, "
+        "imports and exports, the demo",
+        "layers 0–5",
+    ),
+    (
+        ("noon.cli", "noon.__main__"),
+        "the `noon` command: routes to the edges",
+        "layers 0–6",
+    ),
+    (
+        ("noond",),
+        "the replication daemon",
+        "any of `noon` except `noon.mcp`, `noon.web`, `noon.transfer`, `noon.demo`, `noon.cli`",
+    ),
+    (
+        ("tests.harness",),
+        "the test kit: real processes (the `noond` mesh with its certificates `mesh`, the"
+        " page `page`, MCP sessions `mcp`, fault writers and the nemesis), and the "
+        "oracles the product is held to, which the product never imports: the whole fold "
+        "in memory (`fold`), the URI graph over it (`uri_graph`), the knowledge graph "
+        "over it (`kg_view`), a directory's fresh fold and views (`oracle`), the review "
+        "queue (`review_oracle`)",
+        "`noon`, `noond`",
+    ),
+    (
+        ("bench",),
+        "benchmarks (not tests)",
+        "`noon`, `noond`, the test kit",
+    ),
+    (
+        ("tests",),
+        "the suite, in folders mirroring the packages (`tests/core`, `tests/store`, ..., "
+        "`tests/noond`, `tests/relay`); what tests share is in the kit, never one test "
+        "module importing another",
+        "anything; nothing imports `tests` but bench the kit",
+    ),
+]
+"""The map's layer table (docs/architecture.md), row by row: the packages of one layer, their
+one job and what they may import. ``python -m tests.test_architecture`` writes it into the map;
+:func:`test_the_maps_layer_table_is_generated_from_here` fails when they drift."""
+
 NOOND_FORBIDDEN = {"noon.mcp", "noon.web", "noon.transfer", "noon.demo", "noon.cli"}
 PURE = {"noon.core"}
 """Packages that do no I/O: they may import nothing but the standard library's pure parts."""
@@ -220,3 +344,36 @@ def test_the_read_models_connection_stays_inside_noon_store() -> None:
             if name == "sqlite3" and module not in SQLITE_OUTSIDE_STORE:
                 bad.append(f"{module}:{line} imports sqlite3")
     assert bad == [], "\n".join(bad)
+
+
+MAP = ROOT / "docs" / "architecture.md"
+TABLE = re.compile(r"(<!-- layers -->\n)(.*?)(<!-- /layers -->)", re.DOTALL)
+
+
+def layer_table() -> str:
+    lines = ["| layer | package | its one job | may import |", "|---|---|---|---|"]
+    for packages, job, may in ROWS:
+        layer = LAYER.get(packages[0], "–")
+        names = ", ".join(f"`{p}`" for p in packages)
+        lines.append(f"| {layer} | {names} | {job} | {may} |")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_maps_layer_table_is_generated_from_here() -> None:
+    rows = [p for packages, _, _ in ROWS for p in packages]
+    assert sorted(rows) == sorted([*LAYER, "tests"]), "every layer's package in one row"
+    for packages, _, _ in ROWS:
+        assert len({LAYER.get(p, "–") for p in packages}) == 1, f"one layer a row: {packages}"
+    layers = [LAYER.get(packages[0], len(LAYER)) for packages, _, _ in ROWS]
+    assert layers == sorted(layers), "rows in layer order"
+    found = TABLE.search(MAP.read_text())
+    assert found is not None, "docs/architecture.md lost its <!-- layers --> markers"
+    assert found.group(2) == layer_table(), (
+        "the layer table drifted from this test: `.venv/bin/python -m tests.test_architecture`"
+    )
+
+
+if __name__ == "__main__":
+    text = MAP.read_text()
+    MAP.write_text(TABLE.sub(lambda m: m.group(1) + layer_table() + m.group(3), text))
+    print(f"{MAP.relative_to(ROOT)}: layer table written", file=sys.stderr)

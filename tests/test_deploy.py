@@ -67,6 +67,7 @@ def test_systemd_units_verify(tmp_path: Path, unit: str):
     assert "EnvironmentFile=" in text and "Restart=on-failure" in text
     copy = tmp_path / unit
     copy.write_text(re.sub(r"(?m)^ExecStart=.*$", f"ExecStart={noond}", text))
+    assert SYSTEMD_ANALYZE is not None
     out = subprocess.run(
         [SYSTEMD_ANALYZE, "verify", str(copy)], capture_output=True, text=True, timeout=60
     )
@@ -131,6 +132,7 @@ def test_noond_metrics_pass_promtool_lint(mesh: list[tuple[Node, str]]):
         "noond_own_shard_seq",
     ):
         assert name.encode() in body
+    assert PROMTOOL is not None
     out = subprocess.run(
         [PROMTOOL, "check", "metrics"], input=body, capture_output=True, timeout=60
     )

@@ -14,8 +14,9 @@ SCOPE = ("noon.app", "noon.graph", "noon.kg", "noon.web", "noon.mcp", "noon.stor
 
 
 def _subclasses(cls: type) -> set[type]:
-    found = set()
-    for sub in cls.__subclasses__():
+    found: set[type] = set()
+    subclasses: list[type] = cls.__subclasses__()
+    for sub in subclasses:
         found |= {sub, *_subclasses(sub)}
     return found
 

@@ -31,7 +31,7 @@ def _parsed(*argv: str) -> argparse.Namespace:
 
 
 def _flags(command: str) -> set[str]:
-    sub = build_parser()._subparsers._group_actions[0].choices[command]  # type: ignore[union-attr]
+    sub = build_parser()._subparsers._group_actions[0].choices[command]  # type: ignore[union-attr,index]
     return {o for a in sub._actions for o in a.option_strings}
 
 

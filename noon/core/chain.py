@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -350,7 +350,7 @@ class _Run:
 
 def restub(
     node: str,
-    lines: Sequence[tuple[int, bytes, bool]],
+    lines: Iterable[tuple[int, bytes, bool]],
     start: Head | None = None,
     cp: Checkpoint | None = None,
 ) -> list[bytes]:
@@ -359,7 +359,17 @@ def restub(
     next to them) becomes one stub, so the chain still crosses it. Where the chain is unknown
     (unsigned history with a gap), dropped lines leave nothing, as in revision 1; so do lines
     the author's checkpoint ``cp`` covers (it proves each kept one alone)."""
-    out: list[bytes] = []
+    return list(restubbed(node, lines, start, cp))
+
+
+def restubbed(
+    node: str,
+    lines: Iterable[tuple[int, bytes, bool]],
+    start: Head | None = None,
+    cp: Checkpoint | None = None,
+) -> Iterator[bytes]:
+    """:func:`restub`, line by line: a compaction streams a shard through it (it holds one run
+    of dropped lines' leaves at most, never the copy)."""
     begin = start or empty(node)
     known, last = begin.chain is not None, begin.seq
     run: _Run | None = None
@@ -369,14 +379,14 @@ def restub(
         if cp is not None and last < cp.seq:
             if (stub.seq if stub is not None else seq) <= cp.seq:
                 if keep or stub is not None:
-                    out.append(raw)
+                    yield raw
                 last = stub.seq if stub is not None else seq
                 continue
             known, last = True, min(cp.seq, first - 1)
         if known and first != last + 1:
             known = False
         if not known and run is not None:
-            out.append(run.stub())
+            yield run.stub()
             run = None
         last = stub.seq if stub is not None else seq
         if stub is not None:
@@ -384,19 +394,18 @@ def restub(
                 run = run or _Run(node, stub.first)
                 run.add_stub(stub)
             else:
-                out.append(raw)
+                yield raw
             continue
         if keep:
             if run is not None:
-                out.append(run.stub())
+                yield run.stub()
                 run = None
-            out.append(raw)
+            yield raw
         elif known:
             run = run or _Run(node, seq)
             run.add_line(raw)
     if run is not None:
-        out.append(run.stub())
-    return out
+        yield run.stub()
 
 
 Known = dict[int, tuple[bytes, int, bytes | None, bytes | None]]

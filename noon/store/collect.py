@@ -112,7 +112,7 @@ def collect_dir(
         report.members = who
         pinned = set()
         for lines, _, _ in found.scans.values():
-            ids = {op.id for _, op in lines if op is not None}
+            ids = {line.op.id for line in lines if line.op is not None}
             pinned |= ids - in_scope(lines)
         wanted: set[OpId] = set()
         gone: list[Key] = []
@@ -158,7 +158,7 @@ def complete_heads(scans: Mapping[str, Scan]) -> dict[str, int]:
     for lines, _, _ in scans.values():
         last = last_complete(
             (op, Envelope(op.node, op.seq, op.bat) if op is not None else None)
-            for _, op in reversed(lines)
+            for op, *_ in reversed(lines)
         ).last
         if last is not None:
             heads[last.node] = max(heads.get(last.node, 0), last.seq)
@@ -179,7 +179,7 @@ def _remove(directory: Path, scans: Mapping[str, Scan], going: Set[OpId]) -> Non
     collection finishes."""
     cut.begin(directory, going)
     for name, scan in scans.items():
-        holds = any(op is not None and op.id in going for _, op in scan[0])
+        holds = any(line.op is not None and line.op.id in going for line in scan[0])
         if holds and not rewrite(directory / name, scan, going).done:
             return
     cut.end(directory)

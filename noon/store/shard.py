@@ -314,6 +314,8 @@ def write_all(fd: int, data: bytes) -> None:
 class Poll:
     ops: list[Op] = field(default_factory=list)
     corrupt: list[Corrupt] = field(default_factory=list)
+    at: dict[tuple[str, int], int] = field(default_factory=dict)
+    """Where each op's line starts, by op id."""
     rewritten: bool = False
     """The file was replaced (compaction) or shrank: it was read again from the start."""
     size: int = 0
@@ -376,6 +378,7 @@ class ShardReader:
                     break
                 raw = data[start:nl]
                 start = nl + 1
+                begins = pos
                 pos += len(raw) + 1
                 line_no += 1
                 op = _written.pop(raw, None)
@@ -389,6 +392,7 @@ class ShardReader:
                     if not gate.open:
                         self._commit(pos, line_no, raw)
                     continue
+                result.at[op.node, op.seq] = begins
                 visible = gate.feed(op, op.node, op.seq, op.bat)
                 if visible:
                     result.ops.extend(visible)

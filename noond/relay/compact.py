@@ -5,14 +5,16 @@ reported fetches anything again.
 The merged segment holds the same lines (never fewer: the bucket keeps each author's whole
 history, tombstones included) and is written before the segments it replaces are removed, so a
 crash in between leaves overlapping segments, which readers take as duplicates; the next
-compaction removes what is left."""
+compaction removes what is left. Only lines the author's own signature chain proves enter it:
+anyone holding the mesh key can name a segment under the author's tag (PROTOCOL.md §14.6)."""
 
 from __future__ import annotations
 
 import logging
 
+from noon.core import chain
 from noon.core.collection import member_of
-from noon.store import receive
+from noon.store import chainstate, receive
 from noond.relay import seal
 from noond.relay.backend import Entry, RelayDown
 from noond.relay.sync import Relay
@@ -58,6 +60,9 @@ async def compact(relay: Relay, *, merge_at: int = MERGE_AT) -> int:
         )
         if len(mine) < merge_at:
             continue
+        check = relay.down.signers.check(shard) if relay.down.signers.required else None
+        cp = chainstate.checkpoint(relay.holdings.dir, shard) if check is not None else None
+        at = chain.empty(shard)
         lines: dict[int, bytes] = {}
         covered = 0
         parts: list[Entry] = []
@@ -66,10 +71,21 @@ async def compact(relay: Relay, *, merge_at: int = MERGE_AT) -> int:
                 break  # a piece missing from the listing: merge what is contiguous
             if name.last > covered:
                 opened = await link.fetch(name, entry)
+                if opened is None and (entry.stored, entry.version) in link.refused:
+                    continue  # another segment of the same seqs may be the author's
                 if opened is None or opened[0] != shard:
                     break
-                for line, op in receive.parse_ops(opened[1], shard, max_ops=MAX_OPS_PER_PAGE):
-                    lines.setdefault(op.seq, line)
+                try:
+                    ops = receive.parse_ops(opened[1], shard, max_ops=MAX_OPS_PER_PAGE)
+                    new = [(op.seq, line) for line, op in ops if op.seq > covered]
+                    if check is not None:
+                        at = chain.verify(shard, at, new, check, cp).head
+                except (receive.ReplicaError, chain.ChainError) as exc:
+                    # Named under this author's tag by another holder of the mesh key
+                    # (PROTOCOL.md §14.6): none of its lines enter the merge.
+                    link.refuse(entry, "unproven", str(exc))
+                    continue
+                lines.update(new)
                 covered = name.last
             parts.append(entry)
         if len(parts) < 2:

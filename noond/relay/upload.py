@@ -7,20 +7,24 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 from noon.core.chain import Sign
 from noon.core.collection import member_of
 from noon.store import serve
+from noond.relay import heads as heads_
 from noond.relay import seal
-from noond.relay.backend import Conflict, Entry
+from noond.relay.backend import Conflict, Entry, RelayDown
 from noond.relay.link import Link, RelaySettings
 from noond.shards import Holdings
 from noond.signers import Signers
 
 log = logging.getLogger("noond.relay")
+
+Got = TypeVar("Got")
 
 
 class Uploader:
@@ -45,10 +49,14 @@ class Uploader:
         """Per own shard, the head content last written and when."""
 
     async def resume(self, listing: list[Entry]) -> None:
-        """Where the own uploads stand: the highest segment listed per own shard (a head may
-        lag behind the segments; a segment cut by a crash is not there)."""
+        """Where the own uploads stand, per own shard: the seq its own signed head vouches
+        for, then each listed segment above it that holds this shard's own lines (a head may
+        lag behind the segments; a segment cut by a crash is not there). Anyone holding the mesh
+        key can name a segment under this node's tag (PROTOCOL.md §14.6): one that is not this
+        node's own lines does not move the cursor, so the seqs it names are uploaded over it."""
         link = self.link
-        uploaded = dict.fromkeys(link.own, 0)
+        segments: dict[str, list[tuple[seal.Name, Entry]]] = {s: [] for s in link.own}
+        heads: dict[str, list[tuple[seal.Name, Entry]]] = {s: [] for s in link.own}
         for entry in listing:
             name = seal.parse_name(entry.name)
             if name is None or entry.copy is not None or name.epoch not in link.keys:
@@ -56,13 +64,81 @@ class Uploader:
             for shard in link.own:
                 if name.tag == link.tag_of(name.epoch, shard):
                     if name.kind == "seg":
-                        uploaded[shard] = max(uploaded[shard], name.last)
-                    elif name.epoch == link.epoch:
-                        self.head_versions[shard] = entry.version
-        # A segment under the own tag beyond what this node ever wrote is not its own (anyone
-        # holding the mesh key can name one so): it does not move the upload cursor.
+                        segments[shard].append((name, entry))
+                    else:
+                        heads[shard].append((name, entry))
+                        if name.epoch == link.epoch:
+                            self.head_versions[shard] = entry.version
         held = await self.holdings.summaries()
-        self.uploaded = {s: min(n, held[s].seq if s in held else 0) for s, n in uploaded.items()}
+        uploaded: dict[str, int] = {}
+        for shard in link.own:
+            cursor = min(
+                await self._vouched(shard, heads[shard]), held[shard].seq if shard in held else 0
+            )
+            for name, entry in sorted(segments[shard], key=lambda s: (s[0].first, -s[0].last)):
+                if (
+                    name.first <= cursor + 1
+                    and name.last > cursor
+                    and await self._own(shard, name, entry)
+                ):
+                    cursor = name.last
+            uploaded[shard] = cursor
+        self.uploaded = uploaded
+
+    async def _vouched(self, shard: str, heads: list[tuple[seal.Name, Entry]]) -> int:
+        """The highest seq a head of ``shard`` signed by this node says was uploaded (0 when
+        there is none, or heads are not signed here: then every listed segment is checked)."""
+        link = self.link
+        if not self.signers.required:
+            return 0
+        best = 0
+        for name, entry in heads:
+            body = self._failed_or(entry, await link.get(entry, seal.MAX_HEAD))
+            if body is None:
+                continue
+            try:
+                doc = heads_.open_head(
+                    link.keys[name.epoch], name, entry.name, body, self.signers, set()
+                )
+            except seal.Refused as exc:
+                link.refuse(entry, exc.reason, str(exc))
+                continue
+            if doc["node"] == shard:
+                best = max(best, int(doc["seq"]))
+        return best
+
+    def _failed_or(self, entry: Entry, got: Got) -> Got:
+        """What a read got: None when ``entry`` was refused; the relay failing stops the
+        resume (it is tried again next flush) rather than pass an own segment over."""
+        if got is None and (entry.stored, entry.version) not in self.link.refused:
+            raise RelayDown(f"{entry.name}: not read")
+        return got
+
+    async def _own(self, shard: str, name: seal.Name, entry: Entry) -> bool:
+        """Whether a segment listed under this node's tag holds exactly this shard's lines
+        ``name.first..name.last`` (else it is refused, counted, and passed over)."""
+        link = self.link
+        opened = self._failed_or(entry, await link.fetch(name, entry))
+        if opened is None:
+            return False
+        page = None
+        if opened[0] == shard:
+            with contextlib.suppress(FileNotFoundError):
+                page = await asyncio.to_thread(
+                    serve.read_after,
+                    self.holdings.path(shard),
+                    name.first - 1,
+                    max_bytes=len(opened[1]),
+                )
+        if page is not None and page.last == name.last and page.body == opened[1]:
+            return True
+        link.refuse(
+            entry,
+            "not_own",
+            f"listed under this node's name without its lines {name.first}..{name.last} "
+            "(written by another holder of the mesh key?); they are uploaded over it",
+        )
+        return False
 
     async def upload(self) -> int:
         """Upload what the own shards hold beyond the relay: one segment per shard that grew

@@ -172,8 +172,8 @@ def test_init_ca_files_and_extensions(ca: certs.CaPaths) -> None:
     assert bc.critical and bc.value.ca
     ku = cert.extensions.get_extension_for_class(x509.KeyUsage).value
     assert ku.key_cert_sign and ku.crl_sign and not ku.digital_signature
-    assert isinstance(cert.public_key(), ec.EllipticCurvePublicKey)
-    assert cert.public_key().curve.name == "secp256r1"
+    key = cert.public_key()
+    assert isinstance(key, ec.EllipticCurvePublicKey) and key.curve.name == "secp256r1"
     cert.verify_directly_issued_by(cert)  # self-signed
     info = cert_info(ca.cert)
     assert info.is_ca and info.common_name == "noon CA" and 3640 <= info.days_left <= 3650

@@ -119,9 +119,9 @@ class World:
         gone = {o.id for o in missing}
         keys = {o.el for o in missing}
         others = [o for o in a.ops.values() if o.el in keys and o.id not in gone]
-        for gone in stale_after_refetch(missing, others):
-            del a.ops[gone]
-            a.dropped.add(gone)
+        for stale in stale_after_refetch(missing, others):
+            del a.ops[stale]
+            a.dropped.add(stale)
 
     def collect(self, n: Node, excused: frozenset[str] = frozenset()) -> None:
         """``excused``: members that never reported to ``n`` for longer than the retention
@@ -146,7 +146,7 @@ class World:
         groups: dict[Key, list[Op]] = {}
         for op in n.ops.values():
             groups.setdefault(op.el, []).append(op)
-        last = {}
+        last: dict[str, int] = {}
         for op in n.ops.values():
             last[op.node] = max(last.get(op.node, 0), op.seq)
         drops = droppable(groups, lambda o: o.seq != last[o.node], 0, n.cursor)

@@ -19,7 +19,7 @@ def store(d: Path, node: str) -> Store:
     return Store(Settings(dir=d, node_id=node, fsync=False))
 
 
-def ack(history: History, ops: list) -> None:  # type: ignore[type-arg]
+def ack(history: History, ops: list) -> None:
     history.ack_line(
         json.dumps(
             {

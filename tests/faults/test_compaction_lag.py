@@ -33,7 +33,7 @@ def store(d: Path, node: str | None = None) -> Store:
     return Store(Settings(dir=d, node_id=node or d.name, fsync=False))
 
 
-def page_after(src: Path, author: str, after: int) -> list:  # type: ignore[type-arg]
+def page_after(src: Path, author: str, after: int) -> list:
     page = serve.read_after(src / f"{author}.jsonl", after, max_bytes=1 << 20)
     return receive.parse_ops(page.body, author, max_ops=1000)
 

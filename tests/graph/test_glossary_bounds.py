@@ -17,11 +17,11 @@ from mcp import Client
 
 from noon.graph import plan
 from noon.graph.glossary import MAX_LINKS, MAX_SPANS, Glossary, _wordish
+from noon.graph.reader import GraphReader
 from noon.graph.uri import parse
 from noon.store.access import service
 from tests.harness.graphsim import Replica
 from tests.harness.uri import Session, make_server, open_store
-from tests.harness.uri_graph import Graph
 from tests.harness.web import NS, agent_create, page_server
 
 BOUND = 30.0
@@ -29,7 +29,7 @@ BOUND = 30.0
 
 
 def bind(store: Any, uri: str, keywords: list[str]) -> None:
-    def fn(g: Graph) -> tuple[list[Any], None]:
+    def fn(g: GraphReader) -> tuple[list[Any], None]:
         node = plan.locate(g, NS, uri)[0]
         return plan.triggers(g, NS, node, keywords, [])[0], None
 

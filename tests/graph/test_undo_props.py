@@ -20,7 +20,7 @@ from noon.app.changes import undo_changes
 from noon.core.elements import boot_key, content_key, edge_key, entity_key, keyword_key, obs_key
 from noon.core.ops import Draft, Key, Op
 from noon.graph import plan, undo
-from noon.graph.reader import change_id, live_text, version_id
+from noon.graph.reader import GraphReader, change_id, live_text, version_id
 from noon.graph.uri import Uri
 from noon.store.access import service
 from noon.store.readmodel import changes
@@ -337,7 +337,7 @@ def test_rolling_back_an_op_without_predecessor_leaves_the_memory() -> None:
     assert plan.resolve_memory(page.graph, NS, Uri("core", ("door",)))[0] == node
 
 
-def names_a_deleted_memory(g: Graph) -> list[str]:
+def names_a_deleted_memory(g: GraphReader) -> list[str]:
     """Memories that read as deleted yet are placed, bound to a keyword or on the boot list: a
     state only concurrent writers should leave (issue 26 finding 5b)."""
     found = []
@@ -412,7 +412,7 @@ def test_the_pages_rollback_of_a_creation_takes_out_what_named_it_since(tmp_path
     node = agent_create(store, "core://", "a", "hello")
     created = change_id(store.fold.elements[content_key(NS, node)].winner)
 
-    def later(g: Graph) -> tuple[list[Draft], None]:
+    def later(g: GraphReader) -> tuple[list[Draft], None]:
         _, _, pl = plan.locate(g, NS, "core://a")
         drafts = plan.move(g, NS, node, pl, Uri("core", ("b",)), None, None)
         drafts.append(plan.alias(g, NS, Uri("core", ("c",)), node, 1, "d"))

@@ -79,7 +79,7 @@ class Probe:
 
 
 def main() -> int:
-    sys.stderr = Probe(sys.stderr)  # type: ignore[assignment]
+    sys.stderr = Probe(sys.stderr)
     return cli.main(sys.argv[1:])
 
 

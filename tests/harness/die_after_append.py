@@ -26,7 +26,7 @@ def main() -> int:
         if appended >= die_at:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    store.append_all = append_then_die  # type: ignore[assignment]
+    store.append_all = append_then_die
     return cli.main(args)
 
 

@@ -126,7 +126,7 @@ class HostilePeer:
         app = web.Application()
         app.router.add_get("/info", self.info)
         app.router.add_route("*", "/{tail:.*}", self.other)
-        self.runner = web.AppRunner(app)
+        self.runner = web.AppRunner(app, access_log=None)
         self.loop.run_until_complete(self.runner.setup())
         site = web.TCPSite(self.runner, "127.0.0.1", self.port, ssl_context=self.ctx)
         self.loop.run_until_complete(site.start())

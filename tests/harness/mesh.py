@@ -253,8 +253,8 @@ class Node:
             self.wait_healthy()
         return self
 
-    def wait_healthy(self) -> None:
-        wait_until(self._healthy, what=f"{self.name} to answer /health")
+    def wait_healthy(self, timeout: float = DEADLINE) -> None:
+        wait_until(self._healthy, timeout=timeout, what=f"{self.name} to answer /health")
 
     def _healthy(self) -> bool:
         assert self.proc is not None

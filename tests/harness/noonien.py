@@ -17,6 +17,11 @@ def iso(ms: int) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
+ADA_TO_BOB: dict[str, Any] = {"from": "Ada", "to": "Bob"}
+CAROL_TO_ADA: dict[str, Any] = {"from": "Carol", "to": "Ada"}
+"""Relation ends (``from`` is a keyword, so they are passed as a mapping)."""
+
+
 def op(
     node: str, seq: int, ms: int, counter: int, kind: str, *, legacy: bool = False, **payload: Any
 ) -> str:
@@ -43,7 +48,7 @@ def noonien_dir(d: Path) -> dict[str, Any]:
         op("n1", 1, T0, 1, "observation.add", entityName="Ada", content="math", slot=0),
         op("n1", 2, T0, 2, "observation.add", entityName="Ada", content="math", slot=1),
         op("n1", 3, T0 + 1000, 0, "entity.create", name="Bob", entityType="person"),
-        op("n1", 4, T0 + 1000, 1, "relation.add", **{"from": "Ada", "to": "Bob"},
+        op("n1", 4, T0 + 1000, 1, "relation.add", **ADA_TO_BOB,
            relationType="knows"),
         op("n1", 5, T0 + 2000, 0, "observation.add", entityName="Bob", content="likes tea ✓",
            slot=0),
@@ -54,10 +59,10 @@ def noonien_dir(d: Path) -> dict[str, Any]:
         op("n2", 1, T0 + 600, 0, "observation.add", legacy=True, entityName="Carol",
            content="beeps"),
         op("n2", 2, T0 + 3000, 0, "observation.delete", entityName="Bob", content="likes tea ✓"),
-        op("n2", 3, T0 + 3000, 1, "relation.delete", **{"from": "Ada", "to": "Bob"},
+        op("n2", 3, T0 + 3000, 1, "relation.delete", **ADA_TO_BOB,
            relationType="knows"),
         op("n2", 4, T0 + 3000, 2, "entity.delete", name="Bob"),
-        op("n2", 5, T0 + 3500, 0, "relation.add", **{"from": "Carol", "to": "Ada"},
+        op("n2", 5, T0 + 3500, 0, "relation.add", **CAROL_TO_ADA,
            relationType="built"),
         op("n2", 6, T0 + 4000, 0, "observation.delete", entityName="Ada", content="math"),
         op("n2", 7, T0 + 5000, 0, "observation.add", entityName="Ada", content="math", slot=0),

@@ -68,7 +68,9 @@ def subject(fold: Fold, op: Op) -> str | None:
         if op.val is not None:
             return str(op.val["child"])
         el = fold.elements.get(op.el)
-        named = [v for v in (el.versions if el else ()) if v.val is not None and v.id in op.prev]
+        named = [
+            v for v in (el.versions if el else ()) if v.val is not None and v.id in (op.prev or ())
+        ]
         if named:
             return str(min(named, key=lambda o: o.order).val["child"])  # type: ignore[index]
         return f"@edge:{op.el[2]}/{op.el[3]}"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from noon.core.ops import Draft
 from noon.graph import plan
+from noon.graph.reader import GraphReader
 from noon.graph.uri import parse
 from noon.store.access import GraphService
 
@@ -13,8 +15,8 @@ def write_texts(
     """Each text as the memory ``core://NAME`` (created, or with ``update`` its text set), in
     one batch through the write path; name -> memory id."""
 
-    def planner(graph: object) -> tuple[list[object], dict[str, str]]:
-        drafts: list[object] = []
+    def planner(graph: GraphReader) -> tuple[list[Draft], dict[str, str]]:
+        drafts: list[Draft] = []
         made = {}
         for name, text in texts.items():
             if update is not None:

@@ -303,7 +303,7 @@ def test_notifications_match(servers: tuple[PipeClient, PipeClient]) -> None:
     for client in servers:
         client.request("resources/subscribe", {"uri": "memory://knowledge-graph"})
         client.notifications.clear()
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("create_entities", {"entities": [{"name": "N", "entityType": "t", "observations": []}]}),
         ("read_graph", {}),
         ("add_observations", {"observations": [{"entityName": "Missing", "contents": ["x"]}]}),

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import shutil
+from operator import methodcaller
 from pathlib import Path
 from typing import Any
 
+import mcp.types as types
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -98,7 +100,9 @@ async def test_every_tool_through_a_client(tmp_path: Path) -> None:
         graph = {"entities": [ALICE, BOB], "relations": []}
         assert r.structured_content == graph and _text(r) == json.dumps(graph, indent=2)
         res = await c.read_resource("memory://knowledge-graph")
-        assert res.contents[0].text == json.dumps(graph, indent=2)
+        content = res.contents[0]
+        assert isinstance(content, types.TextResourceContents)
+        assert content.text == json.dumps(graph, indent=2)
 
         r = await c.call_tool("delete_entities", {"entityNames": ["Alice", "Bob"]})
         assert (await c.call_tool("read_graph", {})).structured_content == {
@@ -336,7 +340,7 @@ def test_the_read_model_answers_as_an_in_memory_fold(
         fresh = View(fold_of_dir(d / "a"), "default")
         assert _graph(store) == fresh.graph()
         for q in queries:
-            assert kg_read(store, "default", lambda v, q=q: v.search(q)) == fresh.search(q)
+            assert kg_read(store, "default", methodcaller("search", q)) == fresh.search(q)
 
 
 def test_entity_from_a_replica_with_older_stamps_takes_its_place_in_order(tmp_path: Path) -> None:

@@ -30,11 +30,11 @@ CALL = re.compile(
 
 def calls_in(text: str) -> list[tuple[str, dict[str, Any]]]:
     """The tool calls a text suggests, with their arguments as Python literals."""
-    found = []
+    found: list[tuple[str, dict[str, Any]]] = []
     for m in CALL.finditer(text):
         parsed = ast.parse(f"f({m.group(2)})", mode="eval").body
         assert isinstance(parsed, ast.Call)
-        found.append((m.group(1), {k.arg: ast.literal_eval(k.value) for k in parsed.keywords}))
+        found.append((m.group(1), {str(k.arg): ast.literal_eval(k.value) for k in parsed.keywords}))
     return found
 
 

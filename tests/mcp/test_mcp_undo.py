@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -34,7 +35,7 @@ def stdio(d: Path) -> StdioServerParameters:
     )
 
 
-def shard(d: Path) -> list[dict[str, object]]:
+def shard(d: Path) -> list[dict[str, Any]]:
     return [orjson.loads(x) for x in (d / "n1.jsonl").read_bytes().splitlines()]
 
 
@@ -55,7 +56,8 @@ async def test_an_agent_undoes_a_change_by_the_id_history_shows(tmp_path: Path) 
     async with Client(stdio(tmp_path)) as client:
         s = Session(client)
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert tools["undo_change"].annotations.destructive_hint is True
+        annotations = tools["undo_change"].annotations
+        assert annotations is not None and annotations.destructive_hint is True
         assert "undo_change" in (tools["memory_history"].description or "")
 
         await s.create("core://", "note", "The deploy runs on Fridays.")

@@ -10,6 +10,7 @@ import socket
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -147,7 +148,7 @@ async def test_a_pathological_quote_edit_stalls_no_other_writer(tmp_path: Path) 
     async with Client(_stdio(tmp_path), mode="legacy") as first:
         await Session(first).create("core://", "big", text)
     waits: list[float] = []
-    outcome: dict[str, object] = {}
+    outcome: dict[str, Any] = {}
 
     async def bad_edit() -> None:
         async with Client(_stdio(tmp_path), mode="legacy") as client:

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 from mcp import Client
+from mcp.shared.subscriptions import ResourceUpdated
 
 from noon.core.ops import Draft
 from noon.mcp.kg_tools import FAMILY as KG
@@ -31,6 +32,12 @@ def _server(d: Path, families: set[str] | None = None, node: str = "n1"):
     settings = make_settings(d, node)
     store = make_store(d, node)
     return create_server(store, settings, families or {"kg"}), store
+
+
+def _text(r: types.CallToolResult) -> str:
+    first = r.content[0]
+    assert isinstance(first, types.TextContent), first
+    return first.text
 
 
 async def test_kg_family_lists_exactly_the_nine_official_tools(tmp_path: Path) -> None:
@@ -54,24 +61,24 @@ async def test_kg_family_lists_exactly_the_nine_official_tools(tmp_path: Path) -
         assert caps.resources and caps.resources.subscribe is True
         assert caps.resources.list_changed is True
         assert caps.prompts is None
-        assert client.server_info.name == "noon"
+        assert client.server_info is not None and client.server_info.name == "noon"
 
 
 async def test_unknown_tool_and_bad_arguments_are_clear_errors(tmp_path: Path) -> None:
     server, store = _server(tmp_path)
     async with Client(server, mode="legacy") as client:
         r = await client.call_tool("create_entity", {"entities": []})
-        assert r.is_error and r.content[0].text == "MCP error -32602: Tool create_entity not found"
+        assert r.is_error and _text(r) == "MCP error -32602: Tool create_entity not found"
         r = await client.call_tool("create_entities", {"entitys": [ALICE]})
         assert r.is_error
-        assert r.content[0].text == (
+        assert _text(r) == (
             "MCP error -32602: Input validation error: Invalid arguments for tool "
             "create_entities: Invalid input: expected array, received undefined at entities"
         )
         r = await client.call_tool(
             "create_entities", {"entities": [{"name": "A", "observations": [1]}]}
         )
-        assert r.content[0].text.endswith(
+        assert _text(r).endswith(
             "Invalid input: expected string, received undefined at entities[0].entityType\n"
             "Invalid input: expected string, received number at entities[0].observations[0]"
         )
@@ -153,10 +160,10 @@ async def test_modern_listen_notifies_tool_writes_and_external_writes(tmp_path: 
             await client.call_tool("create_entities", {"entities": [ALICE]})
             events = aiter(stream)
             first = await anext(events)
-            assert str(first.uri) == GRAPH
+            assert isinstance(first, ResourceUpdated) and str(first.uri) == GRAPH
             _external_write(tmp_path)
             second = await anext(events)
-            assert str(second.uri) == GRAPH
+            assert isinstance(second, ResourceUpdated) and str(second.uri) == GRAPH
 
 
 _JSON = st.recursive(

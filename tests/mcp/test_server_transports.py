@@ -13,6 +13,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.subscriptions import ResourceUpdated
 
 from noon.cli import main
 from tests.harness.mcp import Recorder, http_server
@@ -124,4 +125,5 @@ async def test_http_2026_listen_streams_hear_writes(tmp_path: Path) -> None:
                     await writer.call_tool("create_entities", {"entities": [ALICE]})
                 with anyio.fail_after(10):
                     event = await anext(aiter(sub))
+                assert isinstance(event, ResourceUpdated)
                 assert str(event.uri) == "memory://knowledge-graph"

@@ -4,6 +4,7 @@ is stored."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,10 @@ from tests.harness.hostile_peer import HostilePeer, listing, page
 from tests.harness.mesh import Node, Pki, converged, wait_until
 
 pytestmark = pytest.mark.integration
+
+
+def not_behind(node: Node) -> bool:
+    return node.get("/status")[1]["behind"] is False
 
 
 def rogue(pki: Pki, mode: str) -> HostilePeer:
@@ -72,7 +77,7 @@ def test_a_misbehaving_member_harms_no_one(spawn, tmp_path: Path, pki, mode):
             # The rogue claims more of our own shard than we have: each round a pull from it is
             # tried (setting "behind" while it runs) and refused; between them we are not behind.
             wait_until(
-                lambda n=node: n.get("/status")[1]["behind"] is False,
+                partial(not_behind, node),
                 timeout=10,
                 what="the rogue's claim to be refused",
             )

@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 from noon.cli import main
 from noon.config import Settings
 from noon.graph import plan
+from noon.graph.reader import GraphReader
 from noon.graph.uri import parse
 from noon.kg import plan as kg_plan
 from noon.ops_cli.terminal import visible, visible_lines
 from noon.store.access import kg_mutate, service
 from noon.store.store import Store
-from tests.harness.uri_graph import Graph
 
 CLEAR_LINE = "\x1b[2K\r"
 CLIPBOARD = "\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07"
@@ -35,7 +35,7 @@ def write_hostile(d: Path) -> None:
     store = Store(Settings.from_env({}, dir=d, node_id="laptop", fsync=False))
     try:
 
-        def fn(g: Graph) -> tuple[list[Any], None]:
+        def fn(g: GraphReader) -> tuple[list[Any], None]:
             drafts, _, _ = plan.create(
                 g, "default", parse("core://"), "tea", f"likes tea {EVIL}", 1, "d"
             )

@@ -125,7 +125,10 @@ def test_two_machines_never_online_together_converge(
         raw = client.get_object(Bucket=s3.bucket, Key=key)["Body"].read()
         assert b"written on" not in raw and b"laptop" not in raw and b"desktop" not in raw
     status = relay_status(a)
-    assert status["reachable"] is True and status["refused"] == 0
+    # The cut copy lies under the laptop's own name, past what its head says it uploaded: the
+    # restarted laptop checks it against its shard and refuses it too (PROTOCOL.md §14.3).
+    assert status["reachable"] is True and status["refused"] == 1
+    assert metric(a, "noond_relay_rejected_total", reason="ciphertext") == 1
     assert json.dumps(status)  # what `noon status` shows comes from here
 
 

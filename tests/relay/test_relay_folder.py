@@ -214,6 +214,55 @@ async def test_hostile_objects_are_refused_and_nothing_is_stored(
     assert b.relay.stats.requests - before <= 6
 
 
+def requests(m: Machine, op: str) -> float:
+    value = m.metrics.registry.get_sample_value(
+        "noond_relay_requests_total", {"relay": m.relay.url, "op": op}
+    )
+    return value or 0.0
+
+
+async def test_a_segment_planted_under_an_authors_name_does_not_stall_its_uploads(
+    tmp_path: Path, pki: Pki, mesh: certs.MeshKey
+) -> None:
+    """PROTOCOL.md §14.6: a holder of the mesh key names segments under laptop's tag over seqs
+    laptop holds and has not uploaded yet. Restarted, laptop takes none of them as its own: it
+    uploads those seqs (over the one of the same name), and readers take them past the other."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    a = Machine("laptop", tmp_path, pki, folder, mesh)
+    b = Machine("desktop", tmp_path, pki, folder, mesh)
+    a.write(("m1", "uploaded"))
+    await a.sync()  # segment 1-1, and laptop's signed head: seq 1
+    a.write(("m2", "written offline"))
+    a.write(("m3", "written offline too"))
+    epoch, keys = mesh.current, seal.keys(mesh, mesh.current)
+    tag = seal.tag(keys, "laptop")
+    forged = (
+        b'{"v":1,"node":"laptop","seq":2,"hlc":281474976710656,'
+        b'"el":["content","default","m2"],"val":{"text":"forged"}}\n'
+    )
+    for first, last in ((2, 3), (2, 9)):  # the very name laptop would write, and one reaching past
+        name = seal.segment_name(epoch, tag, first, last)
+        path = folder / seal.ROOT / name
+        path.write_bytes(seal.seal(keys, name, seal.segment_plain("laptop", first, last, forged)))
+
+    restarted = Machine("laptop", tmp_path, pki, folder, mesh)  # a new process: no cursor held
+    await restarted.sync()
+    assert restarted.refused("not_own") == 2
+    assert restarted.relay.up.uploaded == {"laptop": 3, "laptop-import": 0}
+    await b.sync()
+    assert b.texts() == {"m1": "uploaded", "m2": "written offline", "m3": "written offline too"}
+    assert b.shard("laptop").read_bytes() == a.shard("laptop").read_bytes()
+    assert b.refused("unproven") == 1  # 2-9 passed over for laptop's own 2-3
+
+    # The next restart trusts what its signed head says was uploaded: of the segments it lists
+    # it fetches only the one reaching past that (2-9, refused again), never its own below it.
+    again = Machine("laptop", tmp_path, pki, folder, mesh)
+    await again.relay.up.upload()
+    assert again.relay.up.uploaded == {"laptop": 3, "laptop-import": 0}
+    assert requests(again, "get") == 2 and again.refused("not_own") == 1
+
+
 async def test_a_revoked_machine_cannot_read_the_new_epoch_and_its_later_objects_are_refused(
     tmp_path: Path, pki: Pki
 ) -> None:
@@ -289,6 +338,43 @@ async def test_compaction_merges_what_every_reader_holds(
     # Two LISTs, three heads, two segments and its own head: not one GET per old segment.
     assert await d.sync() == 41 and d.relay.stats.requests <= 8
     assert d.texts() == a.texts()
+
+
+async def test_compaction_merges_none_of_a_segment_planted_under_the_authors_name(
+    tmp_path: Path, pki: Pki, mesh: certs.MeshKey
+) -> None:
+    """A holder of the mesh key names a segment of forged lines under laptop's tag over seqs
+    every reader holds. laptop's compaction proves each segment's lines by its own signature
+    before merging them: the merged segment is its own lines, so a machine joining later still
+    reads its whole history from the relay (before, the forged lines went into the merge, the
+    real segments were removed, and every new reader refused the merged one)."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    a = Machine("laptop", tmp_path, pki, folder, mesh)
+    b = Machine("desktop", tmp_path, pki, folder, mesh)
+    for i in range(8):
+        a.write((f"m{i}", f"write {i}"))
+        await a.relay.up.upload()  # one segment per write
+    await a.relay.up.write_heads(force=True)
+    assert await b.sync() == 8
+    await a.sync()  # b reports holding all 8
+    epoch, keys = mesh.current, seal.keys(mesh, mesh.current)
+    forged = b"".join(
+        b'{"v":1,"node":"laptop","seq":%d,"hlc":281474976710656,' % seq
+        + b'"el":["content","default","m1"],"val":{"text":"forged"}}\n'
+        for seq in (1, 2, 3)
+    )
+    name = seal.segment_name(epoch, seal.tag(keys, "laptop"), 1, 3)  # first among 1..3
+    planted = folder / seal.ROOT / name
+    planted.write_bytes(seal.seal(keys, name, seal.segment_plain("laptop", 1, 3, forged)))
+
+    assert await compact.compact(a.relay, merge_at=4) == 8
+    assert a.refused("unproven") == 1
+    assert len(sorted((folder / seal.ROOT).rglob("*.seg"))) == 2  # merged 1..8, and the planted
+    c = Machine("tablet", tmp_path, pki, folder, mesh)
+    assert await c.sync() == 8
+    assert c.shard("laptop").read_bytes() == a.shard("laptop").read_bytes()
+    assert b"forged" not in c.shard("laptop").read_bytes()
 
 
 async def test_a_conflicted_copy_is_taken_only_for_what_its_original_does_not_hold(

@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -191,13 +192,16 @@ def test_a_fold_killed_mid_transaction_leaves_nothing_half_done(noon_dir: Path) 
     (noon_dir / "big.jsonl").write_text("\n".join(lines) + "\n")
     path = read_model_path(noon_dir)
     wal = Path(f"{path}-wal")
+
+    def wal_past(size: int) -> Callable[[], bool]:
+        return lambda: wal.exists() and wal.stat().st_size > size
+
     for attempt in range(3):  # kill it at different points of the cold fold
         proc = subprocess.Popen(
             [sys.executable, "-c", FOLDER, str(noon_dir)], cwd=ROOT, env=subprocess_env()
         )
-        written = 200_000 * (attempt + 1)
         wait_until(
-            lambda written=written: wal.exists() and wal.stat().st_size > written,
+            wal_past(200_000 * (attempt + 1)),
             timeout=120,
             what="the fold to be writing",
         )

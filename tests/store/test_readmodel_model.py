@@ -109,7 +109,7 @@ class Machine:
         if line:
             with open(self.shard(r.node), "ab") as f:
                 f.write(line[: min(cut, len(line) - 1)])
-            self.repair = (r.node, line[: min(cut, len(line) - 1)])
+            self.repair: tuple[str, bytes] | None = (r.node, line[: min(cut, len(line) - 1)])
 
     def heal_tear(self) -> None:
         tear = getattr(self, "repair", None)

@@ -1,27 +1,24 @@
-"""An op stored in the read model reads back as the op folded: its value whether it was kept
-as JSON text or deflated, and ``unpacked(val)`` gives SQL the same JSON."""
+"""An op stored in the read model reads back as the op folded: a short value from its row, a
+long one from its line in the author's shard (by offset, checked by digest; found again by
+digest when a compaction moved the lines; never taken from another line)."""
 
 from __future__ import annotations
 
 import sqlite3
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from noon.core.ops import Op
-from noon.store.readmodel.rows import (
-    COLUMNS,
-    PACK_MIN,
-    ROW,
-    key_text,
-    op_of,
-    op_row,
-    pack,
-    register,
-)
+from noon.core.ops import Op, line_digest
+from noon.errors import Unavailable
+from noon.store.readmodel.rows import COLUMNS, PACK_MIN, ROW, key_text, op_of, op_row
 from noon.store.readmodel.schema import TABLES
+from noon.store.readmodel.shardvalues import register
 
 texts = st.text(max_size=400)
 values = st.one_of(
@@ -35,30 +32,70 @@ values = st.one_of(
 )
 
 
-@given(values)
-def test_a_value_reads_back_as_written_packed_or_not(val: dict[str, Any]) -> None:
-    stored = pack(val)
-    raw = orjson.dumps(val)
-    if isinstance(stored, bytes):
-        assert len(raw) >= PACK_MIN and len(stored) < len(raw)
-    else:
-        assert stored == raw.decode()
-    op = Op("n1", 3, 1 << 20, ("content", "default", "x"), val, None, "c", 3, True, 7, None)
+EL = ("content", "default", "x")
+
+
+def _line(seq: int, val: dict[str, Any]) -> bytes:
+    """A shard line as written (read back without validation: its digest was folded)."""
+    return orjson.dumps(
+        {"v": 1, "node": "n1", "seq": seq, "hlc": 1 << 20, "el": EL, "val": val, "by": "c"}
+    )
+
+
+def _op(line: bytes) -> Op:
+    obj = orjson.loads(line)
+    return Op("n1", obj["seq"], 1 << 20, EL, obj["val"], None, "c", None, True, line_digest(line))
+
+
+def _model(d: Path, op: Op, at: int) -> sqlite3.Connection:
     conn = sqlite3.connect(":memory:")
-    register(conn)
+    register(conn, d)
     conn.executescript(TABLES)
     conn.execute("INSERT INTO elements (id, key) VALUES (7, ?)", (key_text(op.el),))
-    conn.execute(f"INSERT INTO ops ({COLUMNS}) VALUES ({','.join('?' * 13)})", op_row(op, 7))
-    back = op_of(conn.execute(f"SELECT {ROW} FROM ops").fetchone())
-    assert _fields(back) == _fields(op)
-    (json,) = conn.execute("SELECT unpacked(?)", (stored,)).fetchone()
-    assert orjson.loads(json) == val
+    marks = ",".join("?" * len(COLUMNS.split(",")))
+    conn.execute(f"INSERT INTO ops ({COLUMNS}) VALUES ({marks})", op_row(op, 7, at))
+    return conn
+
+
+def _read(conn: sqlite3.Connection) -> Op:
+    return op_of(conn.execute(f"SELECT {ROW} FROM ops").fetchone())
 
 
 def _fields(op: Op) -> tuple[Any, ...]:
     return (op.node, op.seq, op.hlc, op.el, op.val, op.prev, op.by, op.bat, op.digest, op.via)
 
 
-def test_long_repetitive_text_is_stored_smaller() -> None:
-    stored = pack({"text": "the same words again and again " * 20})
-    assert isinstance(stored, bytes) and len(stored) < 200
+@given(values, st.lists(values, max_size=3))
+def test_a_value_reads_back_from_its_row_or_its_shard_line(
+    val: dict[str, Any], before: list[dict[str, Any]]
+) -> None:
+    with tempfile.TemporaryDirectory() as name:
+        d = Path(name)
+        earlier = b"".join(_line(i + 1, v) + b"\n" for i, v in enumerate(before))
+        line = _line(len(before) + 1, val)
+        (d / "n1.jsonl").write_bytes(earlier + line + b"\n")
+        op = _op(line)
+        conn = _model(d, op, len(earlier))
+        stored, at = conn.execute("SELECT val, at FROM ops").fetchone()
+        if len(orjson.dumps(val)) >= PACK_MIN:
+            assert stored is None and at == len(earlier), "a long value is the shard's to keep"
+        else:
+            assert orjson.loads(stored) == val and at is None
+        assert _fields(_read(conn)) == _fields(op)
+
+
+def test_a_line_that_moved_is_found_by_its_digest_and_a_gone_one_is_not_guessed(
+    tmp_path: Path,
+) -> None:
+    long = {"text": "a text long enough to be read from the shard, not kept twice " * 3}
+    lines = [_line(seq, {**long, "n": seq}) for seq in (1, 2, 3)]
+    shard = tmp_path / "n1.jsonl"
+    shard.write_bytes(b"".join(raw + b"\n" for raw in lines))
+    op = _op(lines[1])
+    conn = _model(tmp_path, op, len(lines[0]) + 1)
+    assert _read(conn).val == op.val
+    shard.write_bytes(lines[1] + b"\n" + lines[2] + b"\n")  # compacted: line 1 went
+    assert _read(conn).val == op.val  # at points into line 2's neighbour now: found by digest
+    shard.write_bytes(lines[0] + b"\n" + lines[2] + b"\n")  # line 2 itself went
+    with pytest.raises(Unavailable, match="read it again"):
+        _read(conn)

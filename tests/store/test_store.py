@@ -18,7 +18,7 @@ def put(store: Store, text: str, key=KEY):
 def text_of(store: Store, key=KEY):
     store.refresh()
     el = store.fold.elements.get(key)
-    return None if el is None or el.deleted else el.winner.val["text"]
+    return None if el is None or el.winner.val is None else el.winner.val["text"]
 
 
 def test_write_then_read_from_another_process_view(noon_dir):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp.test_utils import TestServer
 
 from noon.core.elements import review_key
 from noon.graph import plan
@@ -558,7 +559,9 @@ async def test_live_events_report_changes_from_other_processes(tmp_path: Path) -
     async with page_server(tmp_path) as page:
         nodes = seed(page.store)
         other = open_store(tmp_path, "laptop")  # another process's store on the same shard
-        page.client.server.app[DATA].poll()  # what the seeding wrote is old news
+        server = page.client.server
+        assert isinstance(server, TestServer)
+        server.app[DATA].poll()  # what the seeding wrote is old news
         r = await page.client.get("/api/events", headers=page.auth)
         assert r.status == 200 and r.headers["Content-Type"] == "text/event-stream"
         assert (await r.content.readuntil(b"\n\n")).startswith(b"retry:")

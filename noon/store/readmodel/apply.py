@@ -15,7 +15,7 @@ element with none left disappears with everything derived from it.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from typing import Any
 
@@ -70,16 +70,19 @@ class Transaction:
 
     # -- in --------------------------------------------------------------------------------
 
-    def add(self, ops: Sequence[Op]) -> None:
-        """Store ops not held yet. Raises ForkError when one differs from the op held under its
-        identity."""
+    def add(self, ops: Sequence[Op], at: Mapping[OpId, int] | None = None) -> None:
+        """Store ops not held yet, each line starting at byte ``at[op.id]`` of its author's
+        shard. Raises ForkError when one differs from the op held under its identity."""
         new = self._unseen(ops)
+        at = at or {}
+        if at and len(new) < len(ops):
+            self._moved(ops, new, at)
         if not new:
             return
         texts = [key_text(op.el) if op.known else None for op in new]
         self._number({kt for kt in texts if kt is not None})
         rows = [
-            op_row(op, self.ids[kt] if kt is not None else None)
+            op_row(op, self.ids[kt] if kt is not None else None, at.get(op.id))
             for op, kt in zip(new, texts, strict=True)
         ]
         self.conn.executemany(f"INSERT INTO ops ({COLUMNS}) VALUES ({_MARKS})", rows)
@@ -97,6 +100,15 @@ class Transaction:
         for op, kt in zip(new, texts, strict=True):
             if kt is not None:
                 self.fresh.setdefault(kt, []).append(op)
+
+    def _moved(self, ops: Sequence[Op], new: list[Op], at: Mapping[OpId, int]) -> None:
+        """Where the lines of ops held already start now (a shard read again after a
+        compaction moved them): their values are read from there."""
+        fresh = {op.id for op in new}
+        self.conn.executemany(
+            "UPDATE ops SET at = ? WHERE node = ? AND seq = ? AND at IS NOT NULL",
+            [(at[op.id], op.node, op.seq) for op in ops if op.id not in fresh and op.id in at],
+        )
 
     def _number(self, keys: set[str]) -> None:
         """Give every key an element id: the one it has, or a new one."""

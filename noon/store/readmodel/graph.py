@@ -184,8 +184,8 @@ class SqlGraph(Walks):
         original time; ordinary writes end the scan at once)."""
         cursor = self.conn.execute(
             "SELECT m.node, m.w_hlc, m.w_node, m.w_seq, CASE WHEN "
-            "json_type(unpacked(o.val), '$.written') = 'integer' "
-            "THEN json_extract(unpacked(o.val), '$.written') END "
+            "json_type(op_val(o.val, o.node, o.at, o.digest), '$.written') = 'integer' "
+            "THEN json_extract(op_val(o.val, o.node, o.at, o.digest), '$.written') END "
             "FROM memories m INDEXED BY memories_recent LEFT JOIN ops o "
             "ON o.node = m.w_node AND o.seq = m.w_seq WHERE m.ns = ? AND m.deleted = 0 "
             "ORDER BY m.w_hlc DESC, m.w_node DESC, m.w_seq DESC",

@@ -100,7 +100,7 @@ class ReadModel:
         self.clock = clock
         self.now_ms = now_ms
         try:
-            self.conn, self.inode = schema.connect(path)
+            self.conn, self.inode = schema.connect(path, directory)
         except (sqlite3.DatabaseError, OSError) as exc:
             if path is None or not full(exc, path.parent) or not memory_fallback:
                 raise
@@ -110,7 +110,7 @@ class ReadModel:
                 path,
             )
             self.path = None
-            self.conn, self.inode = schema.connect(None)
+            self.conn, self.inode = schema.connect(None, directory)
         if path is not None and self.inode is None and not memory_fallback:
             self.conn.close()
             raise Unshared(f"cannot write the read model {path}")
@@ -216,7 +216,7 @@ class ReadModel:
         self.conn.close()
         if self.path is not None:
             schema.remove(self.path, self.inode)
-        self.conn, self.inode = schema.connect(self.path)
+        self.conn, self.inode = schema.connect(self.path, self.dir)
         self.seen = -1
 
     def _fold(self) -> None:
@@ -389,7 +389,7 @@ class ReadModel:
             self._corrupt(polled.corrupt)
             if kept is not None:
                 kept.update(op.seq for op in polled.ops if op.node == node and not op.stub)
-            tx.add(self._own(tx, name, node, polled.ops))
+            tx.add(self._own(tx, name, node, polled.ops), polled.at)
             self._progress.advance(reader.offset - start)
             if start + cap >= size:
                 break
@@ -501,7 +501,7 @@ class ReadModel:
         self.conn.close()
         if self.path is not None:
             schema.remove(self.path)
-        self.conn, self.inode = schema.connect(self.path)
+        self.conn, self.inode = schema.connect(self.path, self.dir)
         self.seen = -1
 
     def close(self) -> None:

@@ -7,69 +7,36 @@ stored by identity with the columns the fold and the op log use without decoding
 JSON. The digest is the author's line digest: a duplicate
 and a fork tell themselves apart by it, as in :mod:`noon.core.fold`.
 
-A value of :data:`PACK_MIN` bytes or more is stored deflated (a BLOB; a shorter one, or one
-deflate does not shrink, stays JSON text): the op log keeps every version of every text, and
-those are most of the file. SQL that reads a value inside the database calls ``unpacked(val)``
-(:func:`register`).
+A value of :data:`PACK_MIN` bytes or more (a memory's text) is not stored: the row keeps where
+the op's line starts in its author's shard (``at``), and SQL reads the value through
+``op_val(val, node, at, digest)`` (:mod:`.shardvalues`): the op log keeps every version of
+every text, and the shards hold them already.
 """
 
 from __future__ import annotations
 
-import sqlite3
-import zlib
 from typing import Any
 
 import orjson
 
 from noon.core.elements import EDGE
 from noon.core.ops import Key, Op, OpId
+from noon.errors import Unavailable
 
 KEY = "(SELECT key FROM elements WHERE id = ops.eid)"
 """An ``ops`` row's element key text (``ops`` holds the element's id only): SQL over ``ops``."""
-ROW = f"node, seq, digest, hlc, ns, {KEY}, tomb, val, prev, client, bat, via"
+VAL = "op_val(val, node, at, digest)"
+"""An ``ops`` row's value as JSON text (NULL for a tombstone): SQL over ``ops``."""
+ROW = f"node, seq, digest, hlc, ns, {KEY}, tomb, {VAL}, prev, client, bat, via"
 """What :func:`op_of` reads, in its order, from ``ops`` (the table named so, not aliased)."""
-COLUMNS = "node, seq, digest, hlc, ns, tomb, val, prev, client, bat, via, eid, child"
+COLUMNS = "node, seq, digest, hlc, ns, tomb, val, at, prev, client, bat, via, eid, child"
 """What :func:`op_row` writes: the op, the id of its element and, for a placement (an ``edge``
 op with a value), the memory it places."""
 
 _SIGN = 1 << 63
 _LIVE: dict[str, Any] = {}
 PACK_MIN = 96
-"""Values this long or longer are stored deflated."""
-_DICTIONARY = b'"disclosure":"priority":"child":"written":"type":{"text":"'
-"""What most values start with: deflate refers back to it instead of spelling it out."""
-
-
-def pack(val: Any) -> str | bytes:
-    """A value as stored: JSON text, or its deflated bytes when that is shorter."""
-    raw = orjson.dumps(val)
-    if len(raw) >= PACK_MIN:
-        deflate = zlib.compressobj(6, zlib.DEFLATED, -15, zdict=_DICTIONARY)
-        packed = deflate.compress(raw) + deflate.flush()
-        if len(packed) < len(raw):
-            return packed
-    return raw.decode()
-
-
-def unpack(stored: str | bytes) -> str | bytes:
-    """The JSON text of a stored value (bytes when it was deflated)."""
-    if isinstance(stored, str):
-        return stored
-    inflate = zlib.decompressobj(-15, zdict=_DICTIONARY)
-    return inflate.decompress(stored) + inflate.flush()
-
-
-def _unpacked_sql(stored: str | bytes | None) -> str | None:
-    return None if stored is None else _text(unpack(stored))
-
-
-def _text(raw: str | bytes) -> str:
-    return raw if isinstance(raw, str) else raw.decode()
-
-
-def register(conn: sqlite3.Connection) -> None:
-    """``unpacked(val)``: a stored value as JSON text, for SQL that reads inside one."""
-    conn.create_function("unpacked", 1, _unpacked_sql, deterministic=True)
+"""Values this long or longer (JSON bytes) are read from the shard, not stored."""
 
 
 def key_text(key: Key) -> str:
@@ -99,10 +66,17 @@ def _prev_of(text: str | None) -> tuple[OpId, ...] | None:
     return tuple((str(n), int(s)) for n, s in orjson.loads(text))
 
 
-def op_row(op: Op, eid: int | None) -> tuple[Any, ...]:
+def op_row(op: Op, eid: int | None, at: int | None) -> tuple[Any, ...]:
     """The row of ``op``, whose element has id ``eid`` (None for an op of a kind this version
-    does not know)."""
+    does not know) and whose line starts at byte ``at`` of its author's shard."""
     known = op.known
+    val: str | None = None
+    if known and op.val is not None:
+        raw = orjson.dumps(op.val)
+        if len(raw) < PACK_MIN or at is None:
+            val, at = raw.decode(), None
+    else:
+        at = None
     return (
         op.node,
         op.seq,
@@ -110,7 +84,8 @@ def op_row(op: Op, eid: int | None) -> tuple[Any, ...]:
         op.hlc,
         op.el[1] if known else None,
         int(op.val is None),
-        pack(op.val) if known and op.val is not None else None,
+        val,
+        at,
         _prev_text(op.prev),
         op.by,
         op.bat,
@@ -135,7 +110,7 @@ def op_of(row: tuple[Any, ...], key: Key | None = None) -> Op:
         seq,
         hlc,
         key_of(kt) if key is None else key,
-        None if tomb else orjson.loads(unpack(val)),
+        None if tomb else _value(node, seq, val),
         _prev_of(prev),
         client,
         bat,
@@ -143,6 +118,15 @@ def op_of(row: tuple[Any, ...], key: Key | None = None) -> Op:
         unsigned(digest),
         via,
     )
+
+
+def _value(node: str, seq: int, val: str | None) -> Any:
+    if val is None:
+        raise Unavailable(
+            f"the version {node}:{seq} left its shard (a compaction) while it was read: "
+            "read it again"
+        )
+    return orjson.loads(val)
 
 
 def skeleton(node: str, seq: int, hlc: int, key: Key, tomb: int, prev: str | None) -> Op:

@@ -13,8 +13,9 @@ Tables, by job:
   so a node whose own shard was restored from an old backup cannot reuse seqs.
 - ``ops``: every op folded, by identity, with its digest (a duplicate and a fork tell themselves
   apart by it), its namespace, its element's id ``eid`` (the key text is ``elements.key``,
-  never repeated per op; NULL for an op of a kind this version does not know) and its value
-  (deflated when long, see :mod:`.rows`): the op log, history and rollback. ``child`` is the
+  never repeated per op; NULL for an op of a kind this version does not know) and its value,
+  or, for a long one, where its line starts in its author's shard (``at``, see :mod:`.rows`
+  and :mod:`.shardvalues`): the op log, history and rollback. ``child`` is the
   memory a placement op places (indexed): every placement a memory ever had.
 - ``elements`` / ``heads``: per element key, the winner and the heads that :mod:`noon.core.fold`
   decided (``heads`` rows only when there are several: a conflict).
@@ -43,11 +44,11 @@ from pathlib import Path
 
 from noon.store.private import create_file, make_dir
 from noon.store.readmodel.behind import full
-from noon.store.readmodel.rows import register
+from noon.store.readmodel.shardvalues import register
 
 log = logging.getLogger("noon.readmodel")
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 FILE_NAME = "readmodel.sqlite3"
 
 NUMBERED = "key_name GLOB '[1-9]*' AND key_name NOT GLOB '*[^0-9]*'"
@@ -65,7 +66,7 @@ CREATE TABLE corrupt (
 CREATE TABLE highwater (node TEXT PRIMARY KEY, seq INTEGER) WITHOUT ROWID;
 CREATE TABLE ops (
     node TEXT, seq INTEGER, digest INTEGER, hlc INTEGER, ns TEXT, tomb INTEGER,
-    val TEXT, prev TEXT, client TEXT, bat INTEGER, via TEXT, eid INTEGER, child TEXT,
+    val TEXT, at INTEGER, prev TEXT, client TEXT, bat INTEGER, via TEXT, eid INTEGER, child TEXT,
     PRIMARY KEY (node, seq)
 ) WITHOUT ROWID;
 CREATE INDEX ops_by_element ON ops (eid) WHERE eid IS NOT NULL;
@@ -172,8 +173,8 @@ def _check(conn: sqlite3.Connection) -> None:
         raise Damaged(f"schema version {version[0] if version else None}, not {SCHEMA_VERSION}")
 
 
-def _configure(conn: sqlite3.Connection) -> None:
-    register(conn)
+def _configure(conn: sqlite3.Connection, shards: Path | None) -> None:
+    register(conn, shards)
     conn.execute("PRAGMA trusted_schema = OFF")
     conn.execute("PRAGMA foreign_keys = OFF")
     conn.execute("PRAGMA busy_timeout = 600000")
@@ -242,13 +243,14 @@ def _writable(directory: Path) -> bool:
     return os.access(directory, os.W_OK)
 
 
-def connect(path: Path | None) -> tuple[sqlite3.Connection, int | None]:
-    """A connection to the read model at ``path`` (created or rebuilt as needed) and the inode
-    it opened. ``None``, or a directory noon cannot write, gives a private in-memory model that
-    this process alone fills from the shards: slower to start, the same answers."""
+def connect(path: Path | None, shards: Path | None) -> tuple[sqlite3.Connection, int | None]:
+    """A connection to the read model at ``path`` (created or rebuilt as needed) of the shards
+    in ``shards`` (long values are read from them) and the inode it opened. ``None``, or a
+    directory noon cannot write, gives a private in-memory model that this process alone
+    fills from the shards: slower to start, the same answers."""
     if path is None or not _writable(path.parent):
         conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        _configure(conn)
+        _configure(conn, shards)
         _create_if_missing(conn)
         return conn, None
     for attempt in range(3):
@@ -260,7 +262,7 @@ def connect(path: Path | None) -> tuple[sqlite3.Connection, int | None]:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=600)
         try:
             inode = os.lstat(path).st_ino
-            _configure(conn)
+            _configure(conn, shards)
             _create_if_missing(conn)
             _check(conn)
             return conn, inode
