@@ -1,5 +1,5 @@
 """Typos in a query: when a query finds too few memories, a word no memory holds is searched as
-the words a letter shorter or with two neighbours swapped, for the first few such words only,
+the words a letter shorter or with two neighbours swapped, for the longest such word only,
 so a hostile query (thousands of long made-up words) costs a bounded number of lookups."""
 
 from __future__ import annotations

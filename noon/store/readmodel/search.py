@@ -11,7 +11,7 @@ memory holds, of at least :data:`PREFIX_MIN` letters, finds the words it starts 
 ("gre": "green") when they are at most :data:`PREFIX_TERMS` (counted in the index's
 vocabulary): a short prefix never expands to the whole vocabulary; one that starts no word may
 be a typo: when the query finds too few memories, it finds the words a letter shorter or with
-two neighbouring letters swapped (:func:`edits`, the first :data:`TYPO_WORDS` such words).
+two neighbouring letters swapped (:func:`edits`; the longest such word of a query).
 ``accept`` filters hits (reachable, in a domain) as they stream in, best first.
 
 ``neighbours=True`` (``search_memory`` and the web page's search) adds to the hits written just
@@ -58,10 +58,11 @@ to this power. The share is weighed (:func:`weight_of`): holding the rare words 
 than holding the common ones."""
 TYPO_MIN = 5
 TYPO_MAX = 20
-TYPO_WORDS = 3
+TYPO_WORDS = 1
 """Words of a query no memory holds, of :data:`TYPO_MIN` to :data:`TYPO_MAX` letters, that
-are searched as their variants (:func:`edits`) when the query finds too few memories, the
-first three at most: a bound on a query's cost (each is one lookup of at most 40 words)."""
+are searched as their variants (:func:`edits`) when the query finds too few memories: the
+longest such word only, a bound on a query's cost (one lookup of at most 38 words: about 2 ms
+at 100k memories under load; three words cost 8, docs/recall.md)."""
 PREFIX_MIN = 3
 PREFIX_TERMS = 8
 NEIGHBOURS = 20
@@ -88,8 +89,8 @@ def edits(word: str) -> set[str]:
     """The words one letter too many or two neighbouring letters swapped away from ``word``
     ("fesetival", "recieved"), keeping its first letter (rarely the one mistyped; without the
     rule "mother" found "other") and at least :data:`TYPO_MIN` letters: at most two a letter.
-    A letter missing or replaced is not tried: that is 51 variants a letter, and looking them
-    all up cost 30 times a query's lookups at 100k memories (docs/recall.md)."""
+    A letter missing or replaced is not tried: that is 51 variants a letter, each a lookup, and
+    trying them put a query's p50 at 100k memories from 1.4 to about 100 ms (docs/recall.md)."""
     out = {word[:i] + word[i + 1 :] for i in range(1, len(word))}
     out |= {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(1, len(word) - 1)}
     out.discard(word)
@@ -225,11 +226,15 @@ class Search:
         out = {
             t: self._ranked(namespace, _quoted(t) + ("*" if t in fragments else "")) for t in terms
         }
-        typos = [
-            t
-            for t in terms
-            if t in unknown and TYPO_MIN <= len(t) <= TYPO_MAX and t.isascii() and t.isalpha()
-        ][:TYPO_WORDS]
+        typos = sorted(
+            (
+                t
+                for t in terms
+                if t in unknown and TYPO_MIN <= len(t) <= TYPO_MAX and t.isascii() and t.isalpha()
+            ),
+            key=len,
+            reverse=True,
+        )[:TYPO_WORDS]
         if typos and len({row for hits in out.values() for row, _ in hits}) < limit:
             for t in typos:
                 out[t] = self._ranked(namespace, " OR ".join(_quoted(v) for v in sorted(edits(t))))

@@ -34,8 +34,9 @@ FIT_SAMPLE = 2048
 """Rows the directions are fitted on (spread evenly over the namespace): a fit costs about a
 tenth of a second, once."""
 SHORTLIST = 512
-"""Rows of the coarse scan whose exact cosine is computed: all a query can find by meaning
-are among them (the fusion takes the nearest 50)."""
+"""Rows of the coarse scan whose exact cosine is computed: the nearest a query can find by
+meaning are among them (the fusion takes 50) on vectors shaped as sentence embeddings are,
+most of their spread in a few directions (tests/store/test_vector_index.py)."""
 
 
 @dataclass(frozen=True)
