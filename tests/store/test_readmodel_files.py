@@ -187,7 +187,7 @@ def test_a_fold_killed_mid_transaction_leaves_nothing_half_done(noon_dir: Path) 
         stamp = (1_700_000_000_000 << 16) + i
         lines.append(
             f'{{"v":1,"node":"big","seq":{i},"hlc":{stamp},"el":["content","default",'
-            f'"m{i % 40_000}"],"val":{{"text":"memory {i}"}}}}'
+            f'"m{i % 4_000}"],"val":{{"text":"memory {i}"}}}}'
         )
     (noon_dir / "big.jsonl").write_text("\n".join(lines) + "\n")
     path = read_model_path(noon_dir)
