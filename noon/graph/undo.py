@@ -27,7 +27,7 @@ not yet (replication), the undo is refused with a message naming the element.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from noon.core.elements import (
@@ -40,6 +40,7 @@ from noon.core.elements import (
     REL,
     REVIEW,
     boot_key,
+    content_key,
     edge_key,
     keyword_key,
 )
@@ -260,10 +261,13 @@ def _step(
     )
 
 
-def preview(changes: Sequence[Sequence[Op]], lookup: Lookup) -> Undo:
+def preview(
+    changes: Sequence[Sequence[Op]], lookup: Lookup, restoring: frozenset[Key] = frozenset()
+) -> Undo:
     """What undoing ``changes`` would do: for every element their ops touched, its value before
     the first of them, after them, and now. Never raises: elements that cannot be restored are
-    listed in :attr:`Undo.problems` (and get no draft)."""
+    listed in :attr:`Undo.problems` (and get no draft). ``restoring``: texts the caller puts
+    back beside the undo (a rollback to a version), which the undo's placements may name."""
     by_key: dict[Key, list[Op]] = {}
     for change in changes:
         for op in change:
@@ -275,8 +279,51 @@ def preview(changes: Sequence[Sequence[Op]], lookup: Lookup) -> Undo:
         steps.append(step)
         if problem:
             problems.append(problem)
+    steps, named = _naming_the_deleted(steps, lookup, restoring)
     steps += _naming_taken_out(steps, lookup)
-    return Undo(tuple(steps), tuple(problems))
+    return Undo(tuple(steps), (*problems, *named))
+
+
+def _named_memory(key: Key, value: Value) -> Key | None:
+    """The text element of the memory that element ``key`` names while it reads as ``value``."""
+    if value is None:
+        return None
+    if key[0] == EDGE:
+        child = value.get("child")
+        return content_key(key[1], child) if isinstance(child, str) else None
+    if key[0] == KEYWORD:
+        return content_key(key[1], key[3])
+    if key[0] == BOOT:
+        return content_key(key[1], key[2])
+    return None
+
+
+def _naming_the_deleted(
+    steps: Sequence[Step], lookup: Lookup, restoring: frozenset[Key]
+) -> tuple[list[Step], list[str]]:
+    """Steps that would place, bind or boot a memory deleted since (undoing a move, alias or
+    keyword of a memory deleted after it) lose their draft and become problems: written, the
+    memory would read as deleted yet placed. Undone together with the deletion, they pass.
+    Like :func:`_naming_taken_out`, only for a lookup that knows what names a memory."""
+    if lookup.naming is None:
+        return list(steps), []
+    back = restoring | {
+        s.key for s in steps if s.key[0] == CONTENT and s.draft is not None and s.before is not None
+    }
+    kept, problems = [], []
+    for step in steps:
+        target = _named_memory(step.key, step.before)
+        if step.draft is None or target is None or target in back:
+            kept.append(step)
+        elif not (heads := lookup(target).heads) or any(h.val is not None for h in heads):
+            kept.append(step)  # a text never held here, or one that reads
+        else:
+            kept.append(replace(step, draft=None))
+            problems.append(
+                f"{label(step.key)}: it would name memory {target[2]}, which was deleted since; "
+                "undo its deletion together with this change, or first."
+            )
+    return kept, problems
 
 
 def _naming_taken_out(steps: Sequence[Step], lookup: Lookup) -> list[Step]:
@@ -304,11 +351,13 @@ def _naming_taken_out(steps: Sequence[Step], lookup: Lookup) -> list[Step]:
     return out
 
 
-def undo(changes: Sequence[Sequence[Op]], lookup: Lookup) -> Undo:
+def undo(
+    changes: Sequence[Sequence[Op]], lookup: Lookup, restoring: frozenset[Key] = frozenset()
+) -> Undo:
     """Restore every element the ops of ``changes`` touched to its value before the first of
     them. Raises :class:`UndoError` (naming every element that cannot be restored) instead of
     restoring only part of it."""
-    plan = preview(changes, lookup)
+    plan = preview(changes, lookup, restoring)
     if plan.problems:
         raise UndoError(" ".join(plan.problems))
     return plan
@@ -326,7 +375,7 @@ def to_version(version: Op, later: Sequence[Sequence[Op]], lookup: Lookup) -> Un
         )
     others = [[op for op in change if op.el != version.el] for change in later]
     ids = {op.id for change in later for op in change}
-    base = undo(others, lookup) if any(others) else Undo(())
+    base = undo(others, lookup, frozenset({version.el})) if any(others) else Undo(())
     mine = [op for change in later for op in change if op.el == version.el]
     after = max(mine, key=lambda o: o.order).val if mine else version.val
     state = lookup(version.el)
