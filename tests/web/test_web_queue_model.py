@@ -273,3 +273,22 @@ def test_changes_whose_ops_interleave_in_time_are_listed_once_in_order(tmp_path:
             assert [shown(i) for i in items] == expected, limit
     finally:
         store.close()
+
+
+def test_a_watermark_ending_inside_a_compacted_batch_leaves_the_batch_pending(
+    tmp_path: Path,
+) -> None:
+    """A watermark whose last covered op is the first of a batch (the batch's other op was
+    compacted away): the batch waits in the listing and in the pending count alike. The count
+    started its walk after the watermark's seq and missed it (hypothesis found it)."""
+    run(
+        tmp_path,
+        [
+            ("kg", "b", ("entity", "ann", "ann", "tea")),
+            ("open_mark", "a", 35),
+            ("kg", "b", ("unobserve", "ann", "ann", "tea")),
+            ("rollback", "b", 46),
+            ("deliver", "b", 5),
+            ("compact", "b", 45),
+        ],
+    )

@@ -431,7 +431,8 @@ class Pending:
 
 _SKIP_SCAN = f"""
 WITH RECURSIVE walk(seq) AS (
-    SELECT min(seq) FROM ops WHERE node = :node AND seq > :mark
+    SELECT CASE WHEN (SELECT coalesce(bat, seq) FROM ops WHERE node = :node AND seq = :mark)
+        > :mark THEN :mark ELSE (SELECT min(seq) FROM ops WHERE node = :node AND seq > :mark) END
     UNION ALL
     SELECT (SELECT min(n.seq) FROM ops n WHERE n.node = :node AND n.seq > coalesce(o.bat, o.seq))
     FROM walk JOIN ops o ON o.node = :node AND o.seq = walk.seq
@@ -444,7 +445,9 @@ WHERE ops.ns = :ns AND ops.{_KNOWN} AND coalesce(ops.via, '') != :skip AND NOT {
 def pending(conn: sqlite3.Connection, ns: str, skip_via: str) -> Pending:
     """How many changes of ``ns`` not written through ``skip_via`` no verdict and no watermark
     covers. Per author, a skip-scan from its watermark that visits each change once (one index
-    seek each), never each op: after "approve all" it costs what arrived since."""
+    seek each), never each op: after "approve all" it costs what arrived since. A watermark can
+    end inside a batch (its later ops stamped after the mark, or compacted away): the batch then
+    waits, and the scan starts at the watermark's own op (a batch's seqs are consecutive)."""
     marks = through(conn, ns)
     count, since = 0, None
     for (node,) in conn.execute("SELECT node FROM highwater").fetchall():
