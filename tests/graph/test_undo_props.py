@@ -443,3 +443,34 @@ def test_the_pages_rollback_of_a_creation_takes_out_what_named_it_since(tmp_path
     assert sum("names the memory the change created" in line for line in said) == 4, said
     assert svc.read(lambda s: names_a_deleted_memory(s.graph)) == []
     assert svc.read(lambda s: s.graph.content(NS, node).deleted)  # type: ignore[union-attr]
+
+
+def test_undoing_a_move_with_the_later_deletion_brings_the_memory_back_in_its_old_place() -> None:
+    """Alone, undoing the move of a memory deleted since is refused (it would place a deleted
+    memory); selected with the deletion, the memory comes back where it was before the move."""
+    r = Replica("a")
+    for step in [
+        ("create", 0, 0, "a", 0),
+        ("create", 0, 0, "a", 0),
+        ("move", 1, 0, "a", 0),
+        ("delete", 1, 0, "a", 0),
+    ]:
+        apply_step(r, step)
+    batches: dict[int, list[Op]] = {}
+    for op in r.log:
+        batches.setdefault(op.bat or op.seq, []).append(op)
+    _, _, moved, deleted = batches.values()
+    gone = [n for n in r.graph.memory_nodes(NS) if (e := r.graph.content(NS, n)) and e.deleted]
+    assert len(gone) == 1
+    lookup = undo.element_lookup(r.graph.element, r.graph)
+    alone = undo.preview([moved], lookup)
+    assert any("deleted since" in p for p in alone.problems)
+    with pytest.raises(undo.UndoError, match="deleted since"):
+        undo.undo([moved], lookup)
+    both = undo.undo([moved, deleted], lookup)
+    r.write(lambda g: (both.drafts, None))
+    assert names_a_deleted_memory(r.graph) == []
+    el = r.graph.content(NS, gone[0])
+    assert el is not None and not el.deleted
+    (place,) = r.graph.placements(NS, gone[0])
+    assert all(op.el != edge_key(NS, place.parent, place.key_name) for op in moved if op.val)
