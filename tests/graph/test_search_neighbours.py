@@ -11,18 +11,11 @@ import pytest
 from noon.core.ops import Draft
 from noon.graph import plan
 from noon.graph.uri import parse
-from noon.mcp.uri_read import search as search_memory
-from noon.store.access import GraphService
 from noon.store.access import service as service_of
 from noon.store.readmodel import search
 from noon.store.readmodel.graph import SqlGraph
-from tests.harness.texts import write_texts
+from tests.harness.texts import ranked, write_texts
 from tests.harness.uri import open_store
-
-
-def ranked(svc: GraphService, query: str) -> list[str]:
-    _, data = svc.read(lambda s: search_memory(s, "default", query, None, 10))
-    return [r["uri"] for r in data["results"]]
 
 
 def test_an_answer_ranks_up_through_the_question_written_before_it(

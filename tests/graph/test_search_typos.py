@@ -9,11 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from noon.mcp.uri_read import search as search_memory
-from noon.store.access import GraphService
 from noon.store.access import service as service_of
 from noon.store.readmodel import search
-from tests.harness.texts import write_texts
+from tests.harness.texts import ranked, write_texts
 from tests.harness.uri import open_store
 
 MEMORIES = {
@@ -23,11 +21,6 @@ MEMORIES = {
     "mother": "Dinner with my mother on Sunday.",
     "other": "The other one was red.",
 }
-
-
-def ranked(svc: GraphService, query: str, limit: int = 10) -> list[str]:
-    _, data = svc.read(lambda s: search_memory(s, "default", query, None, limit))
-    return [r["uri"] for r in data["results"]]
 
 
 def test_a_misspelt_word_finds_the_word_meant(

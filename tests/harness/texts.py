@@ -1,4 +1,5 @@
-"""Memories written in one batch through the write path, without an MCP client."""
+"""Memories written in one batch through the write path, and the URIs a search ranks, without
+an MCP client."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from noon.core.ops import Draft
 from noon.graph import plan
 from noon.graph.reader import GraphReader
 from noon.graph.uri import parse
+from noon.mcp.uri_read import search as search_memory
 from noon.store.access import GraphService
 
 
@@ -30,3 +32,9 @@ def write_texts(
 
     _, made = svc.write(planner, client="test")
     return made
+
+
+def ranked(svc: GraphService, query: str, limit: int = 10) -> list[str]:
+    """The URIs ``search_memory`` answers for ``query`` in namespace ``default``, best first."""
+    _, data = svc.read(lambda s: search_memory(s, "default", query, None, limit))
+    return [r["uri"] for r in data["results"]]
