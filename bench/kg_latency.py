@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -101,6 +102,9 @@ def noon_client(
     env = subprocess_env(NOON_FSYNC="true" if fsync else "false")
     if code is not None:  # another checkout's noon, found before this one's
         env["PYTHONPATH"] = str(code) + os.pathsep + env["PYTHONPATH"]
+    # `python -m` puts its working directory first on the path: started in this checkout, it
+    # would import this checkout's noon whatever PYTHONPATH says.
+    cwd = code if code is not None else ROOT
     return PipeClient(
         [
             sys.executable,
@@ -115,7 +119,7 @@ def noon_client(
             node,
         ],
         env=env,
-        cwd=str(ROOT),
+        cwd=str(cwd),
         timeout=timeout,
     )
 
@@ -139,8 +143,17 @@ def first_answer(start: Callable[[], PipeClient]) -> float:
         client.close()
 
 
-def first_answers(rounds: int, before: Path | None) -> dict[str, list[float]]:
-    """Seconds to the first answer on an empty graph, ``rounds`` times each, interleaved."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def first_answers(
+    rounds: int, before: Path | None
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Seconds to the first answer on an empty graph, ``rounds`` times each, interleaved; and
+    the CPU seconds each server process used in all (start, first answer, exit), which the
+    machine's load disturbs far less than the wall clock."""
     starts: dict[str, Callable[[Path], PipeClient]] = {
         "noon": lambda d: noon_client(d / "noon"),
         "official": lambda d: official_client(d / "m.jsonl"),
@@ -148,11 +161,14 @@ def first_answers(rounds: int, before: Path | None) -> dict[str, list[float]]:
     if before is not None:
         starts["noon before"] = lambda d: noon_client(d / "noon", code=before)
     out: dict[str, list[float]] = {name: [] for name in starts}
+    cpu: dict[str, list[float]] = {name: [] for name in starts}
     for _ in range(rounds):
         for name, start in starts.items():
             with tempfile.TemporaryDirectory() as tmp:
+                used = _children_cpu()
                 out[name].append(first_answer(partial(start, Path(tmp))))
-    return out
+                cpu[name].append(_children_cpu() - used)
+    return out, cpu
 
 
 def run(sizes: list[int], calls: int) -> dict[str, Any]:
@@ -195,15 +211,16 @@ def main(argv: list[str] | None = None) -> int:
         print("official server missing: run scripts/install-official-server.sh", file=sys.stderr)
         return 1
     if args.first_answers:
-        times = first_answers(args.first_answers, args.before)
-        anchor = statistics.median(times["official"])
-        for name, values in times.items():
-            mid = statistics.median(values)
-            print(
-                f"first answer, empty graph, {name:<11} median {mid:.3f} s "
-                f"(min {min(values):.3f}, max {max(values):.3f}, n={len(values)}) "
-                f"{mid / anchor:.2f}x the official server"
-            )
+        times, cpu = first_answers(args.first_answers, args.before)
+        for label, figures in (("first answer", times), ("CPU of its process", cpu)):
+            anchor = statistics.median(figures["official"])
+            for name, values in figures.items():
+                mid = statistics.median(values)
+                print(
+                    f"{label}, empty graph, {name:<11} median {mid:.3f} s "
+                    f"(min {min(values):.3f}, max {max(values):.3f}, n={len(values)}) "
+                    f"{mid / anchor:.2f}x the official server"
+                )
         return 0
     res = run(args.sizes, args.calls)
     print(

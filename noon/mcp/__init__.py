@@ -9,4 +9,11 @@
 - ``command``: the CLI; ``http_app``, ``http_guard``, ``http_limits``: serving over HTTP.
 
 Tools read and write the graphs through :mod:`noon.store.access`.
+
+- ``sdk_import``: the SDK's server side imported without its client and with its models built on
+  first use; done here, before any module of this package imports the SDK.
 """
+
+from noon.mcp.sdk_import import load_server_side
+
+load_server_side()
