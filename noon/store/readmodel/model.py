@@ -40,7 +40,9 @@ from noon.store.private import FILE_MODE
 from noon.store.readmodel import schema
 from noon.store.readmodel.apply import Transaction
 from noon.store.readmodel.behind import Behind, full
-from noon.store.readmodel.changed_on_disk import (
+from noon.store.readmodel.rows import key_of
+from noon.store.readmodel.shardcheck import describe_fork, head_mark, still_same
+from noon.store.readmodel.unfolded import (
     cut_mark,
     file_ids,
     fork_record,
@@ -49,8 +51,6 @@ from noon.store.readmodel.changed_on_disk import (
     unchanged,
     unfolded_bytes,
 )
-from noon.store.readmodel.rows import key_of
-from noon.store.readmodel.shardcheck import describe_fork, head_mark, still_same
 from noon.store.shard import Corrupt, ShardReader, list_shards
 
 log = logging.getLogger("noon.readmodel")
