@@ -192,7 +192,8 @@ def test_compaction_due_fires_once_per_crossing(noon_dir):
     a = open_store(noon_dir, compact_after=4)
 
     def written(seq: int) -> Op:
-        return decode(encode(node="a", seq=seq, hlc=seq, el=("content", "d", "x"), val={"text": ""}))
+        el = ("content", "d", "x")
+        return decode(encode(node="a", seq=seq, hlc=seq, el=el, val={"text": ""}))
 
     due = [
         a.compaction_due([written(s) for s in batch])
