@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from noon.commands import journal
 from noon.core.hlc import LAST_DATE_MS, PHYSICAL_MAX, pack, utc
 from noon.core.ops import Op, OpError, decode, encode
 from noon.graph import memory_view, views
 from noon.graph.glossary import Glossary
 from noon.graph.uri import root
-from noon.ops_cli import journal
 from tests.harness.fold import Fold
 from tests.harness.uri_graph import Graph
 

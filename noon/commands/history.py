@@ -7,13 +7,13 @@ from __future__ import annotations
 import argparse
 import json
 
+from noon.commands import journal
+from noon.commands.opening import open_store
+from noon.commands.terminal import visible
 from noon.config import add_store_flags, settings_from
 from noon.errors import NotFound
 from noon.graph.plan import MemoryNotFound
 from noon.kg import uri as kg_uri
-from noon.ops_cli import journal
-from noon.ops_cli.opening import open_store
-from noon.ops_cli.terminal import visible
 from noon.store.queries import Queries
 
 

@@ -10,9 +10,9 @@ from dataclasses import replace
 from typing import Any
 
 from noon import daemon_link
+from noon.commands.findings import ERROR, OK, WARNING, Finding
 from noon.config import Settings
 from noon.daemon_link import api as daemon_api
-from noon.ops_cli.findings import ERROR, OK, WARNING, Finding
 
 SKEW_WARNING_S = 5.0
 """Clock differences above this are reported (the ``Date`` header has 1 s resolution)."""

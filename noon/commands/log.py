@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import json
 
+from noon.commands import journal
+from noon.commands.opening import open_store
 from noon.config import add_store_flags, settings_from
-from noon.ops_cli import journal
-from noon.ops_cli.opening import open_store
 from noon.store.queries import Queries
 
 
