@@ -1,5 +1,5 @@
 """The changes of one memory or one knowledge-graph entity, newest first, read from the op log
-of the read model: the elements that make up the memory (:mod:`noon.store.readmodel.journal`)
+of the read model: the elements that make up the memory (:mod:`noon.store.readmodel.oplog`)
 and the changes with an op about it (used only by :mod:`noon.web.data`, whose docstrings
 describe the shapes)."""
 
