@@ -41,7 +41,7 @@ from noon.store.access import GraphService, service
 from noon.store.queries import Queries
 from noon.store.readmodel.changes import Pending
 from noon.store.readmodel.graph import SqlGraph
-from noon.store.store import Changes, Store
+from noon.store.store import Store, Touched
 from noon.web import queue, rollback, timeline, views
 
 T = TypeVar("T")
@@ -71,7 +71,7 @@ class WebData:
 
     # -- plumbing --------------------------------------------------------------------------
 
-    def _on_changes(self, changed: Changes) -> None:
+    def _on_changes(self, changed: Touched) -> None:
         """Every refresh of the store, whichever process folded: remember what to tell the
         live pages."""
         with self._guard:

@@ -70,7 +70,10 @@ class Unshared(Exception):
 
 
 @dataclass
-class Changes:
+class Touched:
+    """The keys the read model's folds touched since this process last looked, whichever process
+    folded them."""
+
     keys: set[Key] = field(default_factory=set)
     ops: int = 0
     reset: bool = False
@@ -149,7 +152,7 @@ class ReadModel:
 
     # -- refresh ---------------------------------------------------------------------------
 
-    def refresh(self, *, slice_ops: int | None = None) -> Changes:
+    def refresh(self, *, slice_ops: int | None = None) -> Touched:
         """Fold whatever the shards gained; report what changed since this process last
         looked, whichever process folded it. A damaged file is thrown away and rebuilt. On a
         full disk the committed state stays readable and :attr:`behind` says why it is not
@@ -184,7 +187,7 @@ class ReadModel:
             return changes
         raise AssertionError("unreachable")
 
-    def _fell_behind(self) -> Changes:
+    def _fell_behind(self) -> Touched:
         with contextlib.suppress(sqlite3.Error):
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
@@ -435,12 +438,12 @@ class ReadModel:
             self.conn.execute("DELETE FROM changes WHERE gen < ?", (gen - KEEP_GENERATIONS,))
         self.conn.execute("COMMIT")
 
-    def _since_seen(self) -> Changes:
+    def _since_seen(self) -> Touched:
         gen = self.generation
         if gen == self.seen:
-            return Changes()
+            return Touched()
         behind = self.seen < 0 or gen - self.seen > KEEP_GENERATIONS
-        changes = Changes(reset=behind or self._int("reset") > self.seen)
+        changes = Touched(reset=behind or self._int("reset") > self.seen)
         if not changes.reset:
             changes.keys = {
                 key_of(k)
