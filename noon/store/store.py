@@ -128,11 +128,11 @@ class Store:
         """Fold in whatever the shards gained; tell listeners what changed since this process
         last looked (whoever folded it)."""
         with self.lock:
-            changes = self.model.refresh()
-            if changes:
+            touched = self.model.refresh()
+            if touched:
                 for listener in list(self.listeners):
-                    listener(changes)
-            return changes
+                    listener(touched)
+            return touched
 
     def rebuild(self) -> None:
         """Throw the read model away and fold every shard again."""

@@ -59,10 +59,11 @@ CHUNK_OPS = 50_000
 """Ops folded per transaction while catching up: others see progress, memory stays bounded."""
 POLL_BYTES = 16 << 20
 KEEP_GENERATIONS = 2000
-"""Generations of the change log kept; a process further behind treats everything as changed."""
+"""Generations of touched keys kept (the ``changes`` table); a process further behind treats
+every key as touched."""
 RESET_KEYS = 1_000
 """A transaction touching more keys than this logs one reset instead of every key (what
-listens for changes treats more than a few hundred keys as everything anyway)."""
+listens for touched keys treats more than a few hundred as everything anyway)."""
 
 
 class Unshared(Exception):
@@ -171,7 +172,7 @@ class ReadModel:
                 with self.cut.held():
                     self._fold()
                     self.clock.last = max(self.clock.last, self._int("clock"))
-                    changes = self._since_seen()
+                    touched = self._since_seen()
             except (sqlite3.DatabaseError, OSError) as exc:
                 if full(exc, self.dir):
                     return self._fell_behind()
@@ -184,7 +185,7 @@ class ReadModel:
             if self.behind is not None:
                 log.warning("the read model caught up with the shards: the disk has space again")
                 self.behind = None
-            return changes
+            return touched
         raise AssertionError("unreachable")
 
     def _fell_behind(self) -> Touched:
@@ -443,17 +444,17 @@ class ReadModel:
         if gen == self.seen:
             return Touched()
         behind = self.seen < 0 or gen - self.seen > KEEP_GENERATIONS
-        changes = Touched(reset=behind or self._int("reset") > self.seen)
-        if not changes.reset:
-            changes.keys = {
+        touched = Touched(reset=behind or self._int("reset") > self.seen)
+        if not touched.reset:
+            touched.keys = {
                 key_of(k)
                 for (k,) in self.conn.execute(
                     "SELECT DISTINCT key FROM changes WHERE gen > ?", (self.seen,)
                 )
             }
-            changes.ops = len(changes.keys)
+            touched.ops = len(touched.keys)
         self.seen = gen
-        return changes
+        return touched
 
     # -- rebuild ---------------------------------------------------------------------------
 
