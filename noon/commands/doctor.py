@@ -35,6 +35,7 @@ from noon.commands.peers import state_path
 from noon.commands.terminal import visible_lines
 from noon.config import Settings, add_store_flags, settings_from
 from noon.daemon_link import api as daemon_api
+from noon.daemon_link import bodies
 from noon.store import peerstate
 from noon.store.private import fix_command, loose_entries
 from noon.store.shard import unsafe_entries
@@ -350,7 +351,7 @@ def diagnose(settings: Settings, url: str, *, daemon: bool = True) -> list[Findi
                 )
             )
             return findings
-        members = [{"node": n, "address": a} for n, a in sorted(state.members.items())]
+        members = tuple(bodies.PeerEntry(n, a, "unknown") for n, a in sorted(state.members.items()))
     certs_ok = not any(f.check == "certificates" and f.level == ERROR for f in findings)
     if certs_ok:
         findings += check_members(settings, members)
