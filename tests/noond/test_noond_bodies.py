@@ -225,6 +225,11 @@ def test_a_peer_speaking_a_wider_range_is_spoken_to_at_the_highest_common_revisi
     client = local_node(a, "a", peer).exchanger.client
     info, node = asyncio.run(client.info("fake:1", expect="b"))
     assert (node, info.revisions, client.revision["b"]) == ("b", (2, 3), 2)
+    asyncio.run(client.digest("fake:1", expect="b"))
+    # Asked first at this node's lowest revision (every node of a range takes it), then at
+    # the highest both speak.
+    said = [(r.path, r.headers["X-Noon-Protocol"]) for r in peer.requests]
+    assert said == [("/info", "1"), ("/shards/digest", "2")]
 
 
 def test_a_peer_with_no_revision_in_common_is_refused_naming_both_ranges(dirs):

@@ -5,6 +5,7 @@ method and the body fields each route takes, as docs/web.md lists them."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -156,7 +157,8 @@ async def test_the_page_logs_in_and_loads_every_asset_and_read_route(tmp_path: P
             assert status == 200, (path, body)
         async with page.client.get("/api/events", headers=page.auth) as events:
             assert events.status == 200 and events.content_type == "text/event-stream"
-            assert (await events.content.readuntil(b"\n\n")).startswith(b"retry:")
+            first = await asyncio.wait_for(events.content.readuntil(b"\n\n"), 60)
+            assert first.startswith(b"retry:")
 
 
 def _routes() -> dict[tuple[str, str], frozenset[str] | None]:
