@@ -29,7 +29,7 @@ LAYER = {
     "noon.daemon_link": 5,
     "noon.mcp": 6,
     "noon.web": 6,
-    "noon.ops_cli": 6,
+    "noon.commands": 6,
     "noon.transfer": 6,
     "noon.demo": 6,
     "noon.cli": 7,
@@ -133,9 +133,9 @@ ROWS: list[tuple[tuple[str, ...], str, str]] = [
         "layers 0–4; `noon.daemon_link` also `noon.certs`",
     ),
     (
-        ("noon.mcp", "noon.web", "noon.ops_cli", "noon.transfer", "noon.demo"),
-        "the edges: MCP tools and transports (argument models and the text agents read "
-        "around `noon.app`), the web page (JSON around `noon.app`), operator commands, "
+        ("noon.mcp", "noon.web", "noon.commands", "noon.transfer", "noon.demo"),
+        "the edges: MCP tools and transports (typed arguments and the text agents read "
+        "around `noon.app`), the web page (JSON around `noon.app`), the CLI's commands, "
         "imports and exports, the demo",
         "layers 0–5",
     ),

@@ -53,7 +53,7 @@ def noon_command(command: str, *args: str, env: dict[str, str]) -> subprocess.Co
     ``noon`` routes to it (configure + run), without importing every other subcommand."""
     runner = (
         "import argparse, sys, logging\n"
-        f"from noon.ops_cli import {command} as m\n"
+        f"from noon.commands import {command} as m\n"
         "logging.basicConfig(level=logging.INFO)\n"
         "p = argparse.ArgumentParser()\n"
         "m.configure(p)\n"

@@ -333,12 +333,13 @@ def test_protocol_md_lists_every_field_the_messages_send():
     info = bodies.Info("a", "h:1", 2, (1, 2), ("digest",))
     digest = bodies.Digest("r", 1, "m", "v")
     table = (ROOT / "PROTOCOL.md").read_text().split("## 3. Routes")[1].split("### 3.1")[0]
-    for route, message in [
+    messages: list[tuple[str, bodies.Status | bodies.Peers | bodies.Info | bodies.Digest]] = [
         ("/status", status),
         ("/peers", peers),
         ("/info", info),
         ("/shards/digest", digest),
-    ]:
+    ]
+    for route, message in messages:
         row = next(line for line in table.splitlines() if line.startswith(f"| GET | `{route}` |"))
         answer = row.split("|")[3].split("`;")[0].split("` (")[0]
         named = set(re.findall(r'"([a-z_]+)"', answer))
