@@ -21,6 +21,7 @@ from noon.names import shard_node
 from noon.store import peerstate
 from noon.store.collect import CollectReport, gate_of
 from noon.store.shard import list_shards
+from noond.collect_worker import collect
 from noond.membership import Member
 from noond.metrics import Metrics
 
@@ -124,7 +125,7 @@ class Collector:
             self._gauges(self.last, members, now, state)
             return self.last
         started = self.timer()
-        report = gate.collect(self.dir, self.node)
+        report = collect(self.dir, self.node, gate, sum(size for _, _, size, _ in inputs[0]))
         self._last_inputs = inputs
         ended = self.timer()
         self._rested_at = ended + (ended - started) * (1 / BUSY_SHARE - 1)
