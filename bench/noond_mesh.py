@@ -31,7 +31,7 @@ from typing import Any
 from bench.core import generate
 from bench.floors import sdk_import
 from bench.kg_latency import noon_client
-from bench.stats import cpu_seconds, percentiles, rss_mib
+from bench.stats import TreeMemory, cpu_seconds, percentiles, rss_mib
 from noon.core.ops import Draft, encode
 from noon.store.serve import Summaries
 from noon.store.store import read_model_path
@@ -265,7 +265,9 @@ def catch_up(base: Path, pki: Pki, ops: int, *, fold: bool = True) -> dict[str, 
     """A fresh node joins one that holds ``ops`` ops: time until it holds every shard, until
     its read model holds them too (noond folds what it receives), and a first session's
     answer after that, beside the floor of any session's first answer. ``fold=False``: the
-    daemon leaves the fold to the first session (``NOOND_FOLD=false``, as before noond folded)."""
+    daemon leaves the fold to the first session (``NOOND_FOLD=false``, as before noond folded).
+    Memory: each noond's peak (VmHWM), and its worker processes' (the fold's, a large store's
+    collection) sampled every 0.2 s, alone and with noond."""
     proxies = Proxies()
     tag = "" if fold else "nofold"
     src, fresh = Node(f"src{tag}{ops}", base, pki), Node(f"fresh{tag}{ops}", base, pki)
@@ -276,12 +278,16 @@ def catch_up(base: Path, pki: Pki, ops: int, *, fold: bool = True) -> dict[str, 
     pki.know_signers(src.dir, *authors)
     want = {p.name: p.stat().st_size for p in src.dir.glob("*.jsonl")}
     front = [proxies.add(m.port) for m in (src, fresh)]
-    src.env = {"NOOND_ADVERTISE": f"127.0.0.1:{front[0]}"}
+    # The source machine's read model is not what is measured (its sessions would have folded
+    # what they wrote): its noond only serves.
+    src.env = {"NOOND_ADVERTISE": f"127.0.0.1:{front[0]}", "NOOND_FOLD": "false"}
     fresh.env = {"NOOND_ADVERTISE": f"127.0.0.1:{front[1]}", "NOOND_FOLD": str(fold).lower()}
     try:
         src.start([f"{fresh.name}@127.0.0.1:{front[1]}"])
         t0 = time.perf_counter()
-        fresh.start([f"{src.name}@127.0.0.1:{front[0]}"])
+        fresh.start([f"{src.name}@127.0.0.1:{front[0]}"], wait=False)
+        trees = {m.name: TreeMemory(m.proc.pid) for m in (src, fresh) if m.proc is not None}
+        fresh.wait_healthy(timeout=180)
         healthy = time.perf_counter() - t0
 
         def held() -> bool:
@@ -303,6 +309,8 @@ def catch_up(base: Path, pki: Pki, ops: int, *, fold: bool = True) -> dict[str, 
             )
         folded = time.perf_counter() - t0
         rss = {m.name: rss_mib(m.proc.pid) for m in (src, fresh) if m.proc}
+        for name, tree in trees.items():  # its fold and collection workers
+            rss[name].update(tree.stop())
         session = first_session(fresh.dir, fresh.name)
         idle = idle_cpu(fresh)
         return {
@@ -458,7 +466,9 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, nargs="+", default=[3, 5])
     ap.add_argument("--writes", type=int, default=200)
     ap.add_argument("--mcp-calls", type=int, default=500)
-    ap.add_argument("--catch-up", type=int, default=100_000)
+    ap.add_argument(
+        "--catch-up", "--ops", type=int, default=100_000, help="ops a fresh node catches up"
+    )
     ap.add_argument("--keep", action="store_true", help="keep the nodes' files and logs")
     ap.add_argument("--watch", type=float, default=0.02, help="NOOND_WATCH_INTERVAL")
     ap.add_argument(
