@@ -15,6 +15,7 @@ from noon.core.ops import Draft
 from noon.store.collect import Gate
 from noon.store.store import Store
 from noond.collect_worker import APART_BYTES, collect
+from tests.harness.stores import plan_of
 
 pytestmark = pytest.mark.integration
 
@@ -24,9 +25,9 @@ def deleted_and_kept(data: Path) -> None:
     store = Store(Settings(dir=data, node_id="a", fsync=False))
     for name in ("gone", "kept"):
         key = ("content", "default", name)
-        store.write(lambda fold, key=key: [Draft(key, {"text": "deleted text"})])
-        store.write(lambda fold, key=key: [Draft(key, None)])
-    store.write(lambda fold: [Draft(("content", "default", "y"), {"text": "after"})])
+        store.write(plan_of([Draft(key, {"text": "deleted text"})]))
+        store.write(plan_of([Draft(key, None)]))
+    store.write(plan_of([Draft(("content", "default", "y"), {"text": "after"})]))
     store.close()
 
 
