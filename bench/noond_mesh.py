@@ -31,7 +31,7 @@ from typing import Any
 from bench.core import generate
 from bench.floors import sdk_import
 from bench.kg_latency import noon_client
-from bench.stats import TreeMemory, cpu_seconds, percentiles, rss_mib
+from bench.stats import TreeMemory, cpu_seconds, percentiles, rss_mib, workers_cpu_seconds
 from noon.core.ops import Draft, encode
 from noon.store.serve import Summaries
 from noon.store.store import read_model_path
@@ -309,6 +309,11 @@ def catch_up(base: Path, pki: Pki, ops: int, *, fold: bool = True) -> dict[str, 
             )
         folded = time.perf_counter() - t0
         rss = {m.name: rss_mib(m.proc.pid) for m in (src, fresh) if m.proc}
+        cpu = {
+            m.name: {"noond": cpu_seconds(m.proc.pid), "workers": workers_cpu_seconds(m.proc.pid)}
+            for m in (src, fresh)
+            if m.proc
+        }
         for name, tree in trees.items():  # its fold and collection workers
             rss[name].update(tree.stop())
         session = first_session(fresh.dir, fresh.name)
@@ -325,6 +330,7 @@ def catch_up(base: Path, pki: Pki, ops: int, *, fold: bool = True) -> dict[str, 
             "wire_bytes_per_op": proxies.bytes / ops,
             "bytes_on_disk_per_op": sum(want.values()) / ops,
             "noond_rss_mib": rss,
+            "cpu_s_until_folded": cpu,
             "idle_cpu_s_per_round": idle,
         }
     finally:

@@ -32,6 +32,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def workers_cpu_seconds(pid: int) -> float:
+    """CPU time of ``pid``'s children: the live ones', and the ended ones' it waited for
+    (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ended = (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+    live = 0.0
+    for child in children(pid):
+        try:
+            live += cpu_seconds(child)
+        except OSError:
+            continue
+    return ended + live
+
+
 def children(pid: int) -> list[int]:
     """The live child processes of ``pid`` (Linux)."""
     try:
