@@ -37,10 +37,12 @@ from noon.store.store import read_model_path, wall_ms
 
 log = logging.getLogger("noond")
 
-CHUNK_OPS = 10_000
-"""Ops per transaction and per slice: what the worker holds of a fold at once (a session's
-fold takes 50,000 at a time; between slices a session's read or a collection waiting for the
-cut gets its turn)."""
+CHUNK_OPS = 50_000
+"""Ops per transaction and per slice, as a session folds (between slices a session's read or a
+collection waiting for the cut gets its turn). Folding 100k ops took 24.3 CPU seconds in
+chunks of 10,000 (noond's size while it folded in its own process, to stay small) and 16.7 in
+chunks of 50,000, with a peak of 122 and 159 MiB: each commit redoes the derived rows of every
+element it touched."""
 POLL_BYTES = 4 << 20
 FAILED_RETRY = 5.0
 """Seconds before folding again after a failure that is not a full disk."""
