@@ -17,7 +17,7 @@ from bench.core import generate
 from bench.kg_latency import noon_client
 from bench.noond_mesh import read_model_holds, read_model_state
 from noon.config import Settings
-from noon.store.store import Store
+from noon.store.store import Store, read_model_path
 from tests.harness.kg_view import View
 from tests.harness.mesh import Node, Pki, wait_until
 from tests.harness.oracle import fold_of_dir, observe
@@ -52,15 +52,20 @@ def test_first_session_after_a_catch_up_folds_nothing(spawn, tmp_path, pki):
     spawn.append(fresh)
     src.start([fresh])
     fresh.start([src])
-    wait_until(
-        lambda: shard_sizes(fresh.dir) == want and read_model_holds(fresh.dir, want),
-        what="noond to fold every shard it pulled",
-    )
+
+    def folded() -> bool:
+        # The worker commits before it answers noond, which counts the fold after that.
+        return (
+            shard_sizes(fresh.dir) == want
+            and read_model_holds(fresh.dir, want)
+            and fresh.metric("noond_readmodel_folds_total", 'result="current"') >= 1
+        )
+
+    wait_until(folded, timeout=300, what="noond to fold every shard it pulled")
     generation, cursors = read_model_state(fresh.dir)
     assert generation > 0
-    assert fresh.metric("noond_readmodel_folds_total", 'result="current"') >= 1
 
-    client = noon_client(fresh.dir, fsync=False, node="fresh", tools="uri")
+    client = noon_client(fresh.dir, fsync=False, node="fresh", tools="uri", timeout=300)
     try:
         answer = client.call("search_memory", {"query": "memory text", "limit": 5})
     finally:
@@ -80,11 +85,15 @@ def test_without_noond_folding_the_first_session_folds(spawn, tmp_path, pki):
     spawn.append(fresh)
     src.start([fresh])
     fresh.start([src])
-    wait_until(lambda: shard_sizes(fresh.dir) == want, what="the fresh node to hold every shard")
+    wait_until(
+        lambda: shard_sizes(fresh.dir) == want,
+        timeout=300,
+        what="the fresh node to hold every shard",
+    )
     generation, cursors = read_model_state(fresh.dir)
     assert not all(cursors.get(n) == s for n, s in want.items())
 
-    client = noon_client(fresh.dir, fsync=False, node="fresh", tools="uri")
+    client = noon_client(fresh.dir, fsync=False, node="fresh", tools="uri", timeout=300)
     try:
         answer = client.call("search_memory", {"query": "memory text", "limit": 5})
     finally:
@@ -118,19 +127,21 @@ def gone(pid: int) -> bool:
 
 
 def test_noond_killed_mid_fold_loses_nothing_and_the_next_noond_finishes(spawn, tmp_path, pki):
-    """Three chunks of the worker's fold: once the first is committed, the worker is frozen
-    (so the kill lands inside the fold, not after it), then noond and the worker get SIGKILL."""
+    """Once the worker's transaction has written half a megabyte of write-ahead log and the
+    read model does not hold every shard yet, the worker is frozen (so the kill lands inside
+    the fold, not after it), then noond and the worker get SIGKILL."""
     src, want = source(spawn, tmp_path, pki, ops=30_000)
     total = sum(want.values())
     fresh = Node("fresh", tmp_path, pki)
     spawn.append(fresh)
     src.start([fresh])
     fresh.start([src])
-    wait_until(
-        lambda: 0 < folded_bytes(fresh.dir) < total,
-        timeout=300,
-        what="the worker to commit a first chunk of the fold",
-    )
+    wal = Path(f"{read_model_path(fresh.dir)}-wal")
+
+    def folding() -> bool:
+        return wal.exists() and wal.stat().st_size > 512 << 10 and folded_bytes(fresh.dir) < total
+
+    wait_until(folding, timeout=300, what="the worker to be folding")
     worker = fold_worker(fresh)
     os.kill(worker, signal.SIGSTOP)
     assert folded_bytes(fresh.dir) < total  # frozen inside the fold
