@@ -321,8 +321,8 @@ def test_every_acknowledged_write_survives_daemons_killed_at_random(
         what="convergence after the kills",
     )
     state = nodes[0].state()
-    for key, text in acked.items():
-        assert state[key][1] == {"text": text}
+    for el, text in acked.items():
+        assert state[el][1] == {"text": text}
 
 
 def test_an_import_batch_is_pushed_at_once_not_at_the_next_round(spawn, tmp_path, pki):
