@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,8 +25,8 @@ from tests.harness.mesh import (
 pytestmark = pytest.mark.integration
 
 
-def make(spawn: list[Node], tmp_path: Path, pki: Pki, name: str, **kw: object) -> Node:
-    node = Node(name, tmp_path, pki, **kw)  # type: ignore[arg-type]
+def make(spawn: list[Node], tmp_path: Path, pki: Pki, name: str, **kw: Any) -> Node:
+    node = Node(name, tmp_path, pki, **kw)
     spawn.append(node)
     return node
 
