@@ -25,6 +25,7 @@ import statistics
 import tempfile
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,11 @@ def mesh(base: Path, pki: Pki, proxies: Proxies, n: int, **env: str) -> list[Nod
     return nodes
 
 
+def _reached(summaries: dict[str, Summaries], author: str, seq: int) -> bool:
+    """Every node's copy of ``author``'s shard holds its op ``seq``."""
+    return all(s.get(author).seq >= seq for s in summaries.values())
+
+
 def latency(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, float]:
     """One-op writes round robin; time until every other node's copy of the shard holds it.
     Each node writes once first, unmeasured: that write opens its connections (and streams),
@@ -104,7 +110,7 @@ def latency(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, float
         w.write((f"warm-{w.name}", "opens the connections"))
         seq = summaries[w.name].get(w.name).seq
         wait_until(
-            lambda w=w, seq=seq: all(summaries[m.name].get(w.name).seq >= seq for m in nodes),
+            partial(_reached, summaries, w.name, seq),
             timeout=60,
             what="the warm-up write to reach every node",
         )

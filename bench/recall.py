@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -287,9 +288,10 @@ def latency(data: Path | None, sizes: list[int], calls: int = 200) -> dict[str, 
                     samples = []
                     for i in range(calls):
                         q = questions[i % len(questions)] if questions else _drawn(rnd)
+                        ask = partial(search_memory, ns="default", query=q, domain=None, limit=10)
                         t0 = time.perf_counter()
                         with semantic(on):
-                            svc.read(lambda s, q=q: search_memory(s, "default", q, None, 10))
+                            svc.read(ask)
                         samples.append((time.perf_counter() - t0) * 1000)
                     return percentiles(samples)
 

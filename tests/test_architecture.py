@@ -81,7 +81,8 @@ ROWS: list[tuple[tuple[str, ...], str, str]] = [
         "the URI graph as pure rules: URIs (`uri`), the reader protocol and the placement"
         " and URI-walking rules every reader shares (`reader`), write planning (`plan`), "
         "undo planning (`undo`), quote editing (`quote`, `quote_hint`), one memory as "
-        "read (`memory_view`), the `system://` views (`views`), what changed between two "
+        "read (`memory_view`), the `system://` views but conflicts and orphans, which the MCP "
+        "edge renders from `noon.app` (`views`), what changed between two "
         "versions of a text, bounded (`textdiff`), glossary linking (`glossary`), search "
         "words (`search`)",
         "layers 0–2",

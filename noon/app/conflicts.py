@@ -12,7 +12,7 @@ from noon.core.ops import Draft, Op
 from noon.errors import Conflict, Invalid, NotFound
 from noon.graph import plan
 from noon.graph.memory_view import show_uri
-from noon.graph.reader import live_text, op_time_ms, version_id
+from noon.graph.reader import GraphReader, live_text, op_time_ms, version_id, written_ms
 from noon.graph.uri import is_root, node_view, root_domain
 from noon.store.access import GraphService
 from noon.store.readmodel.graph import SqlGraph
@@ -33,6 +33,8 @@ class Version:
     child: str | None = None
     """A placement's memory, as its URI (None: the placement removed, or a text)."""
     priority: int | None = None
+    written_ms: int = 0
+    """When the version was written: the time an import carried over, else ``time_ms``."""
 
 
 @dataclass(frozen=True)
@@ -61,48 +63,48 @@ def _version(
     child: str | None = None,
     priority: int | None = None,
 ) -> Version:
-    win, by = op.id == winner.id, op.by or "unknown"
-    return Version(version_id(op), win, op_time_ms(op), by, op.node, text, child, priority)
+    win, by, at = op.id == winner.id, op.by or "unknown", op_time_ms(op)
+    return Version(version_id(op), win, at, by, op.node, text, child, priority, written_ms(op))
 
 
 def listing(svc: GraphService, ns: str) -> list[Concurrent]:
     """Every element of ``ns`` with concurrent versions, texts and placements alike."""
+    return svc.read(lambda s: found_in(s.graph, ns))
 
-    def fn(s: GraphService) -> list[Concurrent]:
-        graph = s.graph
 
-        def name(ident: str) -> str:
-            return f"{root_domain(ident)}://" if is_root(ident) else show_uri(graph, ns, ident)
+def found_in(graph: GraphReader, ns: str) -> list[Concurrent]:
+    """:func:`listing` on a graph already being read (one snapshot with what the caller reads)."""
 
-        out: list[Concurrent] = []
-        for key, el in graph.conflicts(ns):
-            heads = sorted(el.heads.values(), key=lambda o: o.order, reverse=True)
-            ids, win = [version_id(h) for h in heads], el.winner
-            if key[0] == CONTENT:
-                texts = [_version(h, win, None if h.val is None else h.val["text"]) for h in heads]
-                node = key[2]
-                shown, uri = live_text(el), show_uri(graph, ns, node)
-                out.append(
-                    Concurrent("content", ids, version_id(win), texts, node, uri, shown, el.deleted)
-                )
-                continue
-            placed = [
-                _version(
-                    h,
-                    win,
-                    child=name(h.val["child"]) if h.val is not None else None,
-                    priority=h.val["priority"] if h.val is not None else None,
-                )
-                for h in heads
-            ]
+    def name(ident: str) -> str:
+        return f"{root_domain(ident)}://" if is_root(ident) else show_uri(graph, ns, ident)
+
+    out: list[Concurrent] = []
+    for key, el in graph.conflicts(ns):
+        heads = sorted(el.heads.values(), key=lambda o: o.order, reverse=True)
+        ids, win = [version_id(h) for h in heads], el.winner
+        if key[0] == CONTENT:
+            texts = [_version(h, win, None if h.val is None else h.val["text"]) for h in heads]
+            node = key[2]
+            shown, uri = live_text(el), show_uri(graph, ns, node)
             out.append(
-                Concurrent(
-                    "placement", ids, version_id(win), placed, parent_uri=name(key[2]), name=key[3]
-                )
+                Concurrent("content", ids, version_id(win), texts, node, uri, shown, el.deleted)
             )
-        return out
-
-    return svc.read(fn)
+            continue
+        placed = [
+            _version(
+                h,
+                win,
+                child=name(h.val["child"]) if h.val is not None else None,
+                priority=h.val["priority"] if h.val is not None else None,
+            )
+            for h in heads
+        ]
+        out.append(
+            Concurrent(
+                "placement", ids, version_id(win), placed, parent_uri=name(key[2]), name=key[3]
+            )
+        )
+    return out
 
 
 def resolve(

@@ -11,6 +11,7 @@ from noon.graph.reader import live_text, op_time_ms
 from noon.graph.uri import is_root, root_domain
 from noon.store.access import GraphService
 from noon.store.queries import Queries
+from noon.store.readmodel.graph import SqlGraph
 
 
 @dataclass(frozen=True)
@@ -27,32 +28,33 @@ class Orphan:
 
 def orphans(svc: GraphService, ns: str, offset: int, limit: int) -> tuple[int, list[Orphan]]:
     """How many orphans ``ns`` has, and those ``offset`` to ``offset + limit``."""
+    return svc.read(lambda s: found_in(s.graph, ns, offset, limit))
 
-    def fn(s: GraphService) -> tuple[int, list[Orphan]]:
-        g = s.graph
 
-        def name(ident: str) -> str:
-            return f"{root_domain(ident)}://" if is_root(ident) else show_uri(g, ns, ident)
+def found_in(g: SqlGraph, ns: str, offset: int, limit: int | None) -> tuple[int, list[Orphan]]:
+    """:func:`orphans` on a graph already being read (one snapshot with what the caller reads);
+    every one from ``offset`` on when ``limit`` is None."""
 
-        found = g.orphans(ns)
-        shown = found[offset : offset + limit]
-        counts = Queries(g).child_counts(ns, shown)
-        out = []
-        for n in shown:
-            el = g.content(ns, n)
-            under = [f"{name(p.parent).rstrip('/')}/{p.name}" for p in g.placements(ns, n)]
-            last = el.winner if el is not None else None
-            out.append(
-                Orphan(
-                    n,
-                    live_text(el) if el is not None else "",
-                    under,
-                    counts[n],
-                    op_time_ms(last) if last is not None else None,
-                    (last.by or "unknown") if last is not None else None,
-                    last.node if last is not None else None,
-                )
+    def name(ident: str) -> str:
+        return f"{root_domain(ident)}://" if is_root(ident) else show_uri(g, ns, ident)
+
+    found = g.orphans(ns)
+    shown = found[offset:] if limit is None else found[offset : offset + limit]
+    counts = Queries(g).child_counts(ns, shown)
+    out = []
+    for n in shown:
+        el = g.content(ns, n)
+        under = [f"{name(p.parent).rstrip('/')}/{p.name}" for p in g.placements(ns, n)]
+        last = el.winner if el is not None else None
+        out.append(
+            Orphan(
+                n,
+                live_text(el) if el is not None else "",
+                under,
+                counts[n],
+                op_time_ms(last) if last is not None else None,
+                (last.by or "unknown") if last is not None else None,
+                last.node if last is not None else None,
             )
-        return len(found), out
-
-    return svc.read(fn)
+        )
+    return len(found), out

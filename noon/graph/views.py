@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from noon.core.elements import CONTENT, boot_key
+from noon.core.elements import boot_key
 from noon.graph.glossary import Glossary
 from noon.graph.memory_view import (
-    SNIPPET,
     author,
     memory,
-    restore_call,
     show_uri,
     show_uri_or_past,
     when,
@@ -31,7 +29,7 @@ from noon.graph.reader import (
     written_ms,
 )
 from noon.graph.textdiff import hunks
-from noon.graph.uri import Uri, UriError, node_view, parse, root, root_domain
+from noon.graph.uri import Uri, UriError, node_view, parse, root
 
 CROWDED = 10
 LARGE_CHARS = 3200
@@ -181,71 +179,6 @@ def glossary_view(graph: GraphReader, namespace: str, now_ms: int) -> str:
     for kw, targets in rows:
         out.append(f"- {kw}")
         out += [f"  -> {t}" for t in targets]
-    return "\n".join(out) + "\n"
-
-
-def orphans(graph: GraphReader, namespace: str) -> str:
-    found = graph.orphans(namespace)
-    if not found:
-        return "# Orphaned Memories\n\n(None: every memory is reachable from a domain root.)\n"
-    out = [
-        "# Orphaned Memories",
-        f"# Total: {len(found)}",
-        "# No domain root reaches these (concurrent moves, a cycle, or a parent deleted on "
-        "another machine). Nothing is lost: read one by its system://node URI, place it again "
-        "with the call shown under it, or delete it.",
-        "",
-    ]
-    for n in found:
-        el = graph.content(namespace, n)
-        snip = " ".join((live_text(el) if el else "").split())[:SNIPPET]
-        last = [f"{p.parent}/{p.name}" for p in graph.placements(namespace, n)]
-        out.append(f"- {show_uri_or_past(graph, namespace, n)}")
-        out.append(f"  Snippet: {snip}")
-        out.append(f"  Place it again: {restore_call(graph, namespace, n)}")
-        if last:
-            out.append(f"  Still placed under (unreachable): {', '.join(last)}")
-    return "\n".join(out) + "\n"
-
-
-def conflicts(graph: GraphReader, namespace: str) -> str:
-    items = graph.conflicts(namespace)
-    if not items:
-        return "# Conflicts\n\n(None: no memory has concurrent versions.)\n"
-    out = [
-        "# Conflicts",
-        f"# Total: {len(items)}",
-        "# Concurrent edits on different machines. The latest version is what reads show; "
-        "the others are kept. Any later edit of the memory (or placement) settles it.",
-        "",
-    ]
-    for key, el in items:
-        heads = sorted((el.heads or {}).values(), key=lambda o: o.order, reverse=True)
-        if key[0] == CONTENT:
-            node = key[2]
-            what = (
-                "deleted while placed elsewhere"
-                if el.deleted and not el.conflicted
-                else "concurrent content versions"
-            )
-            out.append(f"- {show_uri_or_past(graph, namespace, node)} ({what})")
-        else:
-            parent, name = key[2], key[3]
-            where = (
-                f"{root_domain(parent)}://{name}"
-                if parent == root(root_domain(parent))
-                else f"{show_uri(graph, namespace, parent)}/{name}"
-            )
-            out.append(f"- placement {where} (concurrent placements)")
-        for h in heads:
-            mark = "winner" if h.id == el.winner.id else "other"
-            if h.val is None:
-                desc = "deleted"
-            elif key[0] == CONTENT:
-                desc = " ".join(h.val["text"].split())[:60]
-            else:
-                desc = f"-> {show_uri(graph, namespace, h.val['child'])}"
-            out.append(f"  {version_id(h)} [{mark}] {when(written_ms(h))} by {author(h)}: {desc}")
     return "\n".join(out) + "\n"
 
 

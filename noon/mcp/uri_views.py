@@ -11,12 +11,14 @@ from typing import Any
 
 import mcp.types as types
 
+from noon.app import conflicts, orphans
 from noon.graph import memory_view, plan, views
 from noon.graph.plan import GraphError
 from noon.graph.uri import SYSTEM, Uri, node_view, parse
 from noon.kg import uri as kg_uri
 from noon.mcp.spec import ResourceSpec, ToolContext
 from noon.store.access import GraphService, service
+from noon.store.readmodel.graph import SqlGraph
 
 RECENT_DEFAULT = 10
 RECENT_MAX = 100
@@ -75,9 +77,9 @@ def read_view(svc: GraphService, ns: str, uri_text: str) -> Reading:
     if head == "glossary" and not tail:
         return views.glossary_view(g, ns, now), data
     if head == "conflicts" and not tail:
-        return views.conflicts(g, ns), data
+        return _conflicts(g, ns), data
     if head == "orphans" and not tail:
-        return views.orphans(g, ns), data
+        return _orphans(g, ns), data
     if head == "history":
         node, uri = plan.locate_past(g, ns, tail)
         text, rows = views.history(g, ns, node, str(uri or node_view(node)), HISTORY_IN_VIEW)
@@ -87,6 +89,61 @@ def read_view(svc: GraphService, ns: str, uri_text: str) -> Reading:
         read = memory_view.memory(g, svc.glossary, ns, node, None, None)
         return read.text, {**data, **read.data}
     raise GraphError(f"Unknown view '{uri_text.strip()}'. Views: {VIEWS}.")
+
+
+def _orphans(g: SqlGraph, ns: str) -> str:
+    """``system://orphans``: every one of :func:`noon.app.orphans.found_in`, each with the call
+    that places it again."""
+    total, found = orphans.found_in(g, ns, 0, None)
+    if not total:
+        return "# Orphaned Memories\n\n(None: every memory is reachable from a domain root.)\n"
+    out = [
+        "# Orphaned Memories",
+        f"# Total: {total}",
+        "# No domain root reaches these (concurrent moves, a cycle, or a parent deleted on "
+        "another machine). Nothing is lost: read one by its system://node URI, place it again "
+        "with the call shown under it, or delete it.",
+        "",
+    ]
+    for o in found:
+        out.append(f"- {memory_view.show_uri_or_past(g, ns, o.node)}")
+        out.append(f"  Snippet: {' '.join(o.text.split())[: memory_view.SNIPPET]}")
+        out.append(f"  Place it again: {memory_view.restore_call(g, ns, o.node)}")
+        if o.unreachable_under:
+            out.append(f"  Still placed under (unreachable): {', '.join(o.unreachable_under)}")
+    return "\n".join(out) + "\n"
+
+
+def _conflicts(g: SqlGraph, ns: str) -> str:
+    """``system://conflicts``: :func:`noon.app.conflicts.found_in`, each version on a line."""
+    found = conflicts.found_in(g, ns)
+    if not found:
+        return "# Conflicts\n\n(None: no memory has concurrent versions.)\n"
+    out = [
+        "# Conflicts",
+        f"# Total: {len(found)}",
+        "# Concurrent edits on different machines. The latest version is what reads show; "
+        "the others are kept. Any later edit of the memory (or placement) settles it.",
+        "",
+    ]
+    for c in found:
+        if c.node is not None:
+            alone = c.deleted_while_placed and len(c.heads) == 1
+            what = "deleted while placed elsewhere" if alone else "concurrent content versions"
+            out.append(f"- {memory_view.show_uri_or_past(g, ns, c.node)} ({what})")
+        else:
+            parent = c.parent_uri or ""
+            where = parent + (c.name or "") if parent.endswith("://") else f"{parent}/{c.name}"
+            out.append(f"- placement {where} (concurrent placements)")
+        for v in c.versions:
+            if c.node is not None:
+                desc = "deleted" if v.text is None else " ".join(v.text.split())[:60]
+            else:
+                desc = "deleted" if v.child is None else f"-> {v.child}"
+            mark = "winner" if v.winner else "other"
+            by = f"{v.client} on {v.machine}"
+            out.append(f"  {v.version} [{mark}] {memory_view.when(v.written_ms)} by {by}: {desc}")
+    return "\n".join(out) + "\n"
 
 
 def read(svc: GraphService, ns: str, uri_text: str) -> Reading:

@@ -8,12 +8,13 @@ import argparse
 import json
 from typing import Any
 
+from noon.app import search as app_search
+from noon.app.search import Hit
 from noon.config import add_store_flags, settings_from
 from noon.errors import Invalid
-from noon.graph.reader import live_text, version_id
-from noon.graph.search import snippet
 from noon.ops_cli.opening import open_store
 from noon.ops_cli.terminal import visible
+from noon.store.access import GraphService, service
 from noon.store.store import Store
 
 
@@ -29,25 +30,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def search(store: Store, namespace: str, text: str, limit: int) -> dict[str, Any]:
-    graph = store.graph
+    """:func:`noon.app.search.search` (what ``search_memory`` ranks and shows) and the knowledge
+    graph's substring search, on one snapshot."""
 
-    def placed(node: str) -> bool:
-        return graph.is_live(namespace, node) and bool(graph.uris(namespace, node))
+    def fn(svc: GraphService) -> tuple[list[Hit], dict[str, Any]]:
+        hits = app_search.search(svc, namespace, text, None, limit)
+        return hits, store.kg(namespace).search(text)
 
-    memories = []
-    with store.lock, graph.reading():
-        for hit in store.search.search(namespace, text, limit, placed):
-            el = graph.content(namespace, hit.node)
-            memories.append(
-                {
-                    "uri": str(graph.uris(namespace, hit.node)[0][0]),
-                    "node_id": hit.node,
-                    "score": hit.score,
-                    "version": version_id(el.winner) if el else None,
-                    "snippet": snippet(live_text(el) if el else "", text, hit.matched),
-                }
-            )
-        kg = store.kg(namespace).search(text)
+    hits, kg = service(store).read(fn)
+    memories = [
+        {
+            "uri": str(h.uri),
+            "node_id": h.node,
+            "score": h.score,
+            "version": h.version,
+            "snippet": h.snippet,
+        }
+        for h in hits
+    ]
     return {
         "query": text,
         "memories": memories,

@@ -14,6 +14,7 @@ import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -53,14 +54,14 @@ def node(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[Node]:
     n.stop()
 
 
-def op_line(node: str, seq: int, val: object = None) -> bytes:
+def op_line(node: str, seq: int, val: dict[str, Any] | None = None) -> bytes:
     return encode(
         node=node,
         seq=seq,
         hlc=(1_700_000_000_000 << 16) + seq,
         el=("content", "default", f"{node}-{seq}"),
         val=val if val is not None else {"text": "t"},
-    )  # type: ignore[arg-type]
+    )
 
 
 tricky_ids = st.sampled_from(
@@ -92,7 +93,7 @@ tricky_ids = st.sampled_from(
 segments = (
     tricky_ids
     | st.sampled_from(["shards", "ops", "digest", "graph", "info", "%2E"])
-    | st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8).map(
+    | st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=8).map(
         lambda s: urllib.parse.quote(s, safe="")
     )
 )
@@ -300,6 +301,7 @@ def test_a_certificate_whose_cn_is_not_a_node_id_is_refused(
 
     ca_dir = pki.root / "ca"
     ca_key = serialization.load_pem_private_key((ca_dir / "ca.key").read_bytes(), None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
     ca_cert = x509.load_pem_x509_certificate((ca_dir / "ca.crt").read_bytes())
     key = ec.generate_private_key(ec.SECP256R1())
     now = dt.datetime.now(dt.UTC)
@@ -312,7 +314,7 @@ def test_a_certificate_whose_cn_is_not_a_node_id_is_refused(
         .not_valid_before(now - dt.timedelta(minutes=1))
         .not_valid_after(now + dt.timedelta(days=1))
         .sign(ca_key, hashes.SHA256())
-    )  # type: ignore[arg-type]
+    )
     (tmp_path / "evil.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     (tmp_path / "evil.key").write_bytes(
         key.private_bytes(
@@ -355,13 +357,13 @@ def test_slow_clients_do_not_starve_the_others(node: Node, pki: Pki) -> None:
             held.append(tls)
         start = time.monotonic()
         assert node.get("/health")[0] == 200
-        status, _, raw = node.request(
+        status, _, answer = node.request(
             "POST",
             "/shards/erin/ops?after=0",
             body(signed(pki, "erin", [op_line("erin", 1)])),
             as_node="erin",
         )
-        assert status == 200, raw
+        assert status == 200, answer
         assert time.monotonic() - start < 5
     finally:
         for tls in held:

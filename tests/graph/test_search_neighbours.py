@@ -4,6 +4,7 @@ next to it elsewhere in the graph is no neighbour, and one holding no query word
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -90,8 +91,10 @@ def test_a_hit_found_by_meaning_lifts_its_neighbours_too(
         sims = np.array([0.9, 0.0, 0.0, 0.0], dtype=np.float32)  # "asked" resembles the query
 
         class Model:
-            def embed(self, texts: list[str]) -> object:
-                return np.zeros((len(texts), 4), dtype=np.float32)
+            def query_soon(self, text: str) -> Future[object]:
+                done: Future[object] = Future()
+                done.set_result(np.zeros(4, dtype=np.float32))
+                return done
 
         monkeypatch.setattr(search.Search, "_semantic_ready", staticmethod(lambda: True))
         monkeypatch.setattr(search, "MODEL", Model())

@@ -34,6 +34,20 @@ INITIALIZE = {
 POST_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
+def text_of(result: types.CallToolResult) -> str:
+    """The text a tool answered (every tool of noon answers in one text block first)."""
+    first = result.content[0]
+    assert isinstance(first, types.TextContent), first
+    return first.text
+
+
+def resource_text(result: types.ReadResourceResult) -> str:
+    """The text of a resource read (noon's resources are text)."""
+    first = result.contents[0]
+    assert isinstance(first, types.TextResourceContents), first
+    return first.text
+
+
 def serve_env(**extra: str) -> dict[str, str]:
     """The environment of a ``noon serve`` subprocess, without a token unless one is given."""
     env = subprocess_env(**extra)

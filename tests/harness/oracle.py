@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from noon.app import conflicts
 from noon.graph import memory_view, views
 from noon.graph.glossary import Glossary
 from noon.graph.reader import GraphReader
@@ -50,8 +51,7 @@ def observe(graph: GraphReader, kg: KgReader, fold: Any, ns: str = "default") ->
             "boot": views.boot(graph, glossary, ns, NOW_MS),
             "recent": views.recent(graph, ns, 10, 10, NOW_MS),
             "glossary": views.glossary_view(graph, ns, NOW_MS),
-            "orphans": views.orphans(graph, ns),
-            "conflicts": views.conflicts(graph, ns),
+            "conflicts": conflicts.found_in(graph, ns),
             **{f"index/{d}": views.index(graph, ns, d, NOW_MS) for d in domains},
             **{f"diagnostic/{d}": views.diagnostic(graph, ns, d, NOW_MS) for d in domains},
         },

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from noon.config import Settings
-from noon.core.ops import Draft
+from noon.core.ops import Draft, Op
 from noon.store.store import Plan, Store
 from tests.harness.mesh import ROOT
 
@@ -18,6 +18,12 @@ def plan_of(drafts: Sequence[Draft]) -> Plan:
     """A write that plans ``drafts`` whatever the graph holds (built once, outside the call: a
     loop's variables are not captured late)."""
     return lambda _graph: drafts
+
+
+def val_of(op: Op) -> dict[str, Any]:
+    """The value of an op the test knows is not a tombstone."""
+    assert op.val is not None, f"{op.id} is a tombstone"
+    return op.val
 
 
 def open_store(d: Path, node: str = "a", **kw: Any) -> Store:

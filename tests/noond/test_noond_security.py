@@ -24,14 +24,19 @@ SIGNERS = ("alice", "bigbob", "carol", "gina", "henry", "mona", "paula")
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[Node]:
+def metrics_port() -> int:
+    """Where the target's plaintext metrics listener listens."""
+    return free_port()
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory, pki: Pki, metrics_port: int) -> Iterator[Node]:
     n = Node("target", tmp_path_factory.mktemp("sec"), pki)
     pki.know_signers(n.dir, *SIGNERS)
-    n.metrics_port = free_port()
     n.start(
         NOOND_MAX_BODY="65536",
         NOOND_REVOKED="mallory",
-        NOOND_METRICS_LISTEN=f"127.0.0.1:{n.metrics_port}",
+        NOOND_METRICS_LISTEN=f"127.0.0.1:{metrics_port}",
     )
     yield n
     n.stop()
@@ -307,10 +312,10 @@ def test_plaintext_off_loopback_needs_an_explicit_opt_in(tmp_path: Path):
     assert "NOOND_ALLOW_PLAINTEXT" in out.stderr
 
 
-def test_the_optional_plaintext_metrics_listener_serves_nothing_else(node):
+def test_the_optional_plaintext_metrics_listener_serves_nothing_else(node, metrics_port):
     import http.client
 
-    conn = http.client.HTTPConnection("127.0.0.1", node.metrics_port, timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", metrics_port, timeout=10)
     try:
         conn.request("GET", "/metrics")
         resp = conn.getresponse()

@@ -24,9 +24,10 @@ from noon import certs
 from noon.config import Settings
 from noon.core.hlc import pack
 from noon.core.ops import Draft, encode
-from noon.graph import plan, views
+from noon.graph import plan
 from noon.graph.uri import parse
 from noon.kg import plan as kg_plan
+from noon.mcp.uri_views import read_view
 from noon.store import peerstate
 from noon.store.access import kg_mutate, service
 from noon.store.store import Store
@@ -185,7 +186,7 @@ def test_status_counts_an_edit_against_a_delete_as_system_conflicts_lists_it(tmp
     shutil.copy(other / "b.jsonl", d / "b.jsonl")
     env = cli_env(d, "a")
     store = Store(Settings(dir=d, node_id="a", fsync=False))
-    listed = service(store).read(lambda s: views.conflicts(s.graph, "default"))
+    listed = service(store).read(lambda s: read_view(s, "default", "system://conflicts")[0])
     store.close()
     assert "# Total: 1" in listed
     status = as_json(run("status", "--json", env=env))

@@ -7,7 +7,9 @@ import json
 import re
 import shutil
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,7 +63,11 @@ def texts(node: Node) -> dict[str, str]:
     return {key[2]: val["text"] for key, (_, val) in node.state().items() if key[0] == "content"}
 
 
-def relay_status(node: Node) -> dict[str, object]:
+def holds(node: Node, name: str) -> bool:
+    return name in texts(node)
+
+
+def relay_status(node: Node) -> dict[str, Any]:
     status, body = node.get("/status")
     assert status == 200
     return body["relays"][0]
@@ -240,7 +246,7 @@ def test_four_writers_killed_nothing_lost_or_duplicated(
             writers[0].start()
             writers[2].start()
     for w in writers:
-        wait_until(lambda w=w: uploaded(w), what=f"{w.name} uploaded")
+        wait_until(partial(uploaded, w), what=f"{w.name} uploaded")
         w.stop()
     reader.start()
     wait_until(lambda: len(texts(reader)) == 4 * 30, timeout=60, what="the reader has all")
@@ -322,7 +328,7 @@ def test_kill_9_in_the_middle_of_a_compaction_loses_and_duplicates_nothing(
     wait_until(lambda: uploaded(a), what="the new write in the bucket")
     assert len(laptop()) == 2  # the merged segment and the new one
     for node in (b, c):
-        wait_until(lambda n=node: "after" in texts(n), timeout=60, what=f"{node.name} converges")
+        wait_until(partial(holds, node, "after"), timeout=60, what=f"{node.name} converges")
     wait_until(lambda: "b1" in texts(a), timeout=60, what="the laptop takes the desktop's write")
     for node in (b, c):
         lines = shard_lines(node, "laptop")

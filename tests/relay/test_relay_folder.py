@@ -110,7 +110,8 @@ async def test_late_partial_and_conflicted_copies(
     tmp_path: Path, pki: Pki, mesh: certs.MeshKey
 ) -> None:
     fa, fb = tmp_path / "sync-a", tmp_path / "sync-b"
-    fa.mkdir(), fb.mkdir()
+    fa.mkdir()
+    fb.mkdir()
     a = Machine("laptop", tmp_path, pki, fa, mesh)
     b = Machine("desktop", tmp_path, pki, fb, mesh)
     a.write(("m1", "first"))
@@ -281,7 +282,8 @@ async def test_a_revoked_machine_cannot_read_the_new_epoch_and_its_later_objects
     new = certs.create_relay_key(key_file, rotate=True)
     assert new.current == 2 and set(new.epochs) == {1, 2}
     a, b = (Machine(n, tmp_path, pki, folder, new) for n in ("laptop", "desktop"))
-    a.revoked.add("stolen"), b.revoked.add("stolen")
+    a.revoked.add("stolen")
+    b.revoked.add("stolen")
     a.write(("a2", "after the rotation"))
     await a.sync()
     c.write(("c2", "written by the thief"))
@@ -381,7 +383,8 @@ async def test_a_conflicted_copy_is_taken_only_for_what_its_original_does_not_ho
     tmp_path: Path, pki: Pki, mesh: certs.MeshKey
 ) -> None:
     fa, fb = tmp_path / "sync-a", tmp_path / "sync-b"
-    fa.mkdir(), fb.mkdir()
+    fa.mkdir()
+    fb.mkdir()
     a = Machine("laptop", tmp_path, pki, fa, mesh)
     b = Machine("desktop", tmp_path, pki, fb, mesh)
     for i in (1, 2, 3):

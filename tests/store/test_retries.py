@@ -43,7 +43,8 @@ def append_text(text: str):
 def text(store: Store) -> str:
     store.refresh()
     el = store.fold.elements.get(KEY)
-    return "" if el is None or el.deleted else el.winner.val["text"]
+    val = None if el is None else el.winner.val
+    return "" if val is None else str(val["text"])
 
 
 class Clock:
@@ -283,7 +284,7 @@ async def test_every_uri_tool_that_is_not_idempotent_answers_a_retry_without_wri
         _, history = await s.call("memory_history", uri="core://base")
         first = history["versions"][-1]["version"]
         await s.call("update_memory", uri="core://base", append="a second line")
-        made = {
+        made: dict[str, dict[str, Any]] = {
             "create_memory": {
                 "parent_uri": "core://",
                 "content": "numbered",
@@ -349,7 +350,7 @@ async def test_knowledge_graph_adds_retried_add_nothing(tmp_path: Path) -> None:
     """The drop-in's adds skip what is held, so a retry of each writes no op and the graph is
     the same; its answers stay the official server's (nothing added the second time)."""
     store, settings = open_uri_store(tmp_path, "laptop")
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         (
             "create_entities",
             {"entities": [{"name": "A", "entityType": "t", "observations": ["o"]}]},

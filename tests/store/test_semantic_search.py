@@ -175,3 +175,30 @@ def test_asking_for_the_model_while_it_loads_does_not_wait_for_the_load(
         assert not asking.is_alive() and not model.ready
     finally:
         release.set()
+
+
+def test_a_query_asked_again_is_not_embedded_again_and_the_oldest_are_forgotten(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from noon.store.readmodel import embedder
+
+    model = Embedder()
+    embedded: list[str] = []
+
+    def embed(texts: list[str]) -> object:
+        embedded.extend(texts)
+        return np.full((len(texts), embedder.DIMENSIONS), len(embedded), dtype=np.float32)
+
+    monkeypatch.setattr(model, "embed", embed)
+    monkeypatch.setattr(embedder, "REMEMBERED", 3)
+    first = model.query("what did Lena play?")
+    assert model.query_soon("what did Lena play?").result(timeout=30) is first
+    assert embedded == ["what did Lena play?"]
+    with pytest.raises(ValueError):
+        first[0] = 0.0  # shared between callers: read-only
+    for other in ("a", "b", "c"):  # three more: the first is the oldest of four, forgotten
+        model.query(other)
+    model.query("c")
+    assert embedded == ["what did Lena play?", "a", "b", "c"]
+    model.query("what did Lena play?")
+    assert embedded[-1] == "what did Lena play?" and len(embedded) == 5

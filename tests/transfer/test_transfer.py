@@ -23,8 +23,9 @@ from noon.store.store import Store
 from noon.transfer.nocturne import node_id
 from tests.harness.mcp import Recorder, make_settings
 from tests.harness.nocturne import nocturne_db
+from tests.harness.stores import val_of
 
-OFFICIAL_LINES = [
+OFFICIAL_LINES: list[dict[str, Any]] = [
     {
         "type": "entity",
         "name": "Alice",
@@ -224,14 +225,14 @@ def test_nocturne_database_imports_everything_and_reimport_changes_nothing(
     agent, identity, notes = node_id(u["agent"]), node_id(u["identity"]), node_id(u["notes"])
     # latest version shown, with its history in order, as one chain (no conflict)
     content = els[("content", "default", agent)]
-    assert content.winner.val["text"] == "Agent v3 (current)"
-    assert [v.val["text"] for v in sorted(content.versions, key=lambda o: o.order)] == [
+    assert val_of(content.winner)["text"] == "Agent v3 (current)"
+    assert [val_of(v)["text"] for v in sorted(content.versions, key=lambda o: o.order)] == [
         "Agent v1",
         "Agent v2",
         "Agent v3 (current)",
     ]
     assert not content.conflicted
-    assert els[("content", "default", notes)].winner.val["text"] == "Notes ✓"
+    assert val_of(els[("content", "default", notes)].winner)["text"] == "Notes ✓"
     assert node_id(u["gone"]) not in {k[2] for k in els if k[0] == "content"}
     # ... and the import said so, naming it
     assert "1 Nocturne memory(ies) hold only deprecated versions" in said.err

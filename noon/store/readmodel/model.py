@@ -22,7 +22,6 @@ import fcntl
 import logging
 import os
 import sqlite3
-import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,6 +40,15 @@ from noon.store.private import FILE_MODE
 from noon.store.readmodel import schema
 from noon.store.readmodel.apply import Transaction
 from noon.store.readmodel.behind import Behind, full
+from noon.store.readmodel.changed_on_disk import (
+    cut_mark,
+    file_ids,
+    fork_record,
+    read_meta,
+    size_of,
+    unchanged,
+    unfolded_bytes,
+)
 from noon.store.readmodel.rows import key_of
 from noon.store.readmodel.shardcheck import describe_fork, head_mark, still_same
 from noon.store.shard import Corrupt, ShardReader, list_shards
@@ -74,10 +82,6 @@ class Changes:
 
 Cursor = tuple[str, int, int, int, bytes, bytes]
 """(shard, inode, offset, line, tail mark, head mark) as saved in ``shards``."""
-
-
-def _identity(st: os.stat_result) -> tuple[int, int, int]:
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 class ReadModel:
@@ -134,8 +138,7 @@ class ReadModel:
     # -- meta ------------------------------------------------------------------------------
 
     def _meta(self, key: str, default: object = 0) -> object:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return default if row is None else row[0]
+        return read_meta(self.conn, key, default)
 
     def _set_meta(self, key: str, value: object) -> None:
         self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
@@ -157,7 +160,7 @@ class ReadModel:
         slices so a collection waiting for the cut is not held up by a long catch-up)."""
         self.partial = False
         if self.behind is not None and not self.behind.due():
-            self.behind.pending = self._pending()
+            self.behind.pending = unfolded_bytes(self.conn, self.dir)
             return self._since_seen()
         for attempt in range(2):
             self._slice = slice_ops
@@ -191,7 +194,7 @@ class ReadModel:
             self.dir,
             f"the disk holding the read model ({where}) is full",
             self.shown_ms,
-            self._pending(),
+            unfolded_bytes(self.conn, self.dir),
         )
         if first:
             log.warning(
@@ -200,11 +203,6 @@ class ReadModel:
                 where,
             )
         return self._since_seen()
-
-    def _pending(self) -> int:
-        """Bytes of shard lines the read model has not folded."""
-        held = dict(self.conn.execute("SELECT name, offset FROM shards").fetchall())
-        return sum(max(0, self._size(n) - int(held.get(n, 0))) for n in list_shards(self.dir))
 
     def _int(self, key: str) -> int:
         value = self._meta(key)
@@ -229,13 +227,13 @@ class ReadModel:
         """Nothing to fold: every shard is where its cursor says. Raises the fork found last
         while the shard files are still the ones it was found in."""
         names = list_shards(self.dir)
-        seen = self._stat(names)
-        forked = self._fork_record()
+        seen = file_ids(self.dir, names)
+        forked = fork_record(self.conn)
         if forked is not None:
             if forked[2] == seen:
                 raise ForkDetected(forked[1])
             return False
-        return self._unchanged(seen, self._journal_mark())
+        return unchanged(self.conn, seen, cut_mark(self.cut))
 
     @contextmanager
     def _folding(self) -> Iterator[None]:
@@ -256,9 +254,9 @@ class ReadModel:
         if self._settled():
             return  # another process folded it while this one waited
         names = list_shards(self.dir)
-        seen = self._stat(names)
-        journal = self._journal_mark()
-        forked = self._fork_record()
+        seen = file_ids(self.dir, names)
+        journal = cut_mark(self.cut)
+        forked = fork_record(self.conn)
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             tx = Transaction(self.conn)
@@ -277,42 +275,12 @@ class ReadModel:
                 self.conn.execute("ROLLBACK")
             raise
 
-    def _fork_record(self) -> tuple[str, str, dict[str, tuple[int, int, int]]] | None:
-        """The fork found last: its node, the report, and the shard files as they were then
-        (it stands until one of them changes)."""
-        raw = self._meta("fork", None)
-        if raw is None:
-            return None
-        node, message, then = orjson.loads(str(raw))
-        return str(node), str(message), {k: (v[0], v[1], v[2]) for k, v in then.items()}
-
     def _forget_node(self, tx: Transaction, node: str) -> None:
         """The forked shard changed: read it again from scratch, trusting nothing held of it."""
         tx.remove_ops(node, tx.held_seqs(node))
         self.conn.execute("DELETE FROM shards WHERE name = ?", (shard_file(node),))
         self.conn.execute("DELETE FROM corrupt WHERE shard = ?", (shard_file(node),))
         self.conn.execute("DELETE FROM meta WHERE key = 'fork'")
-
-    def _stat(self, names: list[str]) -> dict[str, tuple[int, int, int]]:
-        seen = {}
-        for name in names:
-            try:
-                st = os.lstat(self.dir / name)
-            except FileNotFoundError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                seen[name] = _identity(st)
-        return seen
-
-    def _journal_mark(self) -> str:
-        ident = self.cut.ident
-        return "" if ident is None else ",".join(map(str, ident))
-
-    def _unchanged(self, seen: dict[str, tuple[int, int, int]], journal: str) -> bool:
-        if str(self._meta("journal", "")) != journal:
-            return False
-        rows = self.conn.execute("SELECT name, inode, seen_size, seen_mtime FROM shards").fetchall()
-        return {n: (i, s, m) for n, i, s, m in rows} == seen
 
     # -- catching up -----------------------------------------------------------------------
 
@@ -333,7 +301,7 @@ class ReadModel:
             self.conn.execute("DELETE FROM shards WHERE name = ?", (gone,))
             self.conn.execute("DELETE FROM corrupt WHERE shard = ?", (gone,))
         self._progress = Progress(
-            sum(self._size(n) for n in names),
+            sum(size_of(self.dir, n) for n in names),
             sum(int(c[2]) for c in cursors.values() if c[0] in names),
             self.on_progress,
         )
@@ -342,12 +310,6 @@ class ReadModel:
             if self.partial:
                 break
         return tx
-
-    def _size(self, name: str) -> int:
-        try:
-            return os.lstat(self.dir / name).st_size
-        except FileNotFoundError:
-            return 0
 
     def _leave_out_journal(self, tx: Transaction) -> None:
         by_node: dict[str, list[int]] = {}

@@ -193,11 +193,12 @@ class Search:
         semantic = hybrid and bool(query.strip()) and self._semantic_ready()
         if (not terms and not semantic) or limit <= 0:
             return []
+        meaning = MODEL.query_soon(query) if semantic else None
         lists = self._lists(namespace, terms, limit)
         ranked = [(row, score) for row, score, _ in combine(lists)]
-        if semantic:
+        if meaning is not None:
             rows, where, sims = self._index.similarities(
-                namespace, MODEL.embed([query])[0], [row for row, _ in ranked[:RANKED]]
+                namespace, meaning.result(), [row for row, _ in ranked[:RANKED]]
             )
             ranked = fusion.fuse(ranked, rows, where, sims)
         if neighbours and SPREAD > 0 and ranked:
@@ -222,10 +223,11 @@ class Search:
         fewer than ``limit`` memories, a word no memory holds is searched as its variants
         (:func:`edits`: a typo, "fesetival" finds "festival"): only then, as each variant
         costs a lookup."""
-        fragments, unknown = self._fragments(terms)
-        out = {
-            t: self._ranked(namespace, _quoted(t) + ("*" if t in fragments else "")) for t in terms
-        }
+        out = {t: self._ranked(namespace, _quoted(t)) for t in terms}
+        # only a word the namespace does not hold can be a fragment or a typo
+        fragments, unknown = self._fragments([t for t in terms if not out[t]])
+        for t in fragments:
+            out[t] = self._ranked(namespace, _quoted(t) + "*")
         typos = sorted(
             (
                 t

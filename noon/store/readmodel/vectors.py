@@ -9,11 +9,13 @@ and in the meantime the memory is found lexically only.
 The index is a numpy matrix per namespace, kept by each process and brought up to date before
 each query by reading only the rows written since (``stamp`` grows with every row). Stored as
 float16 (1 KiB a memory), held as float32 for the product. Up to :data:`COARSE_FROM` memories a
-flat scan: exact, no training, no extension to load. Beyond, the scan is of a projection of
-the vectors on their :data:`COARSE_DIMS` main directions (fitted once on the namespace's
-vectors), a quarter of the bytes, and only the :data:`SHORTLIST` best of it (and the rows the
-caller names: the lexical hits) get their exact cosine: at 100k memories the flat scan read
-200 MB of floats a query (see docs/recall.md for the measure and why not sqlite-vec).
+flat scan: exact, no training, no extension to load. Beyond, the vectors are projected on their
+:data:`COARSE_DIMS` main directions and grouped in lists around centroids (both fitted once on
+the namespace's vectors); a query scans the projections of the lists nearest it, about
+:data:`SCANNED` rows whatever the store's size, and only the :data:`SHORTLIST` best of those
+(and the rows the caller names: the lexical hits) get their exact cosine. At 100k memories the
+flat scan read 200 MB of floats a query, the projection alone 51 MB (more than this machine's
+cache): see docs/recall.md for the measures and why not sqlite-vec.
 """
 
 from __future__ import annotations
@@ -33,6 +35,16 @@ COARSE_DIMS = 128
 FIT_SAMPLE = 2048
 """Rows the directions are fitted on (spread evenly over the namespace): a fit costs about a
 tenth of a second, once."""
+ROUTE_DIMS = 32
+"""The main directions the lists are formed on (the first of the :data:`COARSE_DIMS`: most of
+the spread): placing 100k rows among 256 centroids costs a quarter of doing it on all 128."""
+MAX_LISTS = 256
+"""Lists a namespace's vectors are grouped in: the square root of its size, at most this."""
+ROWS_A_LIST = 32
+"""Rows of the sample the centroids are fitted on, per list."""
+SCANNED = 8192
+"""Rows a query's coarse scan reads at least (whole lists, the nearest first): a fixed cost,
+where scanning every projection grew with the store."""
 SHORTLIST = 512
 """Rows of the coarse scan whose exact cosine is computed: the nearest a query can find by
 meaning are among them (the fusion takes 50) on vectors shaped as sentence embeddings are,
@@ -105,7 +117,8 @@ def counts(conn: sqlite3.Connection) -> tuple[int, int]:
 
 
 class _Space:
-    """One namespace's vectors: memory ids and a float32 matrix, rows in step."""
+    """One namespace's vectors: memory ids and a float32 matrix, rows in step; past
+    :data:`COARSE_FROM` rows, the lists of projected rows the coarse scan reads."""
 
     def __init__(self) -> None:
         import numpy as np
@@ -116,8 +129,15 @@ class _Space:
         self.matrix = np.zeros((0, DIMENSIONS), dtype=np.float32)
         self.basis: Any = None
         """``(DIMENSIONS, COARSE_DIMS)``: the main directions, once fitted."""
-        self.coarse: Any = None
-        """The matrix projected on them, rows in step."""
+        self.centroids: Any = None
+        """``(lists, ROUTE_DIMS)``: unit centres of the lists, once fitted."""
+        self.label: list[int] = []
+        """Each row's list, rows in step."""
+        self.members: list[Any] = []
+        """Each list's rows (positions in the matrix)."""
+        self.blocks: list[Any] = []
+        """Each list's rows projected on the basis, in step with its members: a list is read
+        as one contiguous block."""
 
     def merge(self, fresh: list[tuple[int, int, bytes]]) -> None:
         import numpy as np
@@ -135,42 +155,103 @@ class _Space:
             else:
                 self.matrix[at] = vec
                 if self.basis is not None:
-                    self.coarse[at] = vec @ self.basis
+                    self._unfile(at)
+                    self._file(np.asarray([at]))
         if added:
+            first = len(self.rows)
             self.rows += [row for row, _ in added]
-            fresh_rows = np.stack([v for _, v in added])
-            self.matrix = np.vstack([self.matrix, fresh_rows])
+            self.matrix = np.vstack([self.matrix, np.stack([v for _, v in added])])
             if self.basis is not None:
-                self.coarse = np.vstack([self.coarse, fresh_rows @ self.basis])
+                self.label += [0] * len(added)
+                self._file(np.arange(first, len(self.rows)))
         if self.basis is None and len(self.rows) >= COARSE_FROM:
             self.fit()
 
+    def _file(self, ats: Any) -> None:
+        """Put the rows at positions ``ats`` in the list of their nearest centroid."""
+        import numpy as np
+
+        projected = self.matrix[ats] @ self.basis
+        labels = (projected[:, :ROUTE_DIMS] @ self.centroids.T).argmax(axis=1)
+        for k in np.unique(labels):
+            mine = labels == k
+            self.members[k] = np.concatenate([self.members[k], ats[mine]])
+            self.blocks[k] = np.vstack([self.blocks[k], projected[mine]])
+        for at, k in zip(ats.tolist(), labels.tolist(), strict=True):
+            self.label[at] = k
+
+    def _unfile(self, at: int) -> None:
+        k = self.label[at]
+        keep = self.members[k] != at
+        self.members[k], self.blocks[k] = self.members[k][keep], self.blocks[k][keep]
+
     def fit(self) -> None:
         """The :data:`COARSE_DIMS` directions that keep most of the rows' dot products (the
-        top eigenvectors of the Gram matrix of an evenly spread sample), and the projection."""
+        top eigenvectors of the Gram matrix of an evenly spread sample), the lists' centroids
+        (on the first :data:`ROUTE_DIMS` of them) and every row filed in its list."""
         import numpy as np
 
         step = max(1, len(self.rows) // FIT_SAMPLE)
         sample = self.matrix[::step].astype(np.float64)
         _, vectors = np.linalg.eigh(sample.T @ sample)
         self.basis = np.ascontiguousarray(vectors[:, ::-1][:, :COARSE_DIMS], dtype=np.float32)
-        self.coarse = self.matrix @ self.basis
+        lists = max(1, min(MAX_LISTS, int(len(self.rows) ** 0.5)))
+        spread = max(1, len(self.rows) // (lists * ROWS_A_LIST))
+        self.centroids = centroids(self.matrix[::spread] @ self.basis[:, :ROUTE_DIMS], lists)
+        lists = len(self.centroids)
+        self.label = [0] * len(self.rows)
+        self.members = [np.zeros(0, dtype=np.intp) for _ in range(lists)]
+        self.blocks = [np.zeros((0, COARSE_DIMS), dtype=np.float32) for _ in range(lists)]
+        every = np.arange(len(self.rows))
+        for start in range(0, len(every), 16384):  # bounded temporaries
+            self._file(every[start : start + 16384])
 
     def cosines(self, query: Any, exact: Iterable[int]) -> Any:
         """Each row's cosine with ``query``: exact over a flat scan; with the coarse scan,
-        exact for its :data:`SHORTLIST` best and the ``exact`` rows (memory ids), -1 for the
-        rest (never near enough to be found by meaning)."""
+        exact for the :data:`SHORTLIST` best of the lists it reads and the ``exact`` rows
+        (memory ids), -1 for the rest (never near enough to be found by meaning)."""
         import numpy as np
 
         if self.basis is None:
             return self.matrix @ query
-        approx = self.coarse @ (query @ self.basis)
-        keep = min(SHORTLIST, len(approx))
-        named = [at for at in (self.where.get(row) for row in exact) if at is not None]
-        ats = np.union1d(np.argpartition(-approx, keep - 1)[:keep], np.asarray(named, dtype=int))
-        sims = np.full(len(approx), -1.0, dtype=np.float32)
-        sims[ats] = self.matrix[ats] @ query
+        projected = query @ self.basis
+        ats, approx, count = [], [], 0
+        for k in np.argsort(-(self.centroids @ projected[:ROUTE_DIMS])).tolist():
+            ats.append(self.members[k])
+            approx.append(self.blocks[k] @ projected)
+            count += len(self.members[k])
+            if count >= SCANNED:
+                break
+        near, scores = np.concatenate(ats), np.concatenate(approx)
+        if len(near) > SHORTLIST:
+            near = near[np.argpartition(-scores, SHORTLIST - 1)[:SHORTLIST]]
+        named = np.fromiter(
+            (at for at in map(self.where.get, exact) if at is not None), dtype=np.intp
+        )
+        sims = np.full(len(self.rows), -1.0, dtype=np.float32)
+        sims[near] = self.matrix[near] @ query
+        sims[named] = self.matrix[named] @ query
         return sims
+
+
+def centroids(sample: Any, lists: int, rounds: int = 8) -> Any:
+    """``lists`` unit centres of ``sample``'s rows (spherical k-means: each row goes to the
+    centre it has the largest dot product with), started from rows spread evenly over it."""
+    import numpy as np
+
+    def unit(m: Any) -> Any:
+        return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+
+    rows = unit(np.asarray(sample, dtype=np.float32))
+    lists = min(lists, len(rows))
+    centres = rows[np.linspace(0, len(rows) - 1, lists).astype(int)].copy()
+    for _ in range(rounds):
+        label = (rows @ centres.T).argmax(axis=1)
+        sums = np.zeros_like(centres)
+        np.add.at(sums, label, rows)
+        filled = np.bincount(label, minlength=lists) > 0
+        centres[filled] = unit(sums[filled])
+    return np.ascontiguousarray(centres, dtype=np.float32)
 
 
 class Index:
