@@ -2,16 +2,16 @@
 
 Same client (a synchronous stdio JSON-RPC client speaking MCP), same machine, same run. For each
 size the graph is first filled with that many entities (two observations each), then each tool
-is timed over several calls; the table shows p50 / p99 in milliseconds and official/noon ratios
-of the medians. ``ping`` (an empty MCP request) is each server's floor: the stdio round trip plus
-the SDK's request handling.
+is timed over several calls, the servers interleaved round by round; the table shows p50 / p99
+in milliseconds and noon ÷ official ratios of the medians. ``ping`` (an empty MCP request) is
+each server's floor: the stdio round trip plus the SDK's request handling.
 
-    python -m bench.kg_latency [--sizes 1000 10000] [--calls 50]
+    python -m bench.kg_latency [--sizes 1000 10000] [--calls 50] [--before DIR]
     python -m bench.kg_latency --first-answers 15 [--before DIR]
 
 ``--first-answers N`` times only the first answer on an empty graph, N rounds with the servers
 interleaved (so load drifts hit each alike), and prints each one's median; ``--before DIR`` adds
-the noon whose ``noon`` package sits in DIR (e.g. ``git archive OLD noon | tar -x -C DIR``).
+(to either) the noon whose ``noon`` package sits in DIR (``git archive OLD noon | tar -x -C DIR``).
 
 Needs node and the official server (scripts/install-official-server.sh).
 """
@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -74,20 +76,38 @@ def _calls(k: int, size: int, calls: int) -> list[tuple[str, dict[str, Any]]]:
     return rounds
 
 
-def measure(client: PipeClient, size: int, calls: int) -> dict[str, dict[str, float]]:
-    """Fill the graph to ``size`` entities, then time every tool; p50/p99 per tool in ms. A
-    tool that has spent :data:`BUDGET_S` gets no more calls (its ``n`` says how many it got)."""
+def fill(client: PipeClient, size: int) -> None:
+    """Fill the graph to ``size`` entities, :data:`FILL_BATCH` a call."""
     for start in range(0, size, FILL_BATCH):
         batch = [_entity(i) for i in range(start, min(size, start + FILL_BATCH))]
         client.call("create_entities", {"entities": batch})
-    out: dict[str, list[float]] = {tool: [] for tool in TOOLS}
+
+
+def measure_side_by_side(
+    clients: dict[str, PipeClient], size: int, calls: int
+) -> dict[str, dict[str, Any]]:
+    """Fill every server's graph to ``size`` entities, then time every tool, round by round
+    with the servers interleaved (so a change of the machine's load hits each alike); p50/p99
+    per tool in ms, per server. A tool that has spent :data:`BUDGET_S` on a server gets no more
+    calls there (its ``n`` says how many it got)."""
+    for client in clients.values():
+        fill(client, size)
+    out: dict[str, dict[str, list[float]]] = {n: {tool: [] for tool in TOOLS} for n in clients}
     for k in range(calls):
-        for tool, args in _calls(k, size, calls):
-            if sum(out[tool]) < BUDGET_S * 1000:
-                out[tool].append(_timed(client, tool, args))
-    result = {tool: percentiles(v) for tool, v in out.items()}
-    result["rss_mib"] = rss_mib(client.proc.pid)
+        for name, client in clients.items():
+            for tool, args in _calls(k, size, calls):
+                if sum(out[name][tool]) < BUDGET_S * 1000:
+                    out[name][tool].append(_timed(client, tool, args))
+    result: dict[str, dict[str, Any]] = {}
+    for name, client in clients.items():
+        result[name] = {tool: percentiles(v) for tool, v in out[name].items()}
+        result[name]["rss_mib"] = rss_mib(client.proc.pid)
     return result
+
+
+def measure(client: PipeClient, size: int, calls: int) -> dict[str, Any]:
+    """One server's figures (see :func:`measure_side_by_side`)."""
+    return measure_side_by_side({"server": client}, size, calls)["server"]
 
 
 def noon_client(
@@ -101,6 +121,9 @@ def noon_client(
     env = subprocess_env(NOON_FSYNC="true" if fsync else "false")
     if code is not None:  # another checkout's noon, found before this one's
         env["PYTHONPATH"] = str(code) + os.pathsep + env["PYTHONPATH"]
+    # `python -m` puts its working directory first on the path: started in this checkout, it
+    # would import this checkout's noon whatever PYTHONPATH says.
+    cwd = code if code is not None else ROOT
     return PipeClient(
         [
             sys.executable,
@@ -115,7 +138,7 @@ def noon_client(
             node,
         ],
         env=env,
-        cwd=str(ROOT),
+        cwd=str(cwd),
         timeout=timeout,
     )
 
@@ -139,8 +162,17 @@ def first_answer(start: Callable[[], PipeClient]) -> float:
         client.close()
 
 
-def first_answers(rounds: int, before: Path | None) -> dict[str, list[float]]:
-    """Seconds to the first answer on an empty graph, ``rounds`` times each, interleaved."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def first_answers(
+    rounds: int, before: Path | None
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Seconds to the first answer on an empty graph, ``rounds`` times each, interleaved; and
+    the CPU seconds each server process used in all (start, first answer, exit), which the
+    machine's load disturbs far less than the wall clock."""
     starts: dict[str, Callable[[Path], PipeClient]] = {
         "noon": lambda d: noon_client(d / "noon"),
         "official": lambda d: official_client(d / "m.jsonl"),
@@ -148,16 +180,19 @@ def first_answers(rounds: int, before: Path | None) -> dict[str, list[float]]:
     if before is not None:
         starts["noon before"] = lambda d: noon_client(d / "noon", code=before)
     out: dict[str, list[float]] = {name: [] for name in starts}
+    cpu: dict[str, list[float]] = {name: [] for name in starts}
     for _ in range(rounds):
         for name, start in starts.items():
             with tempfile.TemporaryDirectory() as tmp:
+                used = _children_cpu()
                 out[name].append(first_answer(partial(start, Path(tmp))))
-    return out
+                cpu[name].append(_children_cpu() - used)
+    return out, cpu
 
 
-def run(sizes: list[int], calls: int) -> dict[str, Any]:
-    """{size: {"noon": {tool: p50/p99}, "official": {...} or absent}}; the official server is
-    skipped (and says so) when it is not installed."""
+def run(sizes: list[int], calls: int, before: Path | None = None) -> dict[str, Any]:
+    """{size: {"noon": {tool: p50/p99}, "official": {...} or absent, "noon before": {...}
+    with ``before``}}; the official server is skipped (and says so) when it is not installed."""
     have_official = OFFICIAL.exists()
     out: dict[str, Any] = {"official_installed": have_official, "sizes": {}, "first_answer": {}}
     with tempfile.TemporaryDirectory() as tmp:
@@ -166,21 +201,18 @@ def run(sizes: list[int], calls: int) -> dict[str, Any]:
         if have_official:
             out["first_answer"]["official"] = first_answer(lambda: official_client(d / "m.jsonl"))
     for size in sizes:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
             d = Path(tmp)
-            entry: dict[str, Any] = {}
+            clients: dict[str, PipeClient] = {}
             if have_official:
-                official = official_client(d / "m.jsonl")
-                try:
-                    entry["official"] = measure(official, size, calls)
-                finally:
-                    official.close()
-            noon = noon_client(d / "noon")
-            try:
-                entry["noon"] = measure(noon, size, calls)
-            finally:
-                noon.close()
-            out["sizes"][str(size)] = entry
+                clients["official"] = official_client(d / "m.jsonl")
+                stack.callback(clients["official"].close)
+            clients["noon"] = noon_client(d / "noon")
+            stack.callback(clients["noon"].close)
+            if before is not None:
+                clients["noon before"] = noon_client(d / "before", node="before", code=before)
+                stack.callback(clients["noon before"].close)
+            out["sizes"][str(size)] = measure_side_by_side(clients, size, calls)
     return out
 
 
@@ -195,29 +227,32 @@ def main(argv: list[str] | None = None) -> int:
         print("official server missing: run scripts/install-official-server.sh", file=sys.stderr)
         return 1
     if args.first_answers:
-        times = first_answers(args.first_answers, args.before)
-        anchor = statistics.median(times["official"])
-        for name, values in times.items():
-            mid = statistics.median(values)
-            print(
-                f"first answer, empty graph, {name:<11} median {mid:.3f} s "
-                f"(min {min(values):.3f}, max {max(values):.3f}, n={len(values)}) "
-                f"{mid / anchor:.2f}x the official server"
-            )
+        times, cpu = first_answers(args.first_answers, args.before)
+        for label, figures in (("first answer", times), ("CPU of its process", cpu)):
+            anchor = statistics.median(figures["official"])
+            for name, values in figures.items():
+                mid = statistics.median(values)
+                print(
+                    f"{label}, empty graph, {name:<11} median {mid:.3f} s "
+                    f"(min {min(values):.3f}, max {max(values):.3f}, n={len(values)}) "
+                    f"{mid / anchor:.2f}x the official server"
+                )
         return 0
-    res = run(args.sizes, args.calls)
+    res = run(args.sizes, args.calls, args.before)
+    names = [n for n in ("noon", "noon before") if n in next(iter(res["sizes"].values()))]
     print(
-        f"{'entities':>8}  {'tool':<17} {'official p50/p99':>17} {'noon p50/p99':>15} "
-        f"{'official/noon':>13}"
+        f"{'entities':>8}  {'tool':<17} {'official p50/p99':>17}"
+        + "".join(f" {n + ' p50/p99':>19} {n + ' ÷ official':>17}" for n in names)
     )
     for size, entry in res["sizes"].items():
-        theirs, ours = entry["official"], entry["noon"]
+        theirs = entry["official"]
         for tool in TOOLS:
-            a, b = theirs[tool], ours[tool]
-            print(
-                f"{size:>8}  {tool:<17} {a['p50']:>8.2f}/{a['p99']:<8.2f} "
-                f"{b['p50']:>7.2f}/{b['p99']:<7.2f} {a['p50'] / b['p50']:>13.2f}"
-            )
+            a = theirs[tool]
+            line = f"{size:>8}  {tool:<17} {a['p50']:>8.2f}/{a['p99']:<8.2f}"
+            for n in names:
+                b = entry[n][tool]
+                line += f" {b['p50']:>9.2f}/{b['p99']:<9.2f} {b['p50'] / a['p50']:>17.2f}"
+            print(line)
     return 0
 
 

@@ -29,6 +29,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from bench.core import generate
 from bench.floors import sdk_import
 from bench.kg_latency import noon_client
@@ -101,7 +103,40 @@ def _reached(summaries: dict[str, Summaries], author: str, seq: int) -> bool:
     return all(s.get(author).seq >= seq for s in summaries.values())
 
 
-def latency(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, float]:
+TRAFFIC = (
+    "noond_http_requests",
+    "noond_pushes",
+    "noond_streams_closed",
+    "noond_exchanges",
+    "noond_rounds",
+)
+"""The counters (without ``_total``) that say which path carried a run's bytes."""
+
+
+def traffic(nodes: list[Node]) -> dict[str, float]:
+    """The :data:`TRAFFIC` counters summed over ``nodes``, one key per metric and labels."""
+    out: dict[str, float] = {}
+    for m in nodes:
+        status, _, body = m.request("GET", "/metrics")
+        assert status == 200, f"{m.name} /metrics answered {status}"
+        for family in text_string_to_metric_families(body.decode()):
+            if family.name not in TRAFFIC:
+                continue
+            for sample in family.samples:
+                if not sample.name.endswith("_total") or sample.labels.get("route") == "/metrics":
+                    continue  # the bench's own readings of /metrics are not the run's traffic
+                labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+                key = f"{family.name}{{{labels}}}"
+                out[key] = out.get(key, 0.0) + sample.value
+    return out
+
+
+def traffic_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """What grew between two :func:`traffic` readings (counters only grow)."""
+    return {k: v - before.get(k, 0.0) for k, v in sorted(after.items()) if v > before.get(k, 0.0)}
+
+
+def latency(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, Any]:
     """One-op writes round robin; time until every other node's copy of the shard holds it.
     Each node writes once first, unmeasured: that write opens its connections (and streams),
     which every later one finds open."""
@@ -115,6 +150,7 @@ def latency(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, float
             what="the warm-up write to reach every node",
         )
     samples = []
+    counted = traffic(nodes)
     before = proxies.bytes
     for i in range(writes):
         w = nodes[i % len(nodes)]
@@ -129,6 +165,7 @@ def latency(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, float
                 raise SystemExit(f"write {i} not visible after 10 s")
         samples.append((time.perf_counter() - t0) * 1000)
     moved = proxies.bytes - before
+    carried = traffic_delta(counted, traffic(nodes))  # /metrics is read past the proxies
     op_size = len((nodes[0].dir / "n0.jsonl").read_bytes().splitlines()[-1]) + 1
     return {
         **percentiles(samples),
@@ -136,6 +173,7 @@ def latency(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, float
         "wire_bytes_per_op_per_receiver": moved / (writes * (len(nodes) - 1)),
         "op_line_bytes": op_size,
         "noond_rss_mib": max(rss_mib(m.proc.pid)["rss"] for m in nodes if m.proc),
+        "traffic": carried,
     }
 
 
@@ -438,7 +476,11 @@ def push_vs_poll(base: Path, sizes: list[int], writes: int) -> dict[str, Any]:
     each, side by side in one run: the daemons told of a local write by polling alone
     (``NOOND_INOTIFY=false``, as before inotify) or by inotify, each pushing by POST
     (``NOOND_STREAM=false``, as before streams), and the default: inotify, and a push on the
-    member's open stream (PROTOCOL.md §5.1)."""
+    member's open stream (PROTOCOL.md §5.1). Anti-entropy rounds are an hour apart here: a
+    round of ten nodes opens new TLS connections, and at 10 nodes under load one fell inside the
+    measured writes and added half again to the stream's bytes per op (``traffic`` shows what
+    ran in the window).
+    """
     pki = Pki(base / "pki")
     out: dict[str, Any] = {}
     for n in sizes:
@@ -449,7 +491,13 @@ def push_vs_poll(base: Path, sizes: list[int], writes: int) -> dict[str, Any]:
         ):
             proxies = Proxies()
             nodes = mesh(
-                base / f"{mode}{n}", pki, proxies, n, NOOND_INTERVAL="30", NOON_FSYNC="true", **env
+                base / f"{mode}{n}",
+                pki,
+                proxies,
+                n,
+                NOOND_INTERVAL="3600",
+                NOON_FSYNC="true",
+                **env,
             )
             try:
                 out.setdefault(str(n), {})[mode] = latency(nodes, proxies, writes)

@@ -27,6 +27,8 @@ from multidict import CIMultiDict
 
 from noon.certs import peer_node_id
 from noon.daemon_link import clock_skew, http_date
+from noon.daemon_link.bodies import Digest, Info, M, Pushed
+from noon.daemon_link.message import BodyError, Fields, parse
 from noon.errors import NoonError
 from noon.store.serve import Checks
 from noond.metrics import Metrics
@@ -39,7 +41,6 @@ from noond.wire import (
     Revisions,
     check_params,
     common_revision,
-    revisions_of,
 )
 
 MAX_JSON = 8 << 20
@@ -347,11 +348,9 @@ class Client:
             limit=limit,
         )
         try:
-            obj = orjson.loads(body) if body else {}
-        except orjson.JSONDecodeError:
-            raise PeerError(f"{address}{path}: not JSON (status {reply.status})") from None
-        if not isinstance(obj, dict):
-            raise PeerError(f"{address}{path}: answer is not a JSON object")
+            obj = parse(body, limit=limit, what=f"{address}{path} (status {reply.status})")
+        except BodyError as exc:
+            raise PeerError(str(exc)) from None
         if reply.status != 200:
             raise PeerError(
                 f"{address}{path}: {reply.status} {str(obj.get('error', ''))[:500]}",
@@ -360,13 +359,35 @@ class Client:
             )
         return obj, reply.peer
 
-    async def info(self, address: str, expect: str | None = None) -> tuple[dict[str, Any], str]:
+    async def _message(
+        self,
+        kind: type[M],
+        method: str,
+        address: str,
+        path: str,
+        *,
+        expect: str | None,
+        route: str,
+        params: Mapping[str, str] | None = None,
+        data: bytes | None = None,
+    ) -> tuple[M, str | None]:
+        """An answer read as the message ``kind`` its route promises; one that is not is a
+        :class:`PeerError` naming the field."""
+        obj, peer = await self._json(
+            method, address, path, expect=expect, route=route, params=params, data=data
+        )
+        try:
+            return kind.read(Fields(obj, f"{address}{path}")), peer
+        except BodyError as exc:
+            raise PeerError(str(exc)) from None
+
+    async def info(self, address: str, expect: str | None = None) -> tuple[Info, str]:
         """``/info``, with the identity check: the node id it states must be the one its
         certificate proves (and the expected one, when we expect one)."""
-        obj, proven = await self._json("GET", address, "/info", expect=expect, route="/info")
-        node = obj.get("node")
-        if not isinstance(node, str):
-            raise PeerError(f"{address}/info: no node id")
+        info, proven = await self._message(
+            Info, "GET", address, "/info", expect=expect, route="/info"
+        )
+        node = info.node
         if proven is not None and node != proven:
             raise PeerError(
                 f"{address}/info says node {node!r} but its certificate proves {proven!r}",
@@ -374,21 +395,22 @@ class Client:
             )
         if expect is not None and node != expect:
             raise PeerError(f"{address} is node {node!r}, not {expect!r}", code=Code.IDENTITY)
-        theirs = revisions_of(obj)
-        common = common_revision(self.speaks, theirs) if theirs else None
+        theirs = info.revisions
+        common = common_revision(self.speaks, theirs)
         if common is None:
-            said = f"{theirs[0]}..{theirs[1]}" if theirs else repr(obj.get("protocol"))
             raise PeerError(
-                f"{address} ({node}) speaks protocol revisions {said}; this node speaks "
-                f"{self.speaks[0]}..{self.speaks[1]}. Upgrade the older one.",
+                f"{address} ({node}) speaks protocol revisions {theirs[0]}..{theirs[1]}; this "
+                f"node speaks {self.speaks[0]}..{self.speaks[1]}. Upgrade the older one.",
                 code=Code.PROTOCOL,
             )
         self.revision[node] = common
-        caps = obj.get("capabilities")
-        self.capabilities[node] = frozenset(
-            c for c in (caps if isinstance(caps, list) else []) if isinstance(c, str)
-        )
-        return obj, node
+        self.capabilities[node] = frozenset(info.capabilities)
+        return info, node
+
+    async def digest(self, address: str, *, expect: str) -> Digest:
+        """``/shards/digest`` (PROTOCOL.md §3.1)."""
+        route = "/shards/digest"
+        return (await self._message(Digest, "GET", address, route, expect=expect, route=route))[0]
 
     async def get_json(
         self,
@@ -452,19 +474,19 @@ class Client:
         check: int | None,
         body: bytes,
         checks: Checks = (),
-    ) -> dict[str, Any]:
+    ) -> Pushed:
         params = {"after": str(after), **check_params(check, checks)}
-        return (
-            await self._json(
-                "POST",
-                address,
-                f"/shards/{shard}/ops",
-                expect=expect,
-                route=OPS_ROUTE,
-                params=params,
-                data=body,
-            )
-        )[0]
+        answer = await self._message(
+            Pushed,
+            "POST",
+            address,
+            f"/shards/{shard}/ops",
+            expect=expect,
+            route=OPS_ROUTE,
+            params=params,
+            data=body,
+        )
+        return answer[0]
 
 
 def _gunzip(data: bytes, limit: int) -> bytes:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from noon.core.collection import member_of, retire
+from noon.daemon_link.bodies import MAX_KEPT, Collection, Kept
 from noon.names import shard_node
 from noon.store import peerstate
 from noon.store.collect import CollectReport, gate_of
@@ -154,25 +155,25 @@ class Collector:
             since = mm.last_ok or (state.reports[node].at if node in state.reports else now)
             m.absent_seconds.labels(node).set(max(0.0, now - since))
 
-    def status(self) -> dict[str, object]:
+    def status(self) -> Collection:
         r = self.last
         if r is None:
-            return {"ran": False}
-        return {
-            "ran": True,
-            "collected": r.collected,
-            "removed_ops": r.removed_ops,
-            "frozen": len(r.kept),
-            "kept": [
-                {
-                    "element": list(k),
-                    "member": b.member,
-                    "reason": b.reason,
-                    "since": self.kept_since.get(b.member),
-                }
-                for k, b in r.kept[:100]
-            ],
-        }
+            return Collection()
+        return Collection(
+            ran=True,
+            collected=r.collected,
+            removed_ops=r.removed_ops,
+            frozen=len(r.kept),
+            kept=tuple(
+                Kept(
+                    element=tuple(k),
+                    member=b.member,
+                    reason=b.reason,
+                    since=self.kept_since.get(b.member),
+                )
+                for k, b in r.kept[:MAX_KEPT]
+            ),
+        )
 
 
 def shard_identities(directory: Path) -> tuple[tuple[str, int, int, int], ...]:

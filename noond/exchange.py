@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable
-from typing import Any, Protocol
+from typing import Protocol
 
 from noon.certs import CertError
 from noon.core.collection import member_of
@@ -25,6 +25,7 @@ from noond.client import PeerError, Unreachable
 from noond.config import parse_address
 from noond.membership import Member
 from noond.pull import Puller
+from noond.recovery import Recovery
 from noond.revocations import MAX_RECORDS, cut_back
 from noond.shards import refused
 from noond.statefile import StateFile
@@ -49,14 +50,12 @@ class Suggest(Protocol):
 
 class Exchanger(Wired):
     def __init__(self, wiring: Wiring, *, state: StateFile, suggest: Suggest) -> None:
-        from noond.recovery import Recovery  # recovery pages through this exchanger
-
         super().__init__(wiring)
         self.state = state
         self._suggest = suggest
         self.puller = Puller(wiring)
         self.streams = Streams(wiring)
-        self.recovery = Recovery(self, state, hold=wiring.settings.recovery_hold)
+        self.recovery = Recovery(wiring, self.puller, state, hold=wiring.settings.recovery_hold)
         self._locks: dict[str, asyncio.Lock] = {}
         self.waiting_for_floor: set[tuple[str, str]] = set()
         """(member, shard) pairs already logged as holding less than a damaged shard needs."""
@@ -123,8 +122,8 @@ class Exchanger(Wired):
 
         async def report(m: Member) -> None:
             local = await self.holdings.summaries()
-            digest = await self.client.get_json(m.address, "/shards/digest", expect=m.node)
-            if digest.get("root") == listing_root(local):
+            digest = await self.client.digest(m.address, expect=m.node)
+            if digest.root == listing_root(local):
                 heads = {n: s.seq for n, s in local.items()}
             else:
                 listing = await self.client.get_json(m.address, "/shards", expect=m.node)
@@ -147,17 +146,17 @@ class Exchanger(Wired):
 
     async def _sync_within_budget(self, m: Member) -> None:
         local = await self.holdings.summaries()
-        members_hash = None
+        members_hash: str | None = None
         revocations = self.signers.revocations
         revocations.reload()
         if not self.settings.digest and revocations.ca is not None:
             await self._revocations(m)
         if self.settings.digest:
-            d = await self.client.get_json(m.address, "/shards/digest", expect=m.node)
-            members_hash = d.get("members")
-            if d.get("revocations", "") not in ("", revocations.digest()):
+            d = await self.client.digest(m.address, expect=m.node)
+            members_hash = d.members
+            if d.revocations not in ("", revocations.digest()):
                 await self._revocations(m)
-            if d.get("root") == listing_root(local):
+            if d.root == listing_root(local):
                 m.heads = {n: s.seq for n, s in local.items()}
                 m.reported_at = time.time()
                 await self._gossip(m, members_hash)
@@ -256,8 +255,8 @@ class Exchanger(Wired):
                     cut,
                 )
 
-    async def _gossip(self, m: Member, members_hash: Any) -> None:
-        if isinstance(members_hash, str) and members_hash == m.members_hash:
+    async def _gossip(self, m: Member, members_hash: str | None) -> None:
+        if members_hash is not None and members_hash == m.members_hash:
             return
         obj = await self.client.get_json(m.address, "/membership", expect=m.node)
         entries = obj.get("peers")
@@ -276,7 +275,7 @@ class Exchanger(Wired):
             if node == m.node:
                 continue
             self._suggest(address, node, "gossip", via=m.node)
-        if isinstance(members_hash, str):
+        if members_hash is not None:
             m.members_hash = members_hash
 
     # -- pushing the own shard --------------------------------------------------------------
@@ -329,8 +328,7 @@ class Exchanger(Wired):
                 raise
             self.metrics.pushes.labels("ok").inc()
             self.metrics.ops_pushed.inc(page.ops)
-            head = result.get("head")
-            m.heads[shard] = head if isinstance(head, int) else page.last
+            m.heads[shard] = result.head
             after, check, checks = page.last, None, []
             if not page.more:
                 return

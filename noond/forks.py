@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+from noon.daemon_link.bodies import Fork
 from noond.metrics import Metrics
 
 log = logging.getLogger("noond")
@@ -32,8 +33,8 @@ class Forks:
         self.found[(peer, shard)] = message
         self.metrics.forked_shards.set(len({s for _, s in self.found}))
 
-    def as_json(self) -> list[dict[str, str]]:
-        return [
-            {"peer": peer, "shard": shard, "error": msg}
-            for (peer, shard), msg in sorted(self.found.items())
-        ]
+    def reports(self) -> tuple[Fork, ...]:
+        return tuple(
+            Fork(peer=peer, shard=shard, error=message)
+            for (peer, shard), message in sorted(self.found.items())
+        )

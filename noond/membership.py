@@ -20,6 +20,8 @@ import ipaddress
 import time
 from dataclasses import dataclass, field
 
+from noon.daemon_link.bodies import PeerEntry
+
 MAX_CANDIDATES = 1024
 MAX_MEMBERS = 10_000
 MAX_PER_VOICE = 64
@@ -49,17 +51,17 @@ class Member:
     failing_since: float | None = None
     """Monotonic time of the first failure of the current streak (None: not failing)."""
 
-    def as_json(self) -> dict[str, object]:
-        return {
-            "node": self.node,
-            "address": self.address,
-            "state": self.state,
-            "failures": self.failures,
-            "last_ok": round(self.last_ok, 3),
-            "error": self.error,
-            "heads": dict(sorted(self.heads.items())),
-            "reported_at": self.reported_at,
-        }
+    def report(self) -> PeerEntry:
+        return PeerEntry(
+            node=self.node,
+            address=self.address,
+            state=self.state,
+            failures=self.failures,
+            last_ok=round(self.last_ok, 3),
+            error=self.error,
+            heads=dict(sorted(self.heads.items())),
+            reported_at=self.reported_at,
+        )
 
 
 @dataclass
@@ -254,6 +256,7 @@ class Membership:
             del self.candidates[addr]
 
     def counts(self) -> dict[str, int]:
+        """Members by state: ``alive``, ``suspect``, ``dead``."""
         out = {"alive": 0, "suspect": 0, "dead": 0}
         for m in self.members.values():
             out[m.state] += 1

@@ -22,8 +22,8 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from noon.daemon_link import bodies
 from noon.store import receive, serve
 from noon.store.errors import ForkDetected
 from noon.store.peerstate import Confirmation
@@ -31,11 +31,10 @@ from noon.store.shard import HeldLock
 from noond.budget import BudgetSpent
 from noond.client import PeerError
 from noond.membership import Member
+from noond.pull import Puller
 from noond.statefile import StateFile
 from noond.wire import Code
-
-if TYPE_CHECKING:
-    from noond.exchange import Exchanger
+from noond.wiring import Wired, Wiring
 
 log = logging.getLogger("noond")
 
@@ -52,20 +51,23 @@ class Claim:
     digest: int
     held: int
 
-    def as_json(self, peer: str, confirmed: bool) -> dict[str, object]:
-        return {
-            "peer": peer,
-            "shard": self.shard,
-            "seq": self.seq,
-            "digest": f"{self.digest:016x}",
-            "held": self.held,
-            "confirmed": confirmed,
-        }
+    def report(self, peer: str, confirmed: bool) -> bodies.Claim:
+        return bodies.Claim(
+            peer=peer,
+            shard=self.shard,
+            seq=self.seq,
+            digest=f"{self.digest:016x}",
+            held=self.held,
+            confirmed=confirmed,
+        )
 
 
-class Recovery:
-    def __init__(self, exchanger: Exchanger, state: StateFile, hold: float) -> None:
-        self.ex = exchanger
+class Recovery(Wired):
+    """Own-shard claims, checked and recorded, and the recoveries the operator confirmed."""
+
+    def __init__(self, wiring: Wiring, puller: Puller, state: StateFile, hold: float) -> None:
+        super().__init__(wiring)
+        self.puller = puller
         self.state = state
         self.hold = hold
         self.claims: dict[tuple[str, str], Claim] = {}
@@ -73,11 +75,11 @@ class Recovery:
         self.behind = False
         """A confirmed recovery is under way."""
 
-    def as_json(self) -> list[dict[str, object]]:
-        return [
-            c.as_json(peer, peer in self.state.recover)
+    def reports(self) -> tuple[bodies.Claim, ...]:
+        return tuple(
+            c.report(peer, peer in self.state.recover)
             for (peer, _), c in sorted(self.claims.items())
-        ]
+        )
 
     def settled(self, member: str, shard: str) -> None:
         """``member`` no longer claims more of ``shard`` than we hold."""
@@ -90,7 +92,7 @@ class Recovery:
         what the operator confirmed. ``mine`` was read when the exchange began: local writers
         (and the pushes that carried their ops to ``m`` meanwhile) may have moved past it, so
         the shard is read again before anything is called a claim."""
-        mine = await self.ex.holdings.summary(shard)
+        mine = await self.holdings.summary(shard)
         if mine.seq >= theirs.seq:
             self.settled(m.node, shard)  # it only lagged our own writers; nothing is missing
             return
@@ -103,7 +105,7 @@ class Recovery:
             if not await self._same_history(m, shard, mine):
                 return
             self.claims[(m.node, shard)] = Claim(shard, theirs.seq, theirs.digest, mine.seq)
-            self.ex.metrics.rejected.labels("own_shard_claim").inc()
+            self.metrics.rejected.labels("own_shard_claim").inc()
             log.warning(
                 "member %s holds this node's own shard %s up to seq %d, this machine only up to "
                 "seq %d. If this machine lost data or was restored from a backup, run `noon "
@@ -124,10 +126,10 @@ class Recovery:
     async def _same_history(self, m: Member, shard: str, mine: serve.Summary) -> bool:
         """A small read beyond our head carrying our digests: False when ``m``'s history of
         the shard differs from ours (recorded as a fork) or it cannot show more."""
-        path = self.ex.holdings.path(shard)
+        path = self.holdings.path(shard)
         checks = await asyncio.to_thread(serve.recent_digests, path, mine.seq) if mine.seq else []
         try:
-            page = await self.ex.client.pull(
+            page = await self.client.pull(
                 m.address,
                 expect=m.node,
                 shard=shard,
@@ -138,7 +140,7 @@ class Recovery:
             )
         except PeerError as exc:
             if exc.code == Code.FORK:
-                self.ex.forks.record(m.node, shard, str(exc))
+                self.forks.record(m.node, shard, str(exc))
                 return False
             raise
         ops = await asyncio.to_thread(receive.parse_ops, page.body, shard, max_ops=1 << 20)
@@ -147,9 +149,8 @@ class Recovery:
         return True
 
     async def _recover(self, m: Member, claim: Claim, confirmation: Confirmation) -> None:
-        ex = self.ex
         through, digest = claim.seq, f"{claim.digest:016x}"
-        if claim.shard == ex.node:
+        if claim.shard == self.node:
             if confirmation.through is None:
                 # Confirmed without knowing the claim: pin it now, so it cannot grow later.
                 confirmation = Confirmation(claim.seq, digest, confirmation.at)
@@ -168,7 +169,7 @@ class Recovery:
         self.behind = True
         held: HeldLock | None = None
         try:
-            held = await asyncio.to_thread(HeldLock, ex.holdings.path(claim.shard))
+            held = await asyncio.to_thread(HeldLock, self.holdings.path(claim.shard))
             done = await self._take(m, claim.shard, held, through, digest)
         finally:
             if held is not None:
@@ -185,20 +186,19 @@ class Recovery:
     ) -> bool:
         """Under the shard's lock, for at most ``hold`` seconds: append ``m``'s ops up to
         ``through``. True when the shard reached it."""
-        ex = self.ex
-        path = ex.holdings.path(shard)
+        path = self.holdings.path(shard)
         deadline = time.monotonic() + self.hold
         # A writer may have appended since the summary: start from the shard as it is now
         # (a reused seq then shows up as a fork, never merged).
-        now = await ex.holdings.summary(shard)
+        now = await self.holdings.summary(shard)
         after = now.seq
         checks = await asyncio.to_thread(serve.recent_digests, path, after) if after else []
         check = now.digest if after else None
-        allowed, verify = await ex.puller.verifier(m, shard)
+        allowed, verify = await self.puller.verifier(m, shard)
         if not allowed:
             return False
         try:
-            async for cursor, _, ops in ex.puller.pages(m, shard, after, check, checks):
+            async for cursor, _, ops in self.puller.pages(m, shard, after, check, checks):
                 kept = [(line, op) for line, op in ops if op.seq <= through]
                 if kept:
                     last = kept[-1][1]
@@ -209,30 +209,30 @@ class Recovery:
                         )
                     done = await asyncio.to_thread(
                         receive.append,
-                        ex.dir,
+                        self.dir,
                         shard,
                         kept,
-                        fsync=ex.settings.fsync,
+                        fsync=self.settings.fsync,
                         held=held,
                         allow_skip=True,
                         consumed=cursor,
                         check=verify,
                     )
-                    ex.metrics.ops_recovered.inc(done.appended)
-                    ex.holdings.stored()
+                    self.metrics.ops_recovered.inc(done.appended)
+                    self.holdings.stored()
                 if (kept and kept[-1][1].seq >= through) or len(kept) < len(ops):
                     return True
                 if time.monotonic() > deadline:
                     log.info("recovery from %s paused (lock held long enough); goes on", m.node)
                     return False
         except ForkDetected as exc:
-            ex.forks.record(m.node, shard, str(exc))
+            self.forks.record(m.node, shard, str(exc))
             return False
         except BudgetSpent:
             return False
         except PeerError as exc:
             if exc.code == Code.FORK:
-                ex.forks.record(m.node, shard, str(exc))
+                self.forks.record(m.node, shard, str(exc))
                 return False
             raise
-        return (await ex.holdings.summary(shard)).seq >= through
+        return (await self.holdings.summary(shard)).seq >= through

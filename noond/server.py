@@ -21,6 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from noon.certs import ROLE_METRICS, peer_identity
 from noon.core.collection import member_of
+from noon.daemon_link import bodies
 from noon.net import is_loopback
 from noon.store import serve, store
 from noon.store.errors import ForkDetected
@@ -37,9 +38,10 @@ from noond.params import (
     uint_param,
 )
 from noond.shards import refused
-from noond.stream_serve import STREAM_ROUTE, Inbound
+from noond.stream_serve import Inbound
 from noond.wire import (
     CAPABILITIES,
+    STREAM_ROUTE,
     Code,
     Header,
     PageHeaders,
@@ -176,41 +178,38 @@ async def health(request: web.Request) -> web.Response:
 
 async def info(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
-    return json_response(
-        {
-            "node": daemon.node,
-            "address": daemon.advertise,
-            # The caller's revision when this node speaks it: a node of a release before
-            # ranges talks only to a peer whose "protocol" is its own (PROTOCOL.md §2.1).
-            "protocol": _revision_for(request),
-            "revisions": list(daemon.revisions),
-            "capabilities": [c for c in CAPABILITIES if c != "signed" or daemon.revisions[1] > 1],
-            "software": "noond",
-        }
+    answer = bodies.Info(
+        node=daemon.node,
+        address=daemon.advertise,
+        # The caller's revision when this node speaks it: a node of a release before ranges
+        # talks only to a peer whose "protocol" is its own (PROTOCOL.md §2.1).
+        protocol=_revision_for(request),
+        revisions=daemon.revisions,
+        capabilities=tuple(c for c in CAPABILITIES if c != "signed" or daemon.revisions[1] > 1),
     )
+    return json_response(answer.to_json())
 
 
 async def status(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     summaries = await daemon.holdings.summaries()
     own = summaries.get(daemon.node)
-    return json_response(
-        {
-            "node": daemon.node,
-            "protocol": daemon.revisions[1],
-            "uptime_seconds": round(time.monotonic() - daemon.started, 3),
-            "shards": len(summaries),
-            "own_seq": own.seq if own else 0,
-            "behind": daemon.exchanger.recovery.behind,
-            "claims": daemon.exchanger.recovery.as_json(),
-            "peers": daemon.membership.counts(),
-            "candidates": len(daemon.membership.candidates),
-            "forks": daemon.forks.as_json(),
-            "rounds": daemon.scheduler.rounds,
-            "collection": daemon.collector.status(),
-            "relays": daemon.relays.status(),
-        }
+    answer = bodies.Status(
+        node=daemon.node,
+        protocol=daemon.revisions[1],
+        uptime_seconds=round(time.monotonic() - daemon.started, 3),
+        shards=len(summaries),
+        own_seq=own.seq if own else 0,
+        behind=daemon.exchanger.recovery.behind,
+        claims=daemon.exchanger.recovery.reports(),
+        peers=bodies.PeerCounts(**daemon.membership.counts()),
+        candidates=len(daemon.membership.candidates),
+        forks=daemon.forks.reports(),
+        rounds=daemon.scheduler.rounds,
+        collection=daemon.collector.status(),
+        relays=daemon.relays.status(),
     )
+    return json_response(answer.to_json())
 
 
 async def peers(request: web.Request) -> web.Response:
@@ -220,25 +219,18 @@ async def peers(request: web.Request) -> web.Response:
     )
     if local:  # the operator's `noon status` / `noon peers`: show lag as it is now
         await daemon.fresh_reports()
-    return json_response(
-        {
-            "peers": [
-                m.as_json()
-                for m in sorted(daemon.membership.members.values(), key=lambda m: m.node)
-            ],
-            "candidates": [
-                {
-                    "address": c.address,
-                    "node": c.node,
-                    "source": c.source,
-                    "failures": c.failures,
-                }
-                for c in daemon.membership.candidates.values()
-            ],
-            "revoked": sorted(daemon.state.revoked),
-            "departed": sorted(daemon.state.departed),
-        }
+    answer = bodies.Peers(
+        peers=tuple(
+            m.report() for m in sorted(daemon.membership.members.values(), key=lambda m: m.node)
+        ),
+        candidates=tuple(
+            bodies.CandidateEntry(c.address, c.node, c.source, c.failures)
+            for c in daemon.membership.candidates.values()
+        ),
+        revoked=tuple(sorted(daemon.state.revoked)),
+        departed=tuple(sorted(daemon.state.departed)),
     )
+    return json_response(answer.to_json())
 
 
 async def membership(request: web.Request) -> web.Response:
@@ -253,14 +245,13 @@ async def shards(request: web.Request) -> web.Response:
 async def digest(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     summaries = await daemon.holdings.summaries()
-    return json_response(
-        {
-            "root": listing_root(summaries),
-            "shards": len(summaries),
-            "members": daemon.members_hash(),
-            "revocations": daemon.signers.revocations.digest(),
-        }
+    answer = bodies.Digest(
+        root=listing_root(summaries),
+        shards=len(summaries),
+        members=daemon.members_hash(),
+        revocations=daemon.signers.revocations.digest(),
     )
+    return json_response(answer.to_json())
 
 
 async def get_ops(request: web.Request) -> web.StreamResponse:
@@ -316,7 +307,7 @@ async def push_ops(request: web.Request) -> web.Response:
     pairs = [(after, check)] if check is not None and after else []
     held = await intake.continues(daemon, caller, node, after, [*pairs, *checks])
     done = await intake.store(daemon, caller, node, body, held, request["revision"])
-    return json_response({"appended": done.appended, "skipped": done.skipped, "head": done.head})
+    return json_response(bodies.Pushed(done.appended, done.skipped, done.head).to_json())
 
 
 async def signers(request: web.Request) -> web.Response:

@@ -23,8 +23,7 @@ import orjson
 from noon.store import serve
 from noond.client import PeerError, Unreachable
 from noond.membership import Member
-from noond.stream_serve import STREAM_ROUTE
-from noond.wire import STREAM_FRAME_MAX, Code
+from noond.wire import STREAM_FRAME_MAX, STREAM_ROUTE, Code
 from noond.wiring import Wired, Wiring
 
 log = logging.getLogger("noond")

@@ -18,14 +18,12 @@ from aiohttp import WSMsgType, web
 
 from noond import intake
 from noond.params import Refused, check_param, checks_param, shard_param, uint_param
-from noond.wire import STREAM_FRAME_MAX, Code, Header
+from noond.wire import STREAM_FRAME_MAX, STREAM_ROUTE, Code, Header
 
 if TYPE_CHECKING:
     from noond.daemon import Daemon
 
 log = logging.getLogger("noond.server")
-
-STREAM_ROUTE = "/shards/{node}/stream"
 
 
 class Inbound:

@@ -200,28 +200,14 @@ Revisions = tuple[int, int]
 """The lowest and highest revision a node speaks."""
 
 
-def revisions_of(info: Mapping[str, Any]) -> Revisions | None:
-    """The revisions a peer's ``/info`` says it speaks: ``revisions`` (``[lowest, highest]``),
-    or, from a node of a release before ranges, its one ``protocol``. None when neither is
-    readable."""
-    pair = info.get("revisions")
-    if (
-        isinstance(pair, list)
-        and len(pair) == 2
-        and all(type(r) is int and 1 <= r <= 1000 for r in pair)
-        and pair[0] <= pair[1]
-    ):
-        return pair[0], pair[1]
-    one = info.get("protocol")
-    return (one, one) if type(one) is int and 1 <= one <= 1000 else None
-
-
 def common_revision(mine: Revisions, theirs: Revisions) -> int | None:
     """The highest revision both speak, or None."""
     high = min(mine[1], theirs[1])
     return high if high >= max(mine[0], theirs[0]) else None
 
 
+STREAM_ROUTE = "/shards/{node}/stream"
+"""Where a member opens an op stream (§5.1)."""
 STREAM_FRAME_MAX = 4 << 20
 """Bytes of one frame a member sends on an op stream (§5.1); a bigger batch goes by POST."""
 STREAM_ACK_MAX = 4096

@@ -1,12 +1,15 @@
 """Shared test settings: slow suites run only with NOON_SLOW=1; hypothesis profiles (``fast``
 for the developer's lane, ``soak`` for long hunts); every test starts with no noon setting in its
-environment."""
+environment; a test outside the integration lane cannot start a process."""
 
 from __future__ import annotations
 
+import _posixsubprocess
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -80,3 +83,34 @@ def noon_dir(tmp_path: Path) -> Path:
     d = tmp_path / "noon"
     d.mkdir()
     return d
+
+
+class InProcessOnly(RuntimeError):
+    """A test outside the integration lane tried to start a process."""
+
+
+@pytest.fixture(autouse=True)
+def in_process_unless_integration(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lanes are the ``integration`` marker (docs/decisions/0006): a test without it
+    runs in-process, so the fast lane starts no process, daemon or browser. Every way Python
+    starts one (``subprocess`` and ``asyncio``'s subprocesses through ``fork_exec`` or
+    ``posix_spawn``, ``multiprocessing`` through ``fork_exec`` or ``fork``) refuses here, naming
+    the marker; loopback sockets served in-process stay allowed."""
+    if request.node.get_closest_marker("integration") is not None:
+        return
+    where = request.node.nodeid
+
+    def refuse(*_args: object, **_kwargs: object) -> NoReturn:
+        raise InProcessOnly(
+            f"{where} starts a process: mark it @pytest.mark.integration (the fast lane runs "
+            "in-process only: docs/decisions/0006-lanes-by-marker.md)"
+        )
+
+    monkeypatch.setattr(_posixsubprocess, "fork_exec", refuse)
+    if hasattr(subprocess, "_fork_exec"):  # subprocess holds its own reference since 3.11.x
+        monkeypatch.setattr(subprocess, "_fork_exec", refuse)
+    for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp"):
+        if hasattr(os, name):
+            monkeypatch.setattr(os, name, refuse)

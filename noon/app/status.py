@@ -19,6 +19,7 @@ from noon.config import Settings
 from noon.core.elements import CONTENT
 from noon.core.hlc import physical, utc
 from noon.daemon_link import api as daemon_api
+from noon.daemon_link import bodies
 from noon.graph.memory_view import show_uri_or_past
 from noon.names import shard_node
 from noon.store import peerstate
@@ -102,11 +103,11 @@ def gather(
         "namespace": settings.namespace,
     }
     daemon: dict[str, Any] = {"url": url, "reachable": False}
-    peers_doc: dict[str, Any] | None = None
-    status_doc: dict[str, Any] | None = None
+    peers_doc: bodies.Peers | None = None
+    status_doc: bodies.Status | None = None
     try:
-        status_doc = daemon_api.get_json(url, "/status", settings)
-        peers_doc = daemon_api.get_json(url, "/peers", settings)
+        status_doc = daemon_api.get(url, "/status", bodies.Status, settings)
+        peers_doc = daemon_api.get(url, "/peers", bodies.Peers, settings)
     except daemon_api.NoCertificate as exc:
         daemon["error"] = str(exc)
         daemon["needed"] = _peers_known(settings)
@@ -114,18 +115,18 @@ def gather(
             daemon["note"] = ONE_MACHINE
     except daemon_api.Unreachable as exc:
         daemon["error"] = str(exc)
-    if status_doc is not None and status_doc.get("node") != settings.node_id:
+    if status_doc is not None and status_doc.node != settings.node_id:
         daemon["error"] = (
-            f"the daemon at {url} is node {status_doc.get('node')!r}, not {settings.node_id!r}"
+            f"the daemon at {url} is node {status_doc.node!r}, not {settings.node_id!r}"
         )
         status_doc = peers_doc = None
     if status_doc is not None:
         daemon.update(
             reachable=True,
-            uptime_seconds=status_doc.get("uptime_seconds"),
-            rounds=status_doc.get("rounds"),
-            behind=bool(status_doc.get("behind") or status_doc.get("claims")),
-            protocol=status_doc.get("protocol"),
+            uptime_seconds=status_doc.uptime_seconds,
+            rounds=status_doc.rounds,
+            behind=status_doc.behind or bool(status_doc.claims),
+            protocol=status_doc.protocol,
         )
     report["daemon"] = daemon
 
@@ -133,20 +134,20 @@ def gather(
     heads: dict[str, dict[str, int]] = {}
     if peers_doc is not None:
         report["peers_source"] = "daemon"
-        for p in peers_doc.get("peers", []):
+        for p in peers_doc.peers:
             peers.append(
                 {
-                    "node": p.get("node"),
-                    "address": p.get("address"),
-                    "state": p.get("state"),
-                    "last_ok": iso(p.get("last_ok")),
-                    "reported_at": iso(p.get("reported_at")),
-                    "error": p.get("error"),
+                    "node": p.node,
+                    "address": p.address,
+                    "state": p.state,
+                    "last_ok": iso(p.last_ok),
+                    "reported_at": iso(p.reported_at),
+                    "error": p.error,
                 }
             )
-            heads[str(p.get("node"))] = dict(p.get("heads") or {})
-        report["revoked"] = peers_doc.get("revoked", [])
-        report["departed"] = peers_doc.get("departed", [])
+            heads[p.node] = dict(p.heads)
+        report["revoked"] = list(peers_doc.revoked)
+        report["departed"] = list(peers_doc.departed)
     elif daemon.get("needed") is False:
         report["peers_source"] = "none: this is the only machine"
     else:
@@ -191,7 +192,7 @@ def gather(
         )
     report["shards"] = shards
 
-    forks = list(status_doc.get("forks", [])) if status_doc else []
+    forks = [f.to_json() for f in status_doc.forks] if status_doc else []
     try:
         own = store or Store(settings)
     except ForkDetected as exc:
@@ -210,16 +211,15 @@ def gather(
     report["forks"] = forks
 
     report["relays"] = [
-        {**relay, "summary": relay_summary(relay)}
-        for relay in (status_doc.get("relays", []) if status_doc else [])
-        if isinstance(relay, dict)
+        {**relay.to_json(), "summary": relay_summary(relay)}
+        for relay in (status_doc.relays if status_doc else ())
     ]
-    collection = status_doc.get("collection") if status_doc else None
-    if isinstance(collection, dict) and collection.get("ran"):
+    collection = status_doc.collection if status_doc else None
+    if collection is not None and collection.ran:
         report["frozen"] = {
             "known": True,
-            "count": collection.get("frozen", 0),
-            "kept": list(collection.get("kept", []))[:limit],
+            "count": collection.frozen,
+            "kept": [k.to_json() for k in collection.kept[:limit]],
         }
     elif daemon.get("needed") is False:  # frozen means kept for a member: there is none
         report["frozen"] = {"known": True, "count": 0, "kept": []}
@@ -229,14 +229,14 @@ def gather(
     return report
 
 
-def relay_summary(r: dict[str, Any]) -> str:
+def relay_summary(r: bodies.RelayReport) -> str:
     """One line per relay (PROTOCOL.md §14): reachable, lag, backlog, last upload, traffic."""
-    state = {True: "reachable", False: f"UNREACHABLE ({r.get('error')})", None: "not tried yet"}
-    last = r.get("last_upload")
+    state = {True: "reachable", False: f"UNREACHABLE ({r.error})", None: "not tried yet"}
+    last = r.last_upload
     return (
-        f"relay {r.get('url')}: {state.get(r.get('reachable'), '?')}, "
-        f"{r.get('lag_ops', 0)} ops listed not taken yet, {r.get('backlog_ops', 0)} own ops "
+        f"relay {r.url}: {state[r.reachable]}, "
+        f"{r.lag_ops} ops listed not taken yet, {r.backlog_ops} own ops "
         f"not uploaded yet, last upload {iso(last) if last else 'never'}, "
-        f"{r.get('bytes_up', 0)} B up / {r.get('bytes_down', 0)} B down in "
-        f"{r.get('requests', 0)} requests, {r.get('refused', 0)} objects refused"
+        f"{r.bytes_up} B up / {r.bytes_down} B down in "
+        f"{r.requests} requests, {r.refused} objects refused"
     )

@@ -9,7 +9,6 @@ exits, it needs no event loop.
 from __future__ import annotations
 
 import http.client
-import json
 import os
 import ssl
 from dataclasses import dataclass
@@ -18,10 +17,9 @@ from typing import Any
 
 from noon import certs, daemon_link
 from noon.config import Settings
+from noon.daemon_link.bodies import MAX_BODY, M
+from noon.daemon_link.message import BodyError, Fields, parse
 from noon.errors import Unavailable
-
-MAX_ANSWER = 8 << 20
-"""Largest answer read from a daemon (a /peers listing of a big mesh fits easily)."""
 
 
 class Unreachable(Unavailable):
@@ -30,6 +28,11 @@ class Unreachable(Unavailable):
 
 class NoCertificate(Unreachable):
     """This node's certificate, key or CA is missing or unusable: nothing could be asked."""
+
+
+class BadAnswer(Unreachable):
+    """A daemon answered, but not with the message its route promises (the message says
+    which field): nothing it said is used."""
 
 
 def tls_enabled() -> bool:
@@ -52,7 +55,7 @@ def tls_files(settings: Settings) -> tuple[Path, Path, Path]:
 class Answer:
     status: int
     body: Any
-    """Decoded JSON, or the raw text when the answer is not JSON."""
+    """The decoded JSON object, or the raw text when the answer is not one."""
     date: float | None
     """The server's ``Date`` header as Unix time (1 s resolution), if it sent one."""
     peer: str | None
@@ -80,22 +83,31 @@ def fetch(base_url: str, path: str, settings: Settings, timeout: float = 5.0) ->
         sock = conn.sock
         peer = certs.peer_node_id(sock) if isinstance(sock, ssl.SSLSocket) else None
         resp = conn.getresponse()
-        raw = resp.read(MAX_ANSWER)
+        raw = resp.read(MAX_BODY + 1)
         date_header = resp.getheader("Date")
     except (OSError, ssl.SSLError, http.client.HTTPException) as exc:
         raise Unreachable(f"{base_url}: {exc}") from exc
     finally:
         conn.close()
     try:
-        body: Any = json.loads(raw)
-    except ValueError:
-        body = raw.decode("utf-8", "replace")
+        body: Any = parse(raw, limit=MAX_BODY, what=f"{base_url}{path}")
+    except BodyError:
+        body = raw[:MAX_BODY].decode("utf-8", "replace")
     return Answer(resp.status, body, daemon_link.http_date(date_header), peer)
 
 
-def get_json(base_url: str, path: str, settings: Settings, timeout: float = 5.0) -> dict[str, Any]:
-    """A JSON object from a 200 answer; anything else raises :class:`Unreachable`."""
+def get(base_url: str, path: str, kind: type[M], settings: Settings, timeout: float = 5.0) -> M:
+    """The ``kind`` message of a 200 answer. Raises :class:`Unreachable` when no daemon
+    answered or it refused, :class:`BadAnswer` when its answer is not that message."""
     answer = fetch(base_url, path, settings, timeout)
-    if answer.status != 200 or not isinstance(answer.body, dict):
+    if answer.status != 200:
         raise Unreachable(f"{base_url}{path} answered {answer.status}: {str(answer.body)[:200]}")
-    return answer.body
+    if not isinstance(answer.body, dict):
+        raise BadAnswer(
+            f"{base_url}{path}: the answer is not a JSON object of at most {MAX_BODY} bytes "
+            f"nested at most 1024 deep: {str(answer.body)[:100]!r}"
+        )
+    try:
+        return kind.read(Fields(answer.body, f"{base_url}{path}"))
+    except BodyError as exc:
+        raise BadAnswer(str(exc)) from None

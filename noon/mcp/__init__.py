@@ -6,7 +6,15 @@
   (reading URIs and views, resources), ``uri_read``, ``uri_update``, ``uri_write``,
   ``instructions``.
 - ``server``: the SDK server (validation, notifications); ``validation``: argument checks.
-- ``command``: the CLI; ``http_app``, ``http_guard``, ``http_limits``: serving over HTTP.
+- ``command``: the CLI; ``stdio_pipes``: stdio on the event loop; ``http_app``,
+  ``http_guard``, ``http_limits``: serving over HTTP.
 
 Tools read and write the graphs through :mod:`noon.store.access`.
+
+- ``sdk_import``: the SDK's server side imported without its client and with its models built on
+  first use; done here, before any module of this package imports the SDK.
 """
+
+from noon.mcp.sdk_import import load_server_side
+
+load_server_side()

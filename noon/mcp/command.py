@@ -105,8 +105,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def serve_stdio(server: Any) -> None:
-    from mcp.server.stdio import stdio_server
+    from noon.mcp.stdio_pipes import stdio_streams
 
     log.info("noon MCP server on stdio")
-    async with stdio_server() as (read, write):
+    async with stdio_streams() as (read, write):
         await server.run(read, write, initialization_options(server))

@@ -28,7 +28,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import mcp.types as types
-from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError

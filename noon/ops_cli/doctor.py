@@ -31,6 +31,7 @@ from pathlib import Path
 from noon import certs
 from noon.config import Settings, add_store_flags, settings_from
 from noon.daemon_link import api as daemon_api
+from noon.daemon_link import bodies
 from noon.ops_cli.doctor_mesh import check_daemon, check_members
 from noon.ops_cli.findings import ERROR, NOTE, OK, WARNING, Finding, render
 from noon.ops_cli.peers import state_path
@@ -350,7 +351,7 @@ def diagnose(settings: Settings, url: str, *, daemon: bool = True) -> list[Findi
                 )
             )
             return findings
-        members = [{"node": n, "address": a} for n, a in sorted(state.members.items())]
+        members = tuple(bodies.PeerEntry(n, a, "unknown") for n, a in sorted(state.members.items()))
     certs_ok = not any(f.check == "certificates" and f.level == ERROR for f in findings)
     if certs_ok:
         findings += check_members(settings, members)

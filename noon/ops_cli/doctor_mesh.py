@@ -5,13 +5,14 @@ node, its own shard not behind; each member over mutual TLS, not suspect or dead
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any
 
 from noon import daemon_link
 from noon.config import Settings
 from noon.daemon_link import api as daemon_api
+from noon.daemon_link import bodies
 from noon.ops_cli.findings import ERROR, OK, WARNING, Finding
 
 SKEW_WARNING_S = 5.0
@@ -26,11 +27,13 @@ START_DAEMON = (
 )
 
 
-def check_daemon(settings: Settings, url: str) -> tuple[list[Finding], list[dict[str, Any]] | None]:
+def check_daemon(
+    settings: Settings, url: str
+) -> tuple[list[Finding], tuple[bodies.PeerEntry, ...] | None]:
     """The daemon's findings, and its members (None when no daemon answered)."""
     try:
-        status = daemon_api.get_json(url, "/status", settings)
-        peers = daemon_api.get_json(url, "/peers", settings)
+        status = daemon_api.get(url, "/status", bodies.Status, settings)
+        peers = daemon_api.get(url, "/peers", bodies.Peers, settings)
     except daemon_api.NoCertificate as exc:
         return [
             Finding(
@@ -42,12 +45,12 @@ def check_daemon(settings: Settings, url: str) -> tuple[list[Finding], list[dict
         ], None
     except daemon_api.Unreachable as exc:
         return [Finding("daemon", ERROR, f"no daemon answers at {url}: {exc}", START_DAEMON)], None
-    if status.get("node") != settings.node_id:
+    if status.node != settings.node_id:
         return [
             Finding(
                 "daemon",
                 ERROR,
-                f"the daemon at {url} is node {status.get('node')!r}, not {settings.node_id!r}",
+                f"the daemon at {url} is node {status.node!r}, not {settings.node_id!r}",
                 "point NOOND_LISTEN at this node's daemon, or fix NOON_NODE_ID",
             )
         ], None
@@ -55,67 +58,64 @@ def check_daemon(settings: Settings, url: str) -> tuple[list[Finding], list[dict
         Finding(
             "daemon",
             OK,
-            f"noond answers at {url} (up {status.get('uptime_seconds')} s, "
-            f"{status.get('rounds')} rounds)",
+            f"noond answers at {url} (up {status.uptime_seconds} s, {status.rounds} rounds)",
         )
     ]
-    for claim in status.get("claims", []):
-        peer = claim.get("peer")
+    for claim in status.claims:
+        peer = claim.peer
         out.append(
             Finding(
                 "daemon",
-                WARNING if claim.get("confirmed") else ERROR,
-                f"peer {peer} holds this node's own shard up to seq {claim.get('seq')}, this "
-                f"machine only up to seq {claim.get('held')} (a disk loss, a restored backup, or "
-                f"{peer} lying)"
-                + ("; recovery from it is confirmed" if claim.get("confirmed") else ""),
+                WARNING if claim.confirmed else ERROR,
+                f"peer {peer} holds this node's own shard up to seq {claim.seq}, this "
+                f"machine only up to seq {claim.held} (a disk loss, a restored backup, or "
+                f"{peer} lying)" + ("; recovery from it is confirmed" if claim.confirmed else ""),
                 "keep noond running until `noon status` no longer says OWN SHARD BEHIND"
-                if claim.get("confirmed")
+                if claim.confirmed
                 else f"if this machine lost data: noon peers recover {peer}; if it did not: "
                 f"noon peers revoke {peer}",
             )
         )
-    for relay in status.get("relays", []):
-        if relay.get("reachable") is False:
+    for relay in status.relays:
+        if relay.reachable is False:
             out.append(
                 Finding(
                     "relay",
                     ERROR,
-                    f"relay {relay.get('url')} is unreachable: {relay.get('error')}; "
-                    f"{relay.get('backlog_ops', 0)} own ops wait to be uploaded",
+                    f"relay {relay.url} is unreachable: {relay.error}; "
+                    f"{relay.backlog_ops} own ops wait to be uploaded",
                     "check the bucket's credentials (the AWS chain: AWS_PROFILE, "
                     "AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL) or that the synced folder exists",
                 )
             )
-        elif relay.get("refused"):
+        elif relay.refused:
             out.append(
                 Finding(
                     "relay",
                     WARNING,
-                    f"relay {relay.get('url')}: {relay.get('refused')} objects refused, nothing "
+                    f"relay {relay.url}: {relay.refused} objects refused, nothing "
                     "stored from them (see noond's log: cut by a sync tool, another mesh's key, "
                     "or forged)",
                     "check that every machine holds the same relay.key and that nobody else "
                     "writes under the relay's prefix",
                 )
             )
-    for fork in status.get("forks", []):
+    for fork in status.forks:
         out.append(
             Finding(
                 "fork",
                 ERROR,
-                f"shard {fork.get('shard')} differs from {fork.get('peer')}'s copy: "
-                f"{fork.get('error')}",
+                f"shard {fork.shard} differs from {fork.peer}'s copy: {fork.error}",
                 "find which machine wrote the other version (a restored backup or a copied "
                 "NOON_NODE_ID), keep the right shard and move the other out of NOON_DIR on every "
                 "node that holds it",
             )
         )
-    return out, list(peers.get("peers", []))
+    return out, peers.peers
 
 
-def _probe(settings: Settings, member: dict[str, Any]) -> Finding:
-    node, address = str(member.get("node")), str(member.get("address"))
+def _probe(settings: Settings, member: bodies.PeerEntry) -> Finding:
+    node, address = member.node, member.address
     url = f"{'https' if daemon_api.tls_enabled() else 'http'}://{address}"
     before = time.time()
     try:
@@ -163,7 +163,7 @@ def _probe(settings: Settings, member: dict[str, Any]) -> Finding:
     return Finding("clock" if level != OK else "peers", level, what, fix)
 
 
-def check_members(settings: Settings, members: list[dict[str, Any]]) -> list[Finding]:
+def check_members(settings: Settings, members: Sequence[bodies.PeerEntry]) -> list[Finding]:
     """Dial every member's /health over mutual TLS: reachability, identity and clock skew."""
     if not members:
         return [Finding("peers", OK, "no peers known yet (a single machine, or none admitted)")]
@@ -171,18 +171,16 @@ def check_members(settings: Settings, members: list[dict[str, Any]]) -> list[Fin
         probed = list(pool.map(lambda m: _probe(settings, m), members))
     out: list[Finding] = []
     for m, f in zip(members, probed, strict=True):
-        state = m.get("state")
+        state = m.state
         if state in ("suspect", "dead") and f.level == ERROR and f.check == "peers":
-            f = replace(
-                f, what=f"{f.what} (noond counts it as {state}, last error: {m.get('error')})"
-            )
+            f = replace(f, what=f"{f.what} (noond counts it as {state}, last error: {m.error})")
         elif state in ("suspect", "dead"):
             out.append(
                 Finding(
                     "peers",
                     WARNING,
-                    f"noond counts peer {m.get('node')} as {state} (last error: "
-                    f"{m.get('error')}), though it answers now",
+                    f"noond counts peer {m.node} as {state} (last error: "
+                    f"{m.error}), though it answers now",
                     "nothing to do if it was just restarted; noond marks it alive at its next "
                     "exchange",
                 )

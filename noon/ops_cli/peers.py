@@ -20,6 +20,7 @@ from noon import daemon_link
 from noon.config import Settings
 from noon.core.ops import valid_node_id
 from noon.daemon_link import api as daemon_api
+from noon.daemon_link import bodies
 from noon.ops_cli.terminal import visible_lines
 from noon.store import peerstate
 
@@ -59,32 +60,39 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     path = state_path(settings)
     if args.peers_command == "list":
+        url = args.url or daemon_api.local_url(settings)
         try:
-            data = daemon_api.get_json(
-                args.url or daemon_api.local_url(settings), "/peers", settings
-            )
+            answer = daemon_api.get(url, "/peers", bodies.Peers, settings)
+            data = answer.to_json()
             origin = "daemon"
         except daemon_api.Unreachable as exc:
             state = peerstate.load(path)
+            answer = bodies.Peers(
+                peers=tuple(
+                    bodies.PeerEntry(n, a, "unknown") for n, a in sorted(state.members.items())
+                ),
+                candidates=(),
+                revoked=tuple(sorted(state.revoked)),
+                departed=tuple(sorted(state.departed)),
+            )
             data = {
                 "peers": [
-                    {"node": n, "address": a, "state": "unknown"}
-                    for n, a in sorted(state.members.items())
+                    {"node": p.node, "address": p.address, "state": p.state} for p in answer.peers
                 ],
-                "revoked": sorted(state.revoked),
-                "departed": sorted(state.departed),
+                "revoked": list(answer.revoked),
+                "departed": list(answer.departed),
             }
             origin = f"state file {path} (daemon not reachable: {exc})"
         if args.json:
             print(json.dumps(data, indent=1))
             return 0
         lines = [f"# from {origin}"]
-        for p in data.get("peers", []):
-            err = f"  error: {p['error']}" if p.get("error") else ""
-            lines.append(f"{p['node']:<24} {p['address']:<32} {p['state']}{err}")
-        for label in ("revoked", "departed"):
-            if data.get(label):
-                lines.append(f"{label}: {', '.join(data[label])}")
+        for p in answer.peers:
+            err = f"  error: {p.error}" if p.error else ""
+            lines.append(f"{p.node:<24} {p.address:<32} {p.state}{err}")
+        for label, nodes in (("revoked", answer.revoked), ("departed", answer.departed)):
+            if nodes:
+                lines.append(f"{label}: {', '.join(nodes)}")
         print(visible_lines("\n".join(lines)))
         return 0
     if not valid_node_id(args.node):
@@ -115,19 +123,17 @@ def _recover(args: argparse.Namespace, settings: Settings, path: Path) -> int:
     """Confirm a recovery from ``args.node``, pinned to what it claims now (the daemon says);
     without a daemon, the daemon pins it when it next sees the member's claim."""
     pinned = peerstate.Confirmation(None, None, time.time())
-    claim: dict[str, object] = {}
+    held = 0
     if not args.undo:
+        url = args.url or daemon_api.local_url(settings)
         try:
-            status = daemon_api.get_json(
-                args.url or daemon_api.local_url(settings), "/status", settings
-            )
-            claims = [c for c in status.get("claims", []) if c.get("peer") == args.node]
-            claim = claims[0] if claims else {}
+            status = daemon_api.get(url, "/status", bodies.Status, settings)
+            claims = [c for c in status.claims if c.peer == args.node]
         except daemon_api.Unreachable:
-            claim = {}
-        seq, digest = claim.get("seq"), claim.get("digest")
-        if isinstance(seq, int) and isinstance(digest, str):
-            pinned = peerstate.Confirmation(seq, digest, time.time())
+            claims = []
+        if claims:
+            pinned = peerstate.Confirmation(claims[0].seq, claims[0].digest, time.time())
+            held = claims[0].held
 
     def change(state: peerstate.PeerState) -> None:
         if args.undo:
@@ -141,7 +147,7 @@ def _recover(args: argparse.Namespace, settings: Settings, path: Path) -> int:
     elif pinned.through is not None:
         print(
             f"noond takes this node's own ops back from {args.node} up to seq {pinned.through} "
-            f"(what it holds now, from seq {claim.get('held')} here) at its next exchange with it"
+            f"(what it holds now, from seq {held} here) at its next exchange with it"
         )
     else:
         print(

@@ -177,11 +177,15 @@ async def mesh(request: web.Request) -> web.Response:
 
 
 Build = Callable[[WebData, str, Body], Callable[[], Any]]
+FIELDS: dict[str, frozenset[str]] = {}
+"""Each POST route's body fields (beside ``ns``): what it accepts, anything else is refused."""
 
 
 def _post(path: str, *fields: str) -> Callable[[Build], Build]:
     """Register a POST handler: ``build`` checks the body (``ns`` and ``fields``, nothing else)
     and returns the data call to run."""
+
+    FIELDS[path] = frozenset(fields)
 
     def register(build: Build) -> Build:
         async def handler(request: web.Request) -> web.Response:

@@ -45,9 +45,6 @@ class Stats:
     """Own ops written here and not yet uploaded."""
     refused: int = 0
 
-    def as_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
 
 class Link:
     def __init__(self, backend: Backend, mesh: MeshKey, *, node: str, metrics: Metrics) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from noon.certs import RELAY_KEY_NAME, CertError, read_relay_key
 from noon.config import ConfigError
+from noon.daemon_link.bodies import RelayReport
 from noon.store import peerstate, signing
 from noond.config import DaemonConfig
 from noond.metrics import Metrics
@@ -103,8 +104,8 @@ class Relays:
                     out[node] = report
         return out
 
-    def status(self) -> list[dict[str, Any]]:
-        return [relay.report() for relay in self.relays]
+    def status(self) -> tuple[RelayReport, ...]:
+        return tuple(relay.report() for relay in self.relays)
 
 
 def build(

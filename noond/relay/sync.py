@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from dataclasses import asdict
 
 from noon.certs import MeshKey
 from noon.core.chain import Sign
+from noon.daemon_link.bodies import RelayReport
 from noond.metrics import Metrics
 from noond.relay.backend import Backend
 from noond.relay.download import Downloader
@@ -52,12 +53,10 @@ class Relay:
     def stats(self) -> Stats:
         return self.link.stats
 
-    def report(self) -> dict[str, Any]:
-        return {
-            "url": self.url,
-            **self.stats.as_json(),
-            "uploaded": dict(self.up.uploaded or {}),
-            "head": {
-                shard: json.loads(sent[0])["seq"] for shard, sent in self.up.head_sent.items()
-            },
-        }
+    def report(self) -> RelayReport:
+        return RelayReport(
+            url=self.url,
+            **asdict(self.stats),
+            uploaded=dict(self.up.uploaded or {}),
+            head={shard: json.loads(sent[0])["seq"] for shard, sent in self.up.head_sent.items()},
+        )

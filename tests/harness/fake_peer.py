@@ -13,9 +13,12 @@ from pathlib import Path
 
 import orjson
 
+from noon.config import Settings
+from noon.core.ops import Draft, decode
 from noon.names import shard_file
 from noon.store import receive, serve
 from noon.store.errors import ForkDetected
+from noon.store.store import Store
 from noond.client import Client, Reply, Unreachable
 from noond.exchange import Exchanger
 from noond.forks import Forks
@@ -26,6 +29,7 @@ from noond.signers import Signers
 from noond.statefile import StateFile
 from noond.wire import REVISIONS, Code, PageHeaders, listing_root, parse_checks, summary_json
 from noond.wiring import ExchangeSettings, Wiring
+from tests.harness.stores import plan_of
 
 Route = Callable[["Request"], Awaitable[Reply]]
 
@@ -136,6 +140,19 @@ class FakePeer:
         except ForkDetected as exc:
             return error_reply(409, Code.FORK, str(exc))
         return json_reply({"appended": done.appended, "skipped": done.skipped, "head": done.head})
+
+
+def write_texts_of(directory: Path, node: str, *texts: str) -> None:
+    """``node`` writes one memory per text in ``directory`` (its own shard, ops 1..n)."""
+    store = Store(Settings(dir=directory, node_id=node, fsync=False))
+    for i, text in enumerate(texts):
+        store.write(plan_of([Draft(("content", "default", f"{node}{i}"), {"text": text})]))
+    store.close()
+
+
+def seqs(path: Path) -> list[int]:
+    """The seqs of a shard file, in file order (none when it does not exist)."""
+    return [decode(raw).seq for raw in path.read_bytes().splitlines()] if path.exists() else []
 
 
 @dataclass

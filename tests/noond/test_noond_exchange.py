@@ -4,40 +4,14 @@ seam (no daemon, no socket). What is pulled, pushed and refused, and why."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
-import pytest
-
-from noon.config import Settings
-from noon.core.ops import Draft, decode
-from noon.store.store import Store
-from tests.harness.fake_peer import FakePeer, local_node
-from tests.harness.stores import plan_of
-
-
-def write(directory: Path, node: str, *texts: str) -> None:
-    store = Store(Settings(dir=directory, node_id=node, fsync=False))
-    for i, text in enumerate(texts):
-        store.write(plan_of([Draft(("content", "default", f"{node}{i}"), {"text": text})]))
-    store.close()
-
-
-def seqs(path: Path) -> list[int]:
-    return [decode(raw).seq for raw in path.read_bytes().splitlines()] if path.exists() else []
-
-
-@pytest.fixture
-def dirs(tmp_path: Path) -> tuple[Path, Path]:
-    a, b = tmp_path / "a", tmp_path / "b"
-    a.mkdir()
-    b.mkdir()
-    return a, b
+from tests.harness.fake_peer import FakePeer, local_node, seqs, write_texts_of
 
 
 def test_an_exchange_pulls_the_peers_shard_and_pushes_the_own(dirs):
     a, b = dirs
-    write(a, "a", "one", "two")
-    write(b, "b", "three")
+    write_texts_of(a, "a", "one", "two")
+    write_texts_of(b, "b", "three")
     peer = FakePeer("b", b)
     local = local_node(a, "a", peer, page_bytes=1024)
     asyncio.run(local.exchanger.exchange(local.member))
@@ -53,8 +27,8 @@ def test_an_exchange_pulls_the_peers_shard_and_pushes_the_own(dirs):
 
 def test_a_fork_at_the_cursor_is_recorded_and_nothing_merged(dirs):
     a, b = dirs
-    write(a, "c", "mine")
-    write(b, "c", "theirs", "more")
+    write_texts_of(a, "c", "mine")
+    write_texts_of(b, "c", "theirs", "more")
     peer = FakePeer("b", b)
     local = local_node(a, "a", peer)
     before = (a / "c.jsonl").read_bytes()

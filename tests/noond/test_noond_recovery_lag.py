@@ -59,10 +59,18 @@ class Client:
 def recovery(d: Path) -> tuple[Recovery, Client]:
     client = Client()
     holdings = Holdings(d, "n", lambda: set())
-    ex = SimpleNamespace(
-        holdings=holdings, client=client, metrics=SimpleNamespace(rejected=Counter())
+    wiring: Any = SimpleNamespace(
+        node="n",
+        holdings=holdings,
+        client=client,
+        metrics=SimpleNamespace(rejected=Counter()),
+        membership=None,
+        forks=None,
+        settings=None,
+        signers=None,
     )
-    return Recovery(ex, SimpleNamespace(recover={}), hold=1.0), client  # type: ignore[arg-type]
+    state: Any = SimpleNamespace(recover={})
+    return Recovery(wiring, puller=None, state=state, hold=1.0), client  # type: ignore[arg-type]
 
 
 def write(d: Path, upto: int) -> None:
@@ -74,7 +82,7 @@ async def test_a_member_ahead_of_a_stale_view_only_is_no_claim(
 ) -> None:
     write(tmp_path, 3)
     rec, client = recovery(tmp_path)
-    stale = await rec.ex.holdings.summary("n")
+    stale = await rec.holdings.summary("n")
     write(tmp_path, 6)  # local writers went on; a push gave the member seqs 4-6
     theirs = Summary("n", 6, decode(line(6)).digest)
     with caplog.at_level(logging.WARNING, logger="noond"):
@@ -88,7 +96,7 @@ async def test_a_member_holding_more_than_the_file_is_still_a_claim(
 ) -> None:
     write(tmp_path, 3)  # this machine lost seqs 4-6
     rec, _ = recovery(tmp_path)
-    mine = await rec.ex.holdings.summary("n")
+    mine = await rec.holdings.summary("n")
     theirs = Summary("n", 6, decode(line(6)).digest)
     with caplog.at_level(logging.WARNING, logger="noond"):
         await rec.claimed(Member("m", "127.0.0.1:1"), "n", mine, theirs)

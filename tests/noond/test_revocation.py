@@ -17,6 +17,7 @@ from tests.harness.mesh import Pki, noon_command, subprocess_env
 from tests.harness.stores import plan_of
 
 
+@pytest.mark.integration
 def test_noon_certs_revoke_writes_a_record_the_ca_signed_and_says_where(tmp_path, pki: Pki):
     home = tmp_path / "home"
     env = subprocess_env(NOON_DIR=str(home), NOON_NODE_ID="laptop")

@@ -82,6 +82,7 @@ def test_names_outside_the_layout_are_not_objects(name: str) -> None:
     assert seal.parse_name(name) is None
 
 
+@pytest.mark.integration
 def test_relay_key_command_creates_rotates_and_never_overwrites(tmp_path: Path) -> None:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("NOON_", "NOOND_"))},

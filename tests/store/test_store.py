@@ -158,6 +158,7 @@ def test_bad_settings_name_the_variable():
         Settings.from_env({"NOON_HISTORY": "-1", "NOON_NODE_ID": "a"})
 
 
+@pytest.mark.integration
 def test_processes_appending_to_one_shard_at_once_lose_nothing(noon_dir):
     procs = [writer(noon_dir, "shared", f"p{i}", 40) for i in range(2)]
     acks = []

@@ -1,6 +1,7 @@
-"""The page's scripts pass ESLint (pinned by scripts/install-eslint.sh, configured by
-eslint.config.mjs): undefined names, unused variables, unreachable code, loose equality and the
-like fail the suite. Skipped, saying why, where npm could not install ESLint."""
+"""The page's scripts pass ESLint and are as Prettier formats them (both pinned by
+scripts/install-js-tools.sh; the rules in eslint.config.mjs and .prettierrc.json): undefined
+names, unused variables, unreachable code, loose equality and a hand-formatted line fail the
+suite. Skipped, saying why, where npm could not install them."""
 
 from __future__ import annotations
 
@@ -10,26 +11,27 @@ import pytest
 
 from tests.harness.mesh import ROOT
 
-ESLINT = ROOT / ".cache" / "eslint" / "node_modules" / ".bin" / "eslint"
+TOOLS = ROOT / ".cache" / "js-tools" / "node_modules" / ".bin"
+ESLINT, PRETTIER = TOOLS / "eslint", TOOLS / "prettier"
 SCRIPTS = "noon/web/static/js"
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(
-        not ESLINT.exists(), reason="ESLint is not installed: bash scripts/install-eslint.sh"
+        not (ESLINT.exists() and PRETTIER.exists()),
+        reason="ESLint and Prettier are not installed: bash scripts/install-js-tools.sh",
     ),
 ]
 
 
-def eslint(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(ESLINT), "--config", "eslint.config.mjs", *args],
-        cwd=ROOT,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        list(args), cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=300
     )
+
+
+def eslint(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return run(str(ESLINT), "--config", "eslint.config.mjs", *args, stdin=stdin)
 
 
 def test_the_pages_scripts_pass_eslint() -> None:
@@ -45,3 +47,18 @@ def test_the_lint_finds_what_it_is_for() -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     for rule in ("no-undef", "no-unused-vars", "eqeqeq"):
         assert rule in done.stdout, done.stdout
+
+
+def test_the_page_is_formatted_as_prettier_writes_it() -> None:
+    done = run(str(PRETTIER), "--check", "noon/web/static")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_format_check_finds_a_hand_formatted_line() -> None:
+    """A line over the page's width of 100 and a missing semicolon are refused under the same
+    configuration (``--stdin-filepath`` inside the page's folder picks it up)."""
+    good = "export const x = 1;\n"
+    bad = 'export const long = ["' + "a" * 60 + '", "' + "b" * 60 + '"]\n'
+    for text, code in ((good, 0), (bad, 1)):
+        done = run(str(PRETTIER), "--check", "--stdin-filepath", f"{SCRIPTS}/s.js", stdin=text)
+        assert done.returncode == code, (text, done.stdout + done.stderr)

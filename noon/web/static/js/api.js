@@ -16,7 +16,9 @@ export class ApiError extends Error {
 
 let namespace = localStorage.getItem("noon-ns") || "";
 
-export function ns() { return namespace; }
+export function ns() {
+  return namespace;
+}
 
 export function setNs(value) {
   namespace = value;
@@ -34,18 +36,28 @@ export async function login(token) {
   localStorage.setItem(SESSION, answer.session);
 }
 
-export function loggedIn() { return Boolean(localStorage.getItem(SESSION)); }
+export function loggedIn() {
+  return Boolean(localStorage.getItem(SESSION));
+}
 
 async function answer(response) {
   let body = null;
-  try { body = await response.json(); } catch { body = null; }
+  try {
+    body = await response.json();
+  } catch {
+    body = null;
+  }
   if (response.status === 401 && localStorage.getItem(SESSION)) {
     // The server restarted (a new session each start): log in again.
     localStorage.removeItem(SESSION);
     window.dispatchEvent(new Event("noon-logged-out"));
   }
   if (!response.ok) {
-    throw new ApiError(response.status, (body && body.error) || response.statusText, body && body.current);
+    throw new ApiError(
+      response.status,
+      (body && body.error) || response.statusText,
+      body && body.current,
+    );
   }
   return body;
 }
@@ -63,12 +75,14 @@ export async function get(path, params = {}) {
 
 export async function post(path, body = {}) {
   const payload = namespace ? { ns: namespace, ...body } : body;
-  return answer(await fetch(path, {
-    method: "POST",
-    credentials: "omit",
-    headers: headers({ "Content-Type": "application/json" }),
-    body: JSON.stringify(payload),
-  }));
+  return answer(
+    await fetch(path, {
+      method: "POST",
+      credentials: "omit",
+      headers: headers({ "Content-Type": "application/json" }),
+      body: JSON.stringify(payload),
+    }),
+  );
 }
 
 /** The server-sent events of `GET /api/events`, read with fetch (EventSource cannot send a
@@ -77,8 +91,15 @@ export async function post(path, body = {}) {
 export async function events(onEvent, onState) {
   for (;;) {
     try {
-      const response = await fetch("/api/events", { credentials: "omit", headers: headers(), cache: "no-store" });
-      if (!response.ok) { await answer(response); return; }
+      const response = await fetch("/api/events", {
+        credentials: "omit",
+        headers: headers(),
+        cache: "no-store",
+      });
+      if (!response.ok) {
+        await answer(response);
+        return;
+      }
       onState(true);
       const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
       let buffer = "";
@@ -91,7 +112,9 @@ export async function events(onEvent, onState) {
           const lines = buffer.slice(0, end).split("\n");
           buffer = buffer.slice(end + 2);
           if (lines.some((line) => line.startsWith("event:"))) continue; // only plain messages
-          const data = lines.filter((line) => line.startsWith("data: ")).map((line) => line.slice(6));
+          const data = lines
+            .filter((line) => line.startsWith("data: "))
+            .map((line) => line.slice(6));
           if (data.length) onEvent(JSON.parse(data.join("\n")));
         }
       }
@@ -99,6 +122,8 @@ export async function events(onEvent, onState) {
       if (err instanceof ApiError && err.status === 401) return;
     }
     onState(false);
-    await new Promise((resolve) => { setTimeout(resolve, 2000); });
+    await new Promise((resolve) => {
+      setTimeout(resolve, 2000);
+    });
   }
 }

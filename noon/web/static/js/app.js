@@ -56,42 +56,68 @@ async function refreshBadge() {
     badge.textContent = found.pending;
     badge.hidden = !found.pending;
     badge.title = `${found.pending} change(s) by agents to review`;
-  } catch { /* the next event retries */ }
+  } catch {
+    /* the next event retries */
+  }
 }
 
 function listen() {
   const status = document.getElementById("live");
-  events((event) => {
-    if (event.error) { notice(event.error, "error"); return; }
-    const mine = event.reset ? { reset: true } : (event.namespaces || {})[ns()];
-    if (!mine) return;
-    refreshBadge();
-    window.dispatchEvent(new CustomEvent("noon-change", { detail: mine }));
-  }, (on) => {
-    status.textContent = on ? "live" : "reconnecting";
-    status.classList.toggle("on", on);
-  });
+  events(
+    (event) => {
+      if (event.error) {
+        notice(event.error, "error");
+        return;
+      }
+      const mine = event.reset ? { reset: true } : (event.namespaces || {})[ns()];
+      if (!mine) return;
+      refreshBadge();
+      window.dispatchEvent(new CustomEvent("noon-change", { detail: mine }));
+    },
+    (on) => {
+      status.textContent = on ? "live" : "reconnecting";
+      status.classList.toggle("on", on);
+    },
+  );
 }
 
 async function namespaces(info) {
   const select = document.getElementById("ns");
   if (!ns() || !info.namespaces.includes(ns())) setNs(info.namespace);
-  clear(select, info.namespaces.map((n) => h("option", { value: n, selected: n === ns() }, n)));
-  select.addEventListener("change", () => { setNs(select.value); refreshBadge(); route(); });
+  clear(
+    select,
+    info.namespaces.map((n) => h("option", { value: n, selected: n === ns() }, n)),
+  );
+  select.addEventListener("change", () => {
+    setNs(select.value);
+    refreshBadge();
+    route();
+  });
 }
 
 function showLogin(main) {
   const input = h("input", { type: "password", autocomplete: "current-password", required: true });
-  const form = h("form", { class: "card login" }, h("h1", {}, "Log in"),
-    h("p", {}, "Open the address noon web printed when it started (it carries the token once), "
-      + "or give the token it was started with (NOON_TOKEN) here."),
-    field("Token", input), h("button", { type: "submit" }, "Log in"));
+  const form = h(
+    "form",
+    { class: "card login" },
+    h("h1", {}, "Log in"),
+    h(
+      "p",
+      {},
+      "Open the address noon web printed when it started (it carries the token once), " +
+        "or give the token it was started with (NOON_TOKEN) here.",
+    ),
+    field("Token", input),
+    h("button", { type: "submit" }, "Log in"),
+  );
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     try {
       await login(input.value);
       location.reload();
-    } catch (err) { notice(err.message, "error"); }
+    } catch (err) {
+      notice(err.message, "error");
+    }
   });
   clear(main, form);
   input.focus();
@@ -106,19 +132,27 @@ async function takeToken() {
   history.replaceState(null, "", location.pathname + location.search);
   try {
     await login(decodeURIComponent(found[1]));
-  } catch (err) { notice(`The token in the address was refused: ${err.message}`, "error"); }
+  } catch (err) {
+    notice(`The token in the address was refused: ${err.message}`, "error");
+  }
 }
 
 async function start() {
   await takeToken();
   window.addEventListener("noon-logged-out", () => showLogin(document.getElementById("main")));
   const main = document.getElementById("main");
-  if (!loggedIn()) { showLogin(main); return; }
+  if (!loggedIn()) {
+    showLogin(main);
+    return;
+  }
   let info;
   try {
     info = await get("/api/info");
   } catch (err) {
-    if (err instanceof ApiError && err.status === 401) { showLogin(main); return; }
+    if (err instanceof ApiError && err.status === 401) {
+      showLogin(main);
+      return;
+    }
     throw err;
   }
   document.title = `noon · ${info.node}`;

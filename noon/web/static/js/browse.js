@@ -10,9 +10,14 @@ let state = null;
 function onChange(event) {
   if (!state) return;
   const d = event.detail;
-  if (d.reset) { quietly(state.tree.load()); quietly(state.view.reload()); return; }
+  if (d.reset) {
+    quietly(state.tree.load());
+    quietly(state.view.reload());
+    return;
+  }
   quietly(state.tree.refresh(d.parents || []));
-  if (state.view.memory && (d.nodes || []).includes(state.view.memory.node)) state.view.changedElsewhere();
+  if (state.view.memory && (d.nodes || []).includes(state.view.memory.node))
+    state.view.changedElsewhere();
 }
 
 export async function show(main, params) {
@@ -20,9 +25,12 @@ export async function show(main, params) {
   if (!state || !main.contains(state.layout)) {
     const tree = new Tree((u) => go("browse", { uri: u }));
     const view = new MemoryView();
-    const layout = h("div", { class: "browse" },
+    const layout = h(
+      "div",
+      { class: "browse" },
       h("aside", { class: "pane tree-pane", "aria-label": "Memory tree" }, tree.el),
-      h("section", { class: "pane", "aria-label": "Memory" }, view.el));
+      h("section", { class: "pane", "aria-label": "Memory" }, view.el),
+    );
     state = { tree, view, layout };
     clear(main, layout);
     window.addEventListener("noon-change", onChange);
@@ -34,11 +42,22 @@ export async function show(main, params) {
     return;
   }
   const boot = await get("/api/boot");
-  state.view.empty(h("p", { class: "muted" }, "Choose a memory in the tree, or search."),
+  state.view.empty(
+    h("p", { class: "muted" }, "Choose a memory in the tree, or search."),
     h("h2", {}, "Boot memories"),
-    h("p", { class: "muted" }, "Every session of every agent starts by reading these (system://boot)."),
-    boot.length ? h("ul", {}, boot.map((b) => h("li", {}, link(b.uri), b.deleted ? " (deleted)" : "")))
-      : h("p", {}, "None yet: open a memory and choose Add to boot."));
+    h(
+      "p",
+      { class: "muted" },
+      "Every session of every agent starts by reading these (system://boot).",
+    ),
+    boot.length
+      ? h(
+          "ul",
+          {},
+          boot.map((b) => h("li", {}, link(b.uri), b.deleted ? " (deleted)" : "")),
+        )
+      : h("p", {}, "None yet: open a memory and choose Add to boot."),
+  );
 }
 
 export function leave() {

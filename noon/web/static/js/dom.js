@@ -44,18 +44,33 @@ export function link(uri, text) {
 export function diffView(diff) {
   if (!diff) return null;
   if (diff.too_large) {
-    return h("p", { class: "muted" },
-      `Too long to diff here (${diff.before_chars} → ${diff.after_chars} characters).`);
+    return h(
+      "p",
+      { class: "muted" },
+      `Too long to diff here (${diff.before_chars} → ${diff.after_chars} characters).`,
+    );
   }
   if (!diff.lines.length) return h("p", { class: "muted" }, "No text change.");
   const rows = diff.lines.map(([tag, text]) => {
     const cls = { "+": "add", "-": "del", "…": "skip" }[tag] || "ctx";
     const mark = tag === "…" ? "" : tag;
-    return h("div", { class: `line ${cls}` }, h("span", { class: "sign", "aria-hidden": "true" }, mark),
+    return h(
+      "div",
+      { class: `line ${cls}` },
+      h("span", { class: "sign", "aria-hidden": "true" }, mark),
       h("span", { class: "sr-only" }, { "+": "added: ", "-": "removed: " }[tag] || ""),
-      h("span", { class: "text" }, text || " "));
+      h("span", { class: "text" }, text || " "),
+    );
   });
-  return h("div", { class: "diff", role: "group", "aria-label": `Diff: ${diff.added} line(s) added, ${diff.removed} removed` }, rows);
+  return h(
+    "div",
+    {
+      class: "diff",
+      role: "group",
+      "aria-label": `Diff: ${diff.added} line(s) added, ${diff.removed} removed`,
+    },
+    rows,
+  );
 }
 
 let noticeTimer = null;
@@ -69,14 +84,21 @@ export function notice(message, kind = "info") {
 
 export function busy(button, promise) {
   button.disabled = true;
-  return promise.finally(() => { button.disabled = false; });
+  return promise.finally(() => {
+    button.disabled = false;
+  });
 }
 
 export function field(label, input, hint) {
   const id = input.id || `f-${Math.random().toString(36).slice(2)}`;
   input.id = id;
-  return h("div", { class: "field" }, h("label", { for: id }, label), input,
-    hint ? h("small", { class: "muted" }, hint) : null);
+  return h(
+    "div",
+    { class: "field" },
+    h("label", { for: id }, label),
+    input,
+    hint ? h("small", { class: "muted" }, hint) : null,
+  );
 }
 
 export function go(name, params = {}) {

@@ -9,10 +9,16 @@ let state = null;
 
 async function restore(button, version) {
   try {
-    const r = await busy(button, post("/api/memory/restore", { uri: state.uri, version, expected_version: state.version }));
+    const r = await busy(
+      button,
+      post("/api/memory/restore", { uri: state.uri, version, expected_version: state.version }),
+    );
     notice(`Restored version ${version} (new version ${r.version}).`);
     await load();
-  } catch (err) { notice(err.message, "error"); if (err.status === 409) await load(); }
+  } catch (err) {
+    notice(err.message, "error");
+    if (err.status === 409) await load();
+  }
 }
 
 function entry(item) {
@@ -27,9 +33,25 @@ function entry(item) {
   const undo = h("button", { type: "button" }, "Undo this change…");
   undo.addEventListener("click", () => details(slot, item.ids, () => load()));
   actions.push(undo);
-  return h("li", { class: "card" }, header(item), summary(item),
-    v ? h("p", {}, "Text version ", h("code", {}, v.version), v.current ? " (current)" : "", v.deleted ? " (deleted the memory)" : "") : null,
-    steps(item.steps), h("div", { class: "actions" }, actions), slot);
+  return h(
+    "li",
+    { class: "card" },
+    header(item),
+    summary(item),
+    v
+      ? h(
+          "p",
+          {},
+          "Text version ",
+          h("code", {}, v.version),
+          v.current ? " (current)" : "",
+          v.deleted ? " (deleted the memory)" : "",
+        )
+      : null,
+    steps(item.steps),
+    h("div", { class: "actions" }, actions),
+    slot,
+  );
 }
 
 async function load() {
@@ -38,13 +60,21 @@ async function load() {
   if (state !== mine) return; // the person went elsewhere meanwhile
   state.version = page.version;
   state.uri = `system://node/${page.node}`; // follows the memory through moves
-  clear(state.root, h("h1", {}, "History of ", link(page.uri)),
-    h("p", { class: "muted" }, `${page.total} change(s), newest first; versions compaction removed are not listed.`),
-    h("ol", { class: "timeline" }, page.items.map(entry)));
+  clear(
+    state.root,
+    h("h1", {}, "History of ", link(page.uri)),
+    h(
+      "p",
+      { class: "muted" },
+      `${page.total} change(s), newest first; versions compaction removed are not listed.`,
+    ),
+    h("ol", { class: "timeline" }, page.items.map(entry)),
+  );
 }
 
 function onChange(event) {
-  if (state && (event.detail.reset || (event.detail.nodes || []).includes(state.node))) quietly(load());
+  if (state && (event.detail.reset || (event.detail.nodes || []).includes(state.node)))
+    quietly(load());
 }
 
 export async function show(main, params) {

@@ -21,10 +21,17 @@ export class Tree {
     clear(this.el);
     this.groups.clear();
     for (const d of domains) {
-      const item = this.item({
-        name: `${d.domain}://`, uri: `${d.domain}://`, node: `@${d.domain}`, children: d.children,
-        priority: null, disclosure: "",
-      }, 1);
+      const item = this.item(
+        {
+          name: `${d.domain}://`,
+          uri: `${d.domain}://`,
+          node: `@${d.domain}`,
+          children: d.children,
+          priority: null,
+          disclosure: "",
+        },
+        1,
+      );
       this.el.append(item);
       if (domains.length === 1 || d.domain === "core") await this.expand(item);
     }
@@ -33,22 +40,57 @@ export class Tree {
   }
 
   item(entry, level) {
-    const label = h("span", { class: "label" },
+    const label = h(
+      "span",
+      { class: "label" },
       h("span", { class: "name" }, entry.name),
-      entry.priority !== null ? h("span", { class: "prio", title: "priority (lower is recalled first)" }, `★${entry.priority}`) : null,
+      entry.priority !== null
+        ? h(
+            "span",
+            { class: "prio", title: "priority (lower is recalled first)" },
+            `★${entry.priority}`,
+          )
+        : null,
       entry.boot ? h("span", { class: "flag", title: "in the boot list" }, "boot") : null,
-      entry.conflicted ? h("span", { class: "flag warn", title: "concurrent versions" }, "conflict") : null,
-      entry.deleted ? h("span", { class: "flag warn", title: "deleted on another machine" }, "deleted") : null,
-      entry.disclosure ? h("span", { class: "disclosure" }, entry.disclosure) : null);
+      entry.conflicted
+        ? h("span", { class: "flag warn", title: "concurrent versions" }, "conflict")
+        : null,
+      entry.deleted
+        ? h("span", { class: "flag warn", title: "deleted on another machine" }, "deleted")
+        : null,
+      entry.disclosure ? h("span", { class: "disclosure" }, entry.disclosure) : null,
+    );
     const li = h("li", {
-      role: "treeitem", tabindex: -1, "aria-level": level, "data-uri": entry.uri, "data-node": entry.node,
+      role: "treeitem",
+      tabindex: -1,
+      "aria-level": level,
+      "data-uri": entry.uri,
+      "data-node": entry.node,
       "aria-expanded": entry.children ? "false" : null,
     });
     const toggle = entry.children
-      ? h("button", { class: "twisty", type: "button", tabindex: -1, "aria-label": `Expand ${entry.name}`, onclick: (e) => { e.stopPropagation(); this.toggle(li); } }, "▸")
+      ? h(
+          "button",
+          {
+            class: "twisty",
+            type: "button",
+            tabindex: -1,
+            "aria-label": `Expand ${entry.name}`,
+            onclick: (e) => {
+              e.stopPropagation();
+              this.toggle(li);
+            },
+          },
+          "▸",
+        )
       : h("span", { class: "twisty" });
-    const row = h("div", { class: "row", onclick: () => this.select(li) }, toggle, label,
-      entry.children ? h("span", { class: "count", title: "children" }, entry.children) : null);
+    const row = h(
+      "div",
+      { class: "row", onclick: () => this.select(li) },
+      toggle,
+      label,
+      entry.children ? h("span", { class: "count", title: "children" }, entry.children) : null,
+    );
     li.append(row);
     li.entry = entry;
     return li;
@@ -84,15 +126,20 @@ export class Tree {
   // what is typed (asked of the server: the children are never all sent).
   filterBox(group, all) {
     const input = h("input", {
-      type: "search", class: "tree-filter", value: group.filter,
-      placeholder: `Filter ${all} children by name`, "aria-label": `Filter the children of ${group.li.entry.name}`,
+      type: "search",
+      class: "tree-filter",
+      value: group.filter,
+      placeholder: `Filter ${all} children by name`,
+      "aria-label": `Filter the children of ${group.li.entry.name}`,
     });
     let timer = null;
     input.addEventListener("input", () => {
       clearTimeout(timer);
       timer = setTimeout(async () => {
         group.filter = input.value.trim();
-        group.ul.querySelectorAll(":scope > [role=treeitem], :scope > .more, :scope > .none").forEach((x) => x.remove());
+        group.ul
+          .querySelectorAll(":scope > [role=treeitem], :scope > .more, :scope > .none")
+          .forEach((x) => x.remove());
         group.loaded = 0;
         await this.more(group);
       }, 200);
@@ -104,17 +151,33 @@ export class Tree {
   async more(group, count = PAGE) {
     const level = Number(group.li.getAttribute("aria-level")) + 1;
     const page = await get("/api/children", {
-      uri: group.uri, offset: group.loaded, limit: Math.min(count, 200), filter: group.filter,
+      uri: group.uri,
+      offset: group.loaded,
+      limit: Math.min(count, 200),
+      filter: group.filter,
     });
-    if (page.all > FILTER_FROM && !group.ul.querySelector(":scope > .filter")) group.ul.append(this.filterBox(group, page.all));
+    if (page.all > FILTER_FROM && !group.ul.querySelector(":scope > .filter"))
+      group.ul.append(this.filterBox(group, page.all));
     group.ul.querySelector(":scope > .more")?.remove();
     for (const entry of page.items) group.ul.append(this.item(entry, level));
     group.loaded += page.items.length;
-    if (!page.total && group.filter) group.ul.append(h("li", { class: "none muted", role: "none" }, `No child holds “${group.filter}”.`));
+    if (!page.total && group.filter)
+      group.ul.append(
+        h("li", { class: "none muted", role: "none" }, `No child holds “${group.filter}”.`),
+      );
     const left = page.total - group.loaded;
     if (left > 0) {
-      group.ul.append(h("li", { class: "more", role: "none" },
-        h("button", { type: "button", onclick: () => this.more(group) }, `Show ${Math.min(left, PAGE)} more of ${left}`)));
+      group.ul.append(
+        h(
+          "li",
+          { class: "more", role: "none" },
+          h(
+            "button",
+            { type: "button", onclick: () => this.more(group) },
+            `Show ${Math.min(left, PAGE)} more of ${left}`,
+          ),
+        ),
+      );
     }
   }
 
@@ -128,13 +191,19 @@ export class Tree {
 
   // Show `uri` as the selected row when it is loaded.
   mark(uri) {
-    this.el.querySelectorAll('[aria-selected="true"]').forEach((x) => x.removeAttribute("aria-selected"));
-    const li = [...this.el.querySelectorAll('[role="treeitem"]')].find((x) => x.dataset.uri === uri);
+    this.el
+      .querySelectorAll('[aria-selected="true"]')
+      .forEach((x) => x.removeAttribute("aria-selected"));
+    const li = [...this.el.querySelectorAll('[role="treeitem"]')].find(
+      (x) => x.dataset.uri === uri,
+    );
     if (li) li.setAttribute("aria-selected", "true");
   }
 
   select(li) {
-    this.el.querySelectorAll('[aria-selected="true"]').forEach((x) => x.removeAttribute("aria-selected"));
+    this.el
+      .querySelectorAll('[aria-selected="true"]')
+      .forEach((x) => x.removeAttribute("aria-selected"));
     li.setAttribute("aria-selected", "true");
     this.focus(li);
     if (li.entry.priority !== null) this.onSelect(li.entry.uri);
@@ -142,7 +211,9 @@ export class Tree {
   }
 
   focus(li) {
-    this.el.querySelectorAll('[role="treeitem"][tabindex="0"]').forEach((x) => { x.tabIndex = -1; });
+    this.el.querySelectorAll('[role="treeitem"][tabindex="0"]').forEach((x) => {
+      x.tabIndex = -1;
+    });
     li.tabIndex = 0;
     li.focus();
   }
@@ -156,10 +227,13 @@ export class Tree {
     if (e.key === "ArrowDown" && i + 1 < items.length) this.focus(items[i + 1]);
     else if (e.key === "ArrowUp" && i > 0) this.focus(items[i - 1]);
     else if (e.key === "ArrowRight" && expanded === "false") this.expand(li);
-    else if (e.key === "ArrowRight" && expanded === "true" && items[i + 1]) this.focus(items[i + 1]);
+    else if (e.key === "ArrowRight" && expanded === "true" && items[i + 1])
+      this.focus(items[i + 1]);
     else if (e.key === "ArrowLeft" && expanded === "true") this.collapse(li);
-    else if (e.key === "ArrowLeft") { const up = li.parentElement.closest('[role="treeitem"]'); if (up) this.focus(up); }
-    else if (e.key === "Enter" || e.key === " ") this.select(li);
+    else if (e.key === "ArrowLeft") {
+      const up = li.parentElement.closest('[role="treeitem"]');
+      if (up) this.focus(up);
+    } else if (e.key === "Enter" || e.key === " ") this.select(li);
     else return;
     e.preventDefault();
   }

@@ -1,0 +1,94 @@
+"""Import the MCP SDK's server side without what a server never runs.
+
+Every agent session starts a ``noon serve``, and the SDK's import is most of its first answer.
+Two parts of that import do nothing for a server:
+
+- ``import mcp.server.lowlevel`` first runs ``mcp/__init__`` (the SDK's client, httpx,
+  cryptography) and ``mcp/server/__init__`` (the high-level ``MCPServer`` and its resource
+  templates). :func:`enter_packages` registers both packages without running their
+  ``__init__``; the first time anything asks either for a name only its ``__init__`` defines
+  (``from mcp import Client``), that ``__init__`` runs in place, so every SDK spelling still works.
+- The protocol's ~550 pydantic models each build their validator as their class is defined; a
+  session uses a few dozen. Defined under ``defer_build``, a model builds the same validator from
+  the same definition the first time it is used.
+
+Nothing here changes what goes on the wire: the server is the SDK's own, its modules and models
+unchanged; only when they are loaded moves. ``tests/test_cli_start.py`` holds the imports away.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any
+
+LAZY_PACKAGES = ("mcp", "mcp.server")
+"""Packages whose ``__init__`` a server does not need (parents first)."""
+
+
+class _DeferredInit(ModuleType):
+    """A package registered with its path but its ``__init__`` not yet run."""
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for a name the package does not hold yet: run its real __init__ in place,
+        # once, then answer as the full package would.
+        self.__class__ = ModuleType  # type: ignore[assignment]
+        spec = self.__spec__
+        assert spec is not None and spec.loader is not None
+        spec.loader.exec_module(self)
+        return getattr(self, name)
+
+
+def enter_packages(names: tuple[str, ...] = LAZY_PACKAGES) -> bool:
+    """Register ``names`` as packages whose ``__init__`` runs on first use of one of its own
+    names; False (and nothing done) when the SDK is already imported."""
+    if any(name in sys.modules for name in names):
+        return False
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.submodule_search_locations is None:
+            return False
+        package = _DeferredInit(name)
+        package.__spec__ = spec
+        package.__path__ = list(spec.submodule_search_locations)
+        package.__file__ = spec.origin
+        package.__package__ = name
+        package.__loader__ = spec.loader
+        sys.modules[name] = package
+        parent, _, child = name.rpartition(".")
+        if parent:
+            setattr(sys.modules[parent], child, package)
+    return True
+
+
+@contextmanager
+def models_built_on_first_use() -> Iterator[None]:
+    """pydantic models defined inside build their validators on first use (``defer_build``)."""
+    try:
+        from pydantic._internal import _config
+    except ImportError:  # another pydantic: models build as they are defined, which is only slower
+        yield
+        return
+    defaults: dict[str, Any] = _config.config_defaults  # type: ignore[assignment]
+    before = defaults.get("defer_build", False)
+    defaults["defer_build"] = True
+    try:
+        yield
+    finally:
+        defaults["defer_build"] = before
+
+
+def load_server_side() -> None:
+    """Import the SDK modules a noon server uses, the lean way when nothing imported it before."""
+    if not enter_packages():
+        return
+    with models_built_on_first_use():
+        import mcp.server.context
+        import mcp.server.lowlevel.server
+        import mcp.server.models
+        import mcp.server.subscriptions
+        import mcp.shared.exceptions
+        import mcp.types  # noqa: F401

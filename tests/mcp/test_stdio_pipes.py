@@ -1,0 +1,134 @@
+"""``noon serve`` on pipes reads and writes its messages on the event loop (noon.mcp.stdio_pipes):
+no worker thread is woken for a message, the SDK still frames and validates every one, stray
+output still misses the wire; on anything but pipes the SDK's own streams serve."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from tests.harness.mcp import serve_env
+
+pytestmark = pytest.mark.integration
+
+PROBE = """
+import sys
+import anyio.to_thread
+
+hops = []
+hand_off = anyio.to_thread.run_sync
+
+
+async def counted(fn, *args, **kwargs):
+    hops.append(getattr(fn, "__qualname__", repr(fn)))
+    return await hand_off(fn, *args, **kwargs)
+
+
+anyio.to_thread.run_sync = counted
+
+import noon.mcp.command as command
+
+options = command.initialization_options
+
+
+def printing(server):  # runs once serving has claimed stdout: the print must miss the wire
+    print("stray output while serving", flush=True)
+    return options(server)
+
+
+command.initialization_options = printing
+from noon.cli import main
+
+try:
+    main(["serve", "--tools", "kg", "--dir", sys.argv[1], "--node-id", "probe"])
+finally:
+    print("HOPS", len(hops), sorted(set(hops)), file=sys.stderr)
+"""
+INIT = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "probe", "version": "1"},
+}
+
+
+def _send(pipe: IO[bytes], message: dict[str, Any]) -> None:
+    pipe.write(json.dumps(message).encode() + b"\n")
+    pipe.flush()
+
+
+def _session(tmp_path: Path, stdout: Any) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-c", PROBE, str(tmp_path / "store")],
+        stdin=subprocess.PIPE,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        env=serve_env(),
+    )
+
+
+def _requests(pipe: IO[bytes]) -> None:
+    _send(pipe, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT})
+    _send(pipe, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    for i in range(3):
+        _send(pipe, {"jsonrpc": "2.0", "id": 10 + i, "method": "ping"})
+    _send(pipe, {"jsonrpc": "2.0", "id": 20, "method": "tools/list"})
+    _send(pipe, {"jsonrpc": "2.0", "id": 21, "method": "nope"})
+
+
+def _check(answers: list[dict[str, Any]]) -> None:
+    by_id = {a["id"]: a for a in answers}
+    assert set(by_id) == {1, 10, 11, 12, 20, 21}
+    assert by_id[1]["result"]["serverInfo"]["name"] == "noon"
+    assert all(by_id[i]["result"] == {} for i in (10, 11, 12))
+    assert len(by_id[20]["result"]["tools"]) == 9
+    assert by_id[21]["error"]["code"] == -32601  # the SDK's answer to an unknown method
+
+
+def _ended(proc: subprocess.Popen[bytes]) -> bytes:
+    """Close the session's stdin (the end of the session) and its stderr once it exits."""
+    assert proc.stdin is not None and proc.stderr is not None
+    proc.stdin.close()
+    proc.wait(timeout=60)
+    return proc.stderr.read()
+
+
+def _hops(stderr: bytes) -> int:
+    line = next(x for x in stderr.decode().splitlines() if x.startswith("HOPS "))
+    return int(line.split()[1])
+
+
+def test_messages_on_pipes_wake_no_worker_thread(tmp_path: Path) -> None:
+    proc = _session(tmp_path, subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        _requests(proc.stdin)
+        lines = [proc.stdout.readline() for _ in range(6)]
+    finally:
+        stderr = _ended(proc)
+    _check([json.loads(line) for line in lines])
+    assert b"stray output while serving" in stderr
+    assert proc.returncode == 0
+    assert _hops(stderr) == 0  # the SDK's own streams hand each read, write and flush over
+
+
+def test_stdout_to_a_file_is_served_by_the_sdk_streams(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    with out.open("wb") as sink:
+        proc = _session(tmp_path, sink)
+        assert proc.stdin is not None
+        try:
+            _requests(proc.stdin)
+            deadline = time.monotonic() + 60
+            while len(out.read_bytes().splitlines()) < 6 and time.monotonic() < deadline:
+                time.sleep(0.05)
+        finally:
+            stderr = _ended(proc)
+    _check([json.loads(line) for line in out.read_bytes().splitlines()])
+    assert b"stray output while serving" in stderr
+    assert _hops(stderr) > 0
