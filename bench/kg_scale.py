@@ -90,11 +90,12 @@ def write_official(path: Path, entities: int) -> None:
 
 
 IMPORT_PROBE = r"""
-import json, resource, sys
+import json, os, sys
+from bench.stats import rss_mib
 from noon.cli import main
 if main(sys.argv[1:]):
     sys.exit(1)
-print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+print(json.dumps(rss_mib(os.getpid())["peak"]))  # not ru_maxrss: it keeps the forking parent's
 """
 
 
