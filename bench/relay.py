@@ -39,8 +39,8 @@ from noon.core.ops import Draft
 from noon.store import signing
 from noon.store.store import Store
 from noond.metrics import Metrics
-from noond.relay.backend import open_backend
 from noond.relay.link import RelaySettings
+from noond.relay.opener import open_backend
 from noond.relay.sync import Relay
 from noond.shards import Holdings
 from noond.signers import Signers

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from noon import logs
+from noon.commands.terminal import visible
 from noon.errors import NoonError
-from noon.ops_cli.terminal import visible
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, one-line help)
@@ -23,15 +23,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "noon.transfer.export_command",
         "export everything, or a Markdown folder, or memory.jsonl",
     ),
-    "status": ("noon.ops_cli.status", "show this node, its shards, peers and conflicts"),
-    "compact": ("noon.ops_cli.compact", "drop superseded operations from the shards"),
-    "certs": ("noon.ops_cli.certs", "create the private CA and issue node certificates"),
-    "peers": ("noon.ops_cli.peers", "list, depart or revoke peers"),
-    "log": ("noon.ops_cli.log", "recent changes: who changed what, from which machine, when"),
-    "history": ("noon.ops_cli.history", "every version of one memory (URI) and who wrote it"),
-    "query": ("noon.ops_cli.query", "search URI memories and the knowledge graph"),
-    "doctor": ("noon.ops_cli.doctor", "check this node's setup and say how to fix problems"),
-    "reindex": ("noon.ops_cli.reindex", "rebuild this machine's read model from the shards"),
+    "status": ("noon.commands.status", "show this node, its shards, peers and conflicts"),
+    "compact": ("noon.commands.compact", "drop superseded operations from the shards"),
+    "certs": ("noon.commands.certs", "create the private CA and issue node certificates"),
+    "peers": ("noon.commands.peers", "list, depart or revoke peers"),
+    "log": ("noon.commands.log", "recent changes: who changed what, from which machine, when"),
+    "history": ("noon.commands.history", "every version of one memory (URI) and who wrote it"),
+    "query": ("noon.commands.query", "search URI memories and the knowledge graph"),
+    "doctor": ("noon.commands.doctor", "check this node's setup and say how to fix problems"),
+    "reindex": ("noon.commands.reindex", "rebuild this machine's read model from the shards"),
     "demo": ("noon.demo", "start three local nodes and watch memories replicate"),
 }
 

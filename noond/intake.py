@@ -9,7 +9,6 @@ import asyncio
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from noon.core.chain import Verify
 from noon.core.collection import member_of
@@ -17,13 +16,11 @@ from noon.store import receive, serve
 from noon.store.errors import ForkDetected
 from noon.store.readmodel.behind import full
 from noon.store.shard import NotRegular
+from noond.node import Node
 from noond.params import Refused
 from noond.pull import Ops
 from noond.shards import refused
 from noond.wire import MAX_OPS_PER_PUSH, Code
-
-if TYPE_CHECKING:
-    from noond.daemon import Daemon
 
 log = logging.getLogger("noond.server")
 
@@ -37,7 +34,7 @@ def _parse(body: bytes, node: str, path: Path) -> tuple[Ops, int]:
         return ops, 0
 
 
-def pusher_of(daemon: Daemon, node: str, caller: str | None, said: str | None) -> str:
+def pusher_of(daemon: Node, node: str, caller: str | None, said: str | None) -> str:
     """The member sending ``node``, when it may (steps 1 of §5): its own shards only, never
     this node's, never a revoked or departed one. ``said`` is the ``X-Noon-Node`` header, the
     only word there is without TLS."""
@@ -56,7 +53,7 @@ def pusher_of(daemon: Daemon, node: str, caller: str | None, said: str | None) -
     return pusher
 
 
-def still_member(daemon: Daemon, caller: str | None) -> None:
+def still_member(daemon: Node, caller: str | None) -> None:
     """A stream outlives the request that opened it: each frame checks again that its sender
     is neither departed nor revoked (PROTOCOL.md §8.3, §13.6)."""
     if caller is None:
@@ -66,7 +63,7 @@ def still_member(daemon: Daemon, caller: str | None) -> None:
 
 
 async def continues(
-    daemon: Daemon, caller: str | None, node: str, after: int, checks: serve.Checks
+    daemon: Node, caller: str | None, node: str, after: int, checks: serve.Checks
 ) -> int:
     """Steps 3 and 4 of §5: this node holds ``node`` at least up to ``after`` and the
     sender's digests of its ops there match ours. Returns the seq held."""
@@ -90,7 +87,7 @@ async def continues(
 
 
 async def store(
-    daemon: Daemon, caller: str | None, node: str, body: bytes, held: int, revision: int
+    daemon: Node, caller: str | None, node: str, body: bytes, held: int, revision: int
 ) -> receive.Appended:
     """Steps 2 and 5 of §5 for a body that continues what is held (``held``, for the answer
     to a gap): validated, within quota, proven (§13.2) and appended; nothing of it stored
@@ -139,7 +136,7 @@ async def store(
     return done
 
 
-async def _verifier(daemon: Daemon, caller: str | None, node: str, revision: int) -> Verify | None:
+async def _verifier(daemon: Node, caller: str | None, node: str, revision: int) -> Verify | None:
     """How a push of ``node`` is checked: its author's certified keys, asked from the pusher
     when none is known here (PROTOCOL.md §13.2). A pusher speaking revision 1 whose signer is
     unknown here pushes unsigned, as revision 1 did: mTLS proves it wrote its own shard

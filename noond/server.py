@@ -14,7 +14,6 @@ import time
 import zlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -27,6 +26,7 @@ from noon.store import serve, store
 from noon.store.errors import ForkDetected
 from noond import intake
 from noond.config import parse_address
+from noond.node import Node
 from noond.params import (
     Refused,
     check_param,
@@ -49,12 +49,9 @@ from noond.wire import (
     summary_json,
 )
 
-if TYPE_CHECKING:
-    from noond.daemon import Daemon
-
 log = logging.getLogger("noond.server")
 
-DAEMON: web.AppKey[Daemon] = web.AppKey("daemon")
+DAEMON: web.AppKey[Node] = web.AppKey("daemon")
 OPEN_ROUTES = frozenset({"/info", "/health", "/metrics"})
 """Answered whatever protocol revision the caller speaks, so it can learn ours."""
 MONITORING_ROUTES = frozenset({"/health", "/metrics"})
@@ -345,7 +342,7 @@ async def metrics(request: web.Request) -> web.Response:
     )
 
 
-def build_app(daemon: Daemon) -> web.Application:
+def build_app(daemon: Node) -> web.Application:
     app = web.Application(middlewares=[guard], client_max_size=daemon.config.max_body)
     app[DAEMON] = daemon
     app.router.add_get("/health", health)
@@ -367,7 +364,7 @@ def build_app(daemon: Daemon) -> web.Application:
     return app
 
 
-def build_metrics_app(daemon: Daemon) -> web.Application:
+def build_metrics_app(daemon: Node) -> web.Application:
     """The optional plaintext listener for Prometheus (``NOOND_METRICS_LISTEN``): ``/metrics``
     and ``/health`` only, nothing that reads or writes memories."""
     app = web.Application()

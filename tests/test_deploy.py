@@ -100,6 +100,7 @@ def test_the_system_unit_is_sandboxed():
 
 @needs_promtool
 def test_promtool_accepts_the_scrape_config_and_rules():
+    assert PROMTOOL is not None
     for args in (
         ["check", "config", "prometheus.yml"],
         ["check", "rules", "alerts.yml"],

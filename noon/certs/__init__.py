@@ -32,28 +32,6 @@ from __future__ import annotations
 
 from noon.certs._files import cert_info, check_node_files
 from noon.certs._issue import init_ca, issue_node_cert
-from noon.certs._model import (
-    CA_CERT_NAME,
-    CA_KEY_NAME,
-    MAX_CERT_NODE_ID_LEN,
-    NODE_ID_RE,
-    ROLE_METRICS,
-    ROLE_NODE,
-    ROLE_UNITS,
-    CaExistsError,
-    CaPaths,
-    CertError,
-    CertFileMissingError,
-    CertInfo,
-    CertParseError,
-    InvalidNodeIdError,
-    KeyMismatchError,
-    NodeCertExistsError,
-    NodePaths,
-    NotSignedByCaError,
-    PeerIdentityError,
-    validate_node_id,
-)
 from noon.certs._relaykey import (
     RELAY_KEY_NAME,
     MeshKey,
@@ -79,6 +57,28 @@ from noon.certs._tls import (
     peer_node_id,
     require_peer,
     server_ssl_context,
+)
+from noon.certs._types import (
+    CA_CERT_NAME,
+    CA_KEY_NAME,
+    MAX_CERT_NODE_ID_LEN,
+    NODE_ID_RE,
+    ROLE_METRICS,
+    ROLE_NODE,
+    ROLE_UNITS,
+    CaExistsError,
+    CaPaths,
+    CertError,
+    CertFileMissingError,
+    CertInfo,
+    CertParseError,
+    InvalidNodeIdError,
+    KeyMismatchError,
+    NodeCertExistsError,
+    NodePaths,
+    NotSignedByCaError,
+    PeerIdentityError,
+    validate_node_id,
 )
 
 __all__ = [

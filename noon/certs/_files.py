@@ -11,7 +11,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.x509.oid import NameOID
 
-from noon.certs._model import (
+from noon.certs._types import (
     ROLE_NODE,
     CertFileMissingError,
     CertInfo,

@@ -13,7 +13,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from noon.certs._files import check_pair, read_cert, read_key
-from noon.certs._model import (
+from noon.certs._signing import issue_signing_cert, signing_paths
+from noon.certs._types import (
     BACKDATE,
     CA_CERT_NAME,
     CA_KEY_NAME,
@@ -28,7 +29,6 @@ from noon.certs._model import (
     now_utc,
     validate_node_id,
 )
-from noon.certs._signing import issue_signing_cert, signing_paths
 from noon.store.shard import write_file
 
 _HOST_RE = re.compile(r"^(\*\.)?[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_-]{1,63})*\.?$")

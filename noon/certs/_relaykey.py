@@ -11,7 +11,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from noon.certs._model import CertError
+from noon.certs._types import CertError
 from noon.store.shard import read_regular, write_file
 
 RELAY_KEY_NAME = "relay.key"

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from noon.certs._files import check_pair, read_cert, read_key
-from noon.certs._model import (
+from noon.certs._types import (
     CA_CERT_NAME,
     CA_KEY_NAME,
     CertError,

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.x509.oid import NameOID
 
 from noon.certs._files import check_pair, read_cert, read_key
-from noon.certs._model import (
+from noon.certs._types import (
     BACKDATE,
     CA_CERT_NAME,
     CA_KEY_NAME,

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from noon.certs._files import check_node_files
-from noon.certs._model import ROLE_NODE, PeerIdentityError, is_valid_node_id, role_of
+from noon.certs._types import ROLE_NODE, PeerIdentityError, is_valid_node_id, role_of
 
 
 def _base_context(protocol: int, cert: Path, key: Path, ca: Path) -> ssl.SSLContext:

@@ -25,15 +25,28 @@ import base64
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import orjson
 
 from noon.core.ops import line_digest
 from noon.errors import NoonError
 
-if TYPE_CHECKING:
-    from noon.core.checkpoint import Checkpoint
+
+class Anchor(Protocol):
+    """What an author's checkpoint (:mod:`noon.core.checkpoint`) vouches for, as walking a
+    chain uses it: the chain's link after ``seq``, and the lines below it one by one."""
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def link(self) -> bytes: ...
+
+    def covers(self, seq: int, raw: bytes) -> bool: ...
+
+    def covers_run(self, first: int, leaves: bytes) -> bool: ...
+
 
 SIG_FIELD = b',"sig":"'
 SIG_CHARS = 86
@@ -202,7 +215,7 @@ def empty(node: str) -> Head:
     return Head(0, genesis(node))
 
 
-def walk(node: str, lines: Iterable[tuple[int, bytes]], cp: Checkpoint | None = None) -> Head:
+def walk(node: str, lines: Iterable[tuple[int, bytes]], cp: Anchor | None = None) -> Head:
     """The head of a stored copy: its lines (seq, raw) in file order, already verified when they
     arrived, chained from the genesis, or from the author's checkpoint ``cp`` past its seq; a gap
     nothing covers leaves the chain unknown."""
@@ -246,7 +259,7 @@ def verify(
     head: Head,
     lines: Sequence[tuple[int, bytes]],
     check: Verify,
-    cp: Checkpoint | None = None,
+    cp: Anchor | None = None,
 ) -> Proven:
     """Check that ``lines`` (seq, raw), which follow ``head``, continue the author's chain and
     end on a line whose signature verifies (which then proves every line before it). Lines at
@@ -352,7 +365,7 @@ def restub(
     node: str,
     lines: Iterable[tuple[int, bytes, bool]],
     start: Head | None = None,
-    cp: Checkpoint | None = None,
+    cp: Anchor | None = None,
 ) -> list[bytes]:
     """A copy's lines after dropping some: ``lines`` are (seq, raw, keep) in file order, from
     ``start`` (default: the shard's beginning); each run of dropped lines (with the stubs
@@ -366,7 +379,7 @@ def restubbed(
     node: str,
     lines: Iterable[tuple[int, bytes, bool]],
     start: Head | None = None,
-    cp: Checkpoint | None = None,
+    cp: Anchor | None = None,
 ) -> Iterator[bytes]:
     """:func:`restub`, line by line: a compaction streams a shard through it (it holds one run
     of dropped lines' leaves at most, never the copy)."""
@@ -428,7 +441,7 @@ def known(node: str, lines: Iterable[tuple[int, bytes]]) -> Known:
 
 
 def bridge(
-    node: str, lines: Sequence[tuple[int, bytes]], values: Known, cp: Checkpoint | None = None
+    node: str, lines: Sequence[tuple[int, bytes]], values: Known, cp: Anchor | None = None
 ) -> list[bytes]:
     """``lines`` (seq, raw) of a merged copy, with a stub put into every gap whose every leaf
     ``values`` knows, so the chain crosses it (any other gap stays: the chain breaks there,

@@ -45,7 +45,7 @@ from noon.mcp.spec import Family, ResourceSpec, ToolContext, ToolResult, ToolSpe
 from noon.mcp.validation import ArgumentValidator
 from noon.store import retries
 from noon.store.access import service
-from noon.store.store import AlreadyWritten, Changes, Store, StoreError
+from noon.store.store import AlreadyWritten, Store, StoreError, Touched
 
 log = logging.getLogger("noon.mcp")
 
@@ -115,7 +115,7 @@ class Notifier:
         self._guard = threading.Lock()
         store.listeners.append(self._collect)
 
-    def _collect(self, changes: Changes) -> None:  # runs in whatever thread refreshed
+    def _collect(self, changes: Touched) -> None:  # runs in whatever thread refreshed
         if not self.active:
             return  # nobody to tell; a later subscriber only cares about later changes
         with self._guard:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import errno
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Set
+from collections.abc import Iterable, Iterator, Sequence, Set
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,7 +213,7 @@ def in_scope(lines: Iterable[Line]) -> set[OpId]:
 
 def kept_lines(
     name: str,
-    lines: list[tuple[bytes, Op | None]],
+    lines: Sequence[tuple[bytes, Op | None]],
     drops: Set[OpId],
     cp: Checkpoint | None = None,
 ) -> list[bytes]:

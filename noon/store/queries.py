@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Concatenate, Generic, ParamSpec, TypeVar
 
-from noon.store.readmodel import changes, journal, overview
+from noon.store.readmodel import changes, oplog, overview
 from noon.store.readmodel.graph import SqlGraph
 
 P = ParamSpec("P")
@@ -54,11 +54,11 @@ class Queries:
     verdicts = _Bound(changes.verdicts)
     counts = _Bound(changes.counts)
     through = _Bound(changes.through)
-    # ops one by one (noon.store.readmodel.journal)
-    recent_ops = _Bound(journal.newest)
-    versions = _Bound(journal.versions)
-    memory_keys = _Bound(journal.memory_keys)
-    entity_keys = _Bound(journal.entity_keys)
+    # ops one by one (noon.store.readmodel.oplog)
+    recent_ops = _Bound(oplog.newest)
+    versions = _Bound(oplog.versions)
+    memory_keys = _Bound(oplog.memory_keys)
+    entity_keys = _Bound(oplog.entity_keys)
     # overview (noon.store.readmodel.overview)
     namespaces = _Bound(overview.namespaces)
     child_counts = _Bound(overview.child_counts)

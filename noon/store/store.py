@@ -37,7 +37,7 @@ from noon.store.private import make_dir
 from noon.store.readmodel.behind import Behind, full
 from noon.store.readmodel.graph import SqlGraph
 from noon.store.readmodel.kg import SqlKg
-from noon.store.readmodel.model import Changes, ReadModel
+from noon.store.readmodel.model import ReadModel, Touched
 from noon.store.readmodel.schema import FILE_NAME
 from noon.store.readmodel.search import Search
 from noon.store.readmodel.state import FoldView, head_ids
@@ -55,12 +55,12 @@ from noon.store.shard import (
 
 __all__ = [
     "AlreadyWritten",
-    "Changes",
     "DiskFull",
     "ForkDetected",
     "ShardBehind",
     "Store",
     "StoreError",
+    "Touched",
 ]
 
 log = logging.getLogger("noon.store")
@@ -111,7 +111,7 @@ class Store:
         self.search = Search(self.model)
         self.vectorizer = Vectorizer(self.model, self.lock)
         """Embeds memories for semantic search; started by serving processes."""
-        self.listeners: list[Callable[[Changes], None]] = [self.vectorizer.wake]
+        self.listeners: list[Callable[[Touched], None]] = [self.vectorizer.wake]
         self.signer = signing.load(settings)
         self._compacting: threading.Thread | None = None
         self._recent = retries.Recent()
@@ -124,15 +124,15 @@ class Store:
 
     # -- reading -------------------------------------------------------------------------
 
-    def refresh(self) -> Changes:
+    def refresh(self) -> Touched:
         """Fold in whatever the shards gained; tell listeners what changed since this process
         last looked (whoever folded it)."""
         with self.lock:
-            changes = self.model.refresh()
-            if changes:
+            touched = self.model.refresh()
+            if touched:
                 for listener in list(self.listeners):
-                    listener(changes)
-            return changes
+                    listener(touched)
+            return touched
 
     def rebuild(self) -> None:
         """Throw the read model away and fold every shard again."""

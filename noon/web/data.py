@@ -9,7 +9,7 @@ The process keeps no index of the store: the review queue, a memory's timeline, 
 and the pending count are queries of the op log (:mod:`noon.store.readmodel.changes`); only the
 pending count is kept, per namespace, until the read model's generation moves. Its helpers, by
 job: :mod:`noon.web.views` (memories, children, conflicts, orphans, the knowledge graph),
-:mod:`noon.web.queue` (the review queue and approvals), :mod:`noon.web.rollback` (what a change
+:mod:`noon.web.queue` (the review queue and approvals), :mod:`noon.web.undo_preview` (what a change
 did and its undo), :mod:`noon.web.timeline` (a memory's or an entity's changes).
 
 Conventions: ``ns`` is a namespace; ``uri`` is a memory URI or ``system://node/<id>`` (how
@@ -41,8 +41,8 @@ from noon.store.access import GraphService, service
 from noon.store.queries import Queries
 from noon.store.readmodel.changes import Pending
 from noon.store.readmodel.graph import SqlGraph
-from noon.store.store import Changes, Store
-from noon.web import queue, rollback, timeline, views
+from noon.store.store import Store, Touched
+from noon.web import queue, timeline, undo_preview, views
 
 T = TypeVar("T")
 MAX_LIVE_KEYS = 500
@@ -71,7 +71,7 @@ class WebData:
 
     # -- plumbing --------------------------------------------------------------------------
 
-    def _on_changes(self, changed: Changes) -> None:
+    def _on_changes(self, changed: Touched) -> None:
         """Every refresh of the store, whichever process folded: remember what to tell the
         live pages."""
         with self._guard:
@@ -210,7 +210,7 @@ class WebData:
         return self._read(fn)
 
     def change(
-        self, ns: str, ids: list[str], offset: int = 0, limit: int = rollback.STEPS_PAGE
+        self, ns: str, ids: list[str], offset: int = 0, limit: int = undo_preview.STEPS_PAGE
     ) -> dict[str, Any]:
         """One change, or several taken together (a memory's group): ``{changes: [heads as in
         :meth:`changes`], steps: [{element, kind, known, before, after, current, later
@@ -226,7 +226,7 @@ class WebData:
         ``basis`` is None)."""
 
         def fn(g: SqlGraph) -> dict[str, Any]:
-            return rollback.details(g, ns, app_changes.named(g, ns, ids), offset, limit)
+            return undo_preview.details(g, ns, app_changes.named(g, ns, ids), offset, limit)
 
         return self._read(fn)
 

@@ -27,7 +27,7 @@ from noon.web.inputs import (
     query_int,
     query_str,
 )
-from noon.web.rollback import MAX_STEPS_PAGE, STEPS_PAGE
+from noon.web.undo_preview import MAX_STEPS_PAGE, STEPS_PAGE
 
 DATA: web.AppKey[WebData] = web.AppKey("data", WebData)
 POOL: web.AppKey[Executor] = web.AppKey("pool", Executor)

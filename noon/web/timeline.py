@@ -1,5 +1,5 @@
 """The changes of one memory or one knowledge-graph entity, newest first, read from the op log
-of the read model: the elements that make up the memory (:mod:`noon.store.readmodel.journal`)
+of the read model: the elements that make up the memory (:mod:`noon.store.readmodel.oplog`)
 and the changes with an op about it (used only by :mod:`noon.web.data`, whose docstrings
 describe the shapes)."""
 
@@ -17,7 +17,7 @@ from noon.store.queries import Queries
 from noon.store.readmodel.graph import SqlGraph
 from noon.store.readmodel.rows import key_text
 from noon.store.rollback import lookup
-from noon.web import queue, rollback
+from noon.web import queue, undo_preview
 
 ENTITY_CHANGES = 50
 """Changes listed with an entity."""
@@ -58,7 +58,7 @@ def timeline(graph: SqlGraph, ns: str, node: str, offset: int, limit: int) -> di
                     "deleted": text_op.val is None,
                     "current": el is not None and text_op.id == el.winner.id,
                 },
-                "steps": rollback.steps(graph, ns, undo.preview([mine], state)),
+                "steps": undo_preview.steps(graph, ns, undo.preview([mine], state)),
             }
         )
     return {

@@ -18,9 +18,10 @@ from noon.daemon_link.bodies import RelayReport
 from noon.store import peerstate, signing
 from noond.config import DaemonConfig
 from noond.metrics import Metrics
-from noond.relay.backend import RelayDown, open_backend
+from noond.relay.backend import RelayDown
 from noond.relay.compact import compact
 from noond.relay.link import RelaySettings
+from noond.relay.opener import open_backend
 from noond.relay.sync import Relay
 from noond.shards import Holdings
 from noond.signers import Signers

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from noon.commands import log_entries
 from noon.core.hlc import LAST_DATE_MS, PHYSICAL_MAX, pack, utc
 from noon.core.ops import Op, OpError, decode, encode
 from noon.graph import memory_view, views
 from noon.graph.glossary import Glossary
 from noon.graph.uri import root
-from noon.ops_cli import journal
 from tests.harness.fold import Fold
 from tests.harness.uri_graph import Graph
 
@@ -76,4 +76,4 @@ def test_a_memory_stamped_past_year_9999_reads_lists_and_keeps_its_history() -> 
     text, rows = views.history(graph, NS, "m", "core://m", 10)
     assert [r["version"] for r in rows] == ["far:1", "near:1"]  # the far stamp sorts first
     assert "unrepresentable time" in text
-    assert "unrepresentable" in journal.render(graph, ops)
+    assert "unrepresentable" in log_entries.render(graph, ops)

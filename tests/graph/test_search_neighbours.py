@@ -35,7 +35,7 @@ def test_an_answer_ranks_up_through_the_question_written_before_it(
             write_texts(svc, "default", {name: text})
         query = "married in Porto"
         assert ranked(svc, query) == ["core://asked", "core://answer", "core://other"]
-        monkeypatch.setattr(search, "SPREAD", 0.0)  # the control: without it, BM25's order
+        monkeypatch.setattr(search, "SPREAD", ())  # the control: without it, BM25's order
         assert ranked(svc, query)[1:] == ["core://other", "core://answer"]
     finally:
         store.close()
@@ -58,9 +58,42 @@ def test_a_memory_written_next_but_elsewhere_is_no_neighbour(tmp_path: Path) -> 
         with store.lock:
             conn = store.model.conn
             row = {node: r for r, node in conn.execute("SELECT id, node FROM memories").fetchall()}
-            near = store.search.neighbours("default", [row[ids["asked"]]])
-        assert near == {row[ids["asked"]]: [row[ids["here"]]]}
-        assert row[below] not in near[row[ids["asked"]]]
+            near = store.search.neighbours("default", [row[ids["asked"]]], reach=2)
+        assert near == {row[ids["asked"]]: [[row[ids["here"]]], []]}
+        assert all(row[below] not in ring for ring in near[row[ids["asked"]]])
+    finally:
+        store.close()
+
+
+def test_an_answer_two_memories_after_the_question_ranks_up_less_than_one_next_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A word in between ("Really?") does not cut the answer off from its question; it gets
+    the second share, and a memory three away none."""
+    monkeypatch.setenv("NOON_SEMANTIC", "off")
+    store, _ = open_store(tmp_path, "n1")
+    try:
+        svc = service_of(store)
+        ids: dict[str, str] = {}
+        for name, text in [
+            ("asked", "Where did you two get married?"),
+            ("between", "Guess!"),
+            ("answer", "It was Porto, in the summer, with everyone there."),
+            ("later", "We should go back sometime."),
+            ("far", "Porto again, they say, is lovely in summer."),
+            ("other", "Porto in summer."),
+        ]:
+            ids |= write_texts(svc, "default", {name: text})
+        with store.lock:
+            conn = store.model.conn
+            row = {node: r for r, node in conn.execute("SELECT id, node FROM memories").fetchall()}
+            rows = {name: row[node] for name, node in ids.items()}
+            rings = store.search.neighbours("default", [rows["asked"]], reach=3)[rows["asked"]]
+        assert rings == [[rows["between"]], [rows["answer"]], [rows["later"]]]
+        query = "married in Porto"
+        assert ranked(svc, query)[:2] == ["core://asked", "core://answer"]
+        monkeypatch.setattr(search, "SPREAD", search.SPREAD[:1])  # the control: one away only
+        assert ranked(svc, query).index("core://answer") > 1
     finally:
         store.close()
 
@@ -105,7 +138,7 @@ def test_a_hit_found_by_meaning_lifts_its_neighbours_too(
         )
         query = "married for years"
         assert ranked(svc, query)[:2] == ["core://answer", "core://elsewhere"]
-        monkeypatch.setattr(search, "SPREAD", 0.0)  # the control: equal hits, newest first
+        monkeypatch.setattr(search, "SPREAD", ())  # the control: equal hits, newest first
         assert ranked(svc, query)[:2] == ["core://elsewhere", "core://answer"]
     finally:
         store.close()

@@ -40,6 +40,7 @@ class Request:
     path: str
     params: Mapping[str, str]
     body: bytes | None
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 def json_reply(obj: object, status: int = 200) -> Reply:
@@ -72,7 +73,7 @@ class FakePeer:
     ) -> Reply:
         if self.down:
             raise Unreachable(f"{address}: connection refused")
-        req = Request(method, path, dict(params), body)
+        req = Request(method, path, dict(params), body, dict(headers))
         self.requests.append(req)
         scripted = self.routes.get(f"{method} {path}")
         reply = await (scripted(req) if scripted else self.answer(req))

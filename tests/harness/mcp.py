@@ -34,7 +34,7 @@ INITIALIZE = {
 POST_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
-def text_of(result: types.CallToolResult) -> str:
+def tool_text(result: types.CallToolResult) -> str:
     """The text a tool answered (every tool of noon answers in one text block first)."""
     first = result.content[0]
     assert isinstance(first, types.TextContent), first

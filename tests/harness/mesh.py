@@ -35,6 +35,9 @@ from noon.store.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = 30.0
+START_DEADLINE = 120.0
+"""How long a started daemon may take to answer ``/health``: ten of them starting at once at
+load 19 took 32 s to listen, and a wait that fails says how far the start got."""
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:
@@ -50,7 +53,7 @@ def noon_command(command: str, *args: str, env: dict[str, str]) -> subprocess.Co
     ``noon`` routes to it (configure + run), without importing every other subcommand."""
     runner = (
         "import argparse, sys, logging\n"
-        f"from noon.ops_cli import {command} as m\n"
+        f"from noon.commands import {command} as m\n"
         "logging.basicConfig(level=logging.INFO)\n"
         "p = argparse.ArgumentParser()\n"
         "m.configure(p)\n"
@@ -253,13 +256,23 @@ class Node:
             self.wait_healthy()
         return self
 
-    def wait_healthy(self, timeout: float = DEADLINE) -> None:
-        wait_until(self._healthy, timeout=timeout, what=f"{self.name} to answer /health")
+    def wait_healthy(self, timeout: float = START_DEADLINE) -> None:
+        """Until the daemon answers ``/health``; a daemon that exits fails at once, one that
+        does not answer in ``timeout`` fails with the end of its log (where its start is)."""
+        proc = self.proc
+        assert proc is not None
+        try:
+            wait_until(
+                lambda: proc.poll() is not None or self._healthy(),
+                timeout=timeout,
+                what=f"{self.name} to answer /health",
+            )
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; its log ends:\n{self.log.read_text()[-1500:]}") from None
+        if proc.poll() is not None:
+            raise AssertionError(f"{self.name} exited:\n{self.log.read_text()[-3000:]}")
 
     def _healthy(self) -> bool:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise AssertionError(f"{self.name} exited:\n{self.log.read_text()[-3000:]}")
         try:
             return self.get("/health")[0] == 200
         except OSError:

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from noon.core.hlc import Clock
 from noon.core.ops import Key, Op, decode, encode
+from noon.store.readmodel.state import FoldView
 from tests.harness.fold import Fold
 
 KEYS: list[Key] = [
@@ -57,7 +58,7 @@ class SimNode:
             self.fold.apply(op)
 
 
-def summary(fold: Fold) -> dict[Key, tuple[object, object]]:
+def summary(fold: Fold | FoldView) -> dict[Key, tuple[object, object]]:
     """What a read can observe: per key the winner and the set of heads."""
     return {k: (e.winner.id, tuple(sorted(e.heads))) for k, e in fold.elements.items()}
 

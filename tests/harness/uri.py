@@ -12,6 +12,7 @@ from mcp import Client
 from noon.config import Settings
 from noon.mcp.server import NoonServer, create_server
 from noon.store.store import Store
+from tests.harness.mcp import tool_text
 
 
 def open_store(directory: Path, node: str, namespace: str = "default") -> tuple[Store, Settings]:
@@ -30,13 +31,13 @@ class Session:
 
     async def call(self, name: str, **args: Any) -> tuple[str, dict[str, Any]]:
         r = await self.client.call_tool(name, args)
-        text = r.content[0].text  # type: ignore[union-attr]
+        text = tool_text(r)
         assert not r.is_error, text
         return text, r.structured_content or {}
 
     async def fail(self, name: str, **args: Any) -> str:
         r = await self.client.call_tool(name, args)
-        text = r.content[0].text  # type: ignore[union-attr]
+        text = tool_text(r)
         assert r.is_error, text
         return text
 

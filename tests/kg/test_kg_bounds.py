@@ -15,7 +15,7 @@ from mcp import Client
 from noon.kg import plan
 from noon.mcp.server import create_server
 from noon.store.access import kg_read
-from tests.harness.mcp import make_settings, make_store, text_of
+from tests.harness.mcp import make_settings, make_store, tool_text
 
 NUL_ENTITY = {"name": "nul\x00name", "entityType": "t\x00", "observations": ["o\x00k"]}
 ALICE = {"name": "Alice", "entityType": "person", "observations": ["likes tea"]}
@@ -92,7 +92,7 @@ async def test_every_tool_answers_every_malformed_string_cleanly(tmp_path: Path)
         for tool in tools:
             for bad in MALFORMED:
                 r = await c.call_tool(tool.name, _fill(tool.input_schema, bad))
-                text = text_of(r) if r.content else ""
+                text = tool_text(r) if r.content else ""
                 assert "Internal error" not in text, (tool.name, bad, text)
         # The session still serves an honest write and read after all of it.
         r = await c.call_tool(
@@ -107,7 +107,7 @@ async def test_every_tool_answers_every_malformed_string_cleanly(tmp_path: Path)
         )
         assert not r.is_error, r.content
         r = await c.call_tool("read_memory", {"uri": "core://after"})
-        assert not r.is_error and "after" in text_of(r)
+        assert not r.is_error and "after" in tool_text(r)
 
 
 async def test_a_call_listing_too_many_items_is_refused_at_once(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from noon.cli import main
-from tests.harness.mcp import INITIALIZE, POST_HEADERS, serve_env, serve_process
+from tests.harness.mcp import INITIALIZE, POST_HEADERS, serve_env, serve_process, tool_text
 from tests.harness.mesh import ROOT
 from tests.harness.uri import Session
 
@@ -90,10 +90,10 @@ async def test_a_missing_token_names_noon_token_and_starts_no_oauth(tmp_path: Pa
 async def _read_default_and(url: str, namespace: str, uri: str) -> tuple[str, str]:
     async with _client(url) as client:
         r = await client.call_tool("read_memory", {"uri": uri})
-        default = r.content[0].text  # type: ignore[union-attr]
+        default = tool_text(r)
     async with _client(url, **{"X-Noon-Namespace": namespace}) as client:
         r = await client.call_tool("read_memory", {"uri": uri})
-        chosen = r.content[0].text  # type: ignore[union-attr]
+        chosen = tool_text(r)
     return default, chosen
 
 

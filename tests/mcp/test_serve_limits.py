@@ -18,7 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.harness.mcp import INITIALIZE, POST_HEADERS, serve_env, serve_process
+from tests.harness.mcp import INITIALIZE, POST_HEADERS, serve_env, serve_process, tool_text
 from tests.harness.mesh import ROOT, wait_until
 from tests.harness.uri import Session
 
@@ -158,7 +158,7 @@ async def test_a_pathological_quote_edit_stalls_no_other_writer(tmp_path: Path) 
             )
             outcome["seconds"] = time.monotonic() - began
             outcome["error"] = r.is_error
-            outcome["text"] = r.content[0].text  # type: ignore[union-attr]
+            outcome["text"] = tool_text(r)
 
     async def other_writer() -> None:
         async with Client(_stdio(tmp_path), mode="legacy") as client:

@@ -10,6 +10,7 @@ from mcp import Client
 
 from noon.store.readmodel import search
 from noon.store.readmodel.embedder import available
+from tests.harness.mcp import resource_text, tool_text
 from tests.harness.uri import Session, make_server, mcp_test, open_store
 
 
@@ -320,7 +321,7 @@ async def test_resources_list_and_read(s: Session) -> None:
     listed = {str(r.uri) for r in (await s.client.list_resources()).resources}
     assert "system://boot" in listed
     got = await s.client.read_resource("system://boot")
-    assert "resource body" in got.contents[0].text  # type: ignore[union-attr]
+    assert "resource body" in resource_text(got)
 
 
 def test_arguments_are_checked_once_against_the_listed_schema() -> None:
@@ -406,7 +407,7 @@ async def test_concurrent_tool_calls_in_one_server_are_consistent(s: Session) ->
         for _ in range(5):
             r = await s.client.call_tool("search_memory", {"query": "concurrent child"})
             if r.is_error:
-                errors.append(r.content[0].text)  # type: ignore[union-attr]
+                errors.append(tool_text(r))
             await s.read("system://index/core")
 
     async with anyio.create_task_group() as tg:
@@ -518,9 +519,9 @@ async def test_resource_templates_are_listed_and_readable(s: Session) -> None:
     templates = {t.uri_template for t in listed.resource_templates}
     assert {"{domain}://{+path}", "system://index/{domain}", "system://history/{+uri}"} <= templates
     got = await s.client.read_resource("core://a")
-    assert "template body" in got.contents[0].text  # type: ignore[union-attr]
+    assert "template body" in resource_text(got)
     got = await s.client.read_resource("system://index/core")
-    assert "core://a" in got.contents[0].text  # type: ignore[union-attr]
+    assert "core://a" in resource_text(got)
     with pytest.raises(Exception, match="Resource core://nope not found"):
         await s.client.read_resource("core://nope")
 

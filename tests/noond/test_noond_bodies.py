@@ -225,6 +225,11 @@ def test_a_peer_speaking_a_wider_range_is_spoken_to_at_the_highest_common_revisi
     client = local_node(a, "a", peer).exchanger.client
     info, node = asyncio.run(client.info("fake:1", expect="b"))
     assert (node, info.revisions, client.revision["b"]) == ("b", (2, 3), 2)
+    asyncio.run(client.digest("fake:1", expect="b"))
+    # Asked first at this node's lowest revision (every node of a range takes it), then at
+    # the highest both speak.
+    said = [(r.path, r.headers["X-Noon-Protocol"]) for r in peer.requests]
+    assert said == [("/info", "1"), ("/shards/digest", "2")]
 
 
 def test_a_peer_with_no_revision_in_common_is_refused_naming_both_ranges(dirs):
@@ -328,12 +333,13 @@ def test_protocol_md_lists_every_field_the_messages_send():
     info = bodies.Info("a", "h:1", 2, (1, 2), ("digest",))
     digest = bodies.Digest("r", 1, "m", "v")
     table = (ROOT / "PROTOCOL.md").read_text().split("## 3. Routes")[1].split("### 3.1")[0]
-    for route, message in [
+    messages: list[tuple[str, bodies.Status | bodies.Peers | bodies.Info | bodies.Digest]] = [
         ("/status", status),
         ("/peers", peers),
         ("/info", info),
         ("/shards/digest", digest),
-    ]:
+    ]
+    for route, message in messages:
         row = next(line for line in table.splitlines() if line.startswith(f"| GET | `{route}` |"))
         answer = row.split("|")[3].split("`;")[0].split("` (")[0]
         named = set(re.findall(r'"([a-z_]+)"', answer))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,8 +25,8 @@ from tests.harness.mesh import (
 pytestmark = pytest.mark.integration
 
 
-def make(spawn: list[Node], tmp_path: Path, pki: Pki, name: str, **kw: object) -> Node:
-    node = Node(name, tmp_path, pki, **kw)  # type: ignore[arg-type]
+def make(spawn: list[Node], tmp_path: Path, pki: Pki, name: str, **kw: Any) -> Node:
+    node = Node(name, tmp_path, pki, **kw)
     spawn.append(node)
     return node
 
@@ -321,8 +322,8 @@ def test_every_acknowledged_write_survives_daemons_killed_at_random(
         what="convergence after the kills",
     )
     state = nodes[0].state()
-    for key, text in acked.items():
-        assert state[key][1] == {"text": text}
+    for el, text in acked.items():
+        assert state[el][1] == {"text": text}
 
 
 def test_an_import_batch_is_pushed_at_once_not_at_the_next_round(spawn, tmp_path, pki):

@@ -20,8 +20,9 @@ from noon.store import signing
 from noon.store.store import Store
 from noond.metrics import Metrics
 from noond.relay import compact, seal
-from noond.relay.backend import Conflict, open_backend
+from noond.relay.backend import Conflict
 from noond.relay.link import RelaySettings
+from noond.relay.opener import open_backend
 from noond.relay.sync import Relay
 from noond.shards import Holdings
 from noond.signers import Signers

@@ -244,7 +244,7 @@ def test_the_ledger_floor_never_counts_an_unfinished_batch(noon_dir):
                     node="a",
                     seq=seq,
                     hlc=(1_800_000_000_000 << 16) + seq,
-                    el=["content", "default", f"x{seq}"],
+                    el=("content", "default", f"x{seq}"),
                     val={"text": "torn"},
                     prev=None,
                     by="test",

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from noon.config import Settings
 from noon.core.compaction import droppable, stale_after_refetch
-from noon.core.ops import encode
+from noon.core.ops import Key, Op, OpId, encode
 from noon.store.compact import compact_dir
 from noon.store.store import Store
 from tests.harness.fold import Fold
@@ -14,7 +14,7 @@ from tests.harness.sim import actions, run, skews, summary
 
 
 def groups_of(ops):
-    g = defaultdict(dict)
+    g: defaultdict[Key, dict[OpId, Op]] = defaultdict(dict)
     for op in ops:
         if op.known:
             g[op.el][op.id] = op

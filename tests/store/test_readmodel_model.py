@@ -231,7 +231,7 @@ def fork(m: Machine, node: str, pick: int, writers: dict[str, Replica]) -> None:
     if not lines:
         return
     op = decode(lines[pick % len(lines)])
-    other = encode(node=op.node, seq=op.seq, hlc=op.hlc + 1, el=list(op.el), val={"text": "forged"})  # type: ignore[arg-type]
+    other = encode(node=op.node, seq=op.seq, hlc=op.hlc + 1, el=op.el, val={"text": "forged"})
     if op.el[0] != "content":
         return
     before = path.read_bytes()

@@ -22,7 +22,7 @@ from noon.mcp.server import create_server
 from noon.store import retries
 from noon.store.retries import WINDOW_MS, earlier_batch, request_key, requesting
 from noon.store.store import AlreadyWritten, Store
-from tests.harness.mcp import make_settings
+from tests.harness.mcp import make_settings, tool_text
 from tests.harness.stores import open_store
 from tests.harness.uri import Session, make_server
 from tests.harness.uri import open_store as open_uri_store
@@ -366,4 +366,4 @@ async def test_knowledge_graph_adds_retried_add_nothing(tmp_path: Path) -> None:
             again = await client.call_tool(name, args)
             assert not again.is_error and len(shard_lines(tmp_path)) == size, name
             assert (await client.call_tool("read_graph", {})).structured_content == graph
-            assert "already written" not in again.content[0].text  # type: ignore[union-attr]
+            assert "already written" not in tool_text(again)

@@ -3,7 +3,7 @@ import os
 import pytest
 
 from noon.config import ConfigError, Settings
-from noon.core.ops import Draft, decode, encode
+from noon.core.ops import Draft, Op, decode, encode
 from noon.names import InvalidName, sanitize_node_id, shard_file, shard_node
 from noon.store.store import ForkDetected, ShardBehind, Store
 from tests.harness.stores import open_store, writer
@@ -171,10 +171,10 @@ def test_processes_appending_to_one_shard_at_once_lose_nothing(noon_dir):
     seqs = [int(line.split(b'"seq":')[1].split(b",")[0]) for line in lines]
     assert seqs == list(range(1, len(lines) + 1))  # gapless, no interleaving
     store = open_store(noon_dir, "r")
-    for p in range(2):
+    for n in range(2):
         for i in range(40):
             for j in range(1 + i % 3):
-                assert text_of(store, ("content", "default", f"p{p}-{i}-{j}")) == f"p{p} {i} {j}"
+                assert text_of(store, ("content", "default", f"p{n}-{i}-{j}")) == f"p{n} {i} {j}"
     assert not store.corrupt
 
 
@@ -192,12 +192,12 @@ def test_online_compaction_runs_when_the_seq_crosses_the_threshold(noon_dir):
 def test_compaction_due_fires_once_per_crossing(noon_dir):
     a = open_store(noon_dir, compact_after=4)
 
-    class FakeOp:
-        def __init__(self, seq):
-            self.seq = seq
+    def written(seq: int) -> Op:
+        el = ("content", "d", "x")
+        return decode(encode(node="a", seq=seq, hlc=seq, el=el, val={"text": ""}))
 
     due = [
-        a.compaction_due([FakeOp(s) for s in batch])
+        a.compaction_due([written(s) for s in batch])
         for batch in ([1, 2], [3], [4], [5, 6, 7], [8, 9], [10])
     ]
     assert due == [False, False, True, False, True, False]

@@ -24,7 +24,7 @@ from noon.graph.uri import parse
 from noon.store.access import service
 from noon.store.readmodel.graph import SqlGraph
 from tests.harness.browser import browser_page, screenshot, skip_without_browser
-from tests.harness.mcp import http_server
+from tests.harness.mcp import http_server, tool_text
 from tests.harness.mesh import Node, Pki, start_all, subprocess_env, wait_until
 from tests.harness.web import AGENT, NS, agent_edit, open_store, seed, text_of, web_process
 
@@ -187,7 +187,7 @@ async def test_an_agents_change_appears_live_is_rolled_back_and_the_rollback_rep
                 await page.get_by_role("cell", name="desktop").first.wait_for()
                 await screenshot(page, "mesh", tmp_path)
             read = await agent.call_tool("read_memory", {"uri": "core://user"})
-            assert "The user likes tea." in read.content[0].text  # type: ignore[union-attr]
+            assert "The user likes tea." in tool_text(read)
             assert (read.structured_content or {})["priority"] == 1
 
     def desktop_has_it() -> bool:

@@ -323,7 +323,7 @@ def _alone(conn: sqlite3.Connection, ns: str, r: Ref) -> bool:
 
 def about(conn: sqlite3.Connection, keys: Iterable[Key], what: str) -> list[Ref]:
     """The changes holding an op on one of ``keys`` whose :func:`subject` is ``what``, newest
-    first (pass the keys of :func:`~noon.store.readmodel.journal.memory_keys` or
+    first (pass the keys of :func:`~noon.store.readmodel.oplog.memory_keys` or
     ``entity_keys``: every op about a memory or an entity is on one of them)."""
     ids: set[str] = set()
     for key in keys:

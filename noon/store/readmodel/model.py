@@ -40,7 +40,9 @@ from noon.store.private import FILE_MODE
 from noon.store.readmodel import schema
 from noon.store.readmodel.apply import Transaction
 from noon.store.readmodel.behind import Behind, full
-from noon.store.readmodel.changed_on_disk import (
+from noon.store.readmodel.rows import key_of
+from noon.store.readmodel.shardcheck import describe_fork, head_mark, still_same
+from noon.store.readmodel.unfolded import (
     cut_mark,
     file_ids,
     fork_record,
@@ -49,8 +51,6 @@ from noon.store.readmodel.changed_on_disk import (
     unchanged,
     unfolded_bytes,
 )
-from noon.store.readmodel.rows import key_of
-from noon.store.readmodel.shardcheck import describe_fork, head_mark, still_same
 from noon.store.shard import Corrupt, ShardReader, list_shards
 
 log = logging.getLogger("noon.readmodel")
@@ -59,10 +59,11 @@ CHUNK_OPS = 50_000
 """Ops folded per transaction while catching up: others see progress, memory stays bounded."""
 POLL_BYTES = 16 << 20
 KEEP_GENERATIONS = 2000
-"""Generations of the change log kept; a process further behind treats everything as changed."""
+"""Generations of touched keys kept (the ``changes`` table); a process further behind treats
+every key as touched."""
 RESET_KEYS = 1_000
 """A transaction touching more keys than this logs one reset instead of every key (what
-listens for changes treats more than a few hundred keys as everything anyway)."""
+listens for touched keys treats more than a few hundred as everything anyway)."""
 
 
 class Unshared(Exception):
@@ -70,7 +71,10 @@ class Unshared(Exception):
 
 
 @dataclass
-class Changes:
+class Touched:
+    """The keys the read model's folds touched since this process last looked, whichever process
+    folded them."""
+
     keys: set[Key] = field(default_factory=set)
     ops: int = 0
     reset: bool = False
@@ -149,7 +153,7 @@ class ReadModel:
 
     # -- refresh ---------------------------------------------------------------------------
 
-    def refresh(self, *, slice_ops: int | None = None) -> Changes:
+    def refresh(self, *, slice_ops: int | None = None) -> Touched:
         """Fold whatever the shards gained; report what changed since this process last
         looked, whichever process folded it. A damaged file is thrown away and rebuilt. On a
         full disk the committed state stays readable and :attr:`behind` says why it is not
@@ -168,7 +172,7 @@ class ReadModel:
                 with self.cut.held():
                     self._fold()
                     self.clock.last = max(self.clock.last, self._int("clock"))
-                    changes = self._since_seen()
+                    touched = self._since_seen()
             except (sqlite3.DatabaseError, OSError) as exc:
                 if full(exc, self.dir):
                     return self._fell_behind()
@@ -181,10 +185,10 @@ class ReadModel:
             if self.behind is not None:
                 log.warning("the read model caught up with the shards: the disk has space again")
                 self.behind = None
-            return changes
+            return touched
         raise AssertionError("unreachable")
 
-    def _fell_behind(self) -> Changes:
+    def _fell_behind(self) -> Touched:
         with contextlib.suppress(sqlite3.Error):
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
@@ -435,22 +439,22 @@ class ReadModel:
             self.conn.execute("DELETE FROM changes WHERE gen < ?", (gen - KEEP_GENERATIONS,))
         self.conn.execute("COMMIT")
 
-    def _since_seen(self) -> Changes:
+    def _since_seen(self) -> Touched:
         gen = self.generation
         if gen == self.seen:
-            return Changes()
+            return Touched()
         behind = self.seen < 0 or gen - self.seen > KEEP_GENERATIONS
-        changes = Changes(reset=behind or self._int("reset") > self.seen)
-        if not changes.reset:
-            changes.keys = {
+        touched = Touched(reset=behind or self._int("reset") > self.seen)
+        if not touched.reset:
+            touched.keys = {
                 key_of(k)
                 for (k,) in self.conn.execute(
                     "SELECT DISTINCT key FROM changes WHERE gen > ?", (self.seen,)
                 )
             }
-            changes.ops = len(changes.keys)
+            touched.ops = len(touched.keys)
         self.seen = gen
-        return changes
+        return touched
 
     # -- rebuild ---------------------------------------------------------------------------
 

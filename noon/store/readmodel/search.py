@@ -15,10 +15,10 @@ two neighbouring letters swapped (:func:`edits`; the longest such word of a quer
 ``accept`` filters hits (reachable, in a domain) as they stream in, best first.
 
 ``neighbours=True`` (``search_memory`` and the web page's search) adds to the hits written just
-before and after each of the :data:`NEIGHBOURS` best hits (after the fusion with meaning, when
-hybrid), under a parent of theirs, :data:`SPREAD` of that hit's score: an answer ranks up
-through the question it answers (on LoCoMo, 4 points of recall@5 on both halves,
-docs/recall.md). A memory holding none of the query's words is not added by it.
+before and after each of the :data:`NEIGHBOURS` best hits, and to those two away (after the
+fusion with meaning, when hybrid), under a parent of theirs, a share of that hit's score
+(:data:`SPREAD`): an answer ranks up through the question it answers (on LoCoMo, docs/recall.md).
+A memory holding none of the query's words is not added by it.
 
 ``hybrid=True`` (``search_memory``, ``recall``, the web page's search) also ranks by meaning
 where the ``semantic`` extra is installed: the query's embedding against each memory's
@@ -67,9 +67,11 @@ PREFIX_MIN = 3
 PREFIX_TERMS = 8
 NEIGHBOURS = 20
 """The best hits whose neighbours (:meth:`Search.neighbours`) get a share of their score."""
-SPREAD = 0.25
-"""That share: a hit written next to a strong hit, under the same parent, is likely about the
-same thing (an answer next to its question) even when it holds few of the query's words."""
+SPREAD = (0.25, 0.2)
+"""The share of its score a hit gives the hits written next to it, and to those two away:
+written beside a strong hit, under the same parent, a memory is likely about the same thing
+(an answer next to its question, or after a word in between) even when it holds few of the
+query's words."""
 PROBE_WORDS = 6
 """Words of a new memory looked up to find others like it: its longest (long words are rarer)."""
 PROBE_CANDIDATES = 200
@@ -201,10 +203,12 @@ class Search:
                 namespace, meaning.result(), [row for row, _ in ranked[:RANKED]]
             )
             ranked = fusion.fuse(ranked, rows, where, sims)
-        if neighbours and SPREAD > 0 and ranked:
+        if neighbours and SPREAD and ranked:
             # after the fusion: a hit found by meaning lifts its neighbours too
             top = [row for row, _ in ranked[:NEIGHBOURS]]
-            ranked = spread(ranked, self.neighbours(namespace, top), SPREAD)
+            rings = self.neighbours(namespace, top, len(SPREAD))
+            for away, share in enumerate(SPREAD):
+                ranked = spread(ranked, {row: near[away] for row, near in rings.items()}, share)
         return list(self._accepted(ranked, lists, terms, limit, accept))
 
     @staticmethod
@@ -262,27 +266,32 @@ class Search:
             if given >= limit:
                 return
 
-    def neighbours(self, namespace: str, rows: list[int]) -> dict[int, list[int]]:
-        """Each row's neighbours: the live memories of the namespace written just before and
-        just after it (by the time of their text's winning op), when placed under a parent of
-        the row's. One indexed step each way."""
-        out: dict[int, list[int]] = {}
+    def neighbours(
+        self, namespace: str, rows: list[int], reach: int = 1
+    ) -> dict[int, list[list[int]]]:
+        """Each row's neighbours, by how far: the live memories of the namespace written
+        just before and just after it (by the time of their text's winning op), then those
+        written before and after these, up to ``reach`` away, while they are placed under a
+        parent of the row's. One indexed read each way."""
+        out: dict[int, list[list[int]]] = {}
         for row in rows:
             found = self.conn.execute("SELECT w_hlc FROM memories WHERE id = ?", (row,)).fetchone()
             if found is None or found[0] is None:
                 continue
             parents = self._parents(namespace, row)
-            near = []
+            rings: list[list[int]] = [[] for _ in range(reach)]
             for step in ("<", ">"):
                 order = "DESC" if step == "<" else "ASC"
-                other = self.conn.execute(
+                others = self.conn.execute(
                     "SELECT id FROM memories INDEXED BY memories_recent WHERE ns = ? AND "
-                    f"deleted = 0 AND w_hlc {step} ? ORDER BY w_hlc {order} LIMIT 1",
-                    (namespace, found[0]),
-                ).fetchone()
-                if other is not None and parents & self._parents(namespace, other[0]):
-                    near.append(int(other[0]))
-            out[row] = near
+                    f"deleted = 0 AND w_hlc {step} ? ORDER BY w_hlc {order} LIMIT ?",
+                    (namespace, found[0], reach),
+                ).fetchall()
+                for away, (other,) in enumerate(others):
+                    if not parents & self._parents(namespace, other):
+                        break
+                    rings[away].append(int(other))
+            out[row] = rings
         return out
 
     def _parents(self, namespace: str, row: int) -> set[str]:

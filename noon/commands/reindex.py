@@ -13,8 +13,8 @@ import time
 
 from tqdm import tqdm
 
+from noon.commands.opening import open_store
 from noon.config import add_store_flags, settings_from
-from noon.ops_cli.opening import open_store
 from noon.store.store import Store
 
 

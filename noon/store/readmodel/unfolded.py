@@ -1,5 +1,5 @@
-"""Whether the shard files changed on disk since the read model last folded them: the idle
-refresh's whole cost (a directory listing, one ``stat`` per shard and one small query).
+"""Whether the shards hold anything the read model has not folded: the idle refresh's whole
+cost (a directory listing, one ``stat`` per shard and one small query).
 
 A shard file is known by its identity ``(inode, size, mtime_ns)``; the collection journal
 under way by its mark (:attr:`noon.store.cut.ReadCut.ident`). The read model saves both beside

@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 
 from noon import daemon_link
+from noon.commands.terminal import visible_lines
 from noon.config import Settings
 from noon.core.ops import valid_node_id
 from noon.daemon_link import api as daemon_api
 from noon.daemon_link import bodies
-from noon.ops_cli.terminal import visible_lines
 from noon.store import peerstate
 
 

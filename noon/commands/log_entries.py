@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from noon.app.words import describe, iso, when
+from noon.commands.terminal import visible
 from noon.core.elements import written_at
 from noon.core.ops import Op
 from noon.graph.plan import locate_past
 from noon.graph.reader import GraphReader
-from noon.ops_cli.terminal import visible
 
 
 def entry(graph: GraphReader, op: Op) -> dict[str, Any]:

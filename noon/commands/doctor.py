@@ -29,13 +29,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 from noon import certs
+from noon.commands.doctor_mesh import check_daemon, check_members
+from noon.commands.findings import ERROR, NOTE, OK, WARNING, Finding, render
+from noon.commands.peers import state_path
+from noon.commands.terminal import visible_lines
 from noon.config import Settings, add_store_flags, settings_from
 from noon.daemon_link import api as daemon_api
 from noon.daemon_link import bodies
-from noon.ops_cli.doctor_mesh import check_daemon, check_members
-from noon.ops_cli.findings import ERROR, NOTE, OK, WARNING, Finding, render
-from noon.ops_cli.peers import state_path
-from noon.ops_cli.terminal import visible_lines
 from noon.store import peerstate
 from noon.store.private import fix_command, loose_entries
 from noon.store.shard import unsafe_entries

@@ -68,14 +68,17 @@ def test_sole_writer_is_refused_when_the_directory_says_otherwise(noon_dir):
     assert out.returncode == 1 and "other nodes' shards (b.jsonl)" in out.stderr
 
 
+def _knows_b(st: peerstate.PeerState) -> None:
+    """noond's state: member b, which last reported holding a's ops up to 4."""
+    st.members.update({"b": "127.0.0.1:1"})
+    st.reports.update({"b": peerstate.Report({"a": 4}, 1_700_000_000.0)})
+
+
 def test_with_daemon_state_it_says_which_peer_keeps_what(noon_dir):
     prepare(noon_dir)
     peerstate.update(
         noon_dir / ".noon" / "noond.json",
-        lambda st: (
-            st.members.update({"b": "127.0.0.1:1"}),
-            st.reports.update({"b": peerstate.Report({"a": 4}, 1_700_000_000.0)}),
-        ),
+        _knows_b,
     )
     out = noon(noon_dir, "compact")
     assert out.returncode == 0, out.stderr
@@ -90,10 +93,7 @@ def test_the_daemon_state_is_read_where_noond_keeps_it(noon_dir, tmp_path):
     state = tmp_path / "elsewhere" / "noond.json"
     peerstate.update(
         state,
-        lambda st: (
-            st.members.update({"b": "127.0.0.1:1"}),
-            st.reports.update({"b": peerstate.Report({"a": 4}, 1_700_000_000.0)}),
-        ),
+        _knows_b,
     )
     out = noon(noon_dir, "compact", NOOND_STATE=str(state))
     assert out.returncode == 0, out.stderr

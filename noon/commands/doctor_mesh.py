@@ -10,10 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from noon import daemon_link
+from noon.commands.findings import ERROR, OK, WARNING, Finding
 from noon.config import Settings
 from noon.daemon_link import api as daemon_api
 from noon.daemon_link import bodies
-from noon.ops_cli.findings import ERROR, OK, WARNING, Finding
 
 SKEW_WARNING_S = 5.0
 """Clock differences above this are reported (the ``Date`` header has 1 s resolution)."""

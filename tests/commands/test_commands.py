@@ -152,13 +152,12 @@ def test_status_without_a_daemon_uses_the_files(tmp_path, pki):
     write(other, "b", X, {"text": "two"}, client="claude-code")  # concurrent with the next
     write(d, "a", X, {"text": "three"}, client="codex")
     shutil.copy(other / "b.jsonl", d / "b.jsonl")
-    peerstate.update(
-        d / ".noon" / "noond.json",
-        lambda s: (
-            s.members.update(b="127.0.0.1:1"),
-            s.reports.update(b=peerstate.Report({"a": 1, "b": 1}, time.time())),
-        ),
-    )
+
+    def knows_b(s: peerstate.PeerState) -> None:
+        s.members.update(b="127.0.0.1:1")
+        s.reports.update(b=peerstate.Report({"a": 1, "b": 1}, time.time()))
+
+    peerstate.update(d / ".noon" / "noond.json", knows_b)
     env = cli_env(d, "a", pki.node("a"))
     status = as_json(run("status", "--json", env=env))
     assert not status["daemon"]["reachable"] and "state file" in status["peers_source"]

@@ -14,9 +14,9 @@ import json
 from typing import Any
 
 from noon.app.status import ONE_MACHINE, gather
+from noon.commands.terminal import visible_lines
 from noon.config import add_store_flags, settings_from
 from noon.daemon_link import api as daemon_api
-from noon.ops_cli.terminal import visible_lines
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

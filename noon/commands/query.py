@@ -10,10 +10,10 @@ from typing import Any
 
 from noon.app import search as app_search
 from noon.app.search import Hit
+from noon.commands.opening import open_store
+from noon.commands.terminal import visible
 from noon.config import add_store_flags, settings_from
 from noon.errors import Invalid
-from noon.ops_cli.opening import open_store
-from noon.ops_cli.terminal import visible
 from noon.store.access import GraphService, service
 from noon.store.store import Store
 

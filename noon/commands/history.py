@@ -7,13 +7,13 @@ from __future__ import annotations
 import argparse
 import json
 
+from noon.commands import log_entries
+from noon.commands.opening import open_store
+from noon.commands.terminal import visible
 from noon.config import add_store_flags, settings_from
 from noon.errors import NotFound
 from noon.graph.plan import MemoryNotFound
 from noon.kg import uri as kg_uri
-from noon.ops_cli import journal
-from noon.ops_cli.opening import open_store
-from noon.ops_cli.terminal import visible
 from noon.store.queries import Queries
 
 
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
                     raise NotFound(f"no entity named {name!r} was ever written here")
             else:
                 try:
-                    node = journal.memory_node(graph, ns, args.uri)
+                    node = log_entries.memory_node(graph, ns, args.uri)
                 except MemoryNotFound as exc:
                     raise NotFound(
                         f"no memory at {exc.uri} in namespace {ns!r}; find it with "
@@ -50,10 +50,11 @@ def run(args: argparse.Namespace) -> int:
                 keys = Queries(graph).memory_keys(ns, node)
             ops = Queries(graph).versions(keys)[: max(1, args.limit)]
             if args.json:
-                out = "\n".join(json.dumps(journal.entry(graph, op)) for op in ops)
+                out = "\n".join(json.dumps(log_entries.entry(graph, op)) for op in ops)
             else:
-                out = f"# history of {visible(args.uri.strip())} (newest first)\n" + journal.render(
-                    graph, ops
+                out = (
+                    f"# history of {visible(args.uri.strip())} (newest first)\n"
+                    + log_entries.render(graph, ops)
                 )
         print(out)
     return 0

@@ -1,5 +1,5 @@
-"""Model-based test of the collection rule: several nodes write, delete and re-create elements,
-exchange over a lossy, reordering network with seq cursors, crash, depart, and collect
+"""The collection rule played in a simulated mesh: several nodes write, delete and re-create
+elements, exchange over a lossy, reordering network with seq cursors, crash, depart, and collect
 tombstones by :mod:`noon.core.collection`. After every step: no dropped op ever comes back and no
 deleted version reappears; at the end, after everyone has exchanged, all replicas agree and every
 plain delete has been physically collected."""

@@ -15,12 +15,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from noon.cli import main
+from noon.commands.terminal import visible, visible_lines
 from noon.config import Settings
 from noon.graph import plan
 from noon.graph.reader import GraphReader
 from noon.graph.uri import parse
 from noon.kg import plan as kg_plan
-from noon.ops_cli.terminal import visible, visible_lines
 from noon.store.access import kg_mutate, service
 from noon.store.store import Store
 

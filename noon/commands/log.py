@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import json
 
+from noon.commands import log_entries
+from noon.commands.opening import open_store
 from noon.config import add_store_flags, settings_from
-from noon.ops_cli import journal
-from noon.ops_cli.opening import open_store
 from noon.store.queries import Queries
 
 
@@ -37,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
                 client=args.by,
             )
             if args.json:
-                out = "\n".join(json.dumps(journal.entry(graph, op)) for op in ops)
+                out = "\n".join(json.dumps(log_entries.entry(graph, op)) for op in ops)
             else:
-                out = journal.render(graph, ops)
+                out = log_entries.render(graph, ops)
         print(out)
     return 0

@@ -89,7 +89,7 @@ def details(
 ) -> dict[str, Any]:
     """The changes, the elements ``offset`` to ``offset + limit`` they touched (in the order of
     their keys' text),
-    and the rollback: previewed whole when at most :data:`MAX_UNDO_OPS` ops, else refused with
+    and their undo: previewed whole when at most :data:`MAX_UNDO_OPS` ops, else refused with
     the bound said. Reads only the ops of the elements shown (and the keys of the others)."""
     queries = Queries(graph)
     state = lookup(graph)

@@ -1,1 +1,0 @@
-"""Operator subcommands of the ``noon`` CLI."""

@@ -1,0 +1,59 @@
+"""docs/glossary.md gives each of its words one meaning, and names every module of noon and
+noond whose name carries one of them: a module named with a glossary word and missing from that
+word's row is either a second meaning (rename it) or a new module of the same meaning (add it to
+the row). Every module a row names exists."""
+
+from __future__ import annotations
+
+import re
+
+from tests.harness.mesh import ROOT
+
+GLOSSARY = ROOT / "docs" / "glossary.md"
+
+
+def rows() -> dict[str, str]:
+    """Each form of a word of the glossary's table → that word's whole row."""
+    out = {}
+    for line in GLOSSARY.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or cells[0] in ("word", "---"):
+            continue
+        for form in cells[0].split(","):
+            out[form.strip().replace(" ", "")] = line
+    return out
+
+
+def modules() -> list[str]:
+    """Every module and package of noon and noond, dotted."""
+    found = []
+    for root in ("noon", "noond"):
+        for path in sorted((ROOT / root).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found.append(".".join(parts))
+    return found
+
+
+def test_the_table_holds_the_words_the_issue_found_with_several_meanings() -> None:
+    assert {"op", "ops", "journal", "change", "model", "serve"} <= set(rows())
+
+
+def test_a_module_named_with_a_glossary_word_is_in_that_words_row() -> None:
+    words = rows()
+    strays = []
+    for module in modules():
+        for token in module.rsplit(".", 1)[-1].split("_"):
+            row = words.get(token)
+            if row is not None and f"`{module}`" not in row:
+                strays.append(f"{module} (named with {token!r})")
+    assert strays == [], f"rename them or add them to their word's row: {strays}"
+
+
+def test_every_module_the_table_names_exists() -> None:
+    known = set(modules())
+    named = set()
+    for row in rows().values():
+        named |= set(re.findall(r"`((?:noon|noond)\.[a-z_.]+)`", row))
+    assert named and named <= known, sorted(named - known)
