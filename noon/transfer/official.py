@@ -72,18 +72,23 @@ BOM = b"\xef\xbb\xbf"
 
 class Records:
     """One kind of record of a JSON lines file, read from the file each time it is iterated
-    (after :func:`open_lines` checked every line)."""
+    (after :func:`open_lines` checked every line): only the lines from the first to the last of
+    that kind are decoded again (the official server writes every entity, then every
+    relation)."""
 
-    def __init__(self, path: Path, kind: str, count: int) -> None:
+    def __init__(self, path: Path, kind: str, count: int, lines: tuple[int, int]) -> None:
         self.path, self.kind, self.count = path, kind, count
+        self.first, self.last = lines
 
     def __len__(self) -> int:
         return self.count
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for no, line in _text_lines(self.path, str(self.path)):
-            if not line.strip():
+            if no < self.first or not line.strip():
                 continue
+            if no > self.last:
+                return
             try:
                 rec = _record(jsontext.loads(line))
             except json.JSONDecodeError:
@@ -108,6 +113,8 @@ def open_lines(path: Path, source: str) -> OfficialLines | None:
     not a record with a ``type`` (a JSON document, or broken): :func:`parse` reads it whole,
     which gives the same answer for a JSON lines file."""
     counts = {"entity": 0, "relation": 0}
+    spans = {"entity": (0, 0), "relation": (0, 0)}
+    """The first and the last line of each kind."""
     problems: list[tuple[int, str]] = []
     first = True
     for no, line in _text_lines(path, source):
@@ -128,10 +135,11 @@ def open_lines(path: Path, source: str) -> OfficialLines | None:
             problems.append((no, rec))
         else:
             counts[rec[0]] += 1
+            spans[rec[0]] = (spans[rec[0]][0] or no, no)
     if problems:
         raise TransferError.lines(source, problems)
     return OfficialLines(
-        Records(path, "entity", counts["entity"]), Records(path, "relation", counts["relation"])
+        *(Records(path, kind, counts[kind], spans[kind]) for kind in ("entity", "relation"))
     )
 
 
