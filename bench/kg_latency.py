@@ -40,7 +40,17 @@ FILL_BATCH = 500
 BUDGET_S = 60.0
 """Seconds of calls one tool may take at one size: a tool that slow gets fewer samples instead of
 holding the run for hours."""
-TOOLS = ("ping", "create_entities", "add_observations", "search_nodes", "open_nodes", "read_graph")
+BULK = f"create_entities ×{FILL_BATCH}"
+"""The filling calls, timed: bulk create_entities of :data:`FILL_BATCH` entities each."""
+TOOLS = (
+    "ping",
+    "create_entities",
+    "add_observations",
+    "search_nodes",
+    "open_nodes",
+    "read_graph",
+    BULK,
+)
 
 
 def _entity(i: int) -> dict[str, Any]:
@@ -83,6 +93,17 @@ def fill(client: PipeClient, size: int) -> None:
         client.call("create_entities", {"entities": batch})
 
 
+def _fill_timed(clients: dict[str, PipeClient], size: int) -> dict[str, list[float]]:
+    """Fill every server's graph to ``size`` entities, batch by batch with the servers
+    interleaved; each call's ms (the bulk create_entities row)."""
+    out: dict[str, list[float]] = {name: [] for name in clients}
+    for start in range(0, size, FILL_BATCH):
+        batch = [_entity(i) for i in range(start, min(size, start + FILL_BATCH))]
+        for name, client in clients.items():
+            out[name].append(_timed(client, "create_entities", {"entities": batch}))
+    return out
+
+
 def measure_side_by_side(
     clients: dict[str, PipeClient], size: int, calls: int
 ) -> dict[str, dict[str, Any]]:
@@ -90,9 +111,10 @@ def measure_side_by_side(
     with the servers interleaved (so a change of the machine's load hits each alike); p50/p99
     per tool in ms, per server. A tool that has spent :data:`BUDGET_S` on a server gets no more
     calls there (its ``n`` says how many it got)."""
-    for client in clients.values():
-        fill(client, size)
+    filled = _fill_timed(clients, size)
     out: dict[str, dict[str, list[float]]] = {n: {tool: [] for tool in TOOLS} for n in clients}
+    for name, times in filled.items():
+        out[name][BULK] = times
     for k in range(calls):
         for name, client in clients.items():
             for tool, args in _calls(k, size, calls):
@@ -241,14 +263,14 @@ def main(argv: list[str] | None = None) -> int:
     res = run(args.sizes, args.calls, args.before)
     names = [n for n in ("noon", "noon before") if n in next(iter(res["sizes"].values()))]
     print(
-        f"{'entities':>8}  {'tool':<17} {'official p50/p99':>17}"
+        f"{'entities':>8}  {'tool':<21} {'official p50/p99':>17}"
         + "".join(f" {n + ' p50/p99':>19} {n + ' ÷ official':>17}" for n in names)
     )
     for size, entry in res["sizes"].items():
         theirs = entry["official"]
         for tool in TOOLS:
             a = theirs[tool]
-            line = f"{size:>8}  {tool:<17} {a['p50']:>8.2f}/{a['p99']:<8.2f}"
+            line = f"{size:>8}  {tool:<21} {a['p50']:>8.2f}/{a['p99']:<8.2f}"
             for n in names:
                 b = entry[n][tool]
                 line += f" {b['p50']:>9.2f}/{b['p99']:<9.2f} {b['p50'] / a['p50']:>17.2f}"

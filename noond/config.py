@@ -48,6 +48,16 @@ def parse_address(raw: str, default_port: int = DEFAULT_PORT, *, any_port: bool 
     return raw
 
 
+def address_of(host: str, port: int) -> str:
+    """``host`` and ``port`` as an address (an IPv6 one in brackets); a name is checked as
+    :func:`parse_address` checks it."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return parse_address(f"{host.rstrip('.')}:{port}")
+    return f"[{ip}]:{port}" if ip.version == 6 else f"{ip}:{port}"
+
+
 def split_address(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")
     return host.strip("[]"), int(port)

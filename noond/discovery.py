@@ -5,59 +5,18 @@ trusted: the daemon admits a candidate only after ``/info`` over mTLS proves who
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import shutil
 
-import dns.asyncresolver
-import dns.exception
-import dns.rdatatype
 import orjson
 
-from noond.config import DaemonConfig, parse_address, split_address
+from noond.config import DaemonConfig, address_of
 
 log = logging.getLogger("noond.discovery")
 
 TAILSCALE_TIMEOUT = 10.0
 TAILSCALE_MAX_OUTPUT = 8 << 20
 MAX_RESULTS = 1024
-
-
-def _address(host: str, port: int) -> str:
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return parse_address(f"{host.rstrip('.')}:{port}")
-    return f"[{ip}]:{port}" if ip.version == 6 else f"{ip}:{port}"
-
-
-async def dns_srv(domain: str, nameserver: str = "") -> list[tuple[str, None]]:
-    """``_noond._tcp.<domain>`` SRV records; targets resolved to addresses (A, then AAAA)
-    through the same resolver, so a private zone served by one nameserver works."""
-    resolver = dns.asyncresolver.Resolver(configure=not nameserver)
-    if nameserver:
-        host, port = split_address(nameserver)
-        resolver.nameservers = [host]
-        resolver.port = port
-    resolver.lifetime = 5.0
-    name = f"_noond._tcp.{domain.strip('.')}."
-    answer = await resolver.resolve(name, "SRV")
-    out: list[tuple[str, None]] = []
-    for rr in sorted(answer, key=lambda r: (r.priority, -r.weight)):
-        target = rr.target.to_text().rstrip(".")
-        host = target
-        for rdtype in ("A", "AAAA"):
-            try:
-                addrs = await resolver.resolve(target + ".", rdtype)
-            except dns.exception.DNSException:
-                continue
-            host = addrs[0].to_text()
-            break
-        try:
-            out.append((_address(host, int(rr.port)), None))
-        except ValueError:
-            log.warning("SRV %s: unusable target %r port %s", name, target, rr.port)
-    return out[:MAX_RESULTS]
 
 
 async def tailscale(port: int) -> list[tuple[str, None]]:
@@ -96,7 +55,7 @@ async def tailscale(port: int) -> list[tuple[str, None]]:
         ips.sort(key=lambda ip: ":" in ip)  # IPv4 first
         for ip in ips:
             try:
-                found.append((_address(ip, port), None))
+                found.append((address_of(ip, port), None))
                 break
             except ValueError:
                 continue
@@ -109,8 +68,12 @@ async def discover(
     """Every configured source, as (address, node id or None, source name)."""
     found: list[tuple[str, str | None, str]] = [(s.address, s.node, "seed") for s in config.seeds]
     tasks: dict[str, asyncio.Future[list[tuple[str, None]]]] = {}
-    for domain in config.dns_srv:
-        tasks[f"dns:{domain}"] = asyncio.ensure_future(dns_srv(domain, config.dns_nameserver))
+    if config.dns_srv:
+        # dnspython is a quarter of noond's import time: loaded only when DNS is asked.
+        from noond.srv import dns_srv
+
+        for domain in config.dns_srv:
+            tasks[f"dns:{domain}"] = asyncio.ensure_future(dns_srv(domain, config.dns_nameserver))
     if config.tailscale:
         tasks["tailscale"] = asyncio.ensure_future(tailscale(config.tailscale_port))
     for name, task in tasks.items():
@@ -121,5 +84,5 @@ async def discover(
             if callable(on_error):
                 on_error(name.split(":")[0])
             continue
-        found.extend((addr, node, name.split(":")[0]) for addr, node in result)
+        found.extend((addr, node, name.split(":")[0]) for addr, node in result[:MAX_RESULTS])
     return found

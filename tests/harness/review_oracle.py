@@ -23,6 +23,7 @@ from noon.core.ops import Op
 from noon.graph.memory_view import show_uri
 from tests.harness.fold import Fold
 from tests.harness.kg_view import View
+from tests.harness.stores import val_of
 from tests.harness.uri_graph import Graph
 
 WEB = "web"
@@ -72,7 +73,7 @@ def subject(fold: Fold, op: Op) -> str | None:
             v for v in (el.versions if el else ()) if v.val is not None and v.id in (op.prev or ())
         ]
         if named:
-            return str(min(named, key=lambda o: o.order).val["child"])  # type: ignore[index]
+            return str(val_of(min(named, key=lambda o: o.order))["child"])
         return f"@edge:{op.el[2]}/{op.el[3]}"
     if kind in KG_KINDS:
         return f"kg:{op.el[2]}"

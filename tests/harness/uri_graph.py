@@ -202,7 +202,11 @@ class Graph(Walks):
         """Live nodes, the most recently written first (by an imported version's original
         time, :func:`~noon.graph.reader.written_ms`; then by op order)."""
         live = list(self.live_nodes(namespace))
-        winners = {n: self.content(namespace, n).winner for n in live}  # type: ignore[union-attr]
+        winners = {}
+        for n in live:
+            el = self.content(namespace, n)
+            assert el is not None, n  # a live node has content
+            winners[n] = el.winner
         order = {n: (written_ms(w), *w.order) for n, w in winners.items()}
         yield from heapq.nlargest(len(live), live, key=order.__getitem__)
 
