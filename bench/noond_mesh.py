@@ -34,7 +34,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from bench.core import generate
 from bench.floors import sdk_import
 from bench.kg_latency import noon_client
-from bench.stats import cpu_seconds, percentiles, rss_mib
+from bench.stats import TreeMemory, cpu_seconds, percentiles, rss_mib, workers_cpu_seconds
 from noon.core.ops import Draft, encode
 from noon.store.serve import Summaries
 from noon.store.store import read_model_path
@@ -309,7 +309,9 @@ def catch_up(base: Path, pki: Pki, ops: int, *, fold: bool = True) -> dict[str, 
     """A fresh node joins one that holds ``ops`` ops: time until it holds every shard, until
     its read model holds them too (noond folds what it receives), and a first session's
     answer after that, beside the floor of any session's first answer. ``fold=False``: the
-    daemon leaves the fold to the first session (``NOOND_FOLD=false``, as before noond folded)."""
+    daemon leaves the fold to the first session (``NOOND_FOLD=false``, as before noond folded).
+    Memory: each noond's peak (VmHWM), and its worker processes' (the fold's, a large store's
+    collection) sampled every 0.2 s, alone and with noond."""
     proxies = Proxies()
     tag = "" if fold else "nofold"
     src, fresh = Node(f"src{tag}{ops}", base, pki), Node(f"fresh{tag}{ops}", base, pki)
@@ -320,12 +322,16 @@ def catch_up(base: Path, pki: Pki, ops: int, *, fold: bool = True) -> dict[str, 
     pki.know_signers(src.dir, *authors)
     want = {p.name: p.stat().st_size for p in src.dir.glob("*.jsonl")}
     front = [proxies.add(m.port) for m in (src, fresh)]
-    src.env = {"NOOND_ADVERTISE": f"127.0.0.1:{front[0]}"}
+    # The source machine's read model is not what is measured (its sessions would have folded
+    # what they wrote): its noond only serves.
+    src.env = {"NOOND_ADVERTISE": f"127.0.0.1:{front[0]}", "NOOND_FOLD": "false"}
     fresh.env = {"NOOND_ADVERTISE": f"127.0.0.1:{front[1]}", "NOOND_FOLD": str(fold).lower()}
     try:
         src.start([f"{fresh.name}@127.0.0.1:{front[1]}"])
         t0 = time.perf_counter()
-        fresh.start([f"{src.name}@127.0.0.1:{front[0]}"])
+        fresh.start([f"{src.name}@127.0.0.1:{front[0]}"], wait=False)
+        trees = {m.name: TreeMemory(m.proc.pid) for m in (src, fresh) if m.proc is not None}
+        fresh.wait_healthy(timeout=180)
         healthy = time.perf_counter() - t0
 
         def held() -> bool:
@@ -347,6 +353,13 @@ def catch_up(base: Path, pki: Pki, ops: int, *, fold: bool = True) -> dict[str, 
             )
         folded = time.perf_counter() - t0
         rss = {m.name: rss_mib(m.proc.pid) for m in (src, fresh) if m.proc}
+        cpu = {
+            m.name: {"noond": cpu_seconds(m.proc.pid), "workers": workers_cpu_seconds(m.proc.pid)}
+            for m in (src, fresh)
+            if m.proc
+        }
+        for name, tree in trees.items():  # its fold and collection workers
+            rss[name].update(tree.stop())
         session = first_session(fresh.dir, fresh.name)
         idle = idle_cpu(fresh)
         return {
@@ -361,6 +374,7 @@ def catch_up(base: Path, pki: Pki, ops: int, *, fold: bool = True) -> dict[str, 
             "wire_bytes_per_op": proxies.bytes / ops,
             "bytes_on_disk_per_op": sum(want.values()) / ops,
             "noond_rss_mib": rss,
+            "cpu_s_until_folded": cpu,
             "idle_cpu_s_per_round": idle,
         }
     finally:
@@ -512,7 +526,9 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, nargs="+", default=[3, 5])
     ap.add_argument("--writes", type=int, default=200)
     ap.add_argument("--mcp-calls", type=int, default=500)
-    ap.add_argument("--catch-up", type=int, default=100_000)
+    ap.add_argument(
+        "--catch-up", "--ops", type=int, default=100_000, help="ops a fresh node catches up"
+    )
     ap.add_argument("--keep", action="store_true", help="keep the nodes' files and logs")
     ap.add_argument("--watch", type=float, default=0.02, help="NOOND_WATCH_INTERVAL")
     ap.add_argument(

@@ -364,7 +364,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--sizes", default="1000,100000", help="memories for the latency runs")
     ap.add_argument("--conversations", default=None, help="e.g. 0-2: only these samples")
-    ap.add_argument("--kinds", default="turns,observations", help="what the memories are")
+    ap.add_argument(
+        "--kinds", default="turns,observations", help="what the memories are ('' for none)"
+    )
     ap.add_argument("--semantic", default=None, help="also measure this embedding model")
     ap.add_argument("--fuse-weight", type=float, default=0.3, help="the dense ranking's share")
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
@@ -384,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         if why:
             print(f"semantic skipped: {why}", file=sys.stderr)
             semantic = None
-        kinds = args.kinds.split(",")
+        kinds = [k for k in args.kinds.split(",") if k]  # none: the latency only
         results = measure_recall(args.data, which, kinds, semantic, args.fuse_weight)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     results["latency"] = latency(data, sizes)

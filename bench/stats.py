@@ -30,3 +30,63 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU time a live process has used, from /proc (Linux)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def workers_cpu_seconds(pid: int) -> float:
+    """CPU time of ``pid``'s children: the live ones', and the ended ones' it waited for
+    (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ended = (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+    live = 0.0
+    for child in children(pid):
+        try:
+            live += cpu_seconds(child)
+        except OSError:
+            continue
+    return ended + live
+
+
+def children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (Linux)."""
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+class TreeMemory:
+    """Peak resident memory of a process's children and of the process with its children
+    together, sampled every ``every`` seconds on a thread of its own (a child that lives
+    between two samples is missed: the figures are lower bounds). The process's own peak is
+    its VmHWM (:func:`rss_mib`)."""
+
+    def __init__(self, pid: int, every: float = 0.2) -> None:
+        import threading
+
+        self.pid = pid
+        self.every = every
+        self.children_peak = 0.0
+        self.total_peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                own = rss_mib(self.pid)["rss"]
+            except OSError:
+                return
+            kids = 0.0
+            for child in children(self.pid):
+                try:
+                    kids += rss_mib(child)["rss"]
+                except OSError:
+                    continue
+            self.children_peak = max(self.children_peak, kids)
+            self.total_peak = max(self.total_peak, own + kids)
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join(5)
+        return {"children_peak": self.children_peak, "with_children_peak": self.total_peak}

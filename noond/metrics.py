@@ -235,7 +235,8 @@ class Metrics:
         self.folds = Counter(
             "noond_readmodel_folds_total",
             "Folds of received ops into the machine's read model by result (current, partial: "
-            "a slice of a longer catch-up, behind: the disk is full, fork, failed).",
+            "a slice of a longer catch-up, behind: the disk is full, fork, failed, unshared: the "
+            "read model cannot be written here and is left to the sessions).",
             ["result"],
             registry=r,
         )

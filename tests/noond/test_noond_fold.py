@@ -1,9 +1,14 @@
-"""noond folds what it receives into the machine's read model (noond/fold.py): a real fresh noond
-catches up from a real peer, then a real ``noon serve`` answers its first call without folding
-anything (the read model's generation and cursors are where noond left them)."""
+"""noond folds what it receives into the machine's read model (noond/fold.py, in the worker
+process of noond/fold_worker.py): a real fresh noond catches up from a real peer, then a real
+``noon serve`` answers its first call without folding anything (the read model's generation and
+cursors are where noond left them). Killed with SIGKILL in the middle of a fold, noond and its
+worker lose nothing: the next noond finishes the fold, and the read model shows exactly what
+the shards hold."""
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -11,7 +16,12 @@ import pytest
 from bench.core import generate
 from bench.kg_latency import noon_client
 from bench.noond_mesh import read_model_holds, read_model_state
+from noon.config import Settings
+from noon.store.store import Store, read_model_path
+from tests.harness.kg_view import View
 from tests.harness.mesh import Node, Pki, wait_until
+from tests.harness.oracle import fold_of_dir, observe
+from tests.harness.uri_graph import Graph
 
 pytestmark = pytest.mark.integration
 
@@ -22,11 +32,13 @@ def shard_sizes(directory: Path) -> dict[str, int]:
     return {p.name: p.stat().st_size for p in directory.glob("*.jsonl")}
 
 
-def source(spawn: list[Node], tmp_path: Path, pki: Pki) -> tuple[Node, dict[str, int]]:
-    """A node holding OPS ops of four authors, signed as their machines would have."""
+def source(
+    spawn: list[Node], tmp_path: Path, pki: Pki, ops: int = OPS
+) -> tuple[Node, dict[str, int]]:
+    """A node holding ``ops`` ops of four authors, signed as their machines would have."""
     src = Node("src", tmp_path, pki)
     spawn.append(src)
-    generate(src.dir, OPS)
+    generate(src.dir, ops)
     authors = [p.name.removesuffix(".jsonl") for p in src.dir.glob("*.jsonl")]
     for author in authors:
         pki.sign_shard(src.dir / f"{author}.jsonl", author)
@@ -40,15 +52,20 @@ def test_first_session_after_a_catch_up_folds_nothing(spawn, tmp_path, pki):
     spawn.append(fresh)
     src.start([fresh])
     fresh.start([src])
-    wait_until(
-        lambda: shard_sizes(fresh.dir) == want and read_model_holds(fresh.dir, want),
-        what="noond to fold every shard it pulled",
-    )
+
+    def folded() -> bool:
+        # The worker commits before it answers noond, which counts the fold after that.
+        return (
+            shard_sizes(fresh.dir) == want
+            and read_model_holds(fresh.dir, want)
+            and fresh.metric("noond_readmodel_folds_total", 'result="current"') >= 1
+        )
+
+    wait_until(folded, timeout=300, what="noond to fold every shard it pulled")
     generation, cursors = read_model_state(fresh.dir)
     assert generation > 0
-    assert fresh.metric("noond_readmodel_folds_total", 'result="current"') >= 1
 
-    client = noon_client(fresh.dir, fsync=False, node="fresh", tools="uri")
+    client = noon_client(fresh.dir, fsync=False, node="fresh", tools="uri", timeout=300)
     try:
         answer = client.call("search_memory", {"query": "memory text", "limit": 5})
     finally:
@@ -68,11 +85,15 @@ def test_without_noond_folding_the_first_session_folds(spawn, tmp_path, pki):
     spawn.append(fresh)
     src.start([fresh])
     fresh.start([src])
-    wait_until(lambda: shard_sizes(fresh.dir) == want, what="the fresh node to hold every shard")
+    wait_until(
+        lambda: shard_sizes(fresh.dir) == want,
+        timeout=300,
+        what="the fresh node to hold every shard",
+    )
     generation, cursors = read_model_state(fresh.dir)
     assert not all(cursors.get(n) == s for n, s in want.items())
 
-    client = noon_client(fresh.dir, fsync=False, node="fresh", tools="uri")
+    client = noon_client(fresh.dir, fsync=False, node="fresh", tools="uri", timeout=300)
     try:
         answer = client.call("search_memory", {"query": "memory text", "limit": 5})
     finally:
@@ -81,3 +102,66 @@ def test_without_noond_folding_the_first_session_folds(spawn, tmp_path, pki):
     after, folded = read_model_state(fresh.dir)
     assert after > generation
     assert all(folded.get(n) == s for n, s in want.items())
+
+
+def folded_bytes(directory: Path) -> int:
+    return sum(read_model_state(directory)[1].values())
+
+
+def fold_worker(daemon: Node) -> int:
+    """The pid of noond's fold worker (its only child)."""
+    assert daemon.proc is not None
+    pid = daemon.proc.pid
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    assert len(children) == 1, children
+    return int(children[0])
+
+
+def gone(pid: int) -> bool:
+    """The process has ended (a zombie nobody reaped counts: it runs nothing)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_noond_killed_mid_fold_loses_nothing_and_the_next_noond_finishes(spawn, tmp_path, pki):
+    """Once the worker's transaction has written half a megabyte of write-ahead log and the
+    read model does not hold every shard yet, the worker is frozen (so the kill lands inside
+    the fold, not after it), then noond and the worker get SIGKILL."""
+    src, want = source(spawn, tmp_path, pki, ops=30_000)
+    total = sum(want.values())
+    fresh = Node("fresh", tmp_path, pki)
+    spawn.append(fresh)
+    src.start([fresh])
+    fresh.start([src])
+    wal = Path(f"{read_model_path(fresh.dir)}-wal")
+
+    def folding() -> bool:
+        return wal.exists() and wal.stat().st_size > 512 << 10 and folded_bytes(fresh.dir) < total
+
+    wait_until(folding, timeout=300, what="the worker to be folding")
+    worker = fold_worker(fresh)
+    os.kill(worker, signal.SIGSTOP)
+    assert folded_bytes(fresh.dir) < total  # frozen inside the fold
+    os.kill(worker, signal.SIGKILL)
+    fresh.kill()
+    wait_until(lambda: gone(worker), what="the worker to be gone")
+
+    fresh.start([src])
+    wait_until(
+        lambda: read_model_holds(fresh.dir, want) and shard_sizes(fresh.dir) == want,
+        timeout=300,
+        what="the restarted noond to finish the fold",
+    )
+    fold = fold_of_dir(fresh.dir)
+    expected = observe(Graph(fold), View(fold, "default"), fold)
+    fresh.stop()
+    settings = Settings.from_env({}, dir=fresh.dir, node_id="checker", fsync=False)
+    store = Store(settings)
+    try:
+        with store.lock, store.graph.reading():
+            assert observe(store.graph, store.kg("default"), store.fold) == expected
+    finally:
+        store.close()

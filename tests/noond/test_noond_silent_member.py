@@ -37,7 +37,9 @@ def test_a_silent_author_stops_blocking_after_the_window(
     (data / "z.jsonl").write_bytes(relayed + b"\n")
     now = [time.time()]
     state = tmp_path / "state.json"
-    collector = Collector(data, "a", state, 180 * DAY, Metrics(), clock=lambda: now[0])
+    collector = Collector(
+        data, "a", state, 180 * DAY, Metrics(), clock=lambda: now[0], timer=lambda: now[0]
+    )
 
     first = collector.run([], set())
     assert first.collected == 0

@@ -28,7 +28,13 @@ def test_a_member_met_only_through_a_relay_gates_collection_by_its_report(tmp_pa
     (data / "z.jsonl").write_bytes(taken + b"\n")  # z's ops came through the bucket
     reports: dict[str, peerstate.Report] = {}
     collector = Collector(
-        data, "a", tmp_path / "state.json", 1e9, Metrics(), relayed=lambda: dict(reports)
+        data,
+        "a",
+        tmp_path / "state.json",
+        1e9,
+        Metrics(),
+        relayed=lambda: dict(reports),
+        timer=lambda: 0.0,  # collections take no time: BUSY_SHARE never holds one back
     )
 
     first = collector.run([], set())
