@@ -28,6 +28,12 @@ def rogue(pki: Pki, mode: str) -> HostilePeer:
         if mode == "stalled":
             await peer.stall()
             raise web.HTTPServiceUnavailable()
+        if request.path == "/shards/digest" and mode == "malformed":
+            # Nested past the parser's bound, then a field of the wrong type: each answer is
+            # refused whole, naming why (noon/daemon_link/bodies.py).
+            if peer.asked["GET /shards/digest"] % 2:
+                return web.Response(body=b'{"root":' + b"[" * 4000 + b"]" * 4000 + b"}")
+            return web.json_response({"root": "x", "shards": "2", "members": "x"})
         if request.path == "/shards/digest":
             return web.json_response({"root": "different", "shards": 2, "members": "x"})
         if request.path == "/membership":
@@ -52,7 +58,7 @@ def rogue(pki: Pki, mode: str) -> HostilePeer:
     return peer
 
 
-@pytest.mark.parametrize("mode", ["garbage", "stalled", "flood"])
+@pytest.mark.parametrize("mode", ["garbage", "stalled", "flood", "malformed"])
 def test_a_misbehaving_member_harms_no_one(spawn, tmp_path: Path, pki, mode):
     rogue_peer = rogue(pki, mode)
     try:
@@ -68,10 +74,19 @@ def test_a_misbehaving_member_harms_no_one(spawn, tmp_path: Path, pki, mode):
             a.write((f"a{i}", "from a"))
             b.write((f"b{i}", "from b"))
         wait_until(lambda: converged([a, b], expect=6), timeout=20, what="a and b to converge")
-        if mode != "stalled":
-            wait_until(lambda: a.metric("noond_exchanges_total", 'result="invalid"') >= 1)
-        else:
+        if mode == "stalled":
             wait_until(lambda: a.metric("noond_exchanges_total", 'result="unreachable"') >= 1)
+        else:
+            wait_until(lambda: a.metric("noond_exchanges_total", 'result="invalid"') >= 1)
+        if mode == "malformed":
+            said = "/shards/digest (status 200): "
+            wait_until(
+                lambda: (
+                    f"{said}not JSON (depth limit exceeded" in a.log.read_text()
+                    and "/shards/digest: 'shards' must be an integer" in a.log.read_text()
+                ),
+                what="both refusals of the rogue's digest to be logged",
+            )
         for node in (a, b):
             assert not (node.dir / "rogue.jsonl").exists()
             # The rogue claims more of our own shard than we have: each round a pull from it is
