@@ -106,14 +106,15 @@ def generate(d: Path, total: int, authors: int = 4) -> None:
 
 
 FOLD_PROBE = r"""
-import json, resource, sys, time
+import json, os, sys, time
 from pathlib import Path
+from bench.stats import rss_mib
 from noon.config import Settings
 from noon.store.store import Store
 t, cpu = time.perf_counter(), time.process_time()
 store = Store(Settings.from_env({}, dir=Path(sys.argv[1]), node_id="probe", compact_after=0))
 folded, cpu = time.perf_counter() - t, time.process_time() - cpu
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+rss = rss_mib(os.getpid())["peak"]  # not ru_maxrss: it keeps the forking parent's
 print(json.dumps({"s": folded, "cpu_s": cpu, "ops": store.fold.applied, "peak_rss_mib": rss}))
 """
 

@@ -89,19 +89,31 @@ def write_official(path: Path, entities: int) -> None:
     path.write_bytes(b"\n".join(lines))
 
 
+IMPORT_PROBE = r"""
+import json, os, sys
+from bench.stats import rss_mib
+from noon.cli import main
+if main(sys.argv[1:]):
+    sys.exit(1)
+print(json.dumps(rss_mib(os.getpid())["peak"]))  # not ru_maxrss: it keeps the forking parent's
+"""
+
+
 def noon_import(memory: Path, store: Path) -> dict[str, float]:
-    """``noon import memory.jsonl`` in a new process: wall seconds, ops written, ops/s, beside
-    the JSON decode of the file (as ops/s of the ops it became); also per CPU second of the
-    import process (its start included), which other work on the machine disturbs less."""
+    """``noon import memory.jsonl`` in a new process: wall seconds, ops written, ops/s, its peak
+    RSS, beside the JSON decode of the file (as ops/s of the ops it became); also per CPU
+    second of the import process (its start included), which other work on the machine
+    disturbs less."""
     command = ["import", str(memory), "--dir", str(store), "--node-id", NODE]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "noon", *command],
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_PROBE, *command],
         env=subprocess_env(),
         cwd=ROOT,
         check=True,
         capture_output=True,
+        text=True,
     )
     seconds = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -116,6 +128,7 @@ def noon_import(memory: Path, store: Path) -> dict[str, float]:
         "ops": ops,
         "ops_per_s": ops / seconds,
         "ops_per_cpu_s": ops / cpu,
+        "peak_rss_mib": float(done.stdout.splitlines()[-1]),
         "bytes": memory.stat().st_size,
         "decode_s": decode,
         "decode_ops_per_s": ops / decode,

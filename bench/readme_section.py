@@ -80,7 +80,8 @@ MISSES: list[tuple[str, str]] = [
         "and fsync, and fold it into the read model. The fold "
         "(the catch-up row) bounds it from above. Before this round each chunk also started a "
         "compaction that re-scanned the whole directory beside the import (1,839 ops/s at 1M "
-        "ops in the previous large run); the import now compacts once, at its end.",
+        "ops in the previous large run); the import now compacts at its end, and only when "
+        "something in its shard is superseded.",
     ),
     (
         "catch-up fold",

@@ -103,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"noon: {warning}", file=sys.stderr)
         source = f"{path} (server-noonien: {found.ops} operations in {', '.join(found.shards)})"
         return _official(settings, found.graph, source)
+    lines = official.open_lines(path, str(path))
+    if lines is not None:
+        return _official(settings, lines, str(path))
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -118,7 +121,9 @@ def _markdown(settings: Settings, export: markdown_dir.MarkdownExport, source: s
     return 0
 
 
-def _official(settings: Settings, graph: official.OfficialGraph, source: str) -> int:
+def _official(
+    settings: Settings, graph: official.OfficialGraph | official.OfficialLines, source: str
+) -> int:
     with import_store(settings) as store:
         print(import_official(store, settings.namespace, graph, source))
     return 0

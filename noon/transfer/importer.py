@@ -7,9 +7,10 @@ state, so re-running an import (also one cut short by a crash) adds only what is
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from itertools import islice
 from typing import Any, TypeVar
 
 from tqdm import tqdm
@@ -26,7 +27,7 @@ from noon.store.store import Store
 from noon.transfer.markdown_dir import MarkdownExport
 from noon.transfer.nocturne import NocturneData, Version
 from noon.transfer.nocturne_boot import BootPlan
-from noon.transfer.official import OfficialGraph
+from noon.transfer.official import OfficialGraph, OfficialLines
 
 CLIENT = "import"
 """The client name and the edge (``via``) of every op an import writes."""
@@ -46,22 +47,28 @@ def import_settings(settings: Settings) -> Settings:
 
 @contextmanager
 def import_store(settings: Settings) -> Iterator[Store]:
-    """A store writing the import shard, compacted once when the import ends. A store compacts
-    its shard every ``compact_after`` ops, and each compaction scans the whole directory: every
-    chunk of an import crossed that mark, so a big import re-read all it had written, chunk
-    after chunk (1,800 ops/s at 1M ops)."""
+    """A store writing the import shard, compacted once when the import ends, if anything in
+    the shard is superseded then (a second version of a memory; ops of an import that only adds
+    supersede nothing, and a compaction would read every shard of the directory for nothing).
+    A store compacts its shard every ``compact_after`` ops, and each compaction scans the whole
+    directory: every chunk of an import crossed that mark, so a big import re-read all it had
+    written, chunk after chunk (1,800 ops/s at 1M ops)."""
     own = import_settings(settings)
     store = Store(replace(own, compact_after=0))
     try:
         yield store
+        store.refresh()
+        superseded = store.fold.names_any_of(own.node_id)
     finally:
         store.close()
-    compact_dir(own.dir, [shard_file(own.node_id)], history=own.history)
+    if superseded:
+        compact_dir(own.dir, [shard_file(own.node_id)], history=own.history)
 
 
-def _chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
+def _chunks(items: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
 
 
 def _bar(total: int, what: str) -> tqdm[Any]:
@@ -75,7 +82,9 @@ def _bar(total: int, what: str) -> tqdm[Any]:
     )
 
 
-def import_official(store: Store, namespace: str, graph: OfficialGraph, source: str) -> str:
+def import_official(
+    store: Store, namespace: str, graph: OfficialGraph | OfficialLines, source: str
+) -> str:
     total = len(graph.entities) + len(graph.relations)
     made_e = made_r = 0
     with _bar(total, "importing") as bar:

@@ -6,6 +6,9 @@ with no trailing newline (an empty graph is an empty file). Blank lines are skip
 like the official server does; unlike it (it silently drops them), lines of another type and
 malformed lines are errors here, because an import must not lose anything quietly.
 
+A file of JSON lines is read as a stream (:func:`open_lines`): checked whole first, then read
+again a kind at a time while it is imported, so an import holds a chunk of it, not the file.
+
 The same graph as one JSON document, ``{"entities": [...], "relations": [...]}`` with records
 lacking ``type``, is read too: the legacy ``memory.json``, server-noonien's ``noonien export``
 (pretty printed), and the text of ``read_graph`` (the official server's and noon's).
@@ -14,7 +17,9 @@ lacking ``type``, is read too: the legacy ``memory.json``, server-noonien's ``no
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from noon.kg.text import compact
@@ -59,6 +64,109 @@ def _record(obj: object) -> tuple[str, dict[str, Any]] | str:
                 return f"relation without a string {key!r}"
         return "relation", {k: obj[k] for k in ("from", "to", "relationType")}
     return f"unknown record type {kind!r} (expected 'entity' or 'relation')"
+
+
+READ_BYTES = 1 << 20
+BOM = b"\xef\xbb\xbf"
+
+
+class Records:
+    """One kind of record of a JSON lines file, read from the file each time it is iterated
+    (after :func:`open_lines` checked every line): only the lines from the first to the last of
+    that kind are decoded again (the official server writes every entity, then every
+    relation)."""
+
+    def __init__(self, path: Path, kind: str, count: int, lines: tuple[int, int]) -> None:
+        self.path, self.kind, self.count = path, kind, count
+        self.first, self.last = lines
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for no, line in _text_lines(self.path, str(self.path)):
+            if no < self.first or not line.strip():
+                continue
+            if no > self.last:
+                return
+            try:
+                rec = _record(jsontext.loads(line))
+            except json.JSONDecodeError:
+                rec = "not JSON"
+            if isinstance(rec, str):  # it was checked: the file changed since
+                raise TransferError(f"{self.path}: line {no} changed during the import: {rec}")
+            if rec[0] == self.kind:
+                yield rec[1]
+
+
+@dataclass
+class OfficialLines:
+    """A checked file of JSON lines, its entities and relations read as they are imported."""
+
+    entities: Records
+    relations: Records
+
+
+def open_lines(path: Path, source: str) -> OfficialLines | None:
+    """Check every line of a JSON lines file, holding one line at a time; raise
+    :class:`TransferError` as :func:`parse` does. None when the file's first non-blank line is
+    not a record with a ``type`` (a JSON document, or broken): :func:`parse` reads it whole,
+    which gives the same answer for a JSON lines file."""
+    counts = {"entity": 0, "relation": 0}
+    spans = {"entity": (0, 0), "relation": (0, 0)}
+    """The first and the last line of each kind."""
+    problems: list[tuple[int, str]] = []
+    first = True
+    for no, line in _text_lines(path, source):
+        if not line.strip():
+            continue
+        try:
+            obj = jsontext.loads(line)
+        except json.JSONDecodeError as exc:
+            if first:
+                return None
+            problems.append((no, f"not JSON ({exc.msg} at column {exc.colno})"))
+            continue
+        if first and not (isinstance(obj, dict) and "type" in obj):
+            return None
+        first = False
+        rec = _record(obj)
+        if isinstance(rec, str):
+            problems.append((no, rec))
+        else:
+            counts[rec[0]] += 1
+            spans[rec[0]] = (spans[rec[0]][0] or no, no)
+    if problems:
+        raise TransferError.lines(source, problems)
+    return OfficialLines(
+        *(Records(path, kind, counts[kind], spans[kind]) for kind in ("entity", "relation"))
+    )
+
+
+def _text_lines(path: Path, source: str) -> Iterator[tuple[int, str]]:
+    """(number, text) of every line, split at ``\\n`` as :func:`parse` splits, decoded as
+    UTF-8 after a leading BOM; undecodable bytes raise the error ``noon import`` gives for a
+    file that is not UTF-8 text (at the same offset)."""
+    with open(path, "rb") as f:
+        if f.read(len(BOM)) != BOM:
+            f.seek(0)
+        carry, offset, no = b"", 0, 0
+        while True:
+            data = f.read(READ_BYTES)
+            parts = (carry + data).split(b"\n")
+            carry = parts.pop() if data else b""
+            for raw in parts:
+                no += 1
+                try:
+                    yield no, raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    at = offset + exc.start
+                    raise TransferError(
+                        f"{source}: not UTF-8 text ({exc.reason} at byte {at})"
+                    ) from None
+                offset += len(raw) + 1
+            if not data:
+                return
 
 
 def parse(text: str, source: str) -> OfficialGraph:

@@ -13,6 +13,8 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
 
+import orjson
+
 from noon.core.fold import Folded
 from noon.core.ops import Key, Op, OpId
 from noon.store.readmodel.rows import ROW, key_of, key_text, op_of
@@ -170,6 +172,16 @@ class FoldView:
         it)."""
         row = self._conn.execute("SELECT seq FROM highwater WHERE node = ?", (node,)).fetchone()
         return int(row[0]) if row else 0
+
+    def names_any_of(self, node: str) -> bool:
+        """Whether an op held names (in ``prev``) an op of ``node``: whether anything of its
+        shard is superseded, and so whether a compaction could drop any of it. One pass over
+        the ops, no decoding (``prev`` is stored as ``[["node",seq],...]``)."""
+        needle = f"[{orjson.dumps(node).decode()},"
+        row = self._conn.execute(
+            "SELECT 1 FROM ops WHERE prev IS NOT NULL AND instr(prev, ?) > 0 LIMIT 1", (needle,)
+        ).fetchone()
+        return row is not None
 
     def frontier(self) -> dict[str, int]:
         """Highest seq held per author."""
