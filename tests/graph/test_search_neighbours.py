@@ -15,7 +15,7 @@ from noon.graph.uri import parse
 from noon.store.access import service as service_of
 from noon.store.readmodel import search
 from noon.store.readmodel.graph import SqlGraph
-from tests.harness.texts import ranked, write_texts
+from tests.harness.texts import ANSWER_TWO_AFTER, ranked, write_texts, write_turns
 from tests.harness.uri import open_store
 
 
@@ -26,13 +26,13 @@ def test_an_answer_ranks_up_through_the_question_written_before_it(
     store, _ = open_store(tmp_path, "n1")
     try:
         svc = service_of(store)
-        for name, text in [
+        turns = [
             ("filler", "The boat needs a coat of varnish."),
             ("asked", "How long have you two been married?"),
             ("answer", "Five years already, since that long summer in Porto with everyone."),
             ("other", "Porto in summer."),
-        ]:
-            write_texts(svc, "default", {name: text})
+        ]
+        write_turns(svc, "default", turns)
         query = "married in Porto"
         assert ranked(svc, query) == ["core://asked", "core://answer", "core://other"]
         monkeypatch.setattr(search, "SPREAD", ())  # the control: without it, BM25's order
@@ -74,16 +74,7 @@ def test_an_answer_two_memories_after_the_question_ranks_up_less_than_one_next_t
     store, _ = open_store(tmp_path, "n1")
     try:
         svc = service_of(store)
-        ids: dict[str, str] = {}
-        for name, text in [
-            ("asked", "Where did you two get married?"),
-            ("between", "Guess!"),
-            ("answer", "It was Porto, in the summer, with everyone there."),
-            ("later", "We should go back sometime."),
-            ("far", "Porto again, they say, is lovely in summer."),
-            ("other", "Porto in summer."),
-        ]:
-            ids |= write_texts(svc, "default", {name: text})
+        ids = write_turns(svc, "default", ANSWER_TWO_AFTER)
         with store.lock:
             conn = store.model.conn
             row = {node: r for r, node in conn.execute("SELECT id, node FROM memories").fetchall()}
@@ -109,14 +100,13 @@ def test_a_hit_found_by_meaning_lifts_its_neighbours_too(
     store, _ = open_store(tmp_path, "n1")
     try:
         svc = service_of(store)
-        ids: dict[str, str] = {}
-        for name, text in [
+        turns = [
             ("asked", "How long have you two been together?"),
             ("answer", "Five years of marriage now."),
             ("filler", "The boat needs a coat of varnish."),
             ("elsewhere", "Five years of marriage now."),
-        ]:
-            ids |= write_texts(svc, "default", {name: text})
+        ]
+        ids = write_turns(svc, "default", turns)
         with store.lock:
             conn = store.model.conn
             row = {node: r for r, node in conn.execute("SELECT id, node FROM memories")}

@@ -34,6 +34,28 @@ def write_texts(
     return made
 
 
+ANSWER_TWO_AFTER = [
+    ("asked", "Where did you two get married?"),
+    ("between", "Guess!"),
+    ("answer", "It was Porto, in the summer, with everyone there."),
+    ("later", "We should go back sometime."),
+    ("far", "Porto again, they say, is lovely in summer."),
+    ("other", "Porto in summer."),
+]
+"""Turns of a conversation whose answer comes two turns after its question ("Guess!" between),
+with two memories sharing the answer's words but written far from the question: "married in
+Porto" ranks the answer second only through the neighbour step."""
+
+
+def write_turns(svc: GraphService, ns: str, turns: list[tuple[str, str]]) -> dict[str, str]:
+    """Each turn ``(name, text)`` as the memory ``core://NAME``, one batch each, in order (so
+    they are neighbours as written); name -> memory id."""
+    ids: dict[str, str] = {}
+    for name, text in turns:
+        ids |= write_texts(svc, ns, {name: text})
+    return ids
+
+
 def ranked(svc: GraphService, query: str, limit: int = 10) -> list[str]:
     """The URIs ``search_memory`` answers for ``query`` in namespace ``default``, best first."""
     _, data = svc.read(lambda s: search_memory(s, "default", query, None, limit))

@@ -9,17 +9,8 @@ import pytest
 
 from noon.store.access import service
 from noon.store.readmodel import search
-from tests.harness.texts import ranked, write_texts
+from tests.harness.texts import ANSWER_TWO_AFTER, ranked, write_turns
 from tests.harness.web import page_server
-
-TURNS = [
-    ("asked", "Where did you two get married?"),
-    ("between", "Guess!"),
-    ("answer", "It was Porto, in the summer, with everyone there."),
-    ("later", "We should go back sometime."),
-    ("far", "Porto again, they say, is lovely in summer."),
-    ("other", "Porto in summer."),
-]
 
 
 async def test_the_page_search_ranks_as_search_memory_does(
@@ -28,8 +19,7 @@ async def test_the_page_search_ranks_as_search_memory_does(
     monkeypatch.setenv("NOON_SEMANTIC", "off")  # the ranking under test is the same either way
     async with page_server(tmp_path) as page:
         svc = service(page.store)
-        for name, text in TURNS:
-            write_texts(svc, "default", {name: text})
+        write_turns(svc, "default", ANSWER_TWO_AFTER)
         query = "married in Porto"
         tool = ranked(svc, query)
         _, hits = await page.get("/api/search", q=query, ns="default")
