@@ -56,11 +56,6 @@ class Folder:
         self._task: asyncio.Task[None] | None = None
         self._given_up = False
 
-    @property
-    def worker_pid(self) -> int | None:
-        """The worker process's id while one runs."""
-        return None if self._worker is None else self._worker.pid
-
     def poke(self) -> None:
         """Ops were stored: fold them soon (cheap; many pokes make one fold)."""
         self._wake.set()

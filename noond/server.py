@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 import zlib
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -58,13 +56,6 @@ MONITORING_ROUTES = frozenset({"/health", "/metrics"})
 """All a monitoring identity (a ``--role metrics`` certificate) may reach."""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def _size(path: Path) -> int:
-    try:
-        return os.lstat(path).st_size
-    except FileNotFoundError:
-        return 0
 
 
 def _route(request: web.Request) -> str:

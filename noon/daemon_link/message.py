@@ -60,9 +60,6 @@ class Fields:
             raise self._fail(name, f"a string of at most {limit} characters")
         return value
 
-    def text_or_none(self, name: str) -> str | None:
-        return None if self.obj.get(name) is None else self.text(name)
-
     def integer(self, name: str, default: int | None = None, lo: int = 0, hi: int = MAX_INT) -> int:
         value = self.obj.get(name, default)
         if type(value) is not int or not lo <= value <= hi:
