@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -105,7 +107,10 @@ def test_without_noond_folding_the_first_session_folds(spawn, tmp_path, pki):
 
 
 def folded_bytes(directory: Path) -> int:
-    return sum(read_model_state(directory)[1].values())
+    try:
+        return sum(read_model_state(directory)[1].values())
+    except sqlite3.Error:
+        return 0  # the read model is being created this very moment
 
 
 def fold_worker(daemon: Node) -> int:
@@ -126,28 +131,61 @@ def gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
+def writing(database: Path) -> bool:
+    """Some process holds the read model's write lock: a transaction with writes is open. The
+    probe takes the lock itself when it is free, and gives it back at once."""
+    try:
+        conn = sqlite3.connect(
+            f"file:{database}?mode=rw", uri=True, timeout=0, isolation_level=None
+        )
+    except sqlite3.Error:
+        return False  # not created yet
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        return "locked" in str(exc)
+    else:
+        conn.execute("ROLLBACK")
+        return False
+    finally:
+        conn.close()
+
+
 def test_noond_killed_mid_fold_loses_nothing_and_the_next_noond_finishes(spawn, tmp_path, pki):
-    """Once the worker's transaction has written half a megabyte of write-ahead log and the
-    read model does not hold every shard yet, the worker is frozen (so the kill lands inside
-    the fold, not after it), then noond and the worker get SIGKILL."""
+    """The worker is frozen while it holds the read model's write lock before the read model
+    holds every shard (so the kill lands inside a fold's transaction, not after it), then noond
+    and the worker get SIGKILL. The lock is probed before and after the freeze: a worker that
+    committed in between is let go and caught in a later transaction."""
     src, want = source(spawn, tmp_path, pki, ops=30_000)
     total = sum(want.values())
     fresh = Node("fresh", tmp_path, pki)
     spawn.append(fresh)
     src.start([fresh])
     fresh.start([src])
-    wal = Path(f"{read_model_path(fresh.dir)}-wal")
+    database = read_model_path(fresh.dir)
 
-    def folding() -> bool:
-        return wal.exists() and wal.stat().st_size > 512 << 10 and folded_bytes(fresh.dir) < total
+    def frozen_in_a_fold() -> int | None:
+        if not writing(database):
+            return None
+        worker = fold_worker(fresh)
+        os.kill(worker, signal.SIGSTOP)
+        if writing(database) and folded_bytes(fresh.dir) < total:
+            return worker
+        os.kill(worker, signal.SIGCONT)
+        return None
 
-    wait_until(folding, timeout=300, what="the worker to be folding")
-    worker = fold_worker(fresh)
-    os.kill(worker, signal.SIGSTOP)
-    assert folded_bytes(fresh.dir) < total  # frozen inside the fold
+    worker = None
+    deadline = time.monotonic() + 300
+    while worker is None:
+        assert folded_bytes(fresh.dir) < total, "the fold ended before the probe saw it under way"
+        assert time.monotonic() < deadline, "no fold under way within 300 s"
+        worker = frozen_in_a_fold()
+        if worker is None:
+            time.sleep(0.005)  # polling interval of a bounded wait, not synchronisation
     os.kill(worker, signal.SIGKILL)
     fresh.kill()
     wait_until(lambda: gone(worker), what="the worker to be gone")
+    assert folded_bytes(fresh.dir) < total  # the fold's transaction was lost, and only it
 
     fresh.start([src])
     wait_until(
