@@ -22,6 +22,7 @@ import asyncio
 import json
 import sqlite3
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -360,6 +361,20 @@ def catch_up(
 
         wait_until(held, timeout=600, what="the fresh node to hold every shard")
         elapsed = time.perf_counter() - t0
+        held_rss = {m.name: rss_mib(m.proc.pid) for m in (src, fresh) if m.proc}
+        print(  # said at once: a first session folding 1M ops on a loaded machine may time out
+            json.dumps(
+                {
+                    "held_s": elapsed,
+                    "startup_s": healthy,
+                    "followed": fresh.metric("noond_exchanges_followed_total"),
+                    "rounds": fresh.metric("noond_rounds_total"),
+                    "rss_mib": held_rss,
+                }
+            ),
+            file=sys.stderr,
+            flush=True,
+        )
         got = sum(Summaries(fresh.dir).get(p[:-6]).seq for p in want)
         assert got == ops, f"fresh node holds {got} ops, wanted {ops}"
         if fold:
