@@ -131,7 +131,8 @@ class WordProbe:
         self.words = words
         self.plain = [w for w in words if not CJK.search(w)]
         """In the order given; a CJK word is held only by a document with CJK text."""
-        longest = sorted(set(self.plain), key=len, reverse=True)
+        self.wanted = set(self.plain)
+        longest = sorted(self.wanted, key=len, reverse=True)
         alternatives = "|".join(re.escape(w) for w in longest)
         self.starts = re.compile(rf"(?<!\w)(?:{alternatives})") if longest else None
 
@@ -140,8 +141,15 @@ class WordProbe:
         if CJK.search(flat):
             held = _words(doc)
             return tuple(w for w in self.words if _holds(held, flat, w))
-        found = set(self.starts.findall(flat)) if self.starts is not None else set()
-        return tuple(w for w in self.plain if any(f.startswith(w) for f in found))
+        if self.starts is None:
+            return ()
+        held = {
+            found[:end]
+            for found in set(self.starts.findall(flat))
+            for end in range(1, len(found) + 1)
+            if found[:end] in self.wanted
+        }
+        return tuple(w for w in self.plain if w in held)
 
 
 def coordinated(score: float, held: float, terms: float) -> float:
