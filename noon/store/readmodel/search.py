@@ -139,8 +139,8 @@ class WordProbe:
     def held(self, doc: str) -> tuple[str, ...]:
         flat = doc.casefold()
         if CJK.search(flat):
-            held = _words(doc)
-            return tuple(w for w in self.words if _holds(held, flat, w))
+            words = _words(doc)
+            return tuple(w for w in self.words if _holds(words, flat, w))
         if self.starts is None:
             return ()
         held = {
