@@ -138,7 +138,8 @@ class DaemonConfig:
     handshake_timeout: float = 5.0
     """Seconds a TLS handshake may take before the connection is dropped."""
     pull_budget: int = 256 << 20
-    """Bytes one exchange may pull from one member (the rest follows next round)."""
+    """Bytes one exchange may pull from one member (the rest in the next exchange, at once while
+    it takes ops)."""
     max_shard_bytes: int = 1 << 30
     """Largest replica shard kept per author: beyond it nothing more is pulled or accepted."""
     relays: tuple[str, ...] = ()

@@ -46,6 +46,12 @@ class Metrics:
             ["result"],
             registry=r,
         )
+        self.exchanges_followed = Counter(
+            "noond_exchanges_followed_total",
+            "Exchanges begun at once after one that ended on its pull budget having taken ops "
+            "(still behind the member), not at the next round.",
+            registry=r,
+        )
         self.pushes = Counter(
             "noond_pushes_total", "Pushes of the own shard by result.", ["result"], registry=r
         )

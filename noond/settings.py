@@ -236,7 +236,8 @@ NOOND = Table(
         ),
         Setting(
             "NOOND_PULL_BUDGET",
-            "bytes one exchange pulls from one member at most; the rest follows next round",
+            "bytes one exchange pulls from one member at most; the next exchange, at once while "
+            "it takes ops, pulls on",
             256 << 20,
             lo=1 << 16,
             field="pull_budget",
