@@ -280,17 +280,22 @@ def latency(data: Path | None, sizes: list[int], calls: int = 200) -> dict[str, 
         questions = [q for c in load(data, "turns") for q, _, _ in c.questions]
     rnd = random.Random(7)
     out = {}
-    for n in sizes:
+    for k, n in enumerate(sizes):
+        # each size asks its own questions: the model keeps the last queries' embeddings, and
+        # the same 200 again would be answered from that memory, not embedded
+        first = k * calls
         with tempfile.TemporaryDirectory(prefix="noon-bench-recall-") as d:
             build(Path(d), n)
             store = Store(Settings.from_env({}, dir=Path(d), node_id="bench", fsync=False))
             svc = service(store)
             try:
 
-                def timed(on: bool, svc: GraphService = svc) -> dict[str, float]:
+                def timed(
+                    on: bool, svc: GraphService = svc, first: int = first
+                ) -> dict[str, float]:
                     samples, cpu = [], []
                     for i in range(calls):
-                        q = questions[i % len(questions)] if questions else _drawn(rnd)
+                        q = questions[(first + i) % len(questions)] if questions else _drawn(rnd)
                         ask = partial(search_memory, ns="default", query=q, domain=None, limit=10)
                         c0, t0 = time.process_time(), time.perf_counter()
                         with semantic(on):
