@@ -233,7 +233,14 @@ class Search:
         meaning = MODEL.query_soon(query) if semantic else None
         lists = self._lists(namespace, terms, limit)
         ranked = [(row, score) for row, score, _ in combine(lists)]
+        rings: dict[int, list[list[int]]] = {}
         if meaning is not None:
+            # While the model embeds the query (on its own thread), the work that does not
+            # need the query's vector: the namespace's vectors brought up to date, and the
+            # neighbours of the best lexical hits, which most often stay among the best.
+            self._index.load(namespace)
+            if neighbours and SPREAD and not meaning.done():
+                rings = self.neighbours(namespace, [r for r, _ in ranked[:NEIGHBOURS]], len(SPREAD))
             rows, where, sims = self._index.similarities(
                 namespace, meaning.result(), [row for row, _ in ranked[:RANKED]]
             )
@@ -241,7 +248,9 @@ class Search:
         if neighbours and SPREAD and ranked:
             # after the fusion: a hit found by meaning lifts its neighbours too
             top = [row for row, _ in ranked[:NEIGHBOURS]]
-            rings = self.neighbours(namespace, top, len(SPREAD))
+            missing = [row for row in top if row not in rings]
+            rings.update(self.neighbours(namespace, missing, len(SPREAD)))
+            rings = {row: rings[row] for row in top if row in rings}
             for away, share in enumerate(SPREAD):
                 ranked = spread(ranked, {row: near[away] for row, near in rings.items()}, share)
         return list(self._accepted(ranked, lists, terms, limit, accept))
