@@ -20,15 +20,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import select
 import sqlite3
 import statistics
 import tempfile
 import threading
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any
 
+import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.core import generate
@@ -38,6 +40,7 @@ from bench.stats import TreeMemory, cpu_seconds, percentiles, rss_mib, workers_c
 from noon.core.ops import Draft, encode
 from noon.store.serve import Summaries
 from noon.store.store import read_model_path
+from noond.inotify import open_watch
 from tests.harness.mesh import Node, Pki, free_port, wait_until
 from tests.harness.stores import plan_of
 
@@ -98,11 +101,6 @@ def mesh(base: Path, pki: Pki, proxies: Proxies, n: int, **env: str) -> list[Nod
     return nodes
 
 
-def _reached(summaries: dict[str, Summaries], author: str, seq: int) -> bool:
-    """Every node's copy of ``author``'s shard holds its op ``seq``."""
-    return all(s.get(author).seq >= seq for s in summaries.values())
-
-
 TRAFFIC = (
     "noond_http_requests",
     "noond_pushes",
@@ -136,40 +134,98 @@ def traffic_delta(before: dict[str, float], after: dict[str, float]) -> dict[str
     return {k: v - before.get(k, 0.0) for k, v in sorted(after.items()) if v > before.get(k, 0.0)}
 
 
-def latency(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, Any]:
-    """One-op writes round robin; time until every other node's copy of the shard holds it.
-    Each node writes once first, unmeasured: that write opens its connections (and streams),
-    which every later one finds open."""
-    summaries = {m.name: Summaries(m.dir) for m in nodes}
-    for w in nodes:
-        w.write((f"warm-{w.name}", "opens the connections"))
-        seq = summaries[w.name].get(w.name).seq
-        wait_until(
-            partial(_reached, summaries, w.name, seq),
-            timeout=60,
-            what="the warm-up write to reach every node",
-        )
-    samples = []
-    counted = traffic(nodes)
-    before = proxies.bytes
-    for i in range(writes):
-        w = nodes[i % len(nodes)]
-        w.write((f"lat{i}", f"latency probe {i}"))
-        seq = summaries[w.name].get(w.name).seq
+class Arrivals:
+    """When each node's copy of a shard holds an op (appended to the file), and when that op is
+    durable there (fsynced): told by inotify on every node's directory and its ``.noon``, so
+    the bench sleeps while it waits instead of polling beside the daemons it measures (a poll
+    every half millisecond took a tenth of a core on a 2-core machine, and the tail with it).
+
+    Durable is read from the chain-head record (``.noon/<author>.chain``) that
+    :func:`noon.store.receive.append` rewrites after its fsync, so it needs signed shards."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        self.summaries = {m.name: Summaries(m.dir) for m in nodes}
+        self.dirs = {m.name: m.dir for m in nodes}
+        self.watches = []
+        for m in nodes:
+            (m.dir / ".noon").mkdir(exist_ok=True)
+            for where in (m.dir, m.dir / ".noon"):
+                watch = open_watch(where)
+                if watch is None:
+                    raise SystemExit(f"this bench needs inotify on {where}")
+                self.watches.append(watch)
+        self.poller = select.poll()
+        for watch in self.watches:
+            self.poller.register(watch.fd, select.POLLIN)
+
+    def close(self) -> None:
+        for watch in self.watches:
+            watch.close()
+
+    def _durable(self, node: str, author: str) -> int:
+        try:
+            record = orjson.loads((self.dirs[node] / ".noon" / f"{author}.chain").read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return 0
+        return int(record["seq"])
+
+    def wait(
+        self, author: str, seq: int, nodes: list[str], timeout: float = 10.0
+    ) -> tuple[list[float], list[float]]:
+        """Seconds from now until each of ``nodes`` held ``author``'s op ``seq``, and until it
+        was durable there: two lists, one entry per node."""
         t0 = time.perf_counter()
-        pending = [m for m in nodes if m is not w]
-        while pending:
-            pending = [m for m in pending if summaries[m.name].get(w.name).seq < seq]
-            time.sleep(0.0005)  # leave the CPU to the daemons (2-core machines)
-            if time.perf_counter() - t0 > 10:
-                raise SystemExit(f"write {i} not visible after 10 s")
-        samples.append((time.perf_counter() - t0) * 1000)
-    moved = proxies.bytes - before
+        held: dict[str, float] = {}
+        durable: dict[str, float] = {}
+        while len(durable) < len(nodes):
+            now = time.perf_counter() - t0
+            for name in nodes:
+                if name not in held and self.summaries[name].get(author).seq >= seq:
+                    held[name] = now
+                if name not in durable and self._durable(name, author) >= seq:
+                    durable[name] = now
+                    held.setdefault(name, now)
+            if len(durable) == len(nodes):
+                break
+            if now > timeout:
+                raise SystemExit(f"op {author}:{seq} not durable everywhere after {timeout} s")
+            for fd, _ in self.poller.poll(50):
+                os.read(fd, 1 << 16)  # drained: a change anywhere means look again
+        return list(held.values()), list(durable.values())
+
+
+def latency(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, Any]:
+    """One-op writes round robin; time until every other node's copy of the shard holds it
+    (appended to the file) and until it is durable there (fsynced). Each node writes once
+    first, unmeasured: that write opens its connections (and streams), which every later one
+    finds open."""
+    arrivals = Arrivals(nodes)
+    summaries = arrivals.summaries
+    try:
+        for w in nodes:
+            w.write((f"warm-{w.name}", "opens the connections"))
+            seq = summaries[w.name].get(w.name).seq
+            arrivals.wait(w.name, seq, [m.name for m in nodes if m is not w], timeout=60)
+        held = []
+        durable = []
+        counted = traffic(nodes)
+        before = proxies.bytes
+        for i in range(writes):
+            w = nodes[i % len(nodes)]
+            w.write((f"lat{i}", f"latency probe {i}"))
+            seq = summaries[w.name].get(w.name).seq
+            at, safe = arrivals.wait(w.name, seq, [m.name for m in nodes if m is not w])
+            held.append(max(at) * 1000)
+            durable.append(max(safe) * 1000)
+        moved = proxies.bytes - before
+    finally:
+        arrivals.close()
     carried = traffic_delta(counted, traffic(nodes))  # /metrics is read past the proxies
     op_size = len((nodes[0].dir / "n0.jsonl").read_bytes().splitlines()[-1]) + 1
     return {
-        **percentiles(samples),
-        "mean": statistics.mean(samples),
+        **percentiles(held),
+        "mean": statistics.mean(held),
+        "durable": percentiles(durable),
         "wire_bytes_per_op_per_receiver": moved / (writes * (len(nodes) - 1)),
         "op_line_bytes": op_size,
         "noond_rss_mib": max(rss_mib(m.proc.pid)["rss"] for m in nodes if m.proc),
@@ -485,24 +541,30 @@ def run(
     return out
 
 
-def push_vs_poll(base: Path, sizes: list[int], writes: int) -> dict[str, Any]:
-    """Write → held on all with default settings (``NOOND_WATCH_INTERVAL`` 0.2 s), one mesh
-    each, side by side in one run: the daemons told of a local write by polling alone
-    (``NOOND_INOTIFY=false``, as before inotify) or by inotify, each pushing by POST
-    (``NOOND_STREAM=false``, as before streams), and the default: inotify, and a push on the
-    member's open stream (PROTOCOL.md §5.1). Anti-entropy rounds are an hour apart here: a
-    round of ten nodes opens new TLS connections, and at 10 nodes under load one fell inside the
-    measured writes and added half again to the stream's bytes per op (``traffic`` shows what
-    ran in the window).
+MODES = {
+    "poll": {"NOOND_INOTIFY": "false", "NOOND_STREAM": "false"},
+    "inotify": {"NOOND_STREAM": "false"},
+    "stream": {},
+}
+"""The ways a write can travel, as the settings that choose them (the rest are defaults)."""
+
+
+def push_vs_poll(
+    base: Path, sizes: list[int], writes: int, modes: tuple[str, ...] = tuple(MODES)
+) -> dict[str, Any]:
+    """Write → held on all with default settings (``NOOND_WATCH_INTERVAL`` 0.2 s,
+    ``NOOND_TIMEOUT`` 10 s, not the test harness's), one mesh each, side by side in one run:
+    the daemons told of a local write by polling alone (``NOOND_INOTIFY=false``, as before
+    inotify) or by inotify, each pushing by POST (``NOOND_STREAM=false``, as before streams),
+    and the default: inotify, and a push on the member's open stream (PROTOCOL.md §5.1).
+    Anti-entropy rounds are an hour apart here: a round of ten nodes opens new TLS
+    connections, and at 10 nodes under load one fell inside the measured writes and added half
+    again to the stream's bytes per op (``traffic`` shows what ran in the window).
     """
     pki = Pki(base / "pki")
     out: dict[str, Any] = {}
     for n in sizes:
-        for mode, env in (
-            ("poll", {"NOOND_INOTIFY": "false", "NOOND_STREAM": "false"}),
-            ("inotify", {"NOOND_STREAM": "false"}),
-            ("stream", {}),
-        ):
+        for mode in modes:
             proxies = Proxies()
             nodes = mesh(
                 base / f"{mode}{n}",
@@ -510,8 +572,10 @@ def push_vs_poll(base: Path, sizes: list[int], writes: int) -> dict[str, Any]:
                 proxies,
                 n,
                 NOOND_INTERVAL="3600",
+                NOOND_WATCH_INTERVAL="0.2",
+                NOOND_TIMEOUT="10",
                 NOON_FSYNC="true",
-                **env,
+                **MODES[mode],
             )
             try:
                 out.setdefault(str(n), {})[mode] = latency(nodes, proxies, writes)
@@ -537,6 +601,13 @@ def main() -> None:
         help="only write → held on all, polling alone beside inotify, default watch interval",
     )
     ap.add_argument(
+        "--modes",
+        nargs="+",
+        choices=list(MODES),
+        default=list(MODES),
+        help="with --push-vs-poll: which ways a write travels (default: all three)",
+    )
+    ap.add_argument(
         "--only-catch-up",
         action="store_true",
         help="only the catch-up figures, with noond folding and with NOOND_FOLD=false",
@@ -553,7 +624,9 @@ def main() -> None:
             print(json.dumps(both, indent=1))
             return
         if args.push_vs_poll:
-            print(json.dumps(push_vs_poll(base, args.nodes, args.writes), indent=1))
+            print(
+                json.dumps(push_vs_poll(base, args.nodes, args.writes, tuple(args.modes)), indent=1)
+            )
             return
         if args.keep:
             base = Path(tempfile.mkdtemp(prefix="noond-bench-"))
