@@ -18,10 +18,7 @@ address), so the byte figures are what crosses the wire: TLS records, HTTP heade
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import os
-import select
 import sqlite3
 import statistics
 import tempfile
@@ -30,56 +27,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.core import generate
 from bench.floors import sdk_import
 from bench.kg_latency import noon_client
+from bench.propagation import Arrivals, Proxies, Writers
 from bench.stats import TreeMemory, cpu_seconds, percentiles, rss_mib, workers_cpu_seconds
 from noon.core.ops import Draft, encode
 from noon.store.serve import Summaries
 from noon.store.store import read_model_path
-from noond.inotify import open_watch
-from tests.harness.mesh import Node, Pki, free_port, wait_until
+from tests.harness.mesh import Node, Pki, wait_until
 from tests.harness.stores import plan_of
-
-
-class Proxies:
-    """TCP relays in a background event loop, counting every byte in both directions."""
-
-    def __init__(self) -> None:
-        self.bytes = 0
-        self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, daemon=True).start()
-
-    def add(self, target_port: int) -> int:
-        port = free_port()
-
-        async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            try:
-                while data := await reader.read(1 << 16):
-                    self.bytes += len(data)
-                    writer.write(data)
-                    await writer.drain()
-            except (ConnectionError, OSError):
-                pass
-            finally:
-                writer.close()
-
-        async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-            try:
-                ur, uw = await asyncio.open_connection("127.0.0.1", target_port)
-            except OSError:
-                w.close()
-                return
-            await asyncio.gather(pipe(r, uw), pipe(ur, w))
-
-        async def start() -> None:
-            await asyncio.start_server(handle, "127.0.0.1", port)
-
-        asyncio.run_coroutine_threadsafe(start(), self.loop).result(10)
-        return port
 
 
 def mesh(base: Path, pki: Pki, proxies: Proxies, n: int, **env: str) -> list[Node]:
@@ -134,92 +93,37 @@ def traffic_delta(before: dict[str, float], after: dict[str, float]) -> dict[str
     return {k: v - before.get(k, 0.0) for k, v in sorted(after.items()) if v > before.get(k, 0.0)}
 
 
-class Arrivals:
-    """When each node's copy of a shard holds an op (appended to the file), and when that op is
-    durable there (fsynced): told by inotify on every node's directory and its ``.noon``, so
-    the bench sleeps while it waits instead of polling beside the daemons it measures (a poll
-    every half millisecond took a tenth of a core on a 2-core machine, and the tail with it).
-
-    Durable is read from the chain-head record (``.noon/<author>.chain``) that
-    :func:`noon.store.receive.append` rewrites after its fsync, so it needs signed shards."""
-
-    def __init__(self, nodes: list[Node]) -> None:
-        self.summaries = {m.name: Summaries(m.dir) for m in nodes}
-        self.dirs = {m.name: m.dir for m in nodes}
-        self.watches = []
-        for m in nodes:
-            (m.dir / ".noon").mkdir(exist_ok=True)
-            for where in (m.dir, m.dir / ".noon"):
-                watch = open_watch(where)
-                if watch is None:
-                    raise SystemExit(f"this bench needs inotify on {where}")
-                self.watches.append(watch)
-        self.poller = select.poll()
-        for watch in self.watches:
-            self.poller.register(watch.fd, select.POLLIN)
-
-    def close(self) -> None:
-        for watch in self.watches:
-            watch.close()
-
-    def _durable(self, node: str, author: str) -> int:
-        try:
-            record = orjson.loads((self.dirs[node] / ".noon" / f"{author}.chain").read_bytes())
-        except (OSError, orjson.JSONDecodeError):
-            return 0
-        return int(record["seq"])
-
-    def wait(
-        self, author: str, seq: int, nodes: list[str], timeout: float = 10.0
-    ) -> tuple[list[float], list[float]]:
-        """Seconds from now until each of ``nodes`` held ``author``'s op ``seq``, and until it
-        was durable there: two lists, one entry per node."""
-        t0 = time.perf_counter()
-        held: dict[str, float] = {}
-        durable: dict[str, float] = {}
-        while len(durable) < len(nodes):
-            now = time.perf_counter() - t0
-            for name in nodes:
-                if name not in held and self.summaries[name].get(author).seq >= seq:
-                    held[name] = now
-                if name not in durable and self._durable(name, author) >= seq:
-                    durable[name] = now
-                    held.setdefault(name, now)
-            if len(durable) == len(nodes):
-                break
-            if now > timeout:
-                raise SystemExit(f"op {author}:{seq} not durable everywhere after {timeout} s")
-            for fd, _ in self.poller.poll(50):
-                os.read(fd, 1 << 16)  # drained: a change anywhere means look again
-        return list(held.values()), list(durable.values())
-
-
 def latency(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, Any]:
-    """One-op writes round robin; time until every other node's copy of the shard holds it
-    (appended to the file) and until it is durable there (fsynced). Each node writes once
-    first, unmeasured: that write opens its connections (and streams), which every later one
-    finds open."""
-    arrivals = Arrivals(nodes)
+    """One-op writes round robin, each through a store kept open (:class:`Writers`); time from
+    the append until every other node's copy of the shard holds it (appended to the file) and
+    until it is durable there (fsynced). Each node writes once first, unmeasured: that write
+    opens its connections (and streams), which every later one finds open."""
+    dirs = {m.name: m.dir for m in nodes}
+    arrivals, writers = Arrivals(dirs), Writers(dirs)
     summaries = arrivals.summaries
+
+    def one(w: Node, ident: str, text: str) -> tuple[float, float]:
+        seq = summaries[w.name].get(w.name).seq + 1
+        writers.start(w.name, ident, text)
+        appended, held, durable = arrivals.wait(w.name, seq, [m for m in dirs if m != w.name])
+        assert writers.done() == seq, f"the write on {w.name} was not one op"
+        return max(held.values()) - appended, max(durable.values()) - appended
+
     try:
         for w in nodes:
-            w.write((f"warm-{w.name}", "opens the connections"))
-            seq = summaries[w.name].get(w.name).seq
-            arrivals.wait(w.name, seq, [m.name for m in nodes if m is not w], timeout=60)
+            one(w, f"warm-{w.name}", "opens the connections")
         held = []
         durable = []
         counted = traffic(nodes)
         before = proxies.bytes
         for i in range(writes):
-            w = nodes[i % len(nodes)]
-            w.write((f"lat{i}", f"latency probe {i}"))
-            seq = summaries[w.name].get(w.name).seq
-            at, safe = arrivals.wait(w.name, seq, [m.name for m in nodes if m is not w])
-            held.append(max(at) * 1000)
-            durable.append(max(safe) * 1000)
+            at, safe = one(nodes[i % len(nodes)], f"lat{i}", f"latency probe {i}")
+            held.append(at * 1000)
+            durable.append(safe * 1000)
         moved = proxies.bytes - before
     finally:
         arrivals.close()
+        writers.close()
     carried = traffic_delta(counted, traffic(nodes))  # /metrics is read past the proxies
     op_size = len((nodes[0].dir / "n0.jsonl").read_bytes().splitlines()[-1]) + 1
     return {
@@ -436,6 +340,7 @@ def catch_up(base: Path, pki: Pki, ops: int, *, fold: bool = True) -> dict[str, 
     finally:
         for m in (src, fresh):
             m.stop()
+        proxies.close()
 
 
 def seed_shards(dirs: list[Path], count: int) -> None:
@@ -499,6 +404,7 @@ def idle(base: Path, pki: Pki, shards: int, exchanges: int = 200) -> float:
     finally:
         for m in probe:
             m.stop()
+        proxies.close()
 
 
 def run(
@@ -536,6 +442,7 @@ def run(
         finally:
             for m in nodes:
                 m.stop()
+            proxies.close()
     out["catch_up"] = catch_up(base, pki, catch_up_ops)
     out["idle_bytes"] = {str(c): idle(base, pki, c, idle_exchanges) for c in (10, 100)}
     return out
@@ -582,6 +489,7 @@ def push_vs_poll(
             finally:
                 for m in nodes:
                     m.stop()
+                proxies.close()
     return out
 
 
