@@ -1,13 +1,16 @@
 """``create_memory`` under one parent as the parent grows: no write may scan the store (issue 17
 asks for the cost at 100k memories within 2x of the cost at 1k).
 
-    python -m bench.create_latency [--children 1000 100000] [--calls 50]
+    python -m bench.create_latency [--children 1000 100000] [--calls 50] [--before DIR]
 
 One parent, ``core://big``, gets its children as a peer's shard (numbered names, as
 ``create_memory`` without a title gives them; ~200 characters of Zipf-worded text, so the
 duplicate hint has common words to look up). At each size a new ``noon serve --tools uri``
 session on the machine's read model makes ``calls`` calls of ``create_memory`` under it without
 a title (auto-numbered: the usual call) and ``calls`` with one, beside an MCP ping.
+``--before DIR`` adds a session of the noon whose ``noon`` package sits in DIR (``git archive
+OLD noon | tar -x -C DIR``) on the same store, the two sessions' calls interleaved round by
+round, so a change of the machine's load hits each alike.
 """
 
 from __future__ import annotations
@@ -82,34 +85,47 @@ def _timed(client: PipeClient, tool: str, args: dict[str, Any]) -> float:
     return elapsed
 
 
-def measure(directory: Path, calls: int, rnd: random.Random, start: int) -> dict[str, Any]:
-    """One session: ``calls`` creates without a title, ``calls`` with one, pings between."""
-    client = noon_client(directory, tools="uri", timeout=600)
-    pings, plain, titled = [], [], []
+def measure(
+    directory: Path, calls: int, rnd: random.Random, start: int, before: Path | None = None
+) -> dict[str, Any]:
+    """One session (two with ``before``): ``calls`` creates without a title, ``calls`` with
+    one, pings between; with ``before`` its figures are under ``"before"``."""
+    codes: dict[str, Path | None] = {"now": None}
+    if before is not None:
+        codes["before"] = before
+    clients = {
+        name: noon_client(directory, tools="uri", timeout=600, code=code)
+        for name, code in codes.items()
+    }
+    times: dict[str, dict[str, list[float]]] = {
+        name: {"ping": [], "untitled": [], "titled": []} for name in clients
+    }
     try:
         for k in range(calls):
-            t0 = time.perf_counter()
-            client.request("ping")
-            pings.append((time.perf_counter() - t0) * 1000)
-            args = {"parent_uri": PARENT, "priority": 2, "disclosure": "when it comes up"}
-            plain.append(_timed(client, "create_memory", {**args, "content": text_of(rnd, 30)}))
-            titled.append(
-                _timed(
-                    client,
-                    "create_memory",
-                    {**args, "content": text_of(rnd, 30), "title": f"new{start + k}"},
+            for n, (name, client) in enumerate(clients.items()):
+                t0 = time.perf_counter()
+                client.request("ping")
+                times[name]["ping"].append((time.perf_counter() - t0) * 1000)
+                args = {"parent_uri": PARENT, "priority": 2, "disclosure": "when it comes up"}
+                content = text_of(rnd, 30)
+                times[name]["untitled"].append(
+                    _timed(client, "create_memory", {**args, "content": content})
                 )
-            )
+                title = f"new{start + k * len(clients) + n}"
+                content = text_of(rnd, 30)
+                times[name]["titled"].append(
+                    _timed(client, "create_memory", {**args, "content": content, "title": title})
+                )
     finally:
-        client.close()
-    return {
-        "ping": percentiles(pings),
-        "untitled": percentiles(plain),
-        "titled": percentiles(titled),
-    }
+        for client in clients.values():
+            client.close()
+    out: dict[str, Any] = {kind: percentiles(v) for kind, v in times["now"].items()}
+    if before is not None:
+        out["before"] = {kind: percentiles(v) for kind, v in times["before"].items()}
+    return out
 
 
-def run(sizes: list[int], calls: int) -> dict[str, Any]:
+def run(sizes: list[int], calls: int, before: Path | None = None) -> dict[str, Any]:
     """{children: latencies} for each size of the parent, in increasing order, in one store."""
     out: dict[str, Any] = {"sizes": {}}
     rnd = random.Random(11)
@@ -119,8 +135,9 @@ def run(sizes: list[int], calls: int) -> dict[str, Any]:
         for k, size in enumerate(sorted(sizes)):
             parent.grow_to(size)
             Store(settings(d, "bench")).close()  # fold the new children before the session
-            out["sizes"][str(size)] = measure(d, calls, rnd, k * calls)
-            parent.created(calls, calls)
+            sessions = 1 if before is None else 2
+            out["sizes"][str(size)] = measure(d, calls, rnd, k * calls * sessions, before)
+            parent.created(calls * sessions, calls * sessions)
     return out
 
 
@@ -128,8 +145,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--children", type=int, nargs="+", default=[1000, 100_000])
     ap.add_argument("--calls", type=int, default=50)
+    ap.add_argument("--before", type=Path, default=None, metavar="DIR")
     args = ap.parse_args()
-    print(json.dumps(run(args.children, args.calls), indent=1))
+    print(json.dumps(run(args.children, args.calls, args.before), indent=1))
 
 
 if __name__ == "__main__":

@@ -265,6 +265,21 @@ def first_session(directory: Path, node: str) -> dict[str, Any]:
     return {"s": seconds, "folded": read_model_state(directory) != before}
 
 
+def signed_store(directory: Path, pki: Pki, ops: int) -> dict[str, int]:
+    """``ops`` generated ops of four authors in ``directory``, signed as their machines would
+    have written them, their signers known there; each shard's size by file name."""
+    generate(directory, ops)
+    authors = [p.name.removesuffix(".jsonl") for p in directory.glob("*.jsonl")]
+    for author in authors:
+        pki.sign_shard(directory / f"{author}.jsonl", author)
+    pki.know_signers(directory, *authors)
+    return shard_sizes(directory)
+
+
+def shard_sizes(directory: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_size for p in directory.glob("*.jsonl")}
+
+
 def catch_up(base: Path, pki: Pki, ops: int, *, fold: bool = True) -> dict[str, Any]:
     """A fresh node joins one that holds ``ops`` ops: time until it holds every shard, until
     its read model holds them too (noond folds what it receives), and a first session's
@@ -275,12 +290,7 @@ def catch_up(base: Path, pki: Pki, ops: int, *, fold: bool = True) -> dict[str, 
     proxies = Proxies()
     tag = "" if fold else "nofold"
     src, fresh = Node(f"src{tag}{ops}", base, pki), Node(f"fresh{tag}{ops}", base, pki)
-    generate(src.dir, ops)
-    authors = [p.name.removesuffix(".jsonl") for p in src.dir.glob("*.jsonl")]
-    for author in authors:  # as their machines would have written them: signed
-        pki.sign_shard(src.dir / f"{author}.jsonl", author)
-    pki.know_signers(src.dir, *authors)
-    want = {p.name: p.stat().st_size for p in src.dir.glob("*.jsonl")}
+    want = signed_store(src.dir, pki, ops)
     front = [proxies.add(m.port) for m in (src, fresh)]
     # The source machine's read model is not what is measured (its sessions would have folded
     # what they wrote): its noond only serves.

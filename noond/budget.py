@@ -23,6 +23,16 @@ class Budget:
     bytes: int
     until: float
     new_shards: int = MAX_NEW_SHARDS
+    cut: bool = False
+    """A pull stopped on this budget (bytes, time or new shards) with more to take."""
+    taken: int = 0
+    """Ops appended within it."""
+
+    @property
+    def behind(self) -> bool:
+        """The exchange took ops and stopped on its budget: the member has more, and the next
+        exchange may follow at once (PROTOCOL.md §4)."""
+        return self.cut and self.taken > 0
 
     @property
     def spent(self) -> bool:

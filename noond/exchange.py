@@ -64,9 +64,16 @@ class Exchanger(Wired):
         return self._locks.setdefault(node, asyncio.Lock())
 
     async def exchange(self, member: Member) -> None:
-        """A full exchange with one member; its outcome only ever affects that member."""
-        async with self._lock(member.node):
-            await self._guarded(member, self._sync(member))
+        """A full exchange with one member; its outcome only ever affects that member. While
+        one ends on its pull budget having taken ops (this node is still behind the member),
+        the next follows at once, each under a budget of its own (PROTOCOL.md §4), the
+        member's lock let go in between (a push to it waiting meanwhile goes first)."""
+        while True:
+            async with self._lock(member.node):
+                behind = await self._guarded(member, self._sync(member))
+            if not behind:
+                return
+            self.metrics.exchanges_followed.inc()
 
     async def push(self, member: Member, shard: str) -> None:
         """Push one of our own shards to ``member`` from the head it acknowledged: on the open
@@ -80,9 +87,11 @@ class Exchanger(Wired):
             else:
                 await self._guarded(member, self._push_from(member, shard, member.heads[shard]))
 
-    async def _guarded(self, member: Member, work: Awaitable[None]) -> None:
+    async def _guarded(self, member: Member, work: Awaitable[bool | None]) -> bool:
+        """Run ``work`` against ``member``, its failures counted and logged; what it returned
+        when it succeeded (False when it failed)."""
         try:
-            await work
+            outcome = await work
         except Unreachable as exc:
             self.membership.failed(member)
             self.metrics.exchanges.labels("unreachable").inc()
@@ -114,6 +123,8 @@ class Exchanger(Wired):
         else:
             self.membership.succeeded(member)
             self.metrics.exchanges.labels("ok").inc()
+            return bool(outcome)
+        return False
 
     async def refresh(self, members: list[Member], timeout: float) -> None:
         """Ask each member what it holds now (a digest, and its listing when the roots
@@ -140,9 +151,11 @@ class Exchanger(Wired):
             if task.exception() is not None:
                 log.info("fresh report failed: %s", task.exception())
 
-    async def _sync(self, m: Member) -> None:
-        with self.puller.budgeted(m.node):
+    async def _sync(self, m: Member) -> bool:
+        """One exchange; whether it ended on its budget with more to take."""
+        with self.puller.budgeted(m.node) as budget:
             await self._sync_within_budget(m)
+        return budget.behind
 
     async def _sync_within_budget(self, m: Member) -> None:
         local = await self.holdings.summaries()

@@ -46,6 +46,12 @@ class Metrics:
             ["result"],
             registry=r,
         )
+        self.exchanges_followed = Counter(
+            "noond_exchanges_followed_total",
+            "Exchanges begun at once after one that ended on its pull budget having taken ops "
+            "(still behind the member), not at the next round.",
+            registry=r,
+        )
         self.pushes = Counter(
             "noond_pushes_total", "Pushes of the own shard by result.", ["result"], registry=r
         )
@@ -194,6 +200,11 @@ class Metrics:
         )
         self.collected_ops = Counter(
             "noond_collected_ops_total", "Ops removed by tombstone collection.", registry=r
+        )
+        self.collections_killed = Counter(
+            "noond_collections_killed_total",
+            "Collection workers killed for running over NOOND_COLLECT_TIMEOUT.",
+            registry=r,
         )
         self.frozen = Gauge(
             "noond_frozen_elements",

@@ -7,11 +7,12 @@ lags behind a compaction there."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, Callable, Iterator
+from contextlib import aclosing, contextmanager
 from functools import partial
 from typing import TypeVar
 
@@ -33,7 +34,7 @@ from noond.wiring import Wired, Wiring
 log = logging.getLogger("noond")
 
 Ops = list[tuple[bytes, Op]]
-Pages = AsyncIterator[tuple[int, OpsPage, Ops]]
+Pages = AsyncGenerator[tuple[int, OpsPage, Ops], None]
 """(the cursor asked with, the page, its ops validated)."""
 T = TypeVar("T")
 
@@ -61,11 +62,11 @@ class Puller(Wired):
         return Budget(self.settings.pull_budget, time.monotonic() + self.settings.pull_seconds)
 
     @contextmanager
-    def budgeted(self, member: str) -> Iterator[None]:
+    def budgeted(self, member: str) -> Iterator[Budget]:
         """One exchange with ``member``: what it pulls inside shares one budget."""
-        self._budgets[member] = self._fresh_budget()
+        budget = self._budgets[member] = self._fresh_budget()
         try:
-            yield
+            yield budget
         finally:
             del self._budgets[member]
 
@@ -169,6 +170,7 @@ class Puller(Wired):
         if size < 0:
             budget = self.budget(m.node)
             if budget.new_shards <= 0:
+                budget.cut = True
                 self.metrics.rejected.labels("new_shards").inc()
                 log.warning(
                     "%s lists more new shards than one exchange takes; %s waits", m.node, node
@@ -190,35 +192,61 @@ class Puller(Wired):
         self, m: Member, node: str, after: int, check: int | None, checks: serve.Checks
     ) -> Pages:
         """``m``'s ops of ``node`` beyond ``after``, page by page, each validated as a whole
-        (:func:`noon.store.receive.parse_ops`) and above the cursor."""
+        (:func:`noon.store.receive.parse_ops`) and above the cursor. The next page is asked
+        for as soon as one is validated, so it travels and is validated while the caller
+        stores this one (one page ahead at most, asked only while the budget lasts); the
+        caller still takes them one after the other, in order. Use it under
+        :func:`contextlib.aclosing`, so a page asked ahead ends with the caller."""
         budget = self.budget(m.node)
-        while True:
-            if budget.spent:
-                raise BudgetSpent(f"pulled what one exchange may from {m.node}")
-            page = await self.client.pull(
-                m.address,
-                expect=m.node,
-                shard=node,
-                after=after,
-                check=check,
-                limit=self.settings.page_bytes,
-                checks=checks,
+        if budget.spent:
+            raise BudgetSpent(f"pulled what one exchange may from {m.node}")
+        ahead: asyncio.Task[tuple[OpsPage, Ops]] | None = asyncio.create_task(
+            self._page(m, node, after, check, checks)
+        )
+        try:
+            while ahead is not None:
+                page, ops = await ahead
+                asked, ahead = after, None
+                more = page.more and page.last > after
+                if more and not budget.spent:
+                    after = page.last
+                    ahead = asyncio.create_task(self._page(m, node, after, None, ()))
+                yield asked, page, ops
+                if more and ahead is None:
+                    raise BudgetSpent(f"pulled what one exchange may from {m.node}")
+        finally:
+            if ahead is not None:
+                ahead.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await ahead
+
+    async def _page(
+        self, m: Member, node: str, after: int, check: int | None, checks: serve.Checks
+    ) -> tuple[OpsPage, Ops]:
+        """One page of ``node`` beyond ``after`` from ``m``, validated, its bytes counted
+        against the exchange's budget."""
+        page = await self.client.pull(
+            m.address,
+            expect=m.node,
+            shard=node,
+            after=after,
+            check=check,
+            limit=self.settings.page_bytes,
+            checks=checks,
+        )
+        self.budget(m.node).bytes -= len(page.body)
+        ops: Ops = []
+        if page.body:
+            ops = await asyncio.to_thread(
+                receive.parse_ops, page.body, node, max_ops=MAX_OPS_PER_PAGE
             )
-            budget.bytes -= len(page.body)
-            ops: Ops = []
-            if page.body:
-                ops = await asyncio.to_thread(
-                    receive.parse_ops, page.body, node, max_ops=MAX_OPS_PER_PAGE
-                )
-            _check_page(m.node, node, after, page, ops)
-            yield after, page, ops
-            if not page.more or page.last <= after:
-                return
-            after, check, checks = page.last, None, []
+        _check_page(m.node, node, after, page, ops)
+        return page, ops
 
     def _spent(self, m: Member, node: str, exc: BudgetSpent) -> None:
+        self.budget(m.node).cut = True
         self.metrics.rejected.labels("pull_budget").inc()
-        log.info("pull of %s from %s stops here: %s; it goes on next round", node, m.node, exc)
+        log.info("pull of %s from %s stops here: %s; the next exchange goes on", node, m.node, exc)
 
     async def pull(self, m: Member, node: str, mine: serve.Summary) -> None:
         """Fetch ``node``'s ops beyond ours from ``m``, page by page, each proven by its
@@ -231,34 +259,10 @@ class Puller(Wired):
         checks = await asyncio.to_thread(serve.recent_digests, local, after) if after else []
         digest = mine.digest if mine.seq else None
         try:
-            async for after, _page, ops in self.pages(m, node, mine.seq, digest, checks):
-                if not ops:
-                    return
-                try:
-                    done = await self.append_proven(m, node, ops, after, verify)
-                except Revoked:
-                    raise
-                except receive.Unproven as exc:
-                    self._recheck.add(member_of(node))
-                    self.refuse(
-                        "unproven",
-                        "%s served ops of %s that are not proven, nothing stored: %s",
-                        m,
-                        node,
-                        exc,
-                    )
-                    raise
-                except ForkDetected as exc:
-                    self.forks.record(m.node, node, str(exc))
-                    return
-                except receive.SkipsCompacted as exc:
-                    log.info("pull of %s from %s: %s", node, m.node, exc)
-                    await self._refetch(m, node)
-                    return
-                self.holdings.stored()
-                self.metrics.ops_pulled.inc(done.appended)
-                if not self.may_pull(m, node):
-                    return
+            async with aclosing(self.pages(m, node, mine.seq, digest, checks)) as pages:
+                async for after, _page, ops in pages:
+                    if not ops or not await self._take(m, node, ops, after, verify):
+                        return
         except BudgetSpent as exc:
             self._spent(m, node, exc)
         except PeerError as exc:
@@ -266,6 +270,36 @@ class Puller(Wired):
                 self.forks.record(m.node, node, str(exc))
                 return
             raise
+
+    async def _take(
+        self, m: Member, node: str, ops: Ops, after: int, verify: Verify | None
+    ) -> bool:
+        """Append one pulled page; whether the pull of ``node`` goes on."""
+        try:
+            done = await self.append_proven(m, node, ops, after, verify)
+        except Revoked:
+            raise
+        except receive.Unproven as exc:
+            self._recheck.add(member_of(node))
+            self.refuse(
+                "unproven",
+                "%s served ops of %s that are not proven, nothing stored: %s",
+                m,
+                node,
+                exc,
+            )
+            raise
+        except ForkDetected as exc:
+            self.forks.record(m.node, node, str(exc))
+            return False
+        except receive.SkipsCompacted as exc:
+            log.info("pull of %s from %s: %s", node, m.node, exc)
+            await self._refetch(m, node)
+            return False
+        self.holdings.stored()
+        self.metrics.ops_pulled.inc(done.appended)
+        self.budget(m.node).taken += done.appended
+        return self.may_pull(m, node)
 
     async def append_proven(
         self, m: Member | None, node: str, ops: Ops, after: int, verify: Verify | None
@@ -336,11 +370,12 @@ class Puller(Wired):
             fd = open_regular(fetched, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             with open(fd, "wb") as out:
                 try:
-                    async for _, page, ops in self.pages(m, node, 0, None, ()):
-                        out.write(page.body)
-                        self.metrics.ops_pulled.inc(len(ops))
-                        if out.tell() > self.settings.max_shard_bytes:
-                            raise BudgetSpent(f"{node} is larger than NOOND_MAX_SHARD_BYTES")
+                    async with aclosing(self.pages(m, node, 0, None, ())) as pages:
+                        async for _, page, ops in pages:
+                            out.write(page.body)
+                            self.metrics.ops_pulled.inc(len(ops))
+                            if out.tell() > self.settings.max_shard_bytes:
+                                raise BudgetSpent(f"{node} is larger than NOOND_MAX_SHARD_BYTES")
                 except BudgetSpent as exc:
                     self._spent(m, node, exc)
                     return

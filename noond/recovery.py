@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from contextlib import aclosing
 from dataclasses import dataclass
 
 from noon.daemon_link import bodies
@@ -198,33 +199,34 @@ class Recovery(Wired):
         if not allowed:
             return False
         try:
-            async for cursor, _, ops in self.puller.pages(m, shard, after, check, checks):
-                kept = [(line, op) for line, op in ops if op.seq <= through]
-                if kept:
-                    last = kept[-1][1]
-                    if last.seq == through and digest and f"{last.digest:016x}" != digest:
-                        raise PeerError(
-                            f"{m.node} serves another op {shard}:{through} than the one it "
-                            "claimed when recovery was confirmed; nothing more is taken"
+            async with aclosing(self.puller.pages(m, shard, after, check, checks)) as pages:
+                async for cursor, _, ops in pages:
+                    kept = [(line, op) for line, op in ops if op.seq <= through]
+                    if kept:
+                        last = kept[-1][1]
+                        if last.seq == through and digest and f"{last.digest:016x}" != digest:
+                            raise PeerError(
+                                f"{m.node} serves another op {shard}:{through} than the one it "
+                                "claimed when recovery was confirmed; nothing more is taken"
+                            )
+                        done = await asyncio.to_thread(
+                            receive.append,
+                            self.dir,
+                            shard,
+                            kept,
+                            fsync=self.settings.fsync,
+                            held=held,
+                            allow_skip=True,
+                            consumed=cursor,
+                            check=verify,
                         )
-                    done = await asyncio.to_thread(
-                        receive.append,
-                        self.dir,
-                        shard,
-                        kept,
-                        fsync=self.settings.fsync,
-                        held=held,
-                        allow_skip=True,
-                        consumed=cursor,
-                        check=verify,
-                    )
-                    self.metrics.ops_recovered.inc(done.appended)
-                    self.holdings.stored()
-                if (kept and kept[-1][1].seq >= through) or len(kept) < len(ops):
-                    return True
-                if time.monotonic() > deadline:
-                    log.info("recovery from %s paused (lock held long enough); goes on", m.node)
-                    return False
+                        self.metrics.ops_recovered.inc(done.appended)
+                        self.holdings.stored()
+                    if (kept and kept[-1][1].seq >= through) or len(kept) < len(ops):
+                        return True
+                    if time.monotonic() > deadline:
+                        log.info("recovery from %s paused (lock held long enough); goes on", m.node)
+                        return False
         except ForkDetected as exc:
             self.forks.record(m.node, shard, str(exc))
             return False

@@ -236,7 +236,8 @@ NOOND = Table(
         ),
         Setting(
             "NOOND_PULL_BUDGET",
-            "bytes one exchange pulls from one member at most; the rest follows next round",
+            "bytes one exchange pulls from one member at most; the next exchange, at once while "
+            "it takes ops, pulls on",
             256 << 20,
             lo=1 << 16,
             field="pull_budget",
@@ -273,6 +274,15 @@ NOOND = Table(
             "§11.5)",
             False,
             field="collect_unseen",
+        ),
+        Setting(
+            "NOOND_COLLECT_TIMEOUT",
+            "seconds a collection in a process of its own (stores of 8 MiB or more) may take for "
+            "each 8 MiB of shards; a worker still running then is killed, logged, and its "
+            "collection retried later",
+            30.0,
+            lo=0.1,
+            field="collect_timeout",
         ),
         Setting(
             "NOOND_FORGET_AFTER",

@@ -6,8 +6,8 @@
   (reading URIs and views, resources), ``uri_read``, ``uri_update``, ``uri_write``,
   ``instructions``.
 - ``server``: the SDK server (validation, notifications); ``validation``: argument checks.
-- ``command``: the CLI; ``stdio_pipes``: stdio on the event loop; ``http_app``,
-  ``http_guard``, ``http_limits``: serving over HTTP.
+- ``command``: the CLI; ``stdio_pipes``: stdio on the event loop, ``stdio_lines`` its longest
+  line; ``http_app``, ``http_guard``, ``http_limits``: serving over HTTP.
 
 Tools read and write the graphs through :mod:`noon.store.access`.
 

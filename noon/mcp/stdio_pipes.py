@@ -22,22 +22,22 @@ from typing import Any, BinaryIO
 
 from mcp.server import stdio as sdk_stdio
 
-LINE_LIMIT = 1 << 30
-"""Longest line read (bytes), as unbounded in practice as the SDK's own reader; a longer one
-ends the session."""
+from noon.mcp.stdio_lines import LINE_LIMIT, next_line
 
 
 class PipeLines:
-    """The lines of a pipe, decoded as the SDK decodes them (UTF-8, bad bytes replaced)."""
+    """The lines of a pipe, decoded as the SDK decodes them (UTF-8, bad bytes replaced); an
+    over-long one is answered on ``answers`` and skipped (:mod:`noon.mcp.stdio_lines`)."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(self, reader: asyncio.StreamReader, answers: PipeWriter) -> None:
         self._reader = reader
+        self._answers = answers
 
     def __aiter__(self) -> PipeLines:
         return self
 
     async def __anext__(self) -> str:
-        line = await self._reader.readline()
+        line = await next_line(self._reader, self._answers)
         if not line:
             raise StopAsyncIteration
         return line.decode("utf-8", errors="replace")
@@ -95,5 +95,6 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
         )
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
         stack.callback(transport.close)
-        async with sdk_stdio.stdio_server(PipeLines(reader), PipeWriter(writer)) as streams:  # type: ignore[arg-type]
+        answers = PipeWriter(writer)
+        async with sdk_stdio.stdio_server(PipeLines(reader, answers), answers) as streams:  # type: ignore[arg-type]
             yield streams

@@ -61,7 +61,9 @@ Version = Annotated[
         "changed since.",
     ),
 ]
-LongText = Annotated[str, Field(max_length=1_000_000)]
+LONG_TEXT_CHARS = 1_000_000
+"""The longest text argument (characters): a memory's content, an edit's old or new string."""
+LongText = Annotated[str, Field(max_length=LONG_TEXT_CHARS)]
 
 
 class Args(BaseModel):

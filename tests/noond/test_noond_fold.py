@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.core import generate
 from bench.kg_latency import noon_client
-from bench.noond_mesh import read_model_holds, read_model_state
+from bench.noond_mesh import read_model_holds, read_model_state, shard_sizes, signed_store
 from noon.config import Settings
 from noon.store.store import Store, read_model_path
 from tests.harness.kg_view import View
@@ -30,22 +29,13 @@ pytestmark = pytest.mark.integration
 OPS = 4000
 
 
-def shard_sizes(directory: Path) -> dict[str, int]:
-    return {p.name: p.stat().st_size for p in directory.glob("*.jsonl")}
-
-
 def source(
     spawn: list[Node], tmp_path: Path, pki: Pki, ops: int = OPS
 ) -> tuple[Node, dict[str, int]]:
     """A node holding ``ops`` ops of four authors, signed as their machines would have."""
     src = Node("src", tmp_path, pki)
     spawn.append(src)
-    generate(src.dir, ops)
-    authors = [p.name.removesuffix(".jsonl") for p in src.dir.glob("*.jsonl")]
-    for author in authors:
-        pki.sign_shard(src.dir / f"{author}.jsonl", author)
-    pki.know_signers(src.dir, *authors)
-    return src, shard_sizes(src.dir)
+    return src, signed_store(src.dir, pki, ops)
 
 
 def test_first_session_after_a_catch_up_folds_nothing(spawn, tmp_path, pki):

@@ -189,6 +189,21 @@ def test_online_compaction_runs_when_the_seq_crosses_the_threshold(noon_dir):
     assert put(a, "v5")[0].seq == 6
 
 
+def test_a_crossing_with_nothing_superseded_reads_no_shard_again(noon_dir):
+    """Every op still a head: a compaction would drop nothing, so none starts; the first write
+    that supersedes one of this node's ops starts the next one at its crossing."""
+    a = open_store(noon_dir, compact_after=2, history=0)
+    for i in range(3):
+        put(a, "new", key=("content", "default", f"m{i}"))
+    assert a._compacting is None
+    put(a, "again", key=("content", "default", "m0"))
+    assert a._compacting is not None
+    a.wait_compaction()
+    lines = (noon_dir / "a.jsonl").read_bytes().splitlines()
+    assert len(lines) == 3 and not any(b'"seq":1,' in line for line in lines)
+    assert text_of(open_store(noon_dir, "r"), ("content", "default", "m0")) == "again"
+
+
 def test_compaction_due_fires_once_per_crossing(noon_dir):
     a = open_store(noon_dir, compact_after=4)
 
