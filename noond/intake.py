@@ -123,7 +123,8 @@ async def take(
             "misses once space returns",
             logged=False,
         ) from None
-    daemon.holdings.stored()
+    if done.appended:  # a body held already wrote nothing: it says nothing of the disk
+        daemon.holdings.stored()
     daemon.metrics.ops_received.inc(done.appended)
     return done
 
