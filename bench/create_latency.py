@@ -7,7 +7,9 @@ One parent, ``core://big``, gets its children as a peer's shard (numbered names,
 ``create_memory`` without a title gives them; ~200 characters of Zipf-worded text, so the
 duplicate hint has common words to look up). At each size a new ``noon serve --tools uri``
 session on the machine's read model makes ``calls`` calls of ``create_memory`` under it without
-a title (auto-numbered: the usual call) and ``calls`` with one, beside an MCP ping.
+a title (auto-numbered: the usual call) and ``calls`` with one, beside an MCP ping; each with
+the session process's CPU ms per call (``cpu_ms``, from /proc: the steadiest figure under load,
+though its background threads' work, such as embedding the new memories, counts where it falls).
 ``--before DIR`` adds a session of the noon whose ``noon`` package sits in DIR (``git archive
 OLD noon | tar -x -C DIR``) on the same store, the two sessions' calls interleaved round by
 round, so a change of the machine's load hits each alike.
@@ -27,7 +29,7 @@ from bench.core import settings
 from bench.kg_latency import noon_client
 from bench.pipe import PipeClient
 from bench.shards import ShardWriter
-from bench.stats import percentiles
+from bench.stats import cpu_seconds, percentiles
 from bench.uri_latency import NS, text_of
 from noon.core.elements import content_key, edge_key
 from noon.core.ops import Draft
@@ -100,28 +102,39 @@ def measure(
     times: dict[str, dict[str, list[float]]] = {
         name: {"ping": [], "untitled": [], "titled": []} for name in clients
     }
+    cpu: dict[str, dict[str, float]] = {name: dict.fromkeys(times[name], 0.0) for name in clients}
+
+    def timed(name: str, kind: str, tool: str, args: dict[str, Any]) -> None:
+        pid = clients[name].proc.pid
+        used, t0 = cpu_seconds(pid), time.perf_counter()
+        if tool == "ping":
+            clients[name].request("ping")
+        else:
+            _timed(clients[name], tool, args)
+        times[name][kind].append((time.perf_counter() - t0) * 1000)
+        cpu[name][kind] += cpu_seconds(pid) - used
+
     try:
         for k in range(calls):
-            for n, (name, client) in enumerate(clients.items()):
-                t0 = time.perf_counter()
-                client.request("ping")
-                times[name]["ping"].append((time.perf_counter() - t0) * 1000)
+            for n, name in enumerate(clients):
+                timed(name, "ping", "ping", {})
                 args = {"parent_uri": PARENT, "priority": 2, "disclosure": "when it comes up"}
-                content = text_of(rnd, 30)
-                times[name]["untitled"].append(
-                    _timed(client, "create_memory", {**args, "content": content})
-                )
+                timed(name, "untitled", "create_memory", {**args, "content": text_of(rnd, 30)})
                 title = f"new{start + k * len(clients) + n}"
                 content = text_of(rnd, 30)
-                times[name]["titled"].append(
-                    _timed(client, "create_memory", {**args, "content": content, "title": title})
-                )
+                timed(name, "titled", "create_memory", {**args, "content": content, "title": title})
     finally:
         for client in clients.values():
             client.close()
-    out: dict[str, Any] = {kind: percentiles(v) for kind, v in times["now"].items()}
+
+    def figures(name: str) -> dict[str, Any]:
+        out: dict[str, Any] = {kind: percentiles(v) for kind, v in times[name].items()}
+        out["cpu_ms"] = {kind: 1000 * used / calls for kind, used in cpu[name].items()}
+        return out
+
+    out = figures("now")
     if before is not None:
-        out["before"] = {kind: percentiles(v) for kind, v in times["before"].items()}
+        out["before"] = figures("before")
     return out
 
 

@@ -9,7 +9,8 @@ Zipf-worded observations and one relation each), imported into noon with ``noon 
 minutes). Then one noon session and one official server answer the same calls, interleaved
 call by call (a change of the machine's load hits both alike); ``--before DIR`` adds a session
 of the noon whose package sits in DIR (``git archive OLD noon | tar -x -C DIR``) on the same
-read model. The queries, each a kind the answer's size tells apart:
+read model; each call goes to the servers in a rotating order. The queries, each a kind the
+answer's size tells apart:
 
 - ``name``: ``e1234``-like, the entities so named and their decimal extensions (111 of them at
   200k entities), with their relations;
@@ -92,11 +93,15 @@ def measure(memory: Path, store: Path, calls: int, before: Path | None) -> dict[
         times: dict[str, dict[str, list[float]]] = {n: {q: [] for q in QUERIES} for n in clients}
         hits: dict[str, list[int]] = {q: [] for q in QUERIES}
         rnd = random.Random(27)
+        order = list(clients.items())
         for _ in range(calls):
             for kind, make in QUERIES.items():
                 tool, args = make(rnd, entities)
                 counts = set()
-                for name, client in clients.items():
+                # each server first in turn: the one asked right after another finds the
+                # machine's caches warm with the same pages (two noons share one read model)
+                order = order[1:] + order[:1]
+                for name, client in order:
                     ms, count = _answer(client, tool, args)
                     times[name][kind].append(ms)
                     counts.add(count)

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from pathlib import Path
 
 from noon.config import Settings
@@ -215,8 +217,7 @@ class Store:
             if request is not None:
                 request.written = True
             self.refresh()  # on a full disk the read model falls behind: the batch is durable
-            due = self.compaction_due(ops) and self.behind is None and self._own_superseded()
-        if due:
+        if self.compaction_due(ops) and self.behind is None:
             self._compact_in_background()
         return ops
 
@@ -341,20 +342,25 @@ class Store:
         return ops[-1].seq // every > (ops[0].seq - 1) // every
 
     def _own_superseded(self) -> bool:
-        """True when some op of this node is no longer a head of its element (neither its
-        winner nor one of the heads a conflict keeps). A compaction
-        drops only superseded ops (:mod:`noon.core.compaction`), so when every op this node
-        wrote is still a head (a store only ever added to, as an import or a fill of new
-        entities makes it) it would read every shard to drop nothing. One pass over this
-        node's ops in the read model, in SQLite, instead of that read in Python."""
-        with self.graph.reading():
-            row = self.model.conn.execute(
-                "SELECT 1 FROM ops o JOIN elements e ON e.id = o.eid WHERE o.node = ? "
-                "AND NOT (e.w_node = o.node AND e.w_seq = o.seq) AND NOT EXISTS "
-                "(SELECT 1 FROM heads h WHERE h.eid = o.eid AND h.node = o.node "
-                "AND h.seq = o.seq) LIMIT 1",
-                (self.node,),
-            ).fetchone()
+        """False when every op of this node is still a head of its element (its winner or one
+        of the heads a conflict keeps), so a compaction of its shard would read every shard to
+        drop nothing (it drops only superseded ops, :mod:`noon.core.compaction`): a store only
+        ever added to, as a fill of new entities makes it. One pass over this node's ops in the
+        read model, on a read-only connection of its own (no lock of this process or of the
+        shard is held meanwhile: about 0.5 µs an op); True whenever it cannot tell."""
+        if self.model.path is None:
+            return True
+        try:
+            with closing(sqlite3.connect(f"{self.model.path.as_uri()}?mode=ro", uri=True)) as db:
+                row = db.execute(
+                    "SELECT 1 FROM ops o JOIN elements e ON e.id = o.eid WHERE o.node = ? "
+                    "AND NOT (e.w_node = o.node AND e.w_seq = o.seq) AND NOT EXISTS "
+                    "(SELECT 1 FROM heads h WHERE h.eid = o.eid AND h.node = o.node "
+                    "AND h.seq = o.seq) LIMIT 1",
+                    (self.node,),
+                ).fetchone()
+        except sqlite3.Error:
+            return True
         return row is not None
 
     def _compact_in_background(self) -> None:
@@ -365,7 +371,8 @@ class Store:
 
         def run() -> None:
             try:
-                compact_dir(self.dir, [self.own.name], history=self.settings.history)
+                if self._own_superseded():
+                    compact_dir(self.dir, [self.own.name], history=self.settings.history)
             except DiskFull as exc:  # a small disk: said plainly, tried again next trigger
                 log.warning("online compaction skipped: %s", exc)
             except Exception:  # a failed compaction loses nothing; the next trigger retries
