@@ -22,9 +22,8 @@ from typing import Any
 from noon.core.fold import Element, ForkError
 from noon.core.ops import Op, OpId
 from noon.store.readmodel import project
-from noon.store.readmodel.bulk import insert
 from noon.store.readmodel.rows import (
-    COLUMNS,
+    INSERT,
     KEY,
     ROW,
     key_of,
@@ -35,7 +34,6 @@ from noon.store.readmodel.rows import (
     skeleton,
 )
 
-_COLUMNS = [c.strip() for c in COLUMNS.split(",")]
 IN_CHUNK = 500
 """Parameters per ``IN (...)`` list (SQLite allows 32766; smaller lists plan faster)."""
 
@@ -86,7 +84,7 @@ class Transaction:
             op_row(op, self.ids[kt] if kt is not None else None, at.get(op.id))
             for op, kt in zip(new, texts, strict=True)
         ]
-        insert(self.conn, "ops", _COLUMNS, rows)
+        self.conn.executemany(INSERT, rows)
         self.added += len(new)
         self.newest = max(self.newest, max(op.hlc for op in new))
         highest: dict[str, int] = {}
