@@ -3,8 +3,11 @@
 Same client (a synchronous stdio JSON-RPC client speaking MCP), same machine, same run. For each
 size the graph is first filled with that many entities (two observations each), then each tool
 is timed over several calls, the servers interleaved round by round; the table shows p50 / p99
-in milliseconds and noon ÷ official ratios of the medians. ``ping`` (an empty MCP request) is
-each server's floor: the stdio round trip plus the SDK's request handling.
+in milliseconds and noon ÷ official ratios of the medians, then each server's CPU per call (its
+process's user + system time over all of a tool's calls, from /proc, divided by their number:
+under load the steadiest figure, though a background thread's work counts where it falls).
+``ping`` (an empty MCP request) is each server's floor: the stdio round trip plus the SDK's
+request handling.
 
     python -m bench.kg_latency [--sizes 1000 10000] [--calls 50] [--before DIR]
     python -m bench.kg_latency --first-answers 15 [--before DIR]
@@ -32,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.pipe import PipeClient
-from bench.stats import percentiles, rss_mib
+from bench.stats import cpu_seconds, percentiles, rss_mib
 from tests.harness.mesh import ROOT, subprocess_env
 
 OFFICIAL = ROOT / ".cache/official/node_modules/@modelcontextprotocol/server-memory/dist/index.js"
@@ -93,14 +96,18 @@ def fill(client: PipeClient, size: int) -> None:
         client.call("create_entities", {"entities": batch})
 
 
-def _fill_timed(clients: dict[str, PipeClient], size: int) -> dict[str, list[float]]:
+def _fill_timed(
+    clients: dict[str, PipeClient], size: int, cpu: dict[str, dict[str, list[float]]]
+) -> dict[str, list[float]]:
     """Fill every server's graph to ``size`` entities, batch by batch with the servers
-    interleaved; each call's ms (the bulk create_entities row)."""
+    interleaved; each call's ms (the bulk create_entities row), its CPU seconds into ``cpu``."""
     out: dict[str, list[float]] = {name: [] for name in clients}
     for start in range(0, size, FILL_BATCH):
         batch = [_entity(i) for i in range(start, min(size, start + FILL_BATCH))]
         for name, client in clients.items():
+            used = cpu_seconds(client.proc.pid)
             out[name].append(_timed(client, "create_entities", {"entities": batch}))
+            cpu[name][BULK].append(cpu_seconds(client.proc.pid) - used)
     return out
 
 
@@ -109,9 +116,11 @@ def measure_side_by_side(
 ) -> dict[str, dict[str, Any]]:
     """Fill every server's graph to ``size`` entities, then time every tool, round by round
     with the servers interleaved (so a change of the machine's load hits each alike); p50/p99
-    per tool in ms, per server. A tool that has spent :data:`BUDGET_S` on a server gets no more
-    calls there (its ``n`` says how many it got)."""
-    filled = _fill_timed(clients, size)
+    per tool in ms, per server, and under ``"cpu_ms"`` its process's CPU ms per call. A tool
+    that has spent :data:`BUDGET_S` on a server gets no more calls there (its ``n`` says how
+    many it got)."""
+    cpu: dict[str, dict[str, list[float]]] = {n: {tool: [] for tool in TOOLS} for n in clients}
+    filled = _fill_timed(clients, size, cpu)
     out: dict[str, dict[str, list[float]]] = {n: {tool: [] for tool in TOOLS} for n in clients}
     for name, times in filled.items():
         out[name][BULK] = times
@@ -119,10 +128,15 @@ def measure_side_by_side(
         for name, client in clients.items():
             for tool, args in _calls(k, size, calls):
                 if sum(out[name][tool]) < BUDGET_S * 1000:
+                    used = cpu_seconds(client.proc.pid)
                     out[name][tool].append(_timed(client, tool, args))
+                    cpu[name][tool].append(cpu_seconds(client.proc.pid) - used)
     result: dict[str, dict[str, Any]] = {}
     for name, client in clients.items():
         result[name] = {tool: percentiles(v) for tool, v in out[name].items()}
+        result[name]["cpu_ms"] = {
+            tool: 1000 * sum(v) / len(v) for tool, v in cpu[name].items() if v
+        }
         result[name]["rss_mib"] = rss_mib(client.proc.pid)
     return result
 
@@ -141,6 +155,10 @@ def noon_client(
     code: Path | None = None,
 ) -> PipeClient:
     env = subprocess_env(NOON_FSYNC="true" if fsync else "false")
+    # Bytecode as an installed noon has it (pip compiles it at install; an editable install
+    # writes it on first import): where PYTHONDONTWRITEBYTECODE is set, every start would
+    # otherwise compile noon's modules again, a cost no installed server pays.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if code is not None:  # another checkout's noon, found before this one's
         env["PYTHONPATH"] = str(code) + os.pathsep + env["PYTHONPATH"]
     # `python -m` puts its working directory first on the path: started in this checkout, it
@@ -192,9 +210,10 @@ def _children_cpu() -> float:
 def first_answers(
     rounds: int, before: Path | None
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Seconds to the first answer on an empty graph, ``rounds`` times each, interleaved; and
-    the CPU seconds each server process used in all (start, first answer, exit), which the
-    machine's load disturbs far less than the wall clock."""
+    """Seconds to the first answer on an empty graph, ``rounds`` times each, interleaved, after
+    one untimed start of each (as on a machine where the server ran before); and the CPU seconds
+    each server process used in all (start, first answer, exit), which the machine's load
+    disturbs far less than the wall clock."""
     starts: dict[str, Callable[[Path], PipeClient]] = {
         "noon": lambda d: noon_client(d / "noon"),
         "official": lambda d: official_client(d / "m.jsonl"),
@@ -203,6 +222,9 @@ def first_answers(
         starts["noon before"] = lambda d: noon_client(d / "noon", code=before)
     out: dict[str, list[float]] = {name: [] for name in starts}
     cpu: dict[str, list[float]] = {name: [] for name in starts}
+    for start in starts.values():  # untimed: bytecode written, files in the page cache
+        with tempfile.TemporaryDirectory() as tmp:
+            first_answer(partial(start, Path(tmp)))
     for _ in range(rounds):
         for name, start in starts.items():
             with tempfile.TemporaryDirectory() as tmp:
@@ -274,6 +296,19 @@ def main(argv: list[str] | None = None) -> int:
             for n in names:
                 b = entry[n][tool]
                 line += f" {b['p50']:>9.2f}/{b['p99']:<9.2f} {b['p50'] / a['p50']:>17.2f}"
+            print(line)
+    print(
+        f"\n{'entities':>8}  {'tool':<21} {'official CPU ms/call':>21}"
+        + "".join(f" {n + ' CPU ms/call':>21} {n + ' ÷ official':>17}" for n in names)
+    )
+    for size, entry in res["sizes"].items():
+        theirs = entry["official"]["cpu_ms"]
+        for tool in TOOLS:
+            line = f"{size:>8}  {tool:<21} {theirs[tool]:>21.2f}"
+            for n in names:
+                mine = entry[n]["cpu_ms"][tool]
+                ratio = f"{mine / theirs[tool]:.2f}" if theirs[tool] else "-"
+                line += f" {mine:>21.2f} {ratio:>17}"
             print(line)
     return 0
 

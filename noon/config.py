@@ -69,7 +69,8 @@ STORE = Table(
         ),
         Setting(
             "NOON_COMPACT_AFTER",
-            "compact the own shard each time its seq crosses a multiple of this (`0`: never)",
+            "compact the own shard each time its seq crosses a multiple of this, if one of its ops "
+            "is superseded (`0`: never)",
             1000,
             field="compact_after",
         ),

@@ -7,6 +7,12 @@ once: for a store of a million ops that is over a gigabyte, which Python's alloc
 the collection is done. Run here, the memory goes back to the system when the process ends and
 noond stays small. A store below :data:`APART_BYTES` is collected inside noond, where starting a
 process would cost more than the collection.
+
+A worker gets ``NOOND_COLLECT_TIMEOUT`` seconds for each :data:`APART_BYTES` of shards (a stuck
+or stopped one would otherwise hold noond's rounds, which wait for the collection, forever);
+still running then, it is killed (SIGKILL, which a stopped process gets too). A removal goes
+through the journal of :mod:`noon.store.collect` (one whole-file rename per shard), so a kill
+at any point loses nothing: the next collection finishes what the journal holds.
 """
 
 from __future__ import annotations
@@ -28,19 +34,39 @@ APART_BYTES = 8 << 20
 """Stores of at least this many shard bytes (about 30,000 ops) are collected in this process."""
 
 
-def collect(directory: Path, self_id: str, gate: Gate, store_bytes: int) -> CollectReport:
-    """``gate.collect``, in a process of its own when the store holds ``store_bytes`` or more.
-    A failure there raises here as it would have inside noond (an OSError keeps its errno, so
-    a full disk is told apart)."""
+class CollectionTimedOut(TimeoutError):
+    """A worker ran past its time and was killed; nothing it had not finished was changed."""
+
+
+def time_allowed(store_bytes: int, seconds_per_apart: float) -> float:
+    """Seconds a worker may take for a store of ``store_bytes``."""
+    return seconds_per_apart * max(1.0, store_bytes / APART_BYTES)
+
+
+def collect(
+    directory: Path, self_id: str, gate: Gate, store_bytes: int, seconds_per_apart: float
+) -> CollectReport:
+    """``gate.collect``, in a process of its own when the store holds ``store_bytes`` or more,
+    killed after :func:`time_allowed` (:class:`CollectionTimedOut`). A failure there raises
+    here as it would have inside noond (an OSError keeps its errno, so a full disk is told
+    apart)."""
     if store_bytes < APART_BYTES:
         return gate.collect(directory, self_id)
     level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
-    done = subprocess.run(
-        [sys.executable, "-m", "noond.collect_worker", level],
-        input=orjson.dumps(_request(directory, self_id, gate)),
-        stdout=subprocess.PIPE,
-        check=False,
-    )
+    allowed = time_allowed(store_bytes, seconds_per_apart)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "noond.collect_worker", level],
+            input=orjson.dumps(_request(directory, self_id, gate)),
+            stdout=subprocess.PIPE,
+            check=False,
+            timeout=allowed,
+        )
+    except subprocess.TimeoutExpired:  # run() has killed the worker and waited for it
+        raise CollectionTimedOut(
+            f"the collection worker ran over {allowed:.0f} s for {store_bytes >> 20} MiB of "
+            "shards (NOOND_COLLECT_TIMEOUT per 8 MiB) and was killed"
+        ) from None
     try:
         answer = orjson.loads(done.stdout)
     except orjson.JSONDecodeError:

@@ -22,7 +22,7 @@ from noon.names import shard_node
 from noon.store import peerstate
 from noon.store.collect import CollectReport, gate_of
 from noon.store.shard import list_shards
-from noond.collect_worker import collect
+from noond.collect_worker import CollectionTimedOut, collect
 from noond.membership import Member
 from noond.metrics import Metrics
 
@@ -44,6 +44,8 @@ class Collector:
     forget_after: float
     metrics: Metrics
     collect_unseen: bool = False
+    collect_timeout: float = 30.0
+    """Seconds a collection apart may take per 8 MiB of shards (:mod:`noond.collect_worker`)."""
     clock: Callable[[], float] = time.time
     timer: Callable[[], float] = time.monotonic
     relayed: Callable[[], dict[str, peerstate.Report]] = dict
@@ -58,7 +60,8 @@ class Collector:
 
     def run(self, members: Iterable[Member], excluded: set[str]) -> CollectReport:
         """Record fresh reports, retire long-gone members, collect. Blocking I/O: run it in a
-        thread."""
+        thread. Raises :class:`CollectionTimedOut` for a worker killed (counted, and retried
+        once the time it took has rested, as after a collection)."""
         now = self.clock()
         members = [m for m in members if m.node not in excluded]
         fresh = {n: r for n, r in self.relayed().items() if n not in excluded}
@@ -125,13 +128,28 @@ class Collector:
             # the last collection was too recent for its cost (BUSY_SHARE): the next round's.
             self._gauges(self.last, members, now, state)
             return self.last
+        if self.timer() < self._rested_at:  # a worker was killed before any collection ended
+            return CollectReport()
         started = self.timer()
-        report = collect(self.dir, self.node, gate, sum(size for _, _, size, _ in inputs[0]))
+        store_bytes = sum(size for _, _, size, _ in inputs[0])
+        try:
+            report = collect(self.dir, self.node, gate, store_bytes, self.collect_timeout)
+        except CollectionTimedOut as exc:
+            # Its time counts like a collection's (BUSY_SHARE), so a worker that is always
+            # too slow takes no more of the daemon than a collection may.
+            self._rest(started)
+            self.metrics.collections_killed.inc()
+            raise CollectionTimedOut(
+                f"{exc}; the collection is retried in {self._rested_at - self.timer():.0f} s"
+            ) from None
         self._last_inputs = inputs
-        ended = self.timer()
-        self._rested_at = ended + (ended - started) * (1 / BUSY_SHARE - 1)
+        self._rest(started)
         self._account(report, members, now, state)
         return report
+
+    def _rest(self, started: float) -> None:
+        ended = self.timer()
+        self._rested_at = ended + (ended - started) * (1 / BUSY_SHARE - 1)
 
     def _account(
         self,

@@ -127,6 +127,8 @@ class DaemonConfig:
     collect_unseen: bool = False
     """Also collect an element an away member never saw (its last report covers none of it).
     Faster, but a report can be stale (see PROTOCOL.md, Tombstone collection): opt-in."""
+    collect_timeout: float = 30.0
+    """Seconds a collection apart (:mod:`noond.collect_worker`) may take per 8 MiB of shards."""
     forget_after: float = 180 * 86400.0
     """Retire a member not heard from for this long (its frontier joins the retired one)."""
     metrics_listen: str = ""

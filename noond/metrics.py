@@ -201,6 +201,11 @@ class Metrics:
         self.collected_ops = Counter(
             "noond_collected_ops_total", "Ops removed by tombstone collection.", registry=r
         )
+        self.collections_killed = Counter(
+            "noond_collections_killed_total",
+            "Collection workers killed for running over NOOND_COLLECT_TIMEOUT.",
+            registry=r,
+        )
         self.frozen = Gauge(
             "noond_frozen_elements",
             "Deleted elements kept because some member could still bring them back.",

@@ -137,6 +137,7 @@ class Node:
             config.forget_after,
             self.metrics,
             collect_unseen=config.collect_unseen,
+            collect_timeout=config.collect_timeout,
             relayed=self.relays.reports,
         )
         self.scheduler = Scheduler(

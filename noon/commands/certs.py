@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from noon import certs
@@ -84,6 +86,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
+@contextmanager
+def _hint(what_to_do: str) -> Iterator[None]:
+    """A missing CA file said with what to do; every error goes on to :func:`noon.cli.main`,
+    which prints it on stderr and exits 1, as for every command."""
+    try:
+        yield
+    except certs.CertFileMissingError as exc:
+        raise certs.CertFileMissingError(f"{exc}; {what_to_do}") from exc
+
+
 def run(args: argparse.Namespace) -> int:
     ca_dir = args.ca_dir or default_ca_dir()
     if args.certs_command == "relay-key":
@@ -97,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         return _sign(ca_dir, args)
     if args.certs_command == "revoke":
         return _revoke(ca_dir, args)
-    try:
+    with _hint("create the CA first with `noon certs init`"):
         paths = certs.issue_node_cert(
             ca_dir,
             args.node,
@@ -107,12 +119,6 @@ def run(args: argparse.Namespace) -> int:
             force=args.force,
             role=args.role,
         )
-    except certs.CertFileMissingError as exc:
-        print(f"noon: {exc}; create the CA first with `noon certs init`")
-        return 1
-    except certs.CertError as exc:
-        print(f"noon: {exc}")
-        return 1
     if args.role == certs.ROLE_METRICS:
         print(f"issued {paths.cert} and {paths.key}: a monitoring identity (CA copy: {paths.ca})")
         print("it reaches /metrics and /health of every noond and nothing else")
@@ -125,16 +131,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _sign(ca_dir: Path, args: argparse.Namespace) -> int:
-    try:
+    with _hint("create the CA first with `noon certs init`"):
         paths = certs.issue_signing_cert(
             ca_dir, args.node, args.out or default_cert_dir(), force=args.force
         )
-    except certs.CertFileMissingError as exc:
-        print(f"noon: {exc}; create the CA first with `noon certs init`")
-        return 1
-    except certs.CertError as exc:
-        print(f"noon: {exc}")
-        return 1
     print(f"issued the signing key {paths.key} with {paths.cert} for node {args.node}")
     print(f"copy both to {args.node}'s $NOON_DIR/certs/; its writes are signed from then on")
     return 0
@@ -145,14 +145,8 @@ def _revoke(ca_dir: Path, args: argparse.Namespace) -> int:
     reads it and gives it to every member (PROTOCOL.md §13.6)."""
     now = int(time.time() * 1000)
     after = args.after if args.after is not None else (now << 16) | 0xFFFF
-    try:
+    with _hint("revoking needs the CA's key (--ca-dir)"):
         record = certs.revoke(ca_dir, args.node, after, now)
-    except certs.CertFileMissingError as exc:
-        print(f"noon: {exc}; revoking needs the CA's key (--ca-dir)")
-        return 1
-    except certs.CertError as exc:
-        print(f"noon: {exc}")
-        return 1
     target = Settings.from_env().dir / ".noon" / "revocations.jsonl"
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
@@ -166,13 +160,9 @@ def _revoke(ca_dir: Path, args: argparse.Namespace) -> int:
 def _relay_key(ca_dir: Path, args: argparse.Namespace) -> int:
     master = ca_dir / certs.RELAY_KEY_NAME
     out = (args.out or default_cert_dir()) / certs.RELAY_KEY_NAME
-    try:
-        key = certs.create_relay_key(master, rotate=args.rotate)
-        if out.resolve() != master.resolve():
-            certs.copy_relay_key(key, out)
-    except certs.CertError as exc:
-        print(f"noon: {exc}")
-        return 1
+    key = certs.create_relay_key(master, rotate=args.rotate)
+    if out.resolve() != master.resolve():
+        certs.copy_relay_key(key, out)
     print(f"relay key epoch {key.current} in {master} (copied to {out})")
     print("copy it to every machine's $NOON_DIR/certs/ (mode 0600); keep it as private as ca.key")
     if args.rotate:

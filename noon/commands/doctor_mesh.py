@@ -77,23 +77,23 @@ def check_daemon(
             )
         )
     for relay in status.relays:
-        if relay.reachable is False:
+        if relay.stats.reachable is False:
             out.append(
                 Finding(
                     "relay",
                     ERROR,
-                    f"relay {relay.url} is unreachable: {relay.error}; "
-                    f"{relay.backlog_ops} own ops wait to be uploaded",
+                    f"relay {relay.url} is unreachable: {relay.stats.error}; "
+                    f"{relay.stats.backlog_ops} own ops wait to be uploaded",
                     "check the bucket's credentials (the AWS chain: AWS_PROFILE, "
                     "AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL) or that the synced folder exists",
                 )
             )
-        elif relay.refused:
+        elif relay.stats.refused:
             out.append(
                 Finding(
                     "relay",
                     WARNING,
-                    f"relay {relay.url}: {relay.refused} objects refused, nothing "
+                    f"relay {relay.url}: {relay.stats.refused} objects refused, nothing "
                     "stored from them (see noond's log: cut by a sync tool, another mesh's key, "
                     "or forged)",
                     "check that every machine holds the same relay.key and that nobody else "

@@ -22,6 +22,7 @@ from noon.config import Settings
 from noon.core.ops import valid_node_id
 from noon.daemon_link import api as daemon_api
 from noon.daemon_link import bodies
+from noon.errors import Invalid, Refused
 from noon.store import peerstate
 
 
@@ -96,11 +97,9 @@ def run(args: argparse.Namespace) -> int:
         print(visible_lines("\n".join(lines)))
         return 0
     if not valid_node_id(args.node):
-        print(f"noon: invalid node id {args.node!r}")
-        return 1
+        raise Invalid(f"invalid node id {args.node!r}")
     if args.node == settings.node_id:
-        print("noon: this is the local node; depart or revoke it from another machine")
-        return 1
+        raise Refused("this is the local node; depart or revoke it from another machine")
     if args.peers_command == "recover":
         return _recover(args, settings, path)
     attr = "departed" if args.peers_command == "depart" else "revoked"

@@ -11,7 +11,7 @@ wrong type, out of range or a list beyond its bound is one :class:`BodyError` na
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Protocol, Self, TypeVar
 
 from noon.core.ops import valid_node_id
@@ -217,11 +217,11 @@ class Collection:
         )
 
 
-@dataclass(frozen=True)
-class RelayReport:
-    """One relay this daemon meets others through (§14), as ``noon status`` shows it."""
+@dataclass
+class RelayStats:
+    """What a daemon counts of one relay (§14): kept current by ``noond.relay.link`` as it
+    talks to the relay, and sent in :class:`RelayReport`."""
 
-    url: str
     reachable: bool | None = None
     """None: not tried yet."""
     error: str = ""
@@ -235,30 +235,10 @@ class RelayReport:
     backlog_ops: int = 0
     """Own ops written here and not yet uploaded."""
     refused: int = 0
-    uploaded: dict[str, int] = field(default_factory=dict)
-    head: dict[str, int] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "url": self.url,
-            "reachable": self.reachable,
-            "error": self.error,
-            "last_upload": self.last_upload,
-            "last_read": self.last_read,
-            "bytes_up": self.bytes_up,
-            "bytes_down": self.bytes_down,
-            "requests": self.requests,
-            "lag_ops": self.lag_ops,
-            "backlog_ops": self.backlog_ops,
-            "refused": self.refused,
-            "uploaded": dict(self.uploaded),
-            "head": dict(self.head),
-        }
 
     @classmethod
-    def read(cls, f: Fields) -> RelayReport:
+    def read(cls, f: Fields) -> RelayStats:
         return cls(
-            url=f.text("url", limit=2048),
             reachable=f.flag_or_none("reachable"),
             error=f.text("error", ""),
             last_upload=f.number_or_none("last_upload"),
@@ -269,6 +249,32 @@ class RelayReport:
             lag_ops=f.integer("lag_ops", 0),
             backlog_ops=f.integer("backlog_ops", 0),
             refused=f.integer("refused", 0),
+        )
+
+
+@dataclass(frozen=True)
+class RelayReport:
+    """One relay this daemon meets others through (§14), as ``noon status`` shows it: its
+    counts (sent as fields of the report itself) and the shard heads uploaded and announced."""
+
+    url: str
+    stats: RelayStats = field(default_factory=RelayStats)
+    uploaded: dict[str, int] = field(default_factory=dict)
+    head: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "url": self.url,
+            **asdict(self.stats),
+            "uploaded": dict(self.uploaded),
+            "head": dict(self.head),
+        }
+
+    @classmethod
+    def read(cls, f: Fields) -> RelayReport:
+        return cls(
+            url=f.text("url", limit=2048),
+            stats=RelayStats.read(f),
             uploaded=f.counts("uploaded", MAX_ITEMS),
             head=f.counts("head", MAX_ITEMS),
         )

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ed25519
-
 from noon.config import Settings
 from noon.core.chain import Sign
 from noon.core.collection import member_of
@@ -43,6 +40,11 @@ def load(settings: Settings) -> Sign | None:
         if settings.signing_key is not None:
             raise SigningKeyError(f"NOON_SIGNING_KEY names {path}, which does not exist") from None
         return None
+    # cryptography only for a node that has a key: a session of a store without one (most
+    # stores on one machine) starts sooner without it.
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
     try:
         key = serialization.load_pem_private_key(pem, password=None)
     except (ValueError, TypeError) as exc:

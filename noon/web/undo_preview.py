@@ -1,15 +1,15 @@
-"""What a change did and what undoing it would do, element by element, as the page shows it:
-:mod:`noon.graph.undo` previews on element states read from the read model (used only by
-:mod:`noon.web.data` and :mod:`noon.web.timeline`, whose docstrings describe the shapes; the
-undo itself is :func:`noon.app.changes.undo_changes`, shared with the MCP tool)."""
+"""What a change did and what undoing it would do, element by element, as the page shows it: the
+JSON of the undo previews planned in :mod:`noon.app` (:func:`noon.app.changes.preview`, whose
+plan :func:`noon.app.changes.undo_changes` writes for the page and the MCP tool alike, and a
+memory's timeline, :func:`noon.app.history.memory_timeline`). Used only by :mod:`noon.web.data`
+and :mod:`noon.web.timeline`, whose docstrings describe the shapes."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
-from noon.app.changes import Review, basis, load, too_large
+from noon.app import changes
 from noon.core.elements import CONTENT, edge_key
 from noon.graph import undo
 from noon.graph.memory_view import show_uri
@@ -17,8 +17,6 @@ from noon.graph.reader import version_id
 from noon.store.queries import Queries
 from noon.store.readmodel.changes import Ref
 from noon.store.readmodel.graph import SqlGraph
-from noon.store.readmodel.rows import key_text
-from noon.store.rollback import lookup
 from noon.web import queue
 from noon.web.diff import text_diff, value_diff
 from noon.web.views import namer, who
@@ -87,43 +85,34 @@ MAX_STEPS_PAGE = 200
 def details(
     graph: SqlGraph, ns: str, refs: Sequence[Ref], offset: int, limit: int
 ) -> dict[str, Any]:
-    """The changes, the elements ``offset`` to ``offset + limit`` they touched (in the order of
-    their keys' text),
-    and their undo: previewed whole when at most :data:`MAX_UNDO_OPS` ops, else refused with
-    the bound said. Reads only the ops of the elements shown (and the keys of the others)."""
-    queries = Queries(graph)
-    state = lookup(graph)
-    every = sorted(set().union(*(queries.keys_of(r) for r in refs)))  # by key text
-    shown = every[offset : offset + limit]
-    page = undo.preview([queries.ops_on(r, shown) for r in refs], state)
-    page = replace(page, steps=tuple(sorted(page.steps, key=lambda s: key_text(s.key))))
-    review = Review(graph, ns)
-    refused = too_large(refs)
-    if refused is None:
-        whole = (
-            page
-            if len(shown) == len(every)
-            else undo.preview([c.ops for c in load(graph, refs)], state)
-        )
+    """The changes, the elements ``offset`` to ``offset + limit`` they touched and their undo,
+    as :func:`noon.app.changes.preview` plans them (the plan ``undo_change`` and the page's
+    rollback write): previewed whole when at most :data:`~noon.app.changes.MAX_UNDO_OPS` ops,
+    else refused with the bound said."""
+    found = changes.preview(graph, refs, offset, limit)
+    whole = found.plan.undo
+    if whole is not None:
         summary: dict[str, Any] = {
             "possible": not whole.problems,
             "problems": list(whole.problems),
             "writes": len(whole.drafts),
             "overwrites_later": whole.overwrites_later_edits,
-            "basis": basis((s.key for s in whole.steps), state),
+            "basis": found.plan.basis,
         }
     else:
         summary = {
             "possible": False,
-            "problems": [refused],
+            "problems": [found.plan.refused],
             "writes": None,
             "overwrites_later": None,
             "basis": None,
         }
+    queries = Queries(graph)
+    review = changes.Review(graph, ns)
     return {
         "changes": [queue.item(graph, review, queue.head(queries, r)) for r in refs],
-        "steps": steps(graph, ns, page),
-        "total_steps": len(every),
+        "steps": steps(graph, ns, found.page),
+        "total_steps": found.total_steps,
         "offset": offset,
         "undo": summary,
     }

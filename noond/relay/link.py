@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from noon.certs import MeshKey
+from noon.daemon_link.bodies import RelayStats
 from noond.metrics import Metrics
 from noond.relay import seal
 from noond.relay.backend import Backend, Conflict, Entry, Missing, RelayDown, TooLarge
@@ -30,22 +31,6 @@ class RelaySettings:
     fsync: bool = True
 
 
-@dataclass
-class Stats:
-    reachable: bool | None = None
-    error: str = ""
-    last_upload: float | None = None
-    last_read: float | None = None
-    bytes_up: int = 0
-    bytes_down: int = 0
-    requests: int = 0
-    lag_ops: int = 0
-    """Ops the relay lists beyond what this node holds (authors not revoked)."""
-    backlog_ops: int = 0
-    """Own ops written here and not yet uploaded."""
-    refused: int = 0
-
-
 class Link:
     def __init__(self, backend: Backend, mesh: MeshKey, *, node: str, metrics: Metrics) -> None:
         self.backend = backend
@@ -54,7 +39,7 @@ class Link:
         self.own = [node, f"{node}-import"]
         """The shards this node writes (and uploads)."""
         self.metrics = metrics
-        self.stats = Stats()
+        self.stats = RelayStats()
         self.keys = {epoch: seal.keys(mesh, epoch) for epoch in mesh.epochs}
         self.epoch = mesh.current
         self.refused: dict[tuple[str, str], None] = {}

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import replace
 
 from noon.certs import MeshKey
 from noon.core.chain import Sign
-from noon.daemon_link.bodies import RelayReport
+from noon.daemon_link.bodies import RelayReport, RelayStats
 from noond.metrics import Metrics
 from noond.relay.backend import Backend
 from noond.relay.download import Downloader
-from noond.relay.link import Link, RelaySettings, Stats
+from noond.relay.link import Link, RelaySettings
 from noond.relay.upload import Uploader
 from noond.shards import Holdings
 from noond.signers import Signers
@@ -50,13 +50,13 @@ class Relay:
         return self.link.url
 
     @property
-    def stats(self) -> Stats:
+    def stats(self) -> RelayStats:
         return self.link.stats
 
     def report(self) -> RelayReport:
         return RelayReport(
             url=self.url,
-            **asdict(self.stats),
+            stats=replace(self.stats),  # a copy: the link goes on counting
             uploaded=dict(self.up.uploaded or {}),
             head={shard: json.loads(sent[0])["seq"] for shard, sent in self.up.head_sent.items()},
         )

@@ -89,13 +89,17 @@ def test_an_answer_two_memories_after_the_question_ranks_up_less_than_one_next_t
         store.close()
 
 
+@pytest.mark.parametrize("late", [False, True], ids=["vector ready", "vector late"])
 def test_a_hit_found_by_meaning_lifts_its_neighbours_too(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, late: bool
 ) -> None:
     """The neighbours' share is taken after the fusion with meaning: a memory holding none of
     the query's words but close to it in meaning (the question, in other words) lifts the
     lexical hit written after it (the answer) above an equal hit elsewhere. Similarities are
-    set by hand here (the model's own are tested in tests/store/test_semantic_search.py)."""
+    set by hand here (the model's own are tested in tests/store/test_semantic_search.py).
+    ``late``: the query's vector is still being computed when the words are ranked, so the
+    lexical hits' neighbours are read while waiting and the meaning's hit's after: the same
+    ranking."""
     np = pytest.importorskip("numpy")
     store, _ = open_store(tmp_path, "n1")
     try:
@@ -113,12 +117,31 @@ def test_a_hit_found_by_meaning_lifts_its_neighbours_too(
         rows = [row[ids[name]] for name in ("asked", "answer", "filler", "elsewhere")]
         sims = np.array([0.9, 0.0, 0.0, 0.0], dtype=np.float32)  # "asked" resembles the query
 
+        steps: list[str] = []
+
+        class Late(Future[object]):
+            def done(self) -> bool:
+                return False
+
+            def result(self, timeout: float | None = None) -> object:
+                steps.append("vector")
+                return np.zeros(4, dtype=np.float32)
+
         class Model:
             def query_soon(self, text: str) -> Future[object]:
+                if late:
+                    return Late()
                 done: Future[object] = Future()
                 done.set_result(np.zeros(4, dtype=np.float32))
                 return done
 
+        read_neighbours = search.Search.neighbours
+
+        def neighbours(self: search.Search, ns: str, rows: list[int], reach: int = 1) -> object:
+            steps.append("neighbours")
+            return read_neighbours(self, ns, rows, reach)
+
+        monkeypatch.setattr(search.Search, "neighbours", neighbours)
         monkeypatch.setattr(search.Search, "_semantic_ready", staticmethod(lambda: True))
         monkeypatch.setattr(search, "MODEL", Model())
         monkeypatch.setattr(
@@ -128,6 +151,7 @@ def test_a_hit_found_by_meaning_lifts_its_neighbours_too(
         )
         query = "married for years"
         assert ranked(svc, query)[:2] == ["core://answer", "core://elsewhere"]
+        assert steps[:2] == (["neighbours", "vector"] if late else ["neighbours"])
         monkeypatch.setattr(search, "SPREAD", ())  # the control: equal hits, newest first
         assert ranked(svc, query)[:2] == ["core://elsewhere", "core://answer"]
     finally:

@@ -49,18 +49,12 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 
 def noon_command(command: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """Run one ``noon`` subcommand module (``certs``, ``peers``) in a fresh process, the way
-    ``noon`` routes to it (configure + run), without importing every other subcommand."""
-    runner = (
-        "import argparse, sys, logging\n"
-        f"from noon.commands import {command} as m\n"
-        "logging.basicConfig(level=logging.INFO)\n"
-        "p = argparse.ArgumentParser()\n"
-        "m.configure(p)\n"
-        "sys.exit(m.run(p.parse_args(sys.argv[1:])))\n"
-    )
+    """Run one ``noon`` subcommand (``certs``, ``peers``) in a fresh process through
+    :func:`noon.cli.main` (which imports that command's module only, and says its errors on
+    stderr as every command does)."""
+    runner = "import sys\nfrom noon.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     return subprocess.run(
-        [sys.executable, "-c", runner, *args],
+        [sys.executable, "-c", runner, command, *args],
         env=env,
         capture_output=True,
         text=True,
@@ -291,6 +285,12 @@ class Node:
             self.proc.kill()
             self.proc.wait(timeout=10)
         self.proc = None
+
+    def children(self) -> list[int]:
+        """The pids of the daemon's child processes (its fold worker, a collection worker)."""
+        assert self.proc is not None
+        pid = self.proc.pid
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -1,6 +1,6 @@
 """The SDK imported the lean way (noon.mcp.sdk_import) is still the whole SDK: a name only a
-package ``__init__`` defines loads it in place, and a model defined with its validator deferred
-validates and refuses as the SDK's own does."""
+package ``__init__`` defines loads it in place, and a model or type adapter defined with its
+validator deferred validates and refuses as the SDK's own does."""
 
 from __future__ import annotations
 
@@ -31,6 +31,16 @@ try:
     types.CallToolRequestParams.model_validate({"arguments": {}})
 except Exception as exc:
     print(type(exc).__name__, exc.errors()[0]["loc"])
+import typing
+import mcp_types
+from pydantic import TypeAdapter
+adapter = mcp_types.client_request_adapter
+import gc
+print(adapter.pydantic_complete, hasattr(typing, "compile"), gc.isenabled())
+eager = TypeAdapter(mcp_types.ClientRequest)  # after the import: built at once, as before it
+ping = {"method": "ping"}
+print(eager.pydantic_complete, adapter.validate_python(ping) == eager.validate_python(ping))
+print(adapter.json_schema() == eager.json_schema())
 """
 
 
@@ -38,9 +48,12 @@ def test_the_deferred_packages_and_models_behave_as_the_sdk_imported_whole() -> 
     done = subprocess.run(
         [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=60
     )
-    assert done.stdout.split("\n")[:4] == [
+    assert done.stdout.split("\n")[:7] == [
         "False",  # noon.mcp loaded the server side without the client
         "True True",  # asking the packages for their own names loaded them
         "read_graph",
         "ValidationError ('name',)",
+        "False False True",  # the SDK's adapters wait for first use; typing, gc are as before
+        "True True",
+        "True",  # and then build the same validator as one built at once
     ]

@@ -7,6 +7,7 @@ right after it."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import threading
 import time
@@ -67,17 +68,20 @@ collections = st.one_of(
         kept=st.lists(kept, max_size=3).map(tuple),
     ),
 )
-relays = st.builds(
-    bodies.RelayReport,
-    url=words,
+relay_stats = st.builds(
+    bodies.RelayStats,
     reachable=st.one_of(st.none(), st.booleans()),
     error=words,
     last_upload=times,
     last_read=times,
     bytes_up=counts,
-    uploaded=heads,
-    head=heads,
+    bytes_down=counts,
+    requests=counts,
+    lag_ops=counts,
+    backlog_ops=counts,
+    refused=counts,
 )
+relays = st.builds(bodies.RelayReport, url=words, stats=relay_stats, uploaded=heads, head=heads)
 statuses = st.builds(
     bodies.Status,
     node=nodes,
@@ -302,6 +306,15 @@ def _keys(obj: object) -> set[str]:
     if isinstance(obj, list):
         return {k for v in obj for k in _keys(v)}
     return set()
+
+
+def test_a_relay_report_sends_each_count_of_the_link_as_a_field_of_its_own():
+    """One definition of a relay's counts (bodies.RelayStats, which noond's link keeps): the
+    report sends each at its top level, as the wire always had them."""
+    sent = bodies.RelayReport("file:///r").to_json()
+    counted = {f.name for f in dataclasses.fields(bodies.RelayStats)}
+    assert set(sent) == {"url", "uploaded", "head"} | counted
+    assert len(counted) == 10
 
 
 def test_protocol_md_lists_every_field_the_messages_send():

@@ -35,7 +35,7 @@ def test_noon_certs_revoke_writes_a_record_the_ca_signed_and_says_where(tmp_path
     assert target.stat().st_mode & 0o077 == 0
     # Without the CA's key it says what it needs and writes nothing more.
     missing = noon_command("certs", "revoke", "phone", "--ca-dir", str(tmp_path / "no"), env=env)
-    assert missing.returncode == 1 and "revoking needs the CA's key" in missing.stdout
+    assert missing.returncode == 1 and "revoking needs the CA's key" in missing.stderr
     assert len(target.read_bytes().splitlines()) == 1
 
 

@@ -109,7 +109,7 @@ def test_relay_key_command_creates_rotates_and_never_overwrites(tmp_path: Path) 
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert certs.read_relay_key(master) == certs.read_relay_key(copy)
     again = relay_key()
-    assert again.returncode == 1 and "--rotate" in again.stdout
+    assert again.returncode == 1 and "--rotate" in again.stderr and not again.stdout
     assert certs.read_relay_key(master).epochs == certs.read_relay_key(copy).epochs
     rotated = relay_key("--rotate")
     assert rotated.returncode == 0 and "epoch 2" in rotated.stdout

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from noon.core.ops import Op, line_digest
 from noon.errors import Unavailable
-from noon.store.readmodel.rows import COLUMNS, PACK_MIN, ROW, key_text, op_of, op_row
+from noon.store.readmodel.rows import INSERT, PACK_MIN, ROW, key_text, op_of, op_row
 from noon.store.readmodel.schema import TABLES
 from noon.store.readmodel.shardvalues import register
 
@@ -52,8 +52,7 @@ def _model(d: Path, op: Op, at: int) -> sqlite3.Connection:
     register(conn, d)
     conn.executescript(TABLES)
     conn.execute("INSERT INTO elements (id, key) VALUES (7, ?)", (key_text(op.el),))
-    marks = ",".join("?" * len(COLUMNS.split(",")))
-    conn.execute(f"INSERT INTO ops ({COLUMNS}) VALUES ({marks})", op_row(op, 7, at))
+    conn.execute(INSERT, op_row(op, 7, at))
     return conn
 
 
@@ -99,3 +98,46 @@ def test_a_line_that_moved_is_found_by_its_digest_and_a_gone_one_is_not_guessed(
     shard.write_bytes(lines[0] + b"\n" + lines[2] + b"\n")  # line 2 itself went
     with pytest.raises(Unavailable, match="read it again"):
         _read(conn)
+
+
+names = st.one_of(st.none(), st.sampled_from(["", "0", "-1"]), st.text(max_size=12))
+
+
+@given(
+    by=names,
+    via=names,
+    bat=st.one_of(st.none(), st.integers(1, 2**40)),
+    at=st.one_of(st.none(), st.just(0), st.integers(1, 2**40)),
+    val=st.one_of(st.none(), values),
+    known=st.booleans(),
+    eid=st.one_of(st.none(), st.integers(1, 2**40)),
+)
+def test_a_row_stores_none_as_null_and_every_other_value_as_given(
+    by: str | None,
+    via: str | None,
+    bat: int | None,
+    at: int | None,
+    val: dict[str, Any] | None,
+    known: bool,
+    eid: int | None,
+) -> None:
+    """Stand-ins for NULL (:data:`INSERT`) never swallow a real value: an empty or "0"
+    client, a line at byte 0, a placement of a child named "0" are stored as they are."""
+    el = ("edge", "ns", "p", "n") if known else ("future-kind", "ns")
+    op = Op("n1", 5, 1 << 20, el, val, None, by, bat, known, 123, via)
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(TABLES)
+    conn.execute(INSERT, op_row(op, eid, at))
+    row = conn.execute("SELECT ns, val, at, prev, client, bat, via, eid, child FROM ops").fetchone()
+    ns, stored_val, stored_at, prev, client, stored_bat, stored_via, stored_eid, child = row
+    assert (client, stored_via, stored_bat, stored_eid, prev) == (by, via, bat, eid, None)
+    assert ns == ("ns" if known else None)
+    if known and val is not None:
+        raw = orjson.dumps(val)
+        inline = len(raw) < PACK_MIN or at is None
+        assert stored_val == (raw.decode() if inline else None)
+        assert stored_at == (None if inline else at)
+        placed = val.get("child")
+        assert child == (placed if isinstance(placed, str) else None)
+    else:
+        assert (stored_val, stored_at, child) == (None, None, None)

@@ -5,6 +5,7 @@ import pytest
 from noon.config import ConfigError, Settings
 from noon.core.ops import Draft, Op, decode, encode
 from noon.names import InvalidName, sanitize_node_id, shard_file, shard_node
+from noon.store import store as store_module
 from noon.store.store import ForkDetected, ShardBehind, Store
 from tests.harness.stores import open_store, writer
 
@@ -187,6 +188,30 @@ def test_online_compaction_runs_when_the_seq_crosses_the_threshold(noon_dir):
     assert len(lines) == 1 and b'"seq":5' in lines[0]
     assert text_of(open_store(noon_dir, "r"), KEY) == "v4"
     assert put(a, "v5")[0].seq == 6
+
+
+def test_a_crossing_with_nothing_superseded_reads_no_shard_again(noon_dir, monkeypatch):
+    """Every op still a head: a compaction would drop nothing, so none runs; the first write
+    that supersedes one of this node's ops has the next one run at its crossing."""
+    runs = []
+
+    def compact_dir(*args, **kwargs):
+        runs.append(args)
+        return real(*args, **kwargs)
+
+    real = store_module.compact_dir
+    monkeypatch.setattr(store_module, "compact_dir", compact_dir)
+    a = open_store(noon_dir, compact_after=2, history=0)
+    for i in range(3):
+        put(a, "new", key=("content", "default", f"m{i}"))
+    a.wait_compaction()
+    assert runs == [] and len((noon_dir / "a.jsonl").read_bytes().splitlines()) == 3
+    put(a, "again", key=("content", "default", "m0"))
+    a.wait_compaction()
+    assert len(runs) == 1
+    lines = (noon_dir / "a.jsonl").read_bytes().splitlines()
+    assert len(lines) == 3 and not any(b'"seq":1,' in line for line in lines)
+    assert text_of(open_store(noon_dir, "r"), ("content", "default", "m0")) == "again"
 
 
 def test_compaction_due_fires_once_per_crossing(noon_dir):

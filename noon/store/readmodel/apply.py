@@ -23,7 +23,7 @@ from noon.core.fold import Element, ForkError
 from noon.core.ops import Op, OpId
 from noon.store.readmodel import project
 from noon.store.readmodel.rows import (
-    COLUMNS,
+    INSERT,
     KEY,
     ROW,
     key_of,
@@ -34,7 +34,6 @@ from noon.store.readmodel.rows import (
     skeleton,
 )
 
-_MARKS = ",".join("?" * len(COLUMNS.split(",")))
 IN_CHUNK = 500
 """Parameters per ``IN (...)`` list (SQLite allows 32766; smaller lists plan faster)."""
 
@@ -85,7 +84,7 @@ class Transaction:
             op_row(op, self.ids[kt] if kt is not None else None, at.get(op.id))
             for op, kt in zip(new, texts, strict=True)
         ]
-        self.conn.executemany(f"INSERT INTO ops ({COLUMNS}) VALUES ({_MARKS})", rows)
+        self.conn.executemany(INSERT, rows)
         self.added += len(new)
         self.newest = max(self.newest, max(op.hlc for op in new))
         highest: dict[str, int] = {}

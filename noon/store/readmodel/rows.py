@@ -32,6 +32,21 @@ ROW = f"node, seq, digest, hlc, ns, {KEY}, tomb, {VAL}, prev, client, bat, via"
 COLUMNS = "node, seq, digest, hlc, ns, tomb, val, at, prev, client, bat, via, eid, child"
 """What :func:`op_row` writes: the op, the id of its element and, for a placement (an ``edge``
 op with a value), the memory it places."""
+INSERT = (
+    f"INSERT INTO ops ({COLUMNS}) VALUES (?, ?, ?, ?, nullif(?, 0), ?, nullif(?, 0), "
+    "nullif(?, -1), nullif(?, 0), nullif(?, 0), nullif(?, 0), nullif(?, 0), nullif(?, 0), "
+    "nullif(?, 0))"
+)
+"""The statement that inserts an :func:`op_row` row.
+
+Python's ``sqlite3`` binds an ``int`` or ``str`` directly but looks a ``None`` up in its
+adaptation protocols first (failed attribute lookups), about 0.7 µs a NULL on Python 3.11,
+more than SQLite spends storing a small column; a fold's row has four to five NULLs. So
+:func:`op_row` gives a stand-in the column can never hold (0 for a text column: an integer
+never equals a text in SQL; -1 for a byte offset; 0 for a seq or an element id, which start
+at 1) and ``nullif`` stores NULL for it. Grouping the rows by which columns are NULL, one
+statement per shape, was tried: it saves the binding but inserts each shape apart, out of
+key order, and costs as much in the B-trees (``bench/ops_rows.py``)."""
 
 _SIGN = 1 << 63
 _LIVE: dict[str, Any] = {}
@@ -67,8 +82,9 @@ def _prev_of(text: str | None) -> tuple[OpId, ...] | None:
 
 
 def op_row(op: Op, eid: int | None, at: int | None) -> tuple[Any, ...]:
-    """The row of ``op``, whose element has id ``eid`` (None for an op of a kind this version
-    does not know) and whose line starts at byte ``at`` of its author's shard."""
+    """The row of ``op`` for :data:`INSERT` (NULLs as its stand-ins), whose element has id
+    ``eid`` (None for an op of a kind this version does not know) and whose line starts at
+    byte ``at`` of its author's shard."""
     known = op.known
     val: str | None = None
     if known and op.val is not None:
@@ -77,21 +93,23 @@ def op_row(op: Op, eid: int | None, at: int | None) -> tuple[Any, ...]:
             val, at = raw.decode(), None
     else:
         at = None
+    prev = _prev_text(op.prev)
+    child = _child(op) if known else None
     return (
         op.node,
         op.seq,
         signed(op.digest),
         op.hlc,
-        op.el[1] if known else None,
+        op.el[1] if known else 0,
         int(op.val is None),
-        val,
-        at,
-        _prev_text(op.prev),
-        op.by,
-        op.bat,
-        op.via,
-        eid,
-        _child(op) if known else None,
+        0 if val is None else val,
+        -1 if at is None else at,
+        0 if prev is None else prev,
+        0 if op.by is None else op.by,
+        0 if op.bat is None else op.bat,
+        0 if op.via is None else op.via,
+        0 if eid is None else eid,
+        0 if child is None else child,
     )
 
 

@@ -34,6 +34,7 @@ memories); with the bound it costs that many scores a word.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
@@ -117,6 +118,40 @@ def _holds(words: list[str], flat: str, term: str) -> bool:
     return i < len(words) and words[i].startswith(term)
 
 
+class WordProbe:
+    """Which of ``words`` (a new memory's, as :func:`~noon.graph.search.tokens` cut them) a
+    document holds, each as :func:`_holds` decides: one pass of one compiled pattern over the
+    document's casefolded text instead of cutting it into words. A word starts a word of the
+    document exactly where it matches after a character that is not a word character (words
+    are runs of them); the pattern tries the longest words first, so where several start the
+    same word the one matched holds the others as prefixes. A document with CJK text (which
+    :func:`~noon.graph.search.tokens` cuts into bigrams) is cut into words instead."""
+
+    def __init__(self, words: list[str]) -> None:
+        self.words = words
+        self.plain = [w for w in words if not CJK.search(w)]
+        """In the order given; a CJK word is held only by a document with CJK text."""
+        self.wanted = set(self.plain)
+        longest = sorted(self.wanted, key=len, reverse=True)
+        alternatives = "|".join(re.escape(w) for w in longest)
+        self.starts = re.compile(rf"(?<!\w)(?:{alternatives})") if longest else None
+
+    def held(self, doc: str) -> tuple[str, ...]:
+        flat = doc.casefold()
+        if CJK.search(flat):
+            words = _words(doc)
+            return tuple(w for w in self.words if _holds(words, flat, w))
+        if self.starts is None:
+            return ()
+        held = {
+            found[:end]
+            for found in set(self.starts.findall(flat))
+            for end in range(1, len(found) + 1)
+            if found[:end] in self.wanted
+        }
+        return tuple(w for w in self.plain if w in held)
+
+
 def coordinated(score: float, held: float, terms: float) -> float:
     """BM25 ``score`` (higher is better) scaled by the share of the query's words held
     (``held`` and ``terms`` may be weighted counts: :func:`combine`)."""
@@ -198,7 +233,14 @@ class Search:
         meaning = MODEL.query_soon(query) if semantic else None
         lists = self._lists(namespace, terms, limit)
         ranked = [(row, score) for row, score, _ in combine(lists)]
+        rings: dict[int, list[list[int]]] = {}
         if meaning is not None:
+            # While the model embeds the query (on its own thread), the work that does not
+            # need the query's vector: the namespace's vectors brought up to date, and the
+            # neighbours of the best lexical hits, which most often stay among the best.
+            self._index.load(namespace)
+            if neighbours and SPREAD and not meaning.done():
+                rings = self.neighbours(namespace, [r for r, _ in ranked[:NEIGHBOURS]], len(SPREAD))
             rows, where, sims = self._index.similarities(
                 namespace, meaning.result(), [row for row, _ in ranked[:RANKED]]
             )
@@ -206,7 +248,9 @@ class Search:
         if neighbours and SPREAD and ranked:
             # after the fusion: a hit found by meaning lifts its neighbours too
             top = [row for row, _ in ranked[:NEIGHBOURS]]
-            rings = self.neighbours(namespace, top, len(SPREAD))
+            missing = [row for row in top if row not in rings]
+            rings.update(self.neighbours(namespace, missing, len(SPREAD)))
+            rings = {row: rings[row] for row in top if row in rings}
             for away, share in enumerate(SPREAD):
                 ranked = spread(ranked, {row: near[away] for row, near in rings.items()}, share)
         return list(self._accepted(ranked, lists, terms, limit, accept))
@@ -380,9 +424,9 @@ class Search:
             (" OR ".join(_quoted(w) for w in probe), namespace, PROBE_CANDIDATES),
         ).fetchall()
         scored = []
+        probe_words = WordProbe(words)
         for node, doc in rows:
-            flat, held = doc.casefold(), _words(doc)
-            found = tuple(w for w in words if _holds(held, flat, w))
+            found = probe_words.held(doc)
             if len(found) * 2 >= len(words):
                 scored.append(Hit(node, float(len(found)), found))
         scored.sort(key=lambda h: (-h.score, h.node))

@@ -272,6 +272,11 @@ class Index:
         space = self._current(namespace)
         return space.rows, space.where, space.cosines(query, exact)
 
+    def load(self, namespace: str) -> None:
+        """Bring the namespace's vectors up to date now (a query's first step, done while its
+        vector is being computed)."""
+        self._current(namespace)
+
     def _current(self, namespace: str) -> _Space:
         conn = self._db.conn
         top = conn.execute("SELECT coalesce(max(stamp), 0) FROM vectors").fetchone()[0]
