@@ -18,14 +18,12 @@ address), so the byte figures are what crosses the wire: TLS records, HTTP heade
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sqlite3
 import statistics
 import tempfile
 import threading
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,49 +32,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from bench.core import generate
 from bench.floors import sdk_import
 from bench.kg_latency import noon_client
+from bench.propagation import Arrivals, Proxies, Writers
 from bench.stats import TreeMemory, cpu_seconds, percentiles, rss_mib, workers_cpu_seconds
 from noon.core.ops import Draft, encode
 from noon.store.serve import Summaries
 from noon.store.store import read_model_path
-from tests.harness.mesh import Node, Pki, free_port, wait_until
+from tests.harness.mesh import Node, Pki, wait_until
 from tests.harness.stores import plan_of
-
-
-class Proxies:
-    """TCP relays in a background event loop, counting every byte in both directions."""
-
-    def __init__(self) -> None:
-        self.bytes = 0
-        self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, daemon=True).start()
-
-    def add(self, target_port: int) -> int:
-        port = free_port()
-
-        async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            try:
-                while data := await reader.read(1 << 16):
-                    self.bytes += len(data)
-                    writer.write(data)
-                    await writer.drain()
-            except (ConnectionError, OSError):
-                pass
-            finally:
-                writer.close()
-
-        async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-            try:
-                ur, uw = await asyncio.open_connection("127.0.0.1", target_port)
-            except OSError:
-                w.close()
-                return
-            await asyncio.gather(pipe(r, uw), pipe(ur, w))
-
-        async def start() -> None:
-            await asyncio.start_server(handle, "127.0.0.1", port)
-
-        asyncio.run_coroutine_threadsafe(start(), self.loop).result(10)
-        return port
 
 
 def mesh(base: Path, pki: Pki, proxies: Proxies, n: int, **env: str) -> list[Node]:
@@ -96,11 +58,6 @@ def mesh(base: Path, pki: Pki, proxies: Proxies, n: int, **env: str) -> list[Nod
         what="full membership",
     )
     return nodes
-
-
-def _reached(summaries: dict[str, Summaries], author: str, seq: int) -> bool:
-    """Every node's copy of ``author``'s shard holds its op ``seq``."""
-    return all(s.get(author).seq >= seq for s in summaries.values())
 
 
 TRAFFIC = (
@@ -137,39 +94,42 @@ def traffic_delta(before: dict[str, float], after: dict[str, float]) -> dict[str
 
 
 def latency(nodes: list[Node], proxies: Proxies, writes: int) -> dict[str, Any]:
-    """One-op writes round robin; time until every other node's copy of the shard holds it.
-    Each node writes once first, unmeasured: that write opens its connections (and streams),
-    which every later one finds open."""
-    summaries = {m.name: Summaries(m.dir) for m in nodes}
-    for w in nodes:
-        w.write((f"warm-{w.name}", "opens the connections"))
-        seq = summaries[w.name].get(w.name).seq
-        wait_until(
-            partial(_reached, summaries, w.name, seq),
-            timeout=60,
-            what="the warm-up write to reach every node",
-        )
-    samples = []
-    counted = traffic(nodes)
-    before = proxies.bytes
-    for i in range(writes):
-        w = nodes[i % len(nodes)]
-        w.write((f"lat{i}", f"latency probe {i}"))
-        seq = summaries[w.name].get(w.name).seq
-        t0 = time.perf_counter()
-        pending = [m for m in nodes if m is not w]
-        while pending:
-            pending = [m for m in pending if summaries[m.name].get(w.name).seq < seq]
-            time.sleep(0.0005)  # leave the CPU to the daemons (2-core machines)
-            if time.perf_counter() - t0 > 10:
-                raise SystemExit(f"write {i} not visible after 10 s")
-        samples.append((time.perf_counter() - t0) * 1000)
-    moved = proxies.bytes - before
+    """One-op writes round robin, each through a store kept open (:class:`Writers`); time from
+    the append until every other node's copy of the shard holds it (appended to the file) and
+    until it is durable there (fsynced). Each node writes once first, unmeasured: that write
+    opens its connections (and streams), which every later one finds open."""
+    dirs = {m.name: m.dir for m in nodes}
+    arrivals, writers = Arrivals(dirs), Writers(dirs)
+    summaries = arrivals.summaries
+
+    def one(w: Node, ident: str, text: str) -> tuple[float, float]:
+        seq = summaries[w.name].get(w.name).seq + 1
+        writers.start(w.name, ident, text)
+        appended, held, durable = arrivals.wait(w.name, seq, [m for m in dirs if m != w.name])
+        assert writers.done() == seq, f"the write on {w.name} was not one op"
+        return max(held.values()) - appended, max(durable.values()) - appended
+
+    try:
+        for w in nodes:
+            one(w, f"warm-{w.name}", "opens the connections")
+        held = []
+        durable = []
+        counted = traffic(nodes)
+        before = proxies.bytes
+        for i in range(writes):
+            at, safe = one(nodes[i % len(nodes)], f"lat{i}", f"latency probe {i}")
+            held.append(at * 1000)
+            durable.append(safe * 1000)
+        moved = proxies.bytes - before
+    finally:
+        arrivals.close()
+        writers.close()
     carried = traffic_delta(counted, traffic(nodes))  # /metrics is read past the proxies
     op_size = len((nodes[0].dir / "n0.jsonl").read_bytes().splitlines()[-1]) + 1
     return {
-        **percentiles(samples),
-        "mean": statistics.mean(samples),
+        **percentiles(held),
+        "mean": statistics.mean(held),
+        "durable": percentiles(durable),
         "wire_bytes_per_op_per_receiver": moved / (writes * (len(nodes) - 1)),
         "op_line_bytes": op_size,
         "noond_rss_mib": max(rss_mib(m.proc.pid)["rss"] for m in nodes if m.proc),
@@ -390,6 +350,7 @@ def catch_up(base: Path, pki: Pki, ops: int, *, fold: bool = True) -> dict[str, 
     finally:
         for m in (src, fresh):
             m.stop()
+        proxies.close()
 
 
 def seed_shards(dirs: list[Path], count: int) -> None:
@@ -453,6 +414,7 @@ def idle(base: Path, pki: Pki, shards: int, exchanges: int = 200) -> float:
     finally:
         for m in probe:
             m.stop()
+        proxies.close()
 
 
 def run(
@@ -490,29 +452,36 @@ def run(
         finally:
             for m in nodes:
                 m.stop()
+            proxies.close()
     out["catch_up"] = catch_up(base, pki, catch_up_ops)
     out["idle_bytes"] = {str(c): idle(base, pki, c, idle_exchanges) for c in (10, 100)}
     return out
 
 
-def push_vs_poll(base: Path, sizes: list[int], writes: int) -> dict[str, Any]:
-    """Write → held on all with default settings (``NOOND_WATCH_INTERVAL`` 0.2 s), one mesh
-    each, side by side in one run: the daemons told of a local write by polling alone
-    (``NOOND_INOTIFY=false``, as before inotify) or by inotify, each pushing by POST
-    (``NOOND_STREAM=false``, as before streams), and the default: inotify, and a push on the
-    member's open stream (PROTOCOL.md §5.1). Anti-entropy rounds are an hour apart here: a
-    round of ten nodes opens new TLS connections, and at 10 nodes under load one fell inside the
-    measured writes and added half again to the stream's bytes per op (``traffic`` shows what
-    ran in the window).
+MODES = {
+    "poll": {"NOOND_INOTIFY": "false", "NOOND_STREAM": "false"},
+    "inotify": {"NOOND_STREAM": "false"},
+    "stream": {},
+}
+"""The ways a write can travel, as the settings that choose them (the rest are defaults)."""
+
+
+def push_vs_poll(
+    base: Path, sizes: list[int], writes: int, modes: tuple[str, ...] = tuple(MODES)
+) -> dict[str, Any]:
+    """Write → held on all with default settings (``NOOND_WATCH_INTERVAL`` 0.2 s,
+    ``NOOND_TIMEOUT`` 10 s, not the test harness's), one mesh each, side by side in one run:
+    the daemons told of a local write by polling alone (``NOOND_INOTIFY=false``, as before
+    inotify) or by inotify, each pushing by POST (``NOOND_STREAM=false``, as before streams),
+    and the default: inotify, and a push on the member's open stream (PROTOCOL.md §5.1).
+    Anti-entropy rounds are an hour apart here: a round of ten nodes opens new TLS
+    connections, and at 10 nodes under load one fell inside the measured writes and added half
+    again to the stream's bytes per op (``traffic`` shows what ran in the window).
     """
     pki = Pki(base / "pki")
     out: dict[str, Any] = {}
     for n in sizes:
-        for mode, env in (
-            ("poll", {"NOOND_INOTIFY": "false", "NOOND_STREAM": "false"}),
-            ("inotify", {"NOOND_STREAM": "false"}),
-            ("stream", {}),
-        ):
+        for mode in modes:
             proxies = Proxies()
             nodes = mesh(
                 base / f"{mode}{n}",
@@ -520,14 +489,17 @@ def push_vs_poll(base: Path, sizes: list[int], writes: int) -> dict[str, Any]:
                 proxies,
                 n,
                 NOOND_INTERVAL="3600",
+                NOOND_WATCH_INTERVAL="0.2",
+                NOOND_TIMEOUT="10",
                 NOON_FSYNC="true",
-                **env,
+                **MODES[mode],
             )
             try:
                 out.setdefault(str(n), {})[mode] = latency(nodes, proxies, writes)
             finally:
                 for m in nodes:
                     m.stop()
+                proxies.close()
     return out
 
 
@@ -547,6 +519,13 @@ def main() -> None:
         help="only write → held on all, polling alone beside inotify, default watch interval",
     )
     ap.add_argument(
+        "--modes",
+        nargs="+",
+        choices=list(MODES),
+        default=list(MODES),
+        help="with --push-vs-poll: which ways a write travels (default: all three)",
+    )
+    ap.add_argument(
         "--only-catch-up",
         action="store_true",
         help="only the catch-up figures, with noond folding and with NOOND_FOLD=false",
@@ -563,7 +542,9 @@ def main() -> None:
             print(json.dumps(both, indent=1))
             return
         if args.push_vs_poll:
-            print(json.dumps(push_vs_poll(base, args.nodes, args.writes), indent=1))
+            print(
+                json.dumps(push_vs_poll(base, args.nodes, args.writes, tuple(args.modes)), indent=1)
+            )
             return
         if args.keep:
             base = Path(tempfile.mkdtemp(prefix="noond-bench-"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from pathlib import Path
+from functools import partial
 
 from noon.core.chain import Verify
 from noon.core.collection import member_of
@@ -16,22 +16,13 @@ from noon.store import receive, serve
 from noon.store.errors import ForkDetected
 from noon.store.readmodel.behind import full
 from noon.store.shard import NotRegular
+from noond.membership import Member
 from noond.node import Node
 from noond.params import Refused
-from noond.pull import Ops
 from noond.shards import refused
 from noond.wire import MAX_OPS_PER_PUSH, Code
 
 log = logging.getLogger("noond.server")
-
-
-def _parse(body: bytes, node: str, path: Path) -> tuple[Ops, int]:
-    """The body's ops, and the size of the copy held (one trip to a thread for both)."""
-    ops = receive.parse_ops(body, node, max_ops=MAX_OPS_PER_PUSH)
-    try:
-        return ops, os.lstat(path).st_size
-    except FileNotFoundError:
-        return ops, 0
 
 
 def pusher_of(daemon: Node, node: str, caller: str | None, said: str | None) -> str:
@@ -65,9 +56,18 @@ def still_member(daemon: Node, caller: str | None) -> None:
 async def continues(
     daemon: Node, caller: str | None, node: str, after: int, checks: serve.Checks
 ) -> int:
-    """Steps 3 and 4 of §5: this node holds ``node`` at least up to ``after`` and the
-    sender's digests of its ops there match ours. Returns the seq held."""
-    held = (await daemon.holdings.summary(node)).seq
+    """Steps 3 and 4 of §5 (a stream's opening): this node holds ``node`` at least up to
+    ``after`` and the sender's digests of its ops there match ours. Returns the seq held."""
+    try:
+        return await asyncio.to_thread(_continues, daemon, node, after, checks)
+    except ForkDetected as exc:
+        daemon.forks.record(caller or node, node, str(exc))
+        raise Refused(409, Code.FORK, str(exc)) from None
+
+
+def _continues(daemon: Node, node: str, after: int, checks: serve.Checks) -> int:
+    """:func:`continues` in a worker thread; a fork raises ForkDetected, not yet recorded."""
+    held = daemon.holdings.summary_now(node).seq
     if held < after:
         raise Refused(
             409,
@@ -75,39 +75,35 @@ async def continues(
             f"this node holds {node!r} up to seq {held}, the push starts after {after}",
             head=held,
         )
-    if not checks:  # a stream's later frames: nothing to compare, no thread to wake
-        return held
-    try:
-        await asyncio.to_thread(serve.compare, daemon.holdings.path(node), checks, who="pusher")
-    except ForkDetected as exc:
-        message = f"{exc}; refusing to merge"
-        daemon.forks.record(caller or node, node, message)
-        raise Refused(409, Code.FORK, message) from None
+    if checks:
+        try:
+            serve.compare(daemon.holdings.path(node), checks, who="pusher")
+        except ForkDetected as exc:
+            raise ForkDetected(f"{exc}; refusing to merge") from None
     return held
 
 
-async def store(
-    daemon: Node, caller: str | None, node: str, body: bytes, held: int, revision: int
+async def take(
+    daemon: Node,
+    caller: str | None,
+    node: str,
+    body: bytes,
+    after: int,
+    checks: serve.Checks,
+    revision: int,
 ) -> receive.Appended:
-    """Steps 2 and 5 of §5 for a body that continues what is held (``held``, for the answer
-    to a gap): validated, within quota, proven (§13.2) and appended; nothing of it stored
-    otherwise."""
-    config = daemon.config
+    """Steps 2 to 5 of §5 for one push body or stream frame that continues from ``after``:
+    held that far, compared with what is held, validated, within quota, proven (§13.2) and
+    appended; nothing of it stored otherwise. All of it in one trip to a worker thread (each
+    trip costs a wake-up of the thread and one of the event loop, which a loaded machine
+    schedules late: a frame's latency is counted in them)."""
+    verify = await _verifier(daemon, caller, node, revision)
+    pusher = daemon.membership.members.get(caller or "")
+    attempt = partial(_take, daemon, pusher, node, body, after, checks)
     try:
-        ops, size = await asyncio.to_thread(_parse, body, node, daemon.holdings.path(node))
+        done = await daemon.exchanger.puller.proven(pusher, node, verify, attempt)
     except receive.ReplicaError as exc:
         raise Refused(400, Code.INVALID_OPS, f"nothing stored: {exc}") from None
-    if size + len(body) > config.max_shard_bytes:
-        raise Refused(
-            507,
-            Code.QUOTA,
-            f"this node keeps at most {config.max_shard_bytes} bytes of one author's shard "
-            f"({node!r} holds {size})",
-        )
-    verify = await _verifier(daemon, caller, node, revision)
-    try:
-        pusher = daemon.membership.members.get(caller or "")
-        done = await daemon.exchanger.puller.append_proven(pusher, node, ops, 0, verify)
     except receive.Unproven as exc:
         raise Refused(400, Code.UNPROVEN, f"nothing stored: {exc}") from None
     except NotRegular as exc:
@@ -116,10 +112,6 @@ async def store(
     except ForkDetected as exc:
         daemon.forks.record(caller or node, node, str(exc))
         raise Refused(409, Code.FORK, str(exc)) from None
-    except receive.SkipsCompacted as exc:
-        # This replica lags behind a compaction of the pusher: it re-fetches the whole
-        # shard when it next pulls (PROTOCOL.md §5).
-        raise Refused(409, Code.GAP, str(exc), head=held) from None
     except OSError as exc:
         if not full(exc):
             raise
@@ -131,9 +123,43 @@ async def store(
             "misses once space returns",
             logged=False,
         ) from None
-    daemon.holdings.stored()
+    if done.appended:  # a body held already wrote nothing: it says nothing of the disk
+        daemon.holdings.stored()
     daemon.metrics.ops_received.inc(done.appended)
     return done
+
+
+def _take(
+    daemon: Node,
+    pusher: Member | None,
+    node: str,
+    body: bytes,
+    after: int,
+    checks: serve.Checks,
+    verify: Verify | None,
+) -> receive.Appended:
+    """:func:`take` in the worker thread."""
+    held = _continues(daemon, node, after, checks)
+    ops = receive.parse_ops(body, node, max_ops=MAX_OPS_PER_PUSH)
+    path = daemon.holdings.path(node)
+    try:
+        size = os.lstat(path).st_size
+    except FileNotFoundError:
+        size = 0
+    if size + len(body) > daemon.config.max_shard_bytes:
+        raise Refused(
+            507,
+            Code.QUOTA,
+            f"this node keeps at most {daemon.config.max_shard_bytes} bytes of one author's "
+            f"shard ({node!r} holds {size})",
+        )
+    daemon.exchanger.puller.not_revoked(pusher, node, ops)
+    try:
+        return daemon.exchanger.puller.append_now(node, ops, 0, verify)
+    except receive.SkipsCompacted as exc:
+        # This replica lags behind a compaction of the pusher: it re-fetches the whole
+        # shard when it next pulls (PROTOCOL.md §5).
+        raise Refused(409, Code.GAP, str(exc), head=held) from None
 
 
 async def _verifier(daemon: Node, caller: str | None, node: str, revision: int) -> Verify | None:

@@ -11,8 +11,10 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import aclosing, contextmanager
+from functools import partial
+from typing import TypeVar
 
 from noon.certs import CertError, Signer
 from noon.core.chain import ChainError, Verify
@@ -34,6 +36,7 @@ log = logging.getLogger("noond")
 Ops = list[tuple[bytes, Op]]
 Pages = AsyncGenerator[tuple[int, OpsPage, Ops], None]
 """(the cursor asked with, the page, its ops validated)."""
+T = TypeVar("T")
 
 
 class Puller(Wired):
@@ -301,28 +304,38 @@ class Puller(Wired):
     async def append_proven(
         self, m: Member | None, node: str, ops: Ops, after: int, verify: Verify | None
     ) -> receive.Appended:
-        """Append a page or a push body; when it fails to verify, ask ``m`` (its sender) once
-        for what is new of its author (a rotated key's certificate, a checkpoint) and try
-        again with it (also when another ask brought something new meanwhile). Ops of an
-        author the CA revoked, stamped after its cut-off, raise
-        :class:`noond.revocations.Revoked` (counted here) and nothing is stored."""
+        """Append a page or a push body (:meth:`proven`). Ops of an author the CA revoked,
+        stamped after its cut-off, raise :class:`noond.revocations.Revoked` (counted here) and
+        nothing is stored."""
+        self.not_revoked(m, node, ops)
+        return await self.proven(m, node, verify, partial(self.append_now, node, ops, after))
+
+    def not_revoked(self, m: Member | None, node: str, ops: Ops) -> None:
+        """Raise :class:`noond.revocations.Revoked`, counted and logged, when ops of ``node``
+        are stamped after its author's revocation by the CA. Safe in a worker thread."""
         try:
             self.signers.revocations.check(node, [op.hlc for _, op in ops])
         except Revoked as exc:
             self.metrics.rejected.labels("revoked").inc()
             log.warning("%s sent ops of %s, nothing stored: %s", m.node if m else "?", node, exc)
             raise
+
+    async def proven(
+        self,
+        m: Member | None,
+        node: str,
+        verify: Verify | None,
+        attempt: Callable[[Verify | None], T],
+    ) -> T:
+        """``attempt(verify)`` in a worker thread (it stores what ``verify`` proves); when it
+        fails to verify, ask ``m`` (the sender) once for what is new of the author (a rotated
+        key's certificate, a checkpoint) and attempt again with it (also when another ask
+        brought something new meanwhile). A revoked author's ops are not asked about."""
         known = self.signers.generation
         try:
-            return await asyncio.to_thread(
-                receive.append,
-                self.dir,
-                node,
-                ops,
-                fsync=self.settings.fsync,
-                consumed=after,
-                check=verify,
-            )
+            return await asyncio.to_thread(attempt, verify)
+        except Revoked:
+            raise
         except receive.Unproven:
             if verify is None or m is None:
                 raise
@@ -330,14 +343,12 @@ class Puller(Wired):
             # this body was being checked.
             if not await self.ask_signers(m, member_of(node)) and known == self.signers.generation:
                 raise
-        return await asyncio.to_thread(
-            receive.append,
-            self.dir,
-            node,
-            ops,
-            fsync=self.settings.fsync,
-            consumed=after,
-            check=self.signers.check(node),
+        return await asyncio.to_thread(attempt, self.signers.check(node))
+
+    def append_now(self, node: str, ops: Ops, after: int, check: Verify | None) -> receive.Appended:
+        """Append ops that ``check`` proves, in the calling thread (blocking I/O)."""
+        return receive.append(
+            self.dir, node, ops, fsync=self.settings.fsync, consumed=after, check=check
         )
 
     async def _refetch(self, m: Member, node: str) -> None:

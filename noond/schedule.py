@@ -242,11 +242,11 @@ class Scheduler:
 
     async def _watch(self) -> None:
         """Push every shard written here as soon as it changes (creation included): told by
-        inotify where the kernel has it (:mod:`noond.inotify`), and by polling the shards'
-        identities every ``watch_interval`` in any case (the fallback, and a net under an
-        event queue that overflowed)."""
+        inotify where the kernel has it (:mod:`noond.inotify`), in the callback that reads the
+        event, so nothing else runs between the kernel's word and the push; and by polling the
+        shards' identities every ``watch_interval`` in any case (the fallback, and a net under
+        an event queue that overflowed)."""
         self._last = self._idents()
-        woke = asyncio.Event()
         watch = inotify.open_watch(self._watched_dir()) if self.config.inotify else None
         names = {path.name for path in self.watched.values()}
         loop = asyncio.get_running_loop()
@@ -255,14 +255,12 @@ class Scheduler:
             def readable() -> None:
                 changed = watch.changed()
                 if changed is None or changed & names:
-                    woke.set()
+                    self._push_changed()
 
             loop.add_reader(watch.fd, readable)
         try:
             while True:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woke.wait(), self.config.watch_interval)
-                woke.clear()
+                await asyncio.sleep(self.config.watch_interval)
                 self._push_changed()
         finally:
             if watch is not None:

@@ -293,8 +293,9 @@ async def push_ops(request: web.Request) -> web.Response:
     body = await read_body(request, config.max_body, config.timeout * 3)
     daemon.metrics.server_received.labels(_route(request)).inc(len(body))
     pairs = [(after, check)] if check is not None and after else []
-    held = await intake.continues(daemon, caller, node, after, [*pairs, *checks])
-    done = await intake.store(daemon, caller, node, body, held, request["revision"])
+    done = await intake.take(
+        daemon, caller, node, body, after, [*pairs, *checks], request["revision"]
+    )
     return json_response(bodies.Pushed(done.appended, done.skipped, done.head).to_json())
 
 

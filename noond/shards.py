@@ -70,5 +70,9 @@ class Holdings:
     async def summary(self, node: str) -> Summary:
         return await asyncio.to_thread(self._summaries.get, node)
 
+    def summary_now(self, node: str) -> Summary:
+        """:meth:`summary` in the calling thread (blocking I/O: a stat, a read when it grew)."""
+        return self._summaries.get(node)
+
     def path(self, node: str) -> Path:
         return self.dir / shard_file(node)

@@ -16,6 +16,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
+from functools import partial
 
 import aiohttp
 import orjson
@@ -35,6 +36,36 @@ NOT_STREAMING = 300.0
 """Seconds before a member that refused the route (an older release) is asked again."""
 
 
+INLINE_BYTES = 64 << 10
+"""A shard grown by at most this much since a page read up to a member's cursor is read on the
+event loop: after a lone write that is a few hundred bytes of pages the last read left cached,
+cheaper than a trip to a worker thread, which wakes the thread and then the loop again (a
+loaded machine schedules each late, and every member's frame waits for this read)."""
+
+
+@dataclass
+class _Read:
+    """The last page read of a shard: from ``key`` (cursor, inode, size when read)."""
+
+    key: tuple[int, int, int]
+    page: asyncio.Future[serve.Page]
+
+    def failed(self) -> bool:
+        return self.page.done() and self.page.exception() is not None
+
+    def followed_by(self, key: tuple[int, int, int]) -> bool:
+        """``key`` reads on from where this page ended, in the same file, grown a little."""
+        if not self.page.done() or self.failed():
+            return False
+        page = self.page.result()
+        return (
+            not page.more
+            and key[0] == page.last
+            and key[1] == self.key[1]
+            and 0 <= key[2] - self.key[2] <= INLINE_BYTES
+        )
+
+
 @dataclass
 class _Stream:
     ws: aiohttp.ClientWebSocketResponse
@@ -48,9 +79,9 @@ class Streams(Wired):
         super().__init__(wiring)
         self._open: dict[tuple[str, str], _Stream] = {}
         self._not_before: dict[tuple[str, str], float] = {}
-        self._read: dict[str, tuple[tuple[int, int, int], asyncio.Future[serve.Page]]] = {}
-        """Per shard, the last page read (cursor, inode, size): after a lone write every
-        member's stream stands at the same cursor, and one read serves them all."""
+        self._read: dict[str, _Read] = {}
+        """Per shard, the last page read: after a lone write every member's stream stands at
+        the same cursor, and one read serves them all."""
 
     async def send(self, m: Member, shard: str) -> bool:
         """Send on the stream to ``m`` what it lacks of ``shard``; False when the stream cannot
@@ -131,12 +162,20 @@ class Streams(Wired):
         st = os.lstat(path)
         key = (after, st.st_ino, st.st_size)
         known = self._read.get(shard)
-        if known is None or known[0] != key or (known[1].done() and known[1].exception()):
-            read = asyncio.to_thread(
-                serve.read_after, path, after, max_bytes=self.settings.page_bytes
-            )
-            known = self._read[shard] = (key, asyncio.ensure_future(read))
-        return await asyncio.shield(known[1])
+        if known is not None and known.key == key and not known.failed():
+            return await asyncio.shield(known.page)
+        read = partial(serve.read_after, path, after, max_bytes=self.settings.page_bytes)
+        page: asyncio.Future[serve.Page]
+        if known is not None and known.followed_by(key):
+            page = asyncio.get_running_loop().create_future()
+            try:
+                page.set_result(read())
+            except Exception as exc:  # told to every member waiting for it, as a thread's is
+                page.set_exception(exc)
+        else:
+            page = asyncio.ensure_future(asyncio.to_thread(read))
+        self._read[shard] = _Read(key, page)
+        return await asyncio.shield(page)
 
     async def _drop(self, key: tuple[str, str], exc: Exception) -> None:
         stream = self._open.pop(key, None)

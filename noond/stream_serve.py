@@ -94,8 +94,9 @@ async def stream_ops(inbound: Inbound, request: web.Request) -> web.StreamRespon
             daemon.metrics.server_received.labels(STREAM_ROUTE).inc(len(msg.data))
             try:
                 intake.still_member(daemon, caller)
-                held = await intake.continues(daemon, caller, node, held, [])
-                done = await intake.store(daemon, caller, node, msg.data, held, request["revision"])
+                done = await intake.take(
+                    daemon, caller, node, msg.data, held, [], request["revision"]
+                )
             except Refused as exc:
                 reason = "refused"
                 daemon.metrics.rejected.labels(exc.code).inc()

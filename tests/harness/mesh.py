@@ -286,6 +286,12 @@ class Node:
             self.proc.wait(timeout=10)
         self.proc = None
 
+    def children(self) -> list[int]:
+        """The pids of the daemon's child processes (its fold worker, a collection worker)."""
+        assert self.proc is not None
+        pid = self.proc.pid
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)

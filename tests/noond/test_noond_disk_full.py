@@ -5,6 +5,7 @@ the node catches up by itself."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -39,8 +40,16 @@ def test_a_daemon_on_a_full_disk_says_so_once_and_catches_up_when_space_returns(
         during = b.log.read_bytes()[logged:].decode(errors="replace")
         assert "Traceback" not in during, during[-3000:]
         said = [line for line in during.splitlines() if "disk is full" in line]
-        assert len(said) == 1, said  # once, not once per push and per pull
-        assert "pushes are refused and pulls wait until space returns" in said[0]
+        assert said and len(said) < 10, said  # not once per push and per pull (20 or more)
+        assert all("pushes are refused and pulls wait until space returns" in s for s in said)
+        # Said when it starts; again only as a once-a-minute "still so", or when it starts
+        # anew after a store succeeded (a few freed blocks) and noond said it had space again.
+        told = [
+            line for line in during.splitlines() if "disk is full" in line or "space again" in line
+        ]
+        for earlier, line in pairwise(told):
+            if "disk is full" in line and "still so" not in line:
+                assert "space again" in earlier, told
 
         filler.unlink()
         theirs = a.dir / "a.jsonl"

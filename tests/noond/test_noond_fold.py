@@ -105,11 +105,9 @@ def folded_bytes(directory: Path) -> int:
 
 def fold_worker(daemon: Node) -> int:
     """The pid of noond's fold worker (its only child)."""
-    assert daemon.proc is not None
-    pid = daemon.proc.pid
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    children = daemon.children()
     assert len(children) == 1, children
-    return int(children[0])
+    return children[0]
 
 
 def gone(pid: int) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import os
+import signal
 import socket
 import struct
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from bench.noond_mesh import read_model_holds, read_model_state
 from noon.store.serve import Summaries
 from tests.harness.hostile_peer import HostilePeer
 from tests.harness.mesh import Node, Pki, converged, wait_until
@@ -80,6 +82,45 @@ def test_lone_writes_travel_on_one_open_stream(spawn: list[Node], tmp_path: Path
     assert b.metric("noond_streams", 'direction="in"') == 1  # the same stream carried all ten
     assert a.metric("noond_streams_closed_total", 'direction="out",reason="failed"') == 0
     assert converged([a, b], expect=opening + 10)
+
+
+def test_lone_writes_are_stored_and_answered_while_the_fold_worker_is_frozen(
+    spawn: list[Node], tmp_path: Path, pki: Pki
+):
+    """noond folds what it stores in a worker process (noond/fold.py); a frame never waits for
+    it. With b's worker stopped by SIGSTOP, a's lone writes still reach b on the stream and are
+    answered, none folded meanwhile; once the worker runs again the read model catches up."""
+    a, b = Node("a", tmp_path, pki), Node("b", tmp_path, pki)
+    spawn += [a, b]
+    a.start([b], NOOND_INTERVAL="30", NOOND_TIMEOUT="10")
+    b.start([a], NOOND_INTERVAL="30", NOOND_TIMEOUT="10")
+    wait_until(lambda: a.get("/peers")[1]["peers"], what="a to admit b")
+    opening = stream_up(a, b, "opening")
+    wait_until(
+        lambda: read_model_holds(b.dir, {"a.jsonl": (b.dir / "a.jsonl").stat().st_size}),
+        timeout=60,
+        what="b's worker to fold the opening writes",
+    )
+    (worker,) = b.children()
+    folded = read_model_state(b.dir)
+    os.kill(worker, signal.SIGSTOP)
+    try:
+        posts, answered = scrape(b, POSTS), a.metric("noond_pushes_total", 'result="ok"')
+        for i in range(5):
+            write_and_wait(a, [b], f"frozen{i}")
+        assert a.metric("noond_pushes_total", 'result="ok"') == answered + 5
+        assert scrape(b, POSTS) == posts, "a write went by POST: the stream was not answered"
+        assert Path(f"/proc/{worker}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+        assert read_model_state(b.dir) == folded  # nothing bypassed the stopped worker
+    finally:
+        os.kill(worker, signal.SIGCONT)
+    size = (b.dir / "a.jsonl").stat().st_size
+    wait_until(
+        lambda: read_model_holds(b.dir, {"a.jsonl": size}),
+        timeout=60,
+        what="the fold to catch up once its worker runs again",
+    )
+    assert converged([a, b], expect=opening + 5)
 
 
 def test_a_member_killed_mid_stream_loses_nothing_and_gets_a_new_stream(

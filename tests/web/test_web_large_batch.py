@@ -83,7 +83,9 @@ def test_details_of_a_99k_op_batch_are_bounded_and_the_server_keeps_serving(
         assert [len(d["steps"]) for _, _, d in pages] == [50, 50, 10]
         shown = [s["element"] for _, _, d in pages for s in d["steps"]]
         assert len(set(shown)) == 110 and all(s.startswith("the text of") for s in shown)
-        assert info_times and max(info_times) < 5, info_times  # was 33-35 s
+        # A bound on the cost the batch imposes on others, generous for a loaded machine (5.9 s
+        # was seen at load 20); was 33-35 s when a detail read held the read model.
+        assert info_times and max(info_times) < 20, info_times
         took, body = fetch(f"{url}/api/history?uri=system://node/agent.7")
         history = json.loads(body)
         assert [len(i["steps"]) for i in history["items"]] == [1] and len(body) < 10_000
