@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.mcp import INITIALIZE
+
 pytestmark = pytest.mark.integration
 
 PROBE = """
@@ -87,16 +89,7 @@ print(sorted({{m.partition(".")[0] if m.startswith("cryptography") else m for m 
 SESSION_INPUT = "\n".join(
     json.dumps(message)
     for message in (
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "probe", "version": "1"},
-            },
-        },
+        INITIALIZE,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {
             "jsonrpc": "2.0",

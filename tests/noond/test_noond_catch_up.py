@@ -5,7 +5,7 @@ cut off at the request's bound, and what it served before is kept."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,19 +19,6 @@ pytestmark = pytest.mark.integration
 
 BUDGET = 64 << 10
 """The smallest pull budget noond takes (NOOND_PULL_BUDGET)."""
-
-
-@pytest.fixture
-def rogue(pki: Pki) -> Iterator[Callable[[Script], HostilePeer]]:
-    made: list[HostilePeer] = []
-
-    def start(script: Script) -> HostilePeer:
-        made.append(HostilePeer(pki, script=script))
-        return made[-1]
-
-    yield start
-    for r in made:
-        r.close()
 
 
 def test_a_catch_up_longer_than_one_exchange_goes_on_without_waiting_for_a_round(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,20 +19,6 @@ from tests.harness.hostile_peer import HostilePeer, Script, SignedFeed, listing,
 from tests.harness.mesh import ROOT, Node, Pki, converged, noon_command, wait_until
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def rogue(pki: Pki) -> Iterator[Callable[[Script], HostilePeer]]:
-    """Start a lying member with a script; every one is closed afterwards."""
-    made: list[HostilePeer] = []
-
-    def start(script: Script) -> HostilePeer:
-        made.append(HostilePeer(pki, script=script))
-        return made[-1]
-
-    yield start
-    for r in made:
-        r.close()
 
 
 def served(history: bytes, after: int, limit: int, head: int) -> web.Response:
