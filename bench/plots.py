@@ -10,6 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from bench.rows import kg_latency_tools
 from bench.table import section
 
 
@@ -26,7 +27,7 @@ def plot_kg(raw: dict[str, Any], out: Path) -> Path:
     fig, axes = plt.subplots(1, len(sizes), figsize=(5.5 * len(sizes), 4), squeeze=False)
     for ax, size in zip(axes[0], sizes, strict=True):
         entry = raw["sizes"][size]
-        tools = [t for t in entry["noon"] if t != "rss_mib"]
+        tools = kg_latency_tools(entry["noon"])
         xs = range(len(tools))
         for offset, who, colour in ((-0.2, "noon", "tab:blue"), (0.2, "official", "tab:grey")):
             if who not in entry:
