@@ -102,10 +102,10 @@ async def take(
     attempt = partial(_take, daemon, pusher, node, body, after, checks)
     try:
         done = await daemon.exchanger.puller.proven(pusher, node, verify, attempt)
+    except receive.Unproven as exc:  # before ReplicaError: it is one
+        raise Refused(400, Code.UNPROVEN, f"nothing stored: {exc}") from None
     except receive.ReplicaError as exc:
         raise Refused(400, Code.INVALID_OPS, f"nothing stored: {exc}") from None
-    except receive.Unproven as exc:
-        raise Refused(400, Code.UNPROVEN, f"nothing stored: {exc}") from None
     except NotRegular as exc:
         log.error("cannot store shard %s: %s", node, exc)
         raise Refused(503, Code.UNAVAILABLE, f"this node cannot store {node!r} now") from None
