@@ -13,7 +13,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from noon.core.ops import Draft
 from noon.store.readmodel.schema import SCHEMA_VERSION
 from noon.store.store import Store, read_model_path
 from tests.harness.kg_view import View
-from tests.harness.mesh import ROOT, subprocess_env, wait_until
+from tests.harness.mesh import ROOT, subprocess_env
 from tests.harness.oracle import fold_of_dir, observe
 from tests.harness.stores import plan_of
 from tests.harness.uri_graph import Graph
@@ -171,18 +170,38 @@ def test_writers_readers_the_cli_and_an_import_share_one_file_at_once(
     as_the_shards_say(noon_dir)
 
 
-FOLDER = r"""
+HELD_FOLDER = r"""
+import signal
 import sys
 from pathlib import Path
-from noon.config import Settings
-from noon.store.store import Store
-Store(Settings.from_env({}, dir=Path(sys.argv[1]), node_id="folder"))
+from noon.core.hlc import Clock
+from noon.store.readmodel import model
+from noon.store.store import read_model_path, wall_ms
+
+directory, stop_at = Path(sys.argv[1]), float(sys.argv[2])
+folder = model.ReadModel(directory, read_model_path(directory), Clock(), wall_ms)
+folder.conn.execute("PRAGMA cache_size = 32")  # pages spill into the WAL mid-transaction
+folder.poll_bytes = 64 << 10
+
+
+def tell(done: int, total: int) -> None:
+    if done >= stop_at * total:
+        print("holding", flush=True)
+        while True:
+            signal.pause()  # inside the fold's open transaction, until the test kills it
+
+
+folder.on_progress = tell
+folder.refresh()
+print("finished", flush=True)
 """
 
 
 @pytest.mark.integration
 @pytest.mark.timeout(900)  # ~25 CPU seconds, mostly the oracle's fold: 300 s ran out at load 20
 def test_a_fold_killed_mid_transaction_leaves_nothing_half_done(noon_dir: Path) -> None:
+    """The folder says when it has folded a given share of the shard and then holds its open
+    transaction until killed, so each kill lands mid-fold however fast the machine is."""
     lines = []
     for i in range(1, 40_001):
         stamp = (1_700_000_000_000 << 16) + i
@@ -191,23 +210,22 @@ def test_a_fold_killed_mid_transaction_leaves_nothing_half_done(noon_dir: Path) 
             f'"m{i % 1_500}"],"val":{{"text":"memory {i}"}}}}'
         )
     (noon_dir / "big.jsonl").write_text("\n".join(lines) + "\n")
-    path = read_model_path(noon_dir)
-    wal = Path(f"{path}-wal")
-
-    def wal_past(size: int) -> Callable[[], bool]:
-        return lambda: wal.exists() and wal.stat().st_size > size
-
-    for attempt in range(3):  # kill it at different points of the cold fold
+    wal = Path(f"{read_model_path(noon_dir)}-wal")
+    for share in (0.2, 0.5, 0.9):  # kill it at different points of the cold fold
         proc = subprocess.Popen(
-            [sys.executable, "-c", FOLDER, str(noon_dir)], cwd=ROOT, env=subprocess_env()
+            [sys.executable, "-c", HELD_FOLDER, str(noon_dir), str(share)],
+            cwd=ROOT,
+            env=subprocess_env(),
+            stdout=subprocess.PIPE,
+            text=True,
         )
-        wait_until(
-            wal_past(200_000 * (attempt + 1)),
-            timeout=120,
-            what="the fold to be writing",
-        )
+        assert proc.stdout is not None
+        said = proc.stdout.readline().strip()  # the folder ends either way: held or finished
+        assert said == "holding", f"the fold ended before {share:.0%} of the shard: {said!r}"
+        assert wal.stat().st_size > 0  # uncommitted pages were written, and are now torn off
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
+        proc.stdout.close()
     as_the_shards_say(noon_dir)
 
 
