@@ -20,6 +20,7 @@ from typing import Any
 from noon.store.readmodel.behind import full
 from noond import discovery, inotify
 from noond.admission import Admission
+from noond.collect_worker import CollectionTimedOut
 from noond.collection import Collector
 from noond.config import DaemonConfig
 from noond.exchange import Exchanger
@@ -166,16 +167,12 @@ class Scheduler:
 
     async def _collect(self) -> None:
         """After the round's exchanges: physically remove what no member can bring back."""
-        members = list(self.membership.members.values())
-        try:
-            await asyncio.to_thread(self.collector.run, members, set(self.state.ignored))
-        except OSError as exc:
-            if not full(exc):
-                log.exception("tombstone collection failed")
-            else:  # it waits for space like storing does, and is said with it, once
-                self.exchanger.holdings.disk_full(exc)
-        except Exception:  # collection only ever removes; a failure leaves everything in place
-            log.exception("tombstone collection failed")
+        await collect_after_round(
+            self.collector,
+            list(self.membership.members.values()),
+            set(self.state.ignored),
+            self.exchanger.holdings.disk_full,
+        )
 
     async def _rounds(self) -> None:
         while True:
@@ -276,3 +273,25 @@ class Scheduler:
             if ident != self._last.get(shard) and ident is not None:
                 self.trigger_push(shard)
         self._last = now
+
+
+async def collect_after_round(
+    collector: Collector,
+    members: list[Member],
+    excluded: set[str],
+    disk_full: Callable[[OSError], None],
+) -> None:
+    """One collection, off the loop, and what its outcome says: a worker killed for its time is
+    an expected outcome (the collector counts it and retries later), said in one line; a full
+    disk is said with storing's; any other failure with its traceback."""
+    try:
+        await asyncio.to_thread(collector.run, members, excluded)
+    except CollectionTimedOut as exc:
+        log.warning("tombstone collection timed out: %s", exc)
+    except OSError as exc:
+        if not full(exc):
+            log.exception("tombstone collection failed")
+        else:  # it waits for space like storing does, and is said with it, once
+            disk_full(exc)
+    except Exception:  # collection only ever removes; a failure leaves everything in place
+        log.exception("tombstone collection failed")

@@ -116,7 +116,8 @@ ROWS: list[tuple[tuple[str, ...], str, str]] = [
         "the use cases every edge calls: who asks (`actor`), creating, editing, placing, "
         "deleting, triggers and boot (`memories`), the expected-version check and "
         "rollback to a version (`versions`), search with its snippets (`search`), undoing"
-        " changes and the review decisions on them (`changes`), a memory's changes as an "
+        " changes and the review decisions on them (`changes`), the review queue listed "
+        "(`queue`), a memory's changes as an "
         "agent finds them (`history`), ops in words (`words`), `noon status` as data "
         "(`status`), concurrent versions listed and settled (`conflicts`), what a context"
         " brings to mind (`recall`), orphans (`orphans`), the knowledge graph browsed "
@@ -375,6 +376,22 @@ def test_the_page_shows_the_undo_noon_app_plans_and_plans_none_itself() -> None:
         assert not planning, f"noon/web/{path.name} plans an undo: {planning}"
     source = Path(web.__file__).with_name("undo_preview.py").read_text()
     assert "changes.preview(" in source
+
+
+OP_LOG_WALKS = ("queries.newest(", "queries.about(", ".newest(", ".about(")
+"""Calls that walk the op log for changes (:class:`noon.store.queries.Queries`): listing the
+review queue, a memory's or an entity's changes."""
+
+
+def test_the_page_lists_the_changes_noon_app_finds_and_walks_no_op_log_itself() -> None:
+    """The review queue (:mod:`noon.app.queue`) and a memory's or an entity's changes
+    (:mod:`noon.app.history`) are listed in :mod:`noon.app`; the page only renders them."""
+    from noon import web
+
+    for path in sorted(Path(web.__file__).parent.glob("*.py")):
+        source = path.read_text()
+        walking = [call for call in OP_LOG_WALKS if call in source]
+        assert not walking, f"noon/web/{path.name} walks the op log: {walking}"
 
 
 SQLITE_OUTSIDE_STORE = {

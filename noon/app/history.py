@@ -1,7 +1,7 @@
 """A memory's changes: every change (tool call) that touched its text, placements, keywords or
 boot membership, newest first; as an agent finds them (each in words with the id
 ``undo_change`` takes) and as the page's timeline shows them (each with what undoing its ops
-about the memory would do)."""
+about the memory would do), and an entity's changes as the page lists them."""
 
 from __future__ import annotations
 
@@ -84,3 +84,14 @@ def memory_timeline(
         head = queries.head(r, SUMMARY_OPS)
         out.append(MemoryChange(head, text_op, undo.preview([mine], state)))
     return len(refs), out
+
+
+ENTITY_CHANGES = 50
+"""Changes listed with an entity."""
+
+
+def entity_changes(graph: SqlGraph, ns: str, name: str) -> list[Head]:
+    """The newest :data:`ENTITY_CHANGES` changes about knowledge-graph entity ``name``."""
+    queries = Queries(graph)
+    refs = queries.about(queries.entity_keys(ns, name), f"kg:{name}")
+    return [queries.head(r, SUMMARY_OPS) for r in refs[:ENTITY_CHANGES]]

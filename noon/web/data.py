@@ -2,15 +2,15 @@
 
 The routes and the page call only these methods and see only the JSON-ready values they return.
 The page is one more reader of the machine's shared read model (``NOON_DIR/.noon/``): every read
-refreshes it and runs on one snapshot of it through :func:`noon.store.access.service`;
-writes go through the planning functions of the MCP tools (:mod:`noon.graph.plan`, and
-:mod:`noon.graph.undo` for rollbacks), appended as one batch per call with the client ``web``.
-The process keeps no index of the store: the review queue, a memory's timeline, "approve all"
-and the pending count are queries of the op log (:mod:`noon.store.readmodel.changes`); only the
-pending count is kept, per namespace, until the read model's generation moves. Its helpers, by
-job: :mod:`noon.web.views` (memories, children, conflicts, orphans, the knowledge graph),
-:mod:`noon.web.queue` (the review queue and approvals), :mod:`noon.web.undo_preview` (what a change
-did and its undo), :mod:`noon.web.timeline` (a memory's or an entity's changes).
+refreshes it and runs on one snapshot of it through :func:`noon.store.access.service`; reads
+and writes are the use cases of :mod:`noon.app` (the ones the MCP tools run), a write appended as
+one batch per call with the client ``web``. The process keeps no index of the store: the review
+queue (:mod:`noon.app.queue`), a memory's timeline, "approve all" and the pending count are
+queries of the op log (:mod:`noon.store.readmodel.changes`); only the pending count is kept, per
+namespace, until the read model's generation moves. Its helpers render, by job:
+:mod:`noon.web.views` (memories, children, conflicts, orphans, the knowledge graph),
+:mod:`noon.web.queue` (the review queue), :mod:`noon.web.undo_preview` (what a change did and
+its undo), :mod:`noon.web.timeline` (a memory's or an entity's changes).
 
 Conventions: ``ns`` is a namespace; ``uri`` is a memory URI or ``system://node/<id>`` (how
 orphans and deleted memories are addressed); times are milliseconds since the epoch; a version
@@ -30,6 +30,7 @@ from noon.app import changes as app_changes
 from noon.app import entities as app_entities
 from noon.app import memories, search, status, versions
 from noon.app import orphans as app_orphans
+from noon.app import queue as app_queue
 from noon.app.actor import WEB, Actor
 from noon.config import Settings
 from noon.core.ops import Draft, Key, Op
@@ -196,16 +197,15 @@ class WebData:
         label, node | name}, what (sentences), more, status (pending | approved | rolled_back |
         web), reviewed_by, clients, machines, changes (memory groups)}], next, pending (count),
         frontier (author -> seq: what "approve all" approves)}``."""
-        if view not in ("pending", "reviewed", "all") or group not in ("change", "memory"):
-            raise Invalid("view is pending, reviewed or all; group is change or memory.")
-        try:
-            before_at = queue.cursor(before)
-        except queue.CursorError as exc:
-            raise Invalid(str(exc)) from None
+        app_queue.check(view, group)
+        before_at = app_queue.cursor(before)
 
         def fn(g: SqlGraph) -> dict[str, Any]:
             pending = self._pending_of(g, ns)
-            return queue.listing(g, self.store.fold, ns, view, group, before_at, limit, pending)
+            found = app_queue.listing(
+                g, self.store.fold, ns, view, group, before_at, limit, pending
+            )
+            return queue.listing(g, ns, found)
 
         return self._read(fn)
 

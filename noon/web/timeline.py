@@ -1,28 +1,24 @@
 """The changes of one memory or one knowledge-graph entity, newest first, as the page shows them:
-a memory's as :func:`noon.app.history.memory_timeline` finds them and plans their undo (used
-only by :mod:`noon.web.data`, whose docstrings describe the shapes)."""
+as :mod:`noon.app.history` finds them, a memory's with the undo of each; used only by
+:mod:`noon.web.data`, whose docstrings describe the shapes."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from noon.app import history
 from noon.app.changes import Review
-from noon.app.history import memory_timeline
 from noon.graph.memory_view import show_uri
 from noon.graph.reader import version_id
-from noon.store.queries import Queries
 from noon.store.readmodel.graph import SqlGraph
 from noon.web import queue, undo_preview
-
-ENTITY_CHANGES = 50
-"""Changes listed with an entity."""
 
 
 def timeline(graph: SqlGraph, ns: str, node: str, offset: int, limit: int) -> dict[str, Any]:
     """The memory's changes ``offset`` to ``offset + limit``, as
     :func:`noon.app.history.memory_timeline` finds and plans them."""
     el = graph.content(ns, node)
-    total, found = memory_timeline(graph, ns, node, offset, limit)
+    total, found = history.memory_timeline(graph, ns, node, offset, limit)
     review = Review(graph, ns)
     items = [
         {
@@ -49,7 +45,6 @@ def timeline(graph: SqlGraph, ns: str, node: str, offset: int, limit: int) -> di
 
 
 def entity_changes(graph: SqlGraph, ns: str, name: str) -> list[dict[str, Any]]:
-    queries = Queries(graph)
-    refs = queries.about(queries.entity_keys(ns, name), f"kg:{name}")
+    """An entity's changes, as :func:`noon.app.history.entity_changes` finds them."""
     review = Review(graph, ns)
-    return [queue.item(graph, review, queue.head(queries, r)) for r in refs[:ENTITY_CHANGES]]
+    return [queue.item(graph, review, h) for h in history.entity_changes(graph, ns, name)]

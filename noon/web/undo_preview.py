@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from noon.app import changes
+from noon.app import queue as app_queue
 from noon.core.elements import CONTENT, edge_key
 from noon.graph import undo
 from noon.graph.memory_view import show_uri
@@ -110,7 +111,7 @@ def details(
     queries = Queries(graph)
     review = changes.Review(graph, ns)
     return {
-        "changes": [queue.item(graph, review, queue.head(queries, r)) for r in refs],
+        "changes": [queue.item(graph, review, app_queue.head(queries, r)) for r in refs],
         "steps": steps(graph, ns, found.page),
         "total_steps": found.total_steps,
         "offset": offset,
