@@ -77,7 +77,7 @@ def recall(svc: GraphService, ns: str, context: str, limit: int) -> Recall:
         def placed(node: str) -> bool:
             return bool(g.uris(ns, node))
 
-        found = s.search.find(ns, context, limit, placed, hybrid=True)
+        found = s.search.search(ns, context, limit, placed, hybrid=True)
         for hit in found.hits:
             shared = ", ".join(hit.matched) or "close in meaning, no word in common"
             note(hit.node, f"search hit (score {hit.score}): {shared}")

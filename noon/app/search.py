@@ -55,7 +55,7 @@ def find(svc: GraphService, ns: str, query: str, domain: str | None, limit: int)
         us = g.uris(ns, node)
         return bool(us) and (domain is None or any(u.domain == domain for u, _ in us))
 
-    found = svc.search.find(ns, query, limit, accept, hybrid=True, neighbours=True)
+    found = svc.search.search(ns, query, limit, accept, hybrid=True, neighbours=True)
     hits = []
     for h in found.hits:
         us = g.uris(ns, h.node)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.machinery
 import logging
-import subprocess
 import sys
 import types
 from functools import partial
@@ -20,7 +19,7 @@ from noon.mcp.uri_recall import rendered
 from noon.store.access import service
 from noon.store.readmodel import embedder, search, vectorizer
 from noon.store.readmodel.embedder import Embedder, ModelUnavailable
-from tests.harness.mesh import ROOT, subprocess_env
+from tests.harness.mesh import noon_command, subprocess_env
 from tests.harness.texts import write_texts
 from tests.harness.uri import open_store
 
@@ -118,14 +117,7 @@ def test_reindex_says_the_semantic_index_was_not_rebuilt_when_the_model_does_not
     env = subprocess_env(NOON_NODE_ID="n1")
     env["PYTHONPATH"] = str(tmp_path / "site") + ":" + env["PYTHONPATH"]
     env.pop("NOON_SEMANTIC", None)
-    run = subprocess.run(
-        [sys.executable, "-m", "noon", "reindex", "--quiet", "--dir", str(tmp_path / "store")],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    run = noon_command("reindex", "--quiet", "--dir", str(tmp_path / "store"), env=env)
     assert run.returncode == 1, run.stderr
     assert "read model rebuilt: " in run.stdout
     assert "semantic index rebuilt" not in run.stdout

@@ -230,22 +230,10 @@ class Search:
         *,
         hybrid: bool = False,
         neighbours: bool = False,
-    ) -> list[Hit]:
-        """The best ``limit`` memories for ``query`` among those ``accept`` lets through;
-        ``neighbours``: hits written next to the best hits rank higher (:func:`spread`)."""
-        return self.find(namespace, query, limit, accept, hybrid=hybrid, neighbours=neighbours).hits
-
-    def find(
-        self,
-        namespace: str,
-        query: str,
-        limit: int = 10,
-        accept: Callable[[str], bool] | None = None,
-        *,
-        hybrid: bool = False,
-        neighbours: bool = False,
     ) -> Found:
-        """:meth:`search`, saying whether meaning ranked too."""
+        """The best ``limit`` memories for ``query`` among those ``accept`` lets through, and
+        whether meaning ranked too; ``neighbours``: hits written next to the best hits rank
+        higher (:func:`spread`)."""
         terms = query_terms(query)[:MAX_TERMS]
         semantic = hybrid and bool(query.strip()) and self._semantic_ready()
         if (not terms and not semantic) or limit <= 0:
