@@ -31,6 +31,13 @@ class Recalled:
     """Each reason it was recalled, in words."""
 
 
+@dataclass(frozen=True)
+class Recall:
+    found: list[Recalled]
+    semantic: bool
+    """The search hits were ranked by meaning too (hybrid); else by words only."""
+
+
 def meets(disclosure: str, context_words: set[str]) -> list[str]:
     """The disclosure's words the context holds, when they are at least :data:`MEETS` of them
     (a word counts when the context has it or a word it starts); else nothing."""
@@ -39,11 +46,11 @@ def meets(disclosure: str, context_words: set[str]) -> list[str]:
     return held if words and len(held) >= MEETS * len(words) else []
 
 
-def recall(svc: GraphService, ns: str, context: str, limit: int) -> list[Recalled]:
+def recall(svc: GraphService, ns: str, context: str, limit: int) -> Recall:
     """At most ``limit`` live memories with a URI that ``context`` should bring to mind, each
     with why, disclosures first, then keywords, then search hits."""
 
-    def fn(s: GraphService) -> list[Recalled]:
+    def fn(s: GraphService) -> Recall:
         g = s.graph
         terms = query_terms(context)[:MAX_TERMS]
         context_words = set(query_terms(context))
@@ -70,12 +77,14 @@ def recall(svc: GraphService, ns: str, context: str, limit: int) -> list[Recalle
         def placed(node: str) -> bool:
             return bool(g.uris(ns, node))
 
-        for hit in s.search.search(ns, context, limit, placed, hybrid=True):
+        found = s.search.search(ns, context, limit, placed, hybrid=True)
+        for hit in found.hits:
             shared = ", ".join(hit.matched) or "close in meaning, no word in common"
             note(hit.node, f"search hit (score {hit.score}): {shared}")
-        return [
+        recalled = [
             Recalled(str(g.uris(ns, node)[0][0]), node, reasons)
             for node, reasons in list(why.items())[:limit]
         ]
+        return Recall(recalled, found.semantic)
 
     return svc.read(fn)

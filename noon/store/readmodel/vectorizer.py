@@ -28,7 +28,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from noon.store.readmodel import vectors
-from noon.store.readmodel.embedder import MODEL, available
+from noon.store.readmodel.embedder import (
+    MODEL,
+    ModelUnavailable,
+    available,
+    installed,
+    why_lexical,
+)
 from noon.store.readmodel.model import ReadModel
 from noon.store.shard import open_regular
 
@@ -86,7 +92,8 @@ class Vectorizer:
         return stored or -1  # all edited meanwhile: still progress, look again
 
     def catch_up(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Embed until nothing is pending (``noon reindex``); how many were embedded."""
+        """Embed until nothing is pending (``noon reindex``); how many were embedded.
+        :class:`~.embedder.ModelUnavailable` when the model does not load."""
         total = 0
         with self._machine_lock(wait=True):
             while not self._stop.is_set():
@@ -114,6 +121,8 @@ class Vectorizer:
                             with self._lock:
                                 vectors.prune(self._model.conn)
                             self._pruned = time.monotonic()
+            except ModelUnavailable:
+                return  # said once, by the model: this process searches by words only
             except Exception:  # a failed batch loses nothing: it is pending still
                 log.exception("embedding memories failed; trying again later")
             self._wake.wait(IDLE_S)
@@ -143,3 +152,14 @@ def describe() -> str:
     if available():
         return "hybrid: BM25 full-text fused with multilingual semantic similarity"
     return "lexical, not semantic"
+
+
+def ranking(semantic: bool) -> tuple[str, str | None]:
+    """How one search ranked (``"hybrid"`` or ``"lexical"``), and what its answer says when it
+    ranked by words only where the tool texts promised meaning too (the model still loading, or
+    failed to load): the agent is never told a search was hybrid that was not."""
+    if semantic:
+        return "hybrid", None
+    if not installed():
+        return "lexical", None  # the tool texts already say lexical
+    return "lexical", f"Ranked by words only: {why_lexical()}."
