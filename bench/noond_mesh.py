@@ -54,7 +54,7 @@ def mesh(base: Path, pki: Pki, proxies: Proxies, n: int, **env: str) -> list[Nod
         # Ten daemons starting at once on 2 shared cores: each spends seconds importing alone.
         node.wait_healthy(timeout=180)
     wait_until(
-        lambda: all(len(m.get("/peers")[1]["peers"]) == n - 1 for m in nodes),
+        lambda: all(len(m.peers().peers) == n - 1 for m in nodes),
         timeout=60,
         what="full membership",
     )

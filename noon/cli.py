@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from noon import logs
+from noon import logging_setup
 from noon.commands.terminal import visible
 from noon.errors import NoonError
 
@@ -114,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        logs.setup(logging.DEBUG if args.verbose else logging.INFO)
+        logging_setup.setup(logging.DEBUG if args.verbose else logging.INFO)
         return int(args.run(args) or 0)
     except (NoonError, ValueError, OSError) as exc:
         print(f"noon: {visible(str(exc))}", file=sys.stderr)  # may quote stored text

@@ -9,7 +9,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from noon import logs
+from noon import logging_setup
 from noon.config import ConfigError
 from noond.config import DaemonConfig, add_flags, from_env
 
@@ -45,7 +45,7 @@ async def _serve(config: DaemonConfig) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        logs.setup(getattr(logging, str(args.log_level).upper(), logging.INFO))
+        logging_setup.setup(getattr(logging, str(args.log_level).upper(), logging.INFO))
         config = from_env(args=args)
         asyncio.run(_serve(config))
     except ConfigError as exc:

@@ -45,7 +45,7 @@ from noond.wire import (
 
 MAX_JSON = 8 << 20
 OPS_ROUTE = "/shards/{node}/ops"
-"""The route label of op streams, as the server names it (pulls and pushes alike)."""
+"""The route label of op pages and pushes, as the server names it (pulls and pushes alike)."""
 IDLE_CLOSE = 10.0
 """Idle keep-alive connections are closed after this long, well before a server gives up on
 them (noond waits 30 s): a request never races the server's close."""

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from noon import logs
+from noon import logging_setup
 from noon.core.collection import Blocker
 from noon.store.collect import CollectReport, Gate
 
@@ -125,7 +125,7 @@ def _report(obj: dict[str, Any]) -> CollectReport:
 
 
 def main(argv: list[str]) -> int:
-    logs.setup(getattr(logging, argv[0] if argv else "INFO", logging.INFO))
+    logging_setup.setup(getattr(logging, argv[0] if argv else "INFO", logging.INFO))
     request = orjson.loads(sys.stdin.buffer.read())
     try:
         report = _gate(request).collect(Path(request["dir"]), str(request["self_id"]))

@@ -27,9 +27,9 @@ from typing import TextIO
 
 import orjson
 
-from noon import logs
+from noon import logging_setup
 from noon.core.hlc import Clock
-from noon.logs import Condition
+from noon.logging_setup import Condition
 from noon.store.errors import ForkDetected
 from noon.store.readmodel.behind import RETRY_SECONDS, full
 from noon.store.readmodel.model import ReadModel, Unshared
@@ -164,7 +164,7 @@ def serve(slicer: Slicer, requests: TextIO, answers: TextIO) -> None:
 
 def main(argv: list[str]) -> int:
     directory, max_skew_ms, level = Path(argv[0]), int(argv[1]), argv[2]
-    logs.setup(getattr(logging, level, logging.INFO))
+    logging_setup.setup(getattr(logging, level, logging.INFO))
     serve(Slicer(directory, max_skew_ms), sys.stdin, sys.stdout)
     return 0
 

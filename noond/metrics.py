@@ -134,7 +134,9 @@ class Metrics:
             "Own ops recovered from peers (after a disk loss).",
             registry=r,
         )
-        self.ops_served = Counter("noond_ops_served_total", "Ops served in op streams.", registry=r)
+        self.ops_served = Counter(
+            "noond_ops_served_total", "Ops served in op pages (GET /shards/{node}/ops).", registry=r
+        )
         self.client_sent = Counter(
             "noond_client_sent_bytes_total",
             "Request body bytes sent to peers.",

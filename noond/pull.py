@@ -157,7 +157,7 @@ class Puller(Wired):
             return self.signers.generation != before
 
     def refuse(self, reason: str, message: str, m: Member, *args: object) -> None:
-        """Count a refusal of what ``m`` sent and log it (rate-limited, noon.logs)."""
+        """Count a refusal of what ``m`` sent and log it (rate-limited, noon.logging_setup)."""
         self.metrics.rejected.labels(reason).inc()
         log.warning(message, m.node, *args)
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from noon.core.collection import member_of
-from noon.logs import Condition
+from noon.logging_setup import Condition
 from noon.names import shard_file
 from noon.store.serve import Summaries, Summary
 

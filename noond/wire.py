@@ -116,7 +116,7 @@ def check_params(check: int | None, checks: Checks) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class PageHeaders:
-    """The paging headers of an op stream."""
+    """The paging headers of an op page (§4)."""
 
     last: int
     more: bool

@@ -19,7 +19,7 @@ LAYER = {
     "noon.names": 2,
     "noon.config": 2,
     "noon.setting": 2,
-    "noon.logs": 2,
+    "noon.logging_setup": 2,
     "noon.net": 2,
     "noon.graph": 3,
     "noon.kg": 3,
@@ -45,8 +45,8 @@ ALLOWED = {
     ("noon.config", "noon.errors"),
     ("noon.config", "noon.setting"),
     ("noon.names", "noon.errors"),
-    ("noon.logs", "noon.config"),
-    ("noon.logs", "noon.errors"),
+    ("noon.logging_setup", "noon.config"),
+    ("noon.logging_setup", "noon.errors"),
     ("noon.__main__", "noon.cli"),
     ("noon.daemon_link", "noon.certs"),
     ("noon.app", "noon.daemon_link"),  # status asks the local noond
@@ -69,12 +69,13 @@ ROWS: list[tuple[tuple[str, ...], str, str]] = [
         "`noon.errors`, stdlib, orjson. **No I/O.**",
     ),
     (
-        ("noon.names", "noon.setting", "noon.config", "noon.logs", "noon.net"),
+        ("noon.names", "noon.setting", "noon.config", "noon.logging_setup", "noon.net"),
         "node ids and shard file names; a program's settings as one table (variable, "
         "flag, type, default, help) that the code reads and the docs are generated from "
         "(`setting`); settings from flags and `NOON_*` (one source for every command); "
         "rate-limited logging; what counts as loopback",
-        "layers 0–1, each other (`config` uses `names` and `setting`, `logs` uses `config`)",
+        "layers 0–1, each other (`config` uses `names` and `setting`, `logging_setup` uses "
+        "`config`)",
     ),
     (
         ("noon.graph",),

@@ -12,8 +12,8 @@ or a token holder flooding) cannot lock the others out.
   most loses its least recently used idle one. A new session is refused (503) only when every
   session in the way is busy. Idle sessions expire after ``session_idle`` seconds.
 
-Every refusal is logged through :mod:`noon.logs` (rate-limited per kind) and never costs more
-than closing a socket.
+Every refusal is logged through :mod:`noon.logging_setup` (rate-limited per kind) and never
+costs more than closing a socket.
 
 The session bound hooks into the MCP SDK's session manager (``mcp==2.3.0``, pinned): its
 admission and discard steps and its session table. tests/mcp/test_serve_limits.py fails if an SDK
@@ -118,7 +118,7 @@ class HttpLimits:
 def refused(what: str, source: str, reason: str, *detail: object) -> None:
     """One log line per refusal. ``what`` and ``reason`` are constants (``reason`` may hold
     ``%`` placeholders for ``detail``), so each kind of refusal is its own template for
-    :class:`noon.logs.RateLimit`, which keeps a flood of it to a burst a minute."""
+    :class:`noon.logging_setup.RateLimit`, which keeps a flood of it to a burst a minute."""
     log.warning(f"refused {what} from %s: {reason}", source, *detail)
 
 

@@ -11,7 +11,8 @@
   answers 408 otherwise; a body nobody reads is drained for at most 10 s, then the connection
   is closed).
 
-Refusals are logged at a bounded rate (:mod:`noon.logs`) and cost no more than closing a socket.
+Refusals are logged at a bounded rate (:mod:`noon.logging_setup`) and cost no more than closing
+a socket.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from noon.core.hlc import pack, physical
 from noon.core.ops import encode
-from noon.logs import JsonFormatter
+from noon.logging_setup import JsonFormatter
 from noon.store.survey import survey
 
 

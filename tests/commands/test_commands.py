@@ -31,7 +31,7 @@ from noon.mcp.uri_views import read_view
 from noon.store import peerstate
 from noon.store.access import kg_mutate, service
 from noon.store.store import Store
-from tests.harness.mesh import ROOT, Node, Pki, start_all, wait_until
+from tests.harness.mesh import ROOT, Node, Pki, reported, start_all, wait_until
 from tests.harness.operator import as_json, cli_env, doctor, problems, run
 
 pytestmark = pytest.mark.integration
@@ -86,11 +86,6 @@ def test_help_lists_every_operator_command():
 
 
 # -- status and doctor against real daemons -----------------------------------------------
-
-
-def reported(by: Node, member: str, author: str, seq: int) -> bool:
-    peers = {p["node"]: p for p in by.get("/peers")[1]["peers"]}
-    return member in peers and peers[member]["heads"].get(author, 0) >= seq
 
 
 def test_status_and_doctor_follow_a_live_mesh_and_a_peer_going_down(spawn, tmp_path, pki):
@@ -546,7 +541,7 @@ def test_doctor_and_status_report_a_fork_the_daemon_found(spawn, tmp_path, pki):
         + b"\n"
     )
     a.start([b])
-    wait_until(lambda: a.get("/status")[1]["forks"], what="a's daemon to find the fork")
+    wait_until(lambda: a.status().forks, what="a's daemon to find the fork")
     cli = cli_env(a.dir, "a", pki.node("a"), a.address)
     code, findings = doctor(cli)
     assert code == 1

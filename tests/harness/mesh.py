@@ -31,6 +31,7 @@ from noon import certs
 from noon.config import Settings
 from noon.core import chain
 from noon.core.ops import Draft
+from noon.daemon_link import bodies
 from noon.store.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -353,6 +354,23 @@ class Node:
         except ValueError:
             return status, body
 
+    def status(self, **kw: Any) -> bodies.Status:
+        """``/status``, read through the message noond builds it from."""
+        return self._body("/status", bodies.Status, **kw)
+
+    def peers(self, **kw: Any) -> bodies.Peers:
+        """``/peers``, read through the message noond builds it from."""
+        return self._body("/peers", bodies.Peers, **kw)
+
+    def info(self, **kw: Any) -> bodies.Info:
+        """``/info``, read through the message noond builds it from."""
+        return self._body("/info", bodies.Info, **kw)
+
+    def _body(self, path: str, kind: type[bodies.M], **kw: Any) -> bodies.M:
+        status, _, raw = self.request("GET", path, **kw)
+        assert status == 200, f"{self.name} answered {path} with {status}: {raw[:200]!r}"
+        return bodies.decode(raw, kind, path)
+
     def metric(self, name: str, labels: str = "") -> float:
         status, _, body = self.request("GET", "/metrics")
         assert status == 200
@@ -396,6 +414,13 @@ def converged(nodes: list[Node], expect: int | None = None) -> bool:
     if expect is not None and len(states[0]) != expect:
         return False
     return all(s == states[0] for s in states[1:])
+
+
+def reported(by: Node, member: str, author: str, seq: int) -> bool:
+    """Whether ``by``'s ``/peers`` says ``member`` reported holding ``author``'s shard up to
+    ``seq``."""
+    peers = {p.node: p for p in by.peers().peers}
+    return member in peers and peers[member].heads.get(author, 0) >= seq
 
 
 def key_of(path: Path) -> chain.Sign:

@@ -374,8 +374,7 @@ class Cluster:
     def reported_forks(self) -> set[str]:
         forks: set[str] = set()
         for node in self.nodes:
-            status = node.get("/status")[1]
-            forks |= {f["shard"] for f in status.get("forks", [])}
+            forks |= {f.shard for f in node.status().forks}
         return forks
 
     def settled(self, report: Report) -> list[str]:

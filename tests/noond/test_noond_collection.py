@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from noon.core.ops import Draft, OpError, decode
-from tests.harness.mesh import Node, Pki, free_port, start_all, wait_until
+from tests.harness.mesh import Node, Pki, free_port, reported, start_all, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -33,11 +33,6 @@ def ops_on(node: Node, ident: str) -> int:
 
 def delete(node: Node, ident: str) -> None:
     node.store().write(lambda fold: [Draft(key(ident), None)])
-
-
-def reported(by: Node, member: str, author: str, seq: int) -> bool:
-    peers = {p["node"]: p for p in by.get("/peers")[1]["peers"]}
-    return member in peers and peers[member]["heads"].get(author, 0) >= seq
 
 
 @pytest.mark.parametrize("unseen", [True, False], ids=["collect-unseen", "default"])
@@ -69,8 +64,8 @@ def test_collection_follows_what_each_member_saw(spawn, tmp_path: Path, pki: Pki
     b.write(("last-b", "keeps b's shard tail"))
 
     def frozen_on_c(node: Node, n: int) -> bool:
-        status = node.get("/status")[1]["collection"]
-        return status.get("frozen", 0) >= n and any(k["member"] == "c" for k in status["kept"])
+        status = node.status().collection
+        return status.frozen >= n and any(k.member == "c" for k in status.kept)
 
     if unseen:
         wait_until(

@@ -21,7 +21,7 @@ DATA = Path(__file__).parent / "data"
 
 
 def members(node: Node) -> set[str]:
-    return {p["node"] for p in node.get("/peers")[1]["peers"]}
+    return {p.node for p in node.peers().peers}
 
 
 def port_free_on(port: int, *hosts: str) -> bool:
@@ -58,9 +58,9 @@ def test_tailscale_status_peers_become_members_after_proving_identity(spawn, tmp
     laptop.write(("l", "from laptop"))
     desktop.write(("d", "from desktop"))
     wait_until(lambda: converged([laptop, desktop], expect=2))
-    peers = laptop.get("/peers")[1]
+    peers = laptop.peers()
     # The online peer where nothing answers stays a candidate; the offline one is not tried.
-    candidates = {c["address"] for c in peers["candidates"]}
+    candidates = {c.address for c in peers.candidates}
     assert f"127.0.0.4:{port}" in candidates
     assert f"127.0.0.3:{port}" not in candidates
     assert "printer-server" not in members(laptop)

@@ -168,7 +168,7 @@ def test_a_read_with_a_false_digest_raises_no_fork_alarm(node: Node, pki: Pki):
         "GET", "/shards/carl/ops?after=1&check=00000000000000ff", as_node="alice"
     )
     assert status == 409 and json.loads(raw)["code"] == "fork"
-    assert node.get("/status")[1]["forks"] == []
+    assert node.status().forks == ()
     assert node.metric("noond_forks_detected_total") == 0
     assert "FORK DETECTED" not in node.log.read_text()
     # The author's own word about its own shard is a fork (as a push of it would be).
@@ -176,7 +176,7 @@ def test_a_read_with_a_false_digest_raises_no_fork_alarm(node: Node, pki: Pki):
         "GET", "/shards/carl/ops?after=1&check=00000000000000ff", as_node="carl"
     )
     assert status == 409
-    assert [f["peer"] for f in node.get("/status")[1]["forks"]] == ["carl"]
+    assert [f.peer for f in node.status().forks] == ["carl"]
 
 
 def test_revocation_covers_the_import_shard(node: Node, tmp_path: Path):

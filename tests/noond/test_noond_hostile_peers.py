@@ -74,9 +74,7 @@ def test_a_member_claiming_more_of_our_own_shard_gets_nothing_written(
     for i in range(3):
         a.write((f"a{i}", "mine"))
     claims = wait_until(
-        lambda: [
-            c for c in a.get("/status")[1]["claims"] if c["peer"] == "rogue" and c["held"] == 3
-        ],
+        lambda: [c for c in a.status().claims if c.peer == "rogue" and c.held == 3],
         what="the rogue's claim to be checked and shown",
     )
     assert claims[0]["seq"] == 53 and not claims[0]["confirmed"]
@@ -114,13 +112,13 @@ def test_a_confirmed_recovery_takes_only_what_was_claimed_when_confirmed(
     c = Node("c", tmp_path, pki)
     spawn.append(c)
     c.start([liar.seed])
-    wait_until(lambda: c.get("/status")[1]["claims"], what="the claim")
+    wait_until(lambda: c.status().claims, what="the claim")
     out = noon_command("peers", "recover", "rogue", env=cli_env(c))
     assert out.returncode == 0 and "up to seq 20" in out.stdout, out.stdout + out.stderr
     claimed["head"] = 1000  # raised after the operator confirmed: never taken
     wait_until(lambda: (c.dir / "c.jsonl").exists(), what="the recovery")
     wait_until(
-        lambda: [cl["seq"] for cl in c.get("/status")[1]["claims"]] == [1000],
+        lambda: [cl.seq for cl in c.status().claims] == [1000],
         what="the recovery to finish and the raised claim to stand alone",
     )
     seqs = [decode(r).seq for r in (c.dir / "c.jsonl").read_bytes().splitlines()]
@@ -224,7 +222,7 @@ def test_announced_and_gossiped_addresses_are_dialled_within_backoff(
     spawn.append(a)
     a.start([liar.seed])
     wait_until(lambda: a.metric("noond_rejected_total", 'reason="address_flood"') >= 1)
-    gossiped = [c for c in a.get("/peers")[1]["candidates"] if c["source"] == "gossip"]
+    gossiped = [c for c in a.peers().candidates if c.source == "gossip"]
     assert len(gossiped) <= 64
     # The member now announces one address after another as its own, as fast as it can.
     t0 = time.monotonic()
@@ -247,5 +245,5 @@ def test_announced_and_gossiped_addresses_are_dialled_within_backoff(
     for s in listeners:
         s.close()
     assert dials <= 6, f"{dials} dials to announced addresses in 5 s"
-    mine = [c for c in a.get("/peers")[1]["candidates"] if c["node"] == "rogue"]
+    mine = [c for c in a.peers().candidates if c.node == "rogue"]
     assert len(mine) <= 1

@@ -51,7 +51,7 @@ def test_a_local_write_is_pushed_long_before_any_poll_or_round(
     spawn += [a, b]
     start_all((a, [b]), (b, [a]))
     wait_until(
-        lambda: all(len(n.get("/peers")[1]["peers"]) == 1 for n in (a, b)),
+        lambda: all(len(n.peers().peers) == 1 for n in (a, b)),
         what="each to admit the other",
     )
     wait_until(lambda: a.metric("noond_rounds_total") >= 1, what="a's first round")

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 
 def not_behind(node: Node) -> bool:
-    return node.get("/status")[1]["behind"] is False
+    return node.status().behind is False
 
 
 def rogue(pki: Pki, mode: str) -> HostilePeer:
@@ -67,7 +67,7 @@ def test_a_misbehaving_member_harms_no_one(spawn, tmp_path: Path, pki, mode):
         a.start([b, rogue_peer.seed], NOOND_MAX_BODY="1048576")
         b.start([a, rogue_peer.seed], NOOND_MAX_BODY="1048576")
         wait_until(
-            lambda: "rogue" in {p["node"] for p in a.get("/peers")[1]["peers"]},
+            lambda: "rogue" in {p.node for p in a.peers().peers},
             what="rogue to be admitted (it has a valid certificate)",
         )
         for i in range(3):
@@ -96,7 +96,7 @@ def test_a_misbehaving_member_harms_no_one(spawn, tmp_path: Path, pki, mode):
                 timeout=10,
                 what="the rogue's claim to be refused",
             )
-            assert node.get("/status")[1]["candidates"] <= 1024
+            assert node.status().candidates <= 1024
         # a's own shard was never touched by the rogue's claim to hold more of it.
         assert sorted(a.state()) == sorted(b.state())
         a.write(("after", "still writable"))
@@ -116,6 +116,6 @@ def test_a_peer_on_another_protocol_revision_gets_a_clear_error_not_a_stall(spaw
             what="the revision mismatch to be reported",
         )
         assert "speaks protocol revisions 3..3; this node speaks 1..2" in a.log.read_text()
-        assert "rogue" not in {p["node"] for p in a.get("/peers")[1]["peers"]}
+        assert "rogue" not in {p.node for p in a.peers().peers}
     finally:
         rogue_peer.close()

@@ -48,8 +48,7 @@ def test_three_nodes_converge_from_writes_everywhere(spawn, tmp_path, pki):
     # Everyone became a member of everyone through gossip, each proven by /info over mTLS.
     wait_until(
         lambda: all(
-            {p["node"] for p in n.get("/peers")[1]["peers"]} == {"a", "b", "c"} - {n.name}
-            for n in (a, b, c)
+            {p.node for p in n.peers().peers} == {"a", "b", "c"} - {n.name} for n in (a, b, c)
         ),
         what="full membership",
     )
@@ -58,9 +57,7 @@ def test_three_nodes_converge_from_writes_everywhere(spawn, tmp_path, pki):
     # Every member reports its frontier (what tombstone collection needs from it).
     frontier = {"a": 6, "b": 6, "c": 6}
     wait_until(
-        lambda: all(
-            p["heads"] == frontier and p["reported_at"] for p in a.get("/peers")[1]["peers"]
-        ),
+        lambda: all(p.heads == frontier and p.reported_at for p in a.peers().peers),
         what="a to hold every member's current frontier",
     )
 
@@ -101,8 +98,8 @@ def test_own_shard_recovered_from_a_peer_after_disk_loss(spawn, tmp_path, pki):
     (a.dir / "a.jsonl").unlink()
     a.start([b])
     # b's claim is checked and shown, never acted on by itself.
-    claims = wait_until(lambda: a.get("/status")[1]["claims"], what="b's claim to be shown")
-    assert claims[0]["peer"] == "b" and claims[0]["seq"] == 5 and claims[0]["held"] == 0
+    claims = wait_until(lambda: a.status().claims, what="b's claim to be shown")
+    assert claims[0].peer == "b" and claims[0].seq == 5 and claims[0].held == 0
     assert a.metric("noond_own_shard_behind") == 1
     assert not (a.dir / "a.jsonl").exists()
     env = {
@@ -121,7 +118,7 @@ def test_own_shard_recovered_from_a_peer_after_disk_loss(spawn, tmp_path, pki):
         what="own shard recovery",
     )
     assert a.metric("noond_ops_recovered_total") == 5
-    wait_until(lambda: a.get("/status")[1]["claims"] == [], what="the claim to be settled")
+    wait_until(lambda: a.status().claims == (), what="the claim to be settled")
     a.write(("k5", "v5"))  # continues at seq 6, no reuse
     wait_until(lambda: converged([a, b], expect=6))
     assert a.metric("noond_forks_detected_total") == 0
@@ -191,7 +188,7 @@ def test_a_forked_shard_is_detected_and_never_merged(spawn, tmp_path, pki):
         ),
         what="both to see the fork",
     )
-    assert a.get("/status")[1]["forks"][0]["shard"] == "a"
+    assert a.status().forks[0].shard == "a"
     assert a.metric("noond_forked_shards") == 1
     a.write(("other", "still writable"))
     wait_until(lambda: a.metric("noond_rounds_total") >= 3)
@@ -233,7 +230,7 @@ def test_a_write_is_pushed_at_once_not_at_the_next_round(spawn, tmp_path, pki):
     slow_rounds = {"NOOND_INTERVAL": "3600"}
     a.env, b.env = slow_rounds, slow_rounds
     start_all((a, [b]), (b, [a]))
-    wait_until(lambda: {p["node"] for p in a.get("/peers")[1]["peers"]} == {"b"})
+    wait_until(lambda: {p.node for p in a.peers().peers} == {"b"})
     rounds = a.metric("noond_rounds_total")
     a.write(("first", "creates the shard"))  # the shard file appears: that is a change too
     wait_until(lambda: b.state() == a.state() and len(a.state()) == 1, timeout=10)
@@ -274,7 +271,7 @@ def test_a_member_that_restarts_on_another_address_is_found_again(spawn, tmp_pat
     b.port = free_port()  # same node, new address; it remembers a from its state file
     b.start()
     wait_until(
-        lambda: {p["address"] for p in a.get("/peers")[1]["peers"]} == {b.address},
+        lambda: {p.address for p in a.peers().peers} == {b.address},
         what="a to verify and adopt b's new address",
     )
     a.write(("two", "2"))
@@ -351,13 +348,13 @@ def test_an_import_batch_is_pushed_at_once_not_at_the_next_round(spawn, tmp_path
 def test_the_operator_sees_a_members_lag_as_it_is_now(spawn, tmp_path, pki):
     a, b = make(spawn, tmp_path, pki, "a"), make(spawn, tmp_path, pki, "b")
     start_all((a, [b]), (b, [a]), NOOND_INTERVAL="60", NOOND_PUSH="false")
-    wait_until(lambda: "b" in {p["node"] for p in a.get("/peers")[1]["peers"]})
+    wait_until(lambda: "b" in {p.node for p in a.peers().peers})
     for i in range(5):
         b.write((f"b{i}", "new on b"))
 
     def heads_of_b(as_node: str) -> dict[str, int]:
-        peers = {p["node"]: p for p in a.get("/peers", as_node=as_node)[1]["peers"]}
-        return dict(peers["b"]["heads"])
+        peers = {p.node: p for p in a.peers(as_node=as_node).peers}
+        return dict(peers["b"].heads)
 
     assert heads_of_b("someone").get("b", 0) < 5  # another member sees the last round's report
     assert heads_of_b("a").get("b") == 5  # the local operator gets a fresh one

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from noon.daemon_link import bodies
 from tests.harness.mesh import Node, Pki, converged, start_all, wait_until
 from tests.harness.proxy import Link, Proxy
 
@@ -65,23 +66,17 @@ def test_a_and_b_cut_apart_converge_through_c(
     assert _reported(a, "b", "b") == 1  # b never told a more: what a holds of b came via c
 
 
-def _peer(node: Node, peer: str) -> dict[str, object]:
-    status, body = node.get("/peers")
-    assert status == 200
-    return next(p for p in body["peers"] if p["node"] == peer)
+def _peer(node: Node, peer: str) -> bodies.PeerEntry:
+    return next(p for p in node.peers().peers if p.node == peer)
 
 
 def _reported(node: Node, peer: str, shard: str) -> int:
-    heads = _peer(node, peer)["heads"]
-    assert isinstance(heads, dict)
-    return int(heads.get(shard, 0))
+    return _peer(node, peer).heads.get(shard, 0)
 
 
 def _state(node: Node, peer: str) -> str:
-    return str(_peer(node, peer)["state"])
+    return _peer(node, peer).state
 
 
 def _failures(node: Node, peer: str) -> int:
-    failures = _peer(node, peer)["failures"]
-    assert isinstance(failures, int)
-    return failures
+    return _peer(node, peer).failures

@@ -72,7 +72,7 @@ def test_lone_writes_travel_on_one_open_stream(spawn: list[Node], tmp_path: Path
     # and send a write by POST, which this test counts.
     a.start([b], NOOND_INTERVAL="30", NOOND_TIMEOUT="10")
     b.start([a], NOOND_INTERVAL="30", NOOND_TIMEOUT="10")
-    wait_until(lambda: a.get("/peers")[1]["peers"], what="a to admit b")
+    wait_until(lambda: a.peers().peers, what="a to admit b")
     opening = stream_up(a, b, "opening")
     posts, streamed = scrape(b, POSTS), scrape(b, STREAM_BYTES)
     for i in range(10):
@@ -94,7 +94,7 @@ def test_lone_writes_are_stored_and_answered_while_the_fold_worker_is_frozen(
     spawn += [a, b]
     a.start([b], NOOND_INTERVAL="30", NOOND_TIMEOUT="10")
     b.start([a], NOOND_INTERVAL="30", NOOND_TIMEOUT="10")
-    wait_until(lambda: a.get("/peers")[1]["peers"], what="a to admit b")
+    wait_until(lambda: a.peers().peers, what="a to admit b")
     opening = stream_up(a, b, "opening")
     wait_until(
         lambda: read_model_holds(b.dir, {"a.jsonl": (b.dir / "a.jsonl").stat().st_size}),

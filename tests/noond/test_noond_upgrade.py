@@ -62,9 +62,7 @@ def holds(nodes: list[Node], rounds: dict[str, int]) -> bool:
 
 
 def revisions(node: Node) -> list[int]:
-    status, info = node.get("/info")
-    assert status == 200
-    return list(info["revisions"])
+    return list(node.info().revisions)
 
 
 def test_a_revision_1_mesh_upgraded_one_machine_at_a_time_loses_and_refuses_nothing(

@@ -9,13 +9,13 @@ import shutil
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bench.s3 import S3Server, moto_server, seaweed_server
 from noon import certs
 from noon.core.ops import Draft
+from noon.daemon_link import bodies
 from noond.relay import seal
 from noond.relay.compact import MERGE_AT
 from tests.harness.mesh import Node, Pki, wait_until
@@ -67,10 +67,8 @@ def holds(node: Node, name: str) -> bool:
     return name in texts(node)
 
 
-def relay_status(node: Node) -> dict[str, Any]:
-    status, body = node.get("/status")
-    assert status == 200
-    return body["relays"][0]
+def relay_status(node: Node) -> bodies.RelayReport:
+    return node.status().relays[0]
 
 
 def uploaded(node: Node) -> bool:
@@ -78,9 +76,9 @@ def uploaded(node: Node) -> bool:
     report = relay_status(node)
     own = node.store().fold.frontier().get(node.name, 0)
     return (
-        report["uploaded"].get(node.name) == own
-        and report["backlog_ops"] == 0
-        and (report["head"].get(node.name) is not None)
+        report.uploaded.get(node.name) == own
+        and report.stats.backlog_ops == 0
+        and (report.head.get(node.name) is not None)
     )
 
 
@@ -107,8 +105,8 @@ def test_two_machines_never_online_together_converge(
 
     b.start()
     wait_until(lambda: texts(b).get("a1") == "written on the laptop", what="desktop reads")
-    wait_until(lambda: relay_status(b)["refused"] == 1, what="the cut copy refused")
-    assert len(shard_lines(b, "laptop")) == 1 and relay_status(b)["lag_ops"] == 1
+    wait_until(lambda: relay_status(b).stats.refused == 1, what="the cut copy refused")
+    assert len(shard_lines(b, "laptop")) == 1 and relay_status(b).stats.lag_ops == 1
     b.write(("b1", "written on the desktop"))
     wait_until(lambda: uploaded(b), what="the desktop's write in the bucket")
     b.stop()
@@ -130,12 +128,11 @@ def test_two_machines_never_online_together_converge(
         assert "laptop" not in key and "desktop" not in key, key
         raw = client.get_object(Bucket=s3.bucket, Key=key)["Body"].read()
         assert b"written on" not in raw and b"laptop" not in raw and b"desktop" not in raw
-    status = relay_status(a)
+    status = relay_status(a).stats
     # The cut copy lies under the laptop's own name, past what its head says it uploaded: the
     # restarted laptop checks it against its shard and refuses it too (PROTOCOL.md §14.3).
-    assert status["reachable"] is True and status["refused"] == 1
+    assert status.reachable is True and status.refused == 1
     assert metric(a, "noond_relay_rejected_total", reason="ciphertext") == 1
-    assert json.dumps(status)  # what `noon status` shows comes from here
 
 
 def shard_lines(node: Node, author: str) -> list[bytes]:
@@ -163,8 +160,8 @@ def test_bucket_down_writes_stay_local_and_the_backlog_drains(
         for i in range(1, 41):
             a.write((f"m{i}", f"while the bucket is down {i}"))
         assert len(shard_lines(a, "laptop")) == 41  # every write kept locally
-        wait_until(lambda: relay_status(a)["reachable"] is False, what="the relay seen down")
-        assert relay_status(a)["error"]
+        wait_until(lambda: relay_status(a).stats.reachable is False, what="the relay seen down")
+        assert relay_status(a).stats.error
         cli = cli_env(a.dir, "laptop", pki.node("laptop"), a.address)
         shown = run("status", env=cli).stdout
         assert f"relay {url}: UNREACHABLE" in shown, shown
@@ -175,7 +172,7 @@ def test_bucket_down_writes_stay_local_and_the_backlog_drains(
     finally:
         s3.resume()
     wait_until(lambda: uploaded(a), what="the backlog drained")
-    assert relay_status(a)["reachable"] is True
+    assert relay_status(a).stats.reachable is True
     report = as_json(run("status", "--json", env=cli))["relays"][0]
     assert report["backlog_ops"] == 0 and report["summary"].startswith(f"relay {url}: reachable")
     _, findings = doctor(cli)
@@ -222,7 +219,7 @@ def test_kill_9_while_uploading_loses_and_duplicates_nothing(
     expect = shard_lines(a, "laptop")
     wait_until(lambda: len(shard_lines(b, "laptop")) >= len(expect), timeout=120, what="taken")
     assert shard_lines(b, "laptop") == expect  # every line once, in order, byte for byte
-    assert relay_status(b)["refused"] == 0
+    assert relay_status(b).stats.refused == 0
 
 
 def test_four_writers_killed_nothing_lost_or_duplicated(
@@ -334,5 +331,5 @@ def test_kill_9_in_the_middle_of_a_compaction_loses_and_duplicates_nothing(
         lines = shard_lines(node, "laptop")
         assert lines == shard_lines(a, "laptop")  # byte for byte: nothing lost or doubled
         assert [json.loads(line)["seq"] for line in lines] == list(range(1, MERGE_AT + 3))
-        assert relay_status(node)["refused"] == 0
+        assert relay_status(node).stats.refused == 0
     assert texts(a) == texts(b) == texts(c)

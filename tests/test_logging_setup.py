@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from noon.logs import Condition, RateLimit
+from noon.logging_setup import Condition, RateLimit
 
 
 def records(limit: RateLimit, n: int, msg: str = "refused %s", name: str = "noond") -> list[str]:

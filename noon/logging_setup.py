@@ -1,4 +1,4 @@
-"""Logging setup shared by ``noon`` and ``noond``: one line per event, to stderr (the journal
+"""Logging setup shared by ``noon`` and ``noond``: one line per event, to stderr (journald
 under systemd). ``NOON_LOG_FORMAT=json`` makes every line a JSON object (``time``, ``level``,
 ``logger``, ``message``, and ``exception`` when there is one) for log shippers; the default is
 ``text``: ``time LEVEL logger: message``.
