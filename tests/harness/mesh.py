@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from cryptography.hazmat.primitives import serialization
@@ -64,8 +64,12 @@ def noon_command(command: str, *args: str, env: dict[str, str]) -> subprocess.Co
     )
 
 
-def wait_until(cond: Callable[[], Any], timeout: float = DEADLINE, what: str = "") -> Any:
-    """Poll ``cond`` until it returns something truthy; fail after ``timeout`` seconds."""
+_T = TypeVar("_T")
+
+
+def wait_until(cond: Callable[[], _T | None], timeout: float = DEADLINE, what: str = "") -> _T:
+    """Poll ``cond`` until it returns something truthy (and return it); fail after ``timeout``
+    seconds. Typed by what ``cond`` returns, so a caller misreading it fails mypy, not a run."""
     end = time.monotonic() + timeout
     delay = 0.02
     last_exc: Exception | None = None

@@ -77,7 +77,7 @@ def test_a_member_claiming_more_of_our_own_shard_gets_nothing_written(
         lambda: [c for c in a.status().claims if c.peer == "rogue" and c.held == 3],
         what="the rogue's claim to be checked and shown",
     )
-    assert claims[0]["seq"] == 53 and not claims[0]["confirmed"]
+    assert claims[0].seq == 53 and not claims[0].confirmed
     assert a.metric("noond_own_shard_behind") == 1
     assert a.metric("noond_rejected_total", 'reason="own_shard_claim"') >= 1
     assert "noon peers recover rogue" in a.log.read_text()
