@@ -31,15 +31,10 @@ class Results:
     """Ranked by meaning too (hybrid); else by words only."""
 
 
-def search(svc: GraphService, ns: str, query: str, domain: str | None, limit: int) -> list[Hit]:
+def search(svc: GraphService, ns: str, query: str, domain: str | None, limit: int) -> Results:
     """At most ``limit`` live memories ranked for ``query`` (:mod:`noon.store.readmodel.search`
-    ranks), only those with a URI in ``domain`` when given. Refused for a domain holding no
-    memory. Call inside :meth:`GraphService.read`."""
-    return find(svc, ns, query, domain, limit).hits
-
-
-def find(svc: GraphService, ns: str, query: str, domain: str | None, limit: int) -> Results:
-    """:func:`search`, saying whether meaning ranked too."""
+    ranks), only those with a URI in ``domain`` when given, and whether meaning ranked too.
+    Refused for a domain holding no memory. Call inside :meth:`GraphService.read`."""
     g = svc.graph
     if domain is not None:
         domain = domain.strip().lower()

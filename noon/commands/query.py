@@ -34,7 +34,7 @@ def search(store: Store, namespace: str, text: str, limit: int) -> dict[str, Any
     graph's substring search, on one snapshot."""
 
     def fn(svc: GraphService) -> tuple[list[Hit], dict[str, Any]]:
-        hits = app_search.search(svc, namespace, text, None, limit)
+        hits = app_search.search(svc, namespace, text, None, limit).hits
         return hits, store.kg(namespace).search(text)
 
     hits, kg = service(store).read(fn)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -106,14 +106,16 @@ class SearchOut(Out):
 
 
 def search(svc: GraphService, ns: str, query: str, domain: str | None, limit: int) -> Reply:
-    found = app_search.find(svc, ns, query, domain, limit)
-    hits = found.hits
-    how, note = ranking(found.semantic)
-    said = f"\n{note}" if note else ""
+    found = app_search.search(svc, ns, query, domain, limit)
+    text, results = _listed(found.hits, query, domain)
+    how, said = ranking(found.semantic)
+    return text + said, {"query": query, "results": results, "ranking": how}
+
+
+def _listed(hits: list[app_search.Hit], query: str, domain: str | None) -> tuple[str, list[Any]]:
     if not hits:
         where = f"in '{domain.strip().lower()}'" if domain else "across all domains"
-        reply = {"query": query, "results": [], "ranking": how}
-        return f"No matching memories found {where}.{said}", reply
+        return f"No matching memories found {where}.", []
     lines = [f"Found {len(hits)} matches for '{query}':", ""]
     for h in hits:
         lines.append(f"- {h.uri}  (score {h.score})")
@@ -132,9 +134,7 @@ def search(svc: GraphService, ns: str, query: str, domain: str | None, limit: in
         }
         for h in hits
     ]
-    if note:
-        lines.append(note)
-    return "\n".join(lines), {"query": query, "results": results, "ranking": how}
+    return "\n".join(lines), results
 
 
 @uri_tool(

@@ -45,8 +45,7 @@ class RecallOut(Out):
 
 def rendered(recalled: Recall) -> Reply:
     found = recalled.found
-    how, note = ranking(recalled.semantic)
-    said = f"\n{note}" if note else ""
+    how, said = ranking(recalled.semantic)
     if not found:
         return f"Nothing in memory meets this context.{said}", {"results": [], "ranking": how}
     lines = [f"{len(found)} memories to bring to mind:", ""]
@@ -55,10 +54,8 @@ def rendered(recalled: Recall) -> Reply:
         lines += [f"  why: {w}" for w in r.why]
     lines.append("")
     lines.append("Read the ones that matter with read_memory.")
-    if note:
-        lines.append(note)
     results = [{"uri": r.uri, "memory_id": r.node, "why": r.why} for r in found]
-    return "\n".join(lines), {"results": results, "ranking": how}
+    return "\n".join(lines) + said, {"results": results, "ranking": how}
 
 
 @uri_tool(

@@ -158,7 +158,7 @@ class WebData:
     def search(self, ns: str, query: str, domain: str | None, limit: int) -> list[dict[str, Any]]:
         """``search_memory``'s ranking (:func:`noon.app.search.search`): ``[{uri, node_id,
         score, priority, disclosure, version, snippet}]``."""
-        hits = self.svc.read(lambda s: search.search(s, ns, query, domain, limit))
+        hits = self.svc.read(lambda s: search.search(s, ns, query, domain, limit).hits)
         return [
             {
                 "uri": str(h.uri),

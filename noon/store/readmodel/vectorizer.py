@@ -154,12 +154,13 @@ def describe() -> str:
     return "lexical, not semantic"
 
 
-def ranking(semantic: bool) -> tuple[str, str | None]:
-    """How one search ranked (``"hybrid"`` or ``"lexical"``), and what its answer says when it
-    ranked by words only where the tool texts promised meaning too (the model still loading, or
-    failed to load): the agent is never told a search was hybrid that was not."""
+def ranking(semantic: bool) -> tuple[str, str]:
+    """How one search ranked (``"hybrid"`` or ``"lexical"``), and the line its answer ends with
+    (empty, or a newline and the note) when it ranked by words only where the tool texts
+    promised meaning too (the model still loading, or failed to load): the agent is never told
+    a search was hybrid that was not."""
     if semantic:
-        return "hybrid", None
+        return "hybrid", ""
     if not installed():
-        return "lexical", None  # the tool texts already say lexical
-    return "lexical", f"Ranked by words only: {why_lexical()}."
+        return "lexical", ""  # the tool texts already say lexical
+    return "lexical", f"\nRanked by words only: {why_lexical()}."
