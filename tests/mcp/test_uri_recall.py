@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -12,6 +13,14 @@ from noon.app.recall import meets
 from noon.graph.search import query_terms
 from noon.mcp.uri_recall import MAX_CONTEXT
 from tests.harness.uri import Session, mcp_test
+
+
+@pytest.fixture(autouse=True)
+def _by_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests read recall's reasons and texts, the same by words or by meaning; whether the
+    process's model had loaded yet (an earlier test's doing) added a "still loading" note to the
+    answer, so the outcome hung on test order. Hybrid recall: tests/store/test_semantic_serve.py."""
+    monkeypatch.setenv("NOON_SEMANTIC", "off")
 
 
 @mcp_test
