@@ -383,7 +383,6 @@ class WebData:
     ) -> dict[str, Any]:
         """Place an orphan at ``new_uri``. Returns the memory there."""
         at = str(parse(new_uri))
-        plan.check_disclosure(disclosure)
         memories.move(self.svc, self._actor(ns), node_view(node), at, priority, disclosure)
         return self.memory(ns, at)
 
