@@ -1,7 +1,9 @@
 """The root of every error noon raises on purpose, and the kinds of refusal each edge maps to its
 own form once.
 
-Callers that want "anything noon refused or could not do" catch :class:`NoonError`. A refusal of
+Callers that want "anything noon refused or could not do" catch :class:`NoonError`: every error
+class of noon and noond derives from it (``tests/test_error_kinds.py`` holds it), keeping a
+standard base where callers expect one (``OSError`` for a relay that is down). A refusal of
 a use case (:mod:`noon.app`) is one of six kinds, and every error class a use case may raise
 derives from exactly one of them (a standard class as well where callers already expect one: a
 ``ValueError`` for bad input). Each edge maps a kind to its form in one place:

@@ -28,13 +28,14 @@ import orjson
 
 from noon import logging_setup
 from noon.core.collection import Blocker
+from noon.errors import NoonError
 from noon.store.collect import CollectReport, Gate
 
 APART_BYTES = 8 << 20
 """Stores of at least this many shard bytes (about 30,000 ops) are collected in this process."""
 
 
-class CollectionTimedOut(TimeoutError):
+class CollectionTimedOut(NoonError, TimeoutError):
     """A worker ran past its time and was killed; nothing it had not finished was changed."""
 
 

@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import Any
 
 from noon.core.ops import MAX_SEQ, valid_node_id
+from noon.errors import NoonError
 from noon.store.serve import MAX_CHECKS, Checks, Summary
 
 REVISIONS = (1, 2)
@@ -152,7 +153,7 @@ def summary_json(s: Summary) -> dict[str, object]:
     return {"node": s.node, "seq": s.seq, "digest": f"{s.digest:016x}"}
 
 
-class WireError(ValueError):
+class WireError(NoonError, ValueError):
     """An answer that breaks the protocol; the message says how."""
 
 

@@ -118,8 +118,9 @@ ROWS: list[tuple[tuple[str, ...], str, str]] = [
         "deleting, triggers and boot (`memories`), the expected-version check and "
         "rollback to a version (`versions`), search with its snippets (`search`), undoing"
         " changes and the review decisions on them (`changes`), the review queue listed "
-        "(`queue`), a memory's changes as an "
-        "agent finds them (`history`), ops in words (`words`), `noon status` as data "
+        "(`queue`), a memory's changes as an agent finds them and the op log op by op as "
+        "`noon log` and `noon history` print it (`history`), ops in words (`words`), `noon "
+        "status` as data "
         "(`status`), concurrent versions listed and settled (`conflicts`), what a context"
         " brings to mind (`recall`), orphans (`orphans`), the knowledge graph browsed "
         "(`entities`); typed arguments in, frozen dataclasses out, refusals as the kinds "
@@ -379,20 +380,31 @@ def test_the_page_shows_the_undo_noon_app_plans_and_plans_none_itself() -> None:
     assert "changes.preview(" in source
 
 
-OP_LOG_WALKS = ("queries.newest(", "queries.about(", ".newest(", ".about(")
-"""Calls that walk the op log for changes (:class:`noon.store.queries.Queries`): listing the
-review queue, a memory's or an entity's changes."""
+OP_LOG_WALKS = (
+    ".newest(",
+    ".about(",
+    ".recent_ops(",
+    ".versions(",
+    "memory_keys(",
+    "entity_keys(",
+)
+"""Calls that walk the op log (:class:`noon.store.queries.Queries`): for changes (the review
+queue, a memory's or an entity's changes), or op by op (a namespace's newest ops, every op
+about a memory or an entity)."""
+EDGES = ("mcp", "web", "commands")
 
 
-def test_the_page_lists_the_changes_noon_app_finds_and_walks_no_op_log_itself() -> None:
-    """The review queue (:mod:`noon.app.queue`) and a memory's or an entity's changes
-    (:mod:`noon.app.history`) are listed in :mod:`noon.app`; the page only renders them."""
-    from noon import web
+def test_the_edges_list_what_noon_app_finds_in_the_op_log_and_walk_none_themselves() -> None:
+    """The review queue (:mod:`noon.app.queue`), a memory's or an entity's changes and the op
+    log op by op (:mod:`noon.app.history`) are listed in :mod:`noon.app`; the MCP tools, the page
+    and the commands (``noon log``, ``noon history``) only render them."""
+    import noon
 
-    for path in sorted(Path(web.__file__).parent.glob("*.py")):
-        source = path.read_text()
-        walking = [call for call in OP_LOG_WALKS if call in source]
-        assert not walking, f"noon/web/{path.name} walks the op log: {walking}"
+    for edge in EDGES:
+        for path in sorted((Path(noon.__file__).parent / edge).glob("*.py")):
+            source = path.read_text()
+            walking = [call for call in OP_LOG_WALKS if call in source]
+            assert not walking, f"noon/{edge}/{path.name} walks the op log: {walking}"
 
 
 SQLITE_OUTSIDE_STORE = {

@@ -1,13 +1,17 @@
-"""The error tree of noon/errors.py holds: every error the use cases and the edges that call them
-raise on purpose (the graph and knowledge-graph rules, the store's refusals, noon.app, the MCP
-tools, the page) is of exactly one refusal kind, so each edge's one mapping covers it."""
+"""The error tree of noon/errors.py holds: every error class of noon and noond derives from its
+root, and every error the use cases and the edges that call them raise on purpose (the graph and
+knowledge-graph rules, the store's refusals, noon.app, the MCP tools, the page) is of exactly one
+refusal kind, so each edge's one mapping covers it."""
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
+from types import ModuleType
 
 import noon
+import noond
 from noon import errors
 
 SCOPE = ("noon.app", "noon.graph", "noon.kg", "noon.web", "noon.mcp", "noon.store")
@@ -43,3 +47,33 @@ def test_a_memory_that_is_not_there_is_not_found_not_invalid() -> None:
 
     assert issubclass(MemoryNotFound, errors.NotFound)
     assert not issubclass(MemoryNotFound, errors.Invalid)
+
+
+def _every_module() -> list[ModuleType]:
+    """Every module of noon and noond but the two programs' ``__main__``."""
+    found = []
+    for package in (noon, noond):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if not info.name.endswith(".__main__"):
+                found.append(importlib.import_module(info.name))
+    return found
+
+
+def test_every_error_class_of_noon_and_noond_derives_from_the_root() -> None:
+    """A caller that catches :class:`noon.errors.NoonError` catches every error noon raises on
+    purpose. A private class (``_Name``) is a signal that never leaves its module."""
+    classes = {
+        f"{module.__name__}.{name}": value
+        for module in _every_module()
+        for name, value in vars(module).items()
+        if inspect.isclass(value)
+        and issubclass(value, BaseException)
+        and value.__module__ == module.__name__
+    }
+    assert len(classes) >= 50, sorted(classes)
+    outside = sorted(
+        name
+        for name, cls in classes.items()
+        if not issubclass(cls, errors.NoonError) and not name.rsplit(".", 1)[-1].startswith("_")
+    )
+    assert outside == [], f"derive these from noon.errors.NoonError (or a kind): {outside}"

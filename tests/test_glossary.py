@@ -1,11 +1,13 @@
 """docs/glossary.md gives each of its words one meaning, and names every module of noon and
 noond whose name carries one of them: a module named with a glossary word and missing from that
 word's row is either a second meaning (rename it) or a new module of the same meaning (add it to
-the row). Every module a row names exists."""
+the row). Every module a row names exists. A basename used in two packages is listed, with its
+modules, in the glossary's table of basenames."""
 
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 
 from tests.harness.mesh import ROOT
 
@@ -68,3 +70,29 @@ def test_every_module_the_table_names_exists() -> None:
     for row in rows().values():
         named |= set(re.findall(r"`((?:noon|noond)\.[a-z_.]+)`", row))
     assert named and named <= known, sorted(named - known)
+
+
+BASENAMES = re.compile(r"## One basename in two packages\n(.*?)\n## ", re.DOTALL)
+
+
+def test_every_basename_used_twice_is_listed_with_its_modules() -> None:
+    """Each module of noon and noond whose basename another package uses too is named in that
+    basename's row of the glossary (so its meaning was checked against the others'), and each
+    row lists a basename used twice, with modules that exist."""
+    found = BASENAMES.search(GLOSSARY.read_text())
+    assert found is not None, "docs/glossary.md lost its section 'One basename in two packages'"
+    listed = {}
+    for line in found.group(1).splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0].startswith("`"):
+            listed[cells[0].strip("`")] = set(re.findall(r"`((?:noon|noond)\.[a-z_.]+)`", cells[1]))
+    by_basename: dict[str, set[str]] = defaultdict(set)
+    for module in modules():
+        path = ROOT / (module.replace(".", "/") + ".py")
+        if path.is_file() and path.stem not in ("__main__",):
+            by_basename[path.stem].add(module)
+    twice = {name: mods for name, mods in by_basename.items() if len(mods) > 1}
+    assert listed == twice, (
+        f"unlisted or drifted: {sorted(n for n in twice if listed.get(n) != twice[n])}; "
+        f"listed but not used twice: {sorted(set(listed) - set(twice))}"
+    )

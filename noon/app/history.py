@@ -1,7 +1,9 @@
 """A memory's changes: every change (tool call) that touched its text, placements, keywords or
 boot membership, newest first; as an agent finds them (each in words with the id
 ``undo_change`` takes) and as the page's timeline shows them (each with what undoing its ops
-about the memory would do), and an entity's changes as the page lists them."""
+about the memory would do), and an entity's changes as the page lists them. The op log op by op
+as ``noon log`` and ``noon history`` print it: a namespace's newest ops, and every op held
+about one memory or entity."""
 
 from __future__ import annotations
 
@@ -10,7 +12,10 @@ from dataclasses import dataclass
 from noon.app.words import describe
 from noon.core.elements import CONTENT, EDGE
 from noon.core.ops import Op
+from noon.errors import NotFound
 from noon.graph import undo
+from noon.graph.plan import locate_past
+from noon.kg import uri as kg_uri
 from noon.store.queries import Queries
 from noon.store.readmodel.changes import Head
 from noon.store.readmodel.graph import SqlGraph
@@ -95,3 +100,29 @@ def entity_changes(graph: SqlGraph, ns: str, name: str) -> list[Head]:
     queries = Queries(graph)
     refs = queries.about(queries.entity_keys(ns, name), f"kg:{name}")
     return [queries.head(r, SUMMARY_OPS) for r in refs[:ENTITY_CHANGES]]
+
+
+def newest_ops(
+    graph: SqlGraph, ns: str, limit: int, node: str | None = None, client: str | None = None
+) -> list[Op]:
+    """The ``limit`` newest ops of namespace ``ns`` (at least one), optionally only those
+    written on machine ``node`` or by ``client``."""
+    return Queries(graph).recent_ops(ns, max(1, limit), node=node, client=client)
+
+
+def ops_about(graph: SqlGraph, ns: str, uri: str, limit: int) -> list[Op]:
+    """Every op held about what ``uri`` names, newest first, the first ``limit`` (at least one):
+    for ``kg://NAME`` the entity's creation, observations and relations; else the memory the URI
+    (or ``system://node/<id>``) names, or, for a URI whose memory was deleted since, the one it
+    named last: its text versions, placements, keywords and boot membership. Raises
+    :class:`~noon.graph.plan.MemoryNotFound` for a URI that never named a memory here, and
+    :class:`~noon.errors.NotFound` for an entity never written."""
+    queries = Queries(graph)
+    name = kg_uri.entity_name(uri.strip())
+    if name:
+        keys = queries.entity_keys(ns, name)
+        if not keys:
+            raise NotFound(f"no entity named {name!r} was ever written here")
+    else:
+        keys = queries.memory_keys(ns, locate_past(graph, ns, uri)[0])
+    return queries.versions(keys)[: max(1, limit)]

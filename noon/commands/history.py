@@ -7,14 +7,13 @@ from __future__ import annotations
 import argparse
 import json
 
+from noon.app import history
 from noon.commands import log_entries
 from noon.commands.opening import open_store
 from noon.commands.terminal import visible
 from noon.config import add_store_flags, settings_from
 from noon.errors import NotFound
 from noon.graph.plan import MemoryNotFound
-from noon.kg import uri as kg_uri
-from noon.store.queries import Queries
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -34,21 +33,13 @@ def run(args: argparse.Namespace) -> int:
     with open_store(settings) as store:
         ns, graph = settings.namespace, store.graph
         with store.lock, graph.reading():
-            name = kg_uri.entity_name(args.uri.strip())
-            if name:
-                keys = Queries(graph).entity_keys(ns, name)
-                if not keys:
-                    raise NotFound(f"no entity named {name!r} was ever written here")
-            else:
-                try:
-                    node = log_entries.memory_node(graph, ns, args.uri)
-                except MemoryNotFound as exc:
-                    raise NotFound(
-                        f"no memory at {exc.uri} in namespace {ns!r}; find it with "
-                        "`noon query WORDS`, or see what changed lately with `noon log`"
-                    ) from None
-                keys = Queries(graph).memory_keys(ns, node)
-            ops = Queries(graph).versions(keys)[: max(1, args.limit)]
+            try:
+                ops = history.ops_about(graph, ns, args.uri, args.limit)
+            except MemoryNotFound as exc:
+                raise NotFound(
+                    f"no memory at {exc.uri} in namespace {ns!r}; find it with "
+                    "`noon query WORDS`, or see what changed lately with `noon log`"
+                ) from None
             if args.json:
                 out = "\n".join(json.dumps(log_entries.entry(graph, op)) for op in ops)
             else:

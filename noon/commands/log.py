@@ -7,10 +7,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from noon.app import history
 from noon.commands import log_entries
 from noon.commands.opening import open_store
 from noon.config import add_store_flags, settings_from
-from noon.store.queries import Queries
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -30,11 +30,8 @@ def run(args: argparse.Namespace) -> int:
     with open_store(settings) as store:
         graph = store.graph
         with store.lock, graph.reading():
-            ops = Queries(graph).recent_ops(
-                settings.namespace,
-                max(1, args.limit),
-                node=args.node,
-                client=args.by,
+            ops = history.newest_ops(
+                graph, settings.namespace, args.limit, node=args.node, client=args.by
             )
             if args.json:
                 out = "\n".join(json.dumps(log_entries.entry(graph, op)) for op in ops)

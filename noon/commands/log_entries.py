@@ -9,7 +9,6 @@ from noon.app.words import describe, iso, when
 from noon.commands.terminal import visible
 from noon.core.elements import written_at
 from noon.core.ops import Op
-from noon.graph.plan import locate_past
 from noon.graph.reader import GraphReader
 
 
@@ -34,8 +33,3 @@ def render(graph: GraphReader, ops: list[Op]) -> str:
         f"{visible(describe(graph, op))}"
         for op in ops
     )
-
-
-def memory_node(graph: GraphReader, ns: str, uri: str) -> str:
-    """The memory a URI names now, or, for a memory deleted since, the one it named last."""
-    return locate_past(graph, ns, uri)[0]

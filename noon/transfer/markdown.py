@@ -29,6 +29,7 @@ from typing import Any
 from noon.core.elements import MAX_KEY_PART, MAX_TEXT
 from noon.core.hlc import utc
 from noon.graph.uri import DOMAIN, NODE_VIEW, ROOT_PREFIX
+from noon.transfer.errors import TransferError
 
 FENCE = "---"
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -115,7 +116,7 @@ def render(memory: MdMemory) -> str:
     return f"{FENCE}\n{head}\n{FENCE}\n{memory.text}"
 
 
-class MarkdownError(ValueError):
+class MarkdownError(TransferError):
     """A file that is not a memory as :func:`render` writes it; the message says what."""
 
 

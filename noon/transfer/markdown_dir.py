@@ -262,7 +262,7 @@ def _read_kg(path: Path, ns: str, out: MarkdownExport, problems: list[str]) -> N
         return
     try:
         out.graphs[ns] = official.parse(_read_text(path), str(path))
-    except (MarkdownError, TransferError) as exc:
+    except TransferError as exc:
         problems.append(f"{ns}/{KG_FILE}: {exc}")
     except OSError as exc:
         problems.append(f"{ns}/{KG_FILE}: cannot read: {exc.strerror}")

@@ -15,9 +15,11 @@ its undo), :mod:`noon.web.timeline` (a memory's or an entity's changes).
 Conventions: ``ns`` is a namespace; ``uri`` is a memory URI or ``system://node/<id>`` (how
 orphans and deleted memories are addressed); times are milliseconds since the epoch; a version
 or change id is ``node:seq``. ``expected_version`` (a memory's version as the page loaded it)
-makes a write refuse when the memory changed since. Refusals raise :class:`Invalid` (HTTP 400),
-:class:`NotFound` (404) or :class:`Stale` (409, carrying what is current), or the planners' own
-``GraphError``, ``UriError``, ``UndoError`` (400); nothing is written then.
+makes a write refuse when the memory changed since. Refusals are the kinds of
+:mod:`noon.errors` the use cases raise (:class:`~noon.errors.NotFound`, a
+:class:`~noon.errors.Conflict` such as :class:`~noon.app.versions.VersionChanged` carrying what is
+current, :class:`~noon.errors.Invalid`, ...), which :func:`noon.web.app.refusal` gives their HTTP
+status; nothing is written then.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from noon.app import orphans as app_orphans
 from noon.app import queue as app_queue
 from noon.app.actor import WEB, Actor
 from noon.config import Settings
-from noon.core.ops import Draft, Key, Op
+from noon.core.ops import Key
 from noon.daemon_link import api as daemon_api
 from noon.errors import Invalid, NotFound
 from noon.graph import plan
@@ -83,9 +85,6 @@ class WebData:
 
     def _read(self, fn: Callable[[SqlGraph], T]) -> T:
         return self.svc.read(lambda s: fn(s.graph))
-
-    def _write(self, fn: Callable[[SqlGraph], tuple[list[Draft], T]]) -> tuple[list[Op], T]:
-        return self.svc.write(fn, WEB, WEB)
 
     def _memory_of(self, graph: SqlGraph, ns: str, node: str, at: Uri | None) -> dict[str, Any]:
         found = graph.resolve(ns, at) if at is not None else None
@@ -384,7 +383,6 @@ class WebData:
     ) -> dict[str, Any]:
         """Place an orphan at ``new_uri``. Returns the memory there."""
         at = str(parse(new_uri))
-        plan.check_disclosure(disclosure)
         memories.move(self.svc, self._actor(ns), node_view(node), at, priority, disclosure)
         return self.memory(ns, at)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from noon.errors import NoonError
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -25,7 +27,7 @@ class Entry:
         return self.copy or self.name
 
 
-class RelayDown(OSError):
+class RelayDown(NoonError, OSError):
     """The relay could not be reached or answered with an error: nothing was changed here."""
 
 

@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from noon.certs import MeshKey
 from noon.core.ops import valid_node_id
+from noon.errors import NoonError
 
 ROOT = "noon-relay/1/"
 MAGIC = b"NR1"
@@ -36,7 +37,7 @@ _HEAD = re.compile(r"^e([1-9][0-9]{0,5})/([0-9a-f]{32})/head$")
 HEAD_CONTEXT = b"noon/relay-head/1\x00"
 
 
-class Refused(ValueError):
+class Refused(NoonError, ValueError):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason

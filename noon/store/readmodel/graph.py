@@ -1,7 +1,7 @@
 """The URI graph read from the read model: a :class:`~noon.graph.reader.GraphReader` whose
 every answer is a query, so a process holds only what it reads.
 
-Within one read (:meth:`SqlGraph.reading`, which :class:`~noon.store.readmodel.service.GraphService`
+Within one read (:meth:`SqlGraph.reading`, which :class:`~noon.store.access.GraphService`
 opens around every view and plan), the placements a view walks are cached; a view that scans a
 whole namespace (``live_nodes``: the index, the diagnostic, orphans) reads that namespace's
 placements in one query instead of node by node.
