@@ -55,7 +55,7 @@ def ranked(svc: GraphService, query: str, limit: int = 3) -> list[str]:
 
 
 @needs_model
-def test_chinese_and_japanese_memories_found_by_english_questions_and_the_reverse(
+def test_chinese_and_japanese_found_across_languages_both_ways_and_in_their_own(
     embedded: tuple[Store, GraphService, dict[str, str]],
 ) -> None:
     store, svc, _ = embedded
@@ -64,6 +64,9 @@ def test_chinese_and_japanese_memories_found_by_english_questions_and_the_revers
     assert ranked(svc, "Do I go running?")[0] == "core://jogging"
     assert ranked(svc, "我的陶艺课是哪天？")[0] == "core://pottery"
     assert ranked(svc, "姉の仕事は何ですか？")[0] == "core://sister"
+    # and in their own language, hybrid as well
+    assert ranked(svc, "我养了什么宠物？")[0] == "core://cat"
+    assert ranked(svc, "毎朝何をしていますか？")[0] == "core://jogging"
 
 
 @needs_model
