@@ -1,6 +1,7 @@
 """Recall on LoCoMo: does ``search_memory`` find what was stored?
 
     python -m bench.recall [--data DIR] [--sizes 1000,100000] [--conversations 0-4]
+        [--session-memories 1000]
 
 Every dialogue turn of LoCoMo's conversations (``../shared/data/locomo/`` beside the repository
 unless ``--data`` says where; skipped, saying why, where it is absent) is written as a memory
@@ -15,7 +16,9 @@ is the anchor, measured in the same run.
 Then query latency at each ``--sizes`` memories (the synthetic store of :mod:`bench.uri_latency`,
 questions of LoCoMo as queries), p50 / p99 of the wall clock and p50 of the process's CPU time
 (every thread: the model embeds the query on its own), which other work on the machine
-disturbs far less.
+disturbs far less; and what the ``semantic`` extra costs (:mod:`bench.recall_cost`): its
+install size and a ``noon serve`` session's RSS with the model loaded, at
+``--session-memories`` memories (0: not measured).
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from bench.recall_cost import measure as measure_cost
+from bench.recall_cost import print_cost
 from bench.recall_semantic import Semantic, missing
 from bench.stats import percentiles
 from bench.uri_latency import build
@@ -379,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--semantic", default=None, help="also measure this embedding model")
     ap.add_argument("--fuse-weight", type=float, default=0.3, help="the dense ranking's share")
+    ap.add_argument(
+        "--session-memories", type=int, default=1000, help="memories of the RSS session (0: none)"
+    )
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     args = ap.parse_args(argv)
     which = None
@@ -400,7 +408,11 @@ def main(argv: list[str] | None = None) -> int:
         results = measure_recall(args.data, which, kinds, semantic, args.fuse_weight)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     results["latency"] = latency(data, sizes)
+    if args.session_memories > 0:
+        results["cost"] = measure_cost(args.session_memories)
     print_table(results)
+    if "cost" in results:
+        print_cost(results["cost"])
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
     return 0

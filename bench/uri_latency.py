@@ -132,7 +132,7 @@ def build(directory: Path, n: int) -> None:
     Store(Settings.from_env({}, dir=directory, node_id="bench", fsync=False)).close()
 
 
-def _server_pid() -> int:
+def server_pid() -> int:
     """The ``noon serve`` child this process started (the SDK's stdio client hides its pid)."""
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
         for pid in (task / "children").read_text().split():
@@ -203,7 +203,7 @@ async def session(directory: Path, n: int, calls: int = 40) -> dict[str, Any]:
                 "first_ms": await timed(tool, make()),
                 **percentiles([await timed(tool, make()) for _ in range(calls)]),
             }
-        out["rss_mib"] = rss_mib(_server_pid())
+        out["rss_mib"] = rss_mib(server_pid())
     return out
 
 
