@@ -15,7 +15,6 @@ embeds the store's memories meanwhile, so the figure is a session that has start
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 import tempfile
@@ -25,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from bench.stats import rss_mib
-from bench.uri_latency import build, server_pid
+from bench.uri_latency import build, serve_params, server_pid
 from noon.store.readmodel.embedder import available
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,22 +71,7 @@ def extra_size(extra: str = "semantic") -> dict[str, Any]:
 async def session_rss(directory: Path, semantic: bool) -> dict[str, Any]:
     """A ``noon serve`` session on ``directory``: with ``semantic``, asked until it answers by
     meaning; else asked once. Its resident memory then (MiB), and how long that took."""
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m",
-            "noon",
-            "serve",
-            "--tools",
-            "uri",
-            "--dir",
-            str(directory),
-            "--node-id",
-            "bench",
-        ],
-        env={**os.environ, "PYTHONPATH": str(ROOT), "NOON_SEMANTIC": "on" if semantic else "off"},
-        cwd=str(ROOT),
-    )
+    params = serve_params(directory, NOON_SEMANTIC="on" if semantic else "off")
     start = time.perf_counter()
     async with Client(params) as client:
         ranking = ""

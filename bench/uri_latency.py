@@ -142,11 +142,10 @@ def server_pid() -> int:
     raise RuntimeError("noon serve child not found")
 
 
-async def session(directory: Path, n: int, calls: int = 40) -> dict[str, Any]:
-    """A new session on a store of ``n`` memories: time to the first read_memory answer (from
-    process start), then p50/p99 of each tool over ``calls`` calls, and the server's memory."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    params = StdioServerParameters(
+def serve_params(directory: Path, **env: str) -> StdioServerParameters:
+    """``noon serve --tools uri`` over stdio on ``directory`` as node ``bench``, with this
+    process's environment and ``env``."""
+    return StdioServerParameters(
         command=sys.executable,
         args=[
             "-m",
@@ -154,14 +153,20 @@ async def session(directory: Path, n: int, calls: int = 40) -> dict[str, Any]:
             "serve",
             "--tools",
             "uri",
-            "--dir",
-            str(directory),
             "--node-id",
             "bench",
+            "--dir",
+            str(directory),
         ],
-        env=env,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
         cwd=str(ROOT),
     )
+
+
+async def session(directory: Path, n: int, calls: int = 40) -> dict[str, Any]:
+    """A new session on a store of ``n`` memories: time to the first read_memory answer (from
+    process start), then p50/p99 of each tool over ``calls`` calls, and the server's memory."""
+    params = serve_params(directory)
     rnd = random.Random(1)
     per = max(1, n // TOPICS)
     out: dict[str, Any] = {}

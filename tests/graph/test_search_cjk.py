@@ -5,17 +5,15 @@ keeps its Latin words whole, as the index holds them."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from noon.graph.search import CJK, tokens
-from noon.store.access import service as service_of
+from noon.store.access import GraphService
 from noon.store.readmodel.documents import segment
+from noon.store.store import Store
 from tests.harness.texts import ranked, write_texts
-from tests.harness.uri import open_store
 
 MEMORIES = {
     "script": "我用Python写同步脚本。",
@@ -27,23 +25,18 @@ MEMORIES = {
 
 
 def test_chinese_and_japanese_memories_are_found_by_their_own_words(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    lexical: tuple[Store, GraphService],
 ) -> None:
-    monkeypatch.setenv("NOON_SEMANTIC", "off")
-    store, _ = open_store(tmp_path, "n1")
-    try:
-        svc = service_of(store)
-        write_texts(svc, "default", MEMORIES)
-        assert ranked(svc, "绿茶") == ["core://tea"]
-        assert ranked(svc, "同步脚本") == ["core://script"]
-        assert ranked(svc, "ジョギング") == ["core://jogging"]
-        assert ranked(svc, "公園で走る") == ["core://jogging"]
-        # mixed scripts: the Latin word is a word of its own, not bigrams of letters
-        assert ranked(svc, "用Python写")[0] == "core://script"
-        assert set(ranked(svc, "Python代码")) == {"core://script", "core://python"}
-        assert ranked(svc, "systemdの設定") == ["core://units"]
-    finally:
-        store.close()
+    _, svc = lexical
+    write_texts(svc, "default", MEMORIES)
+    assert ranked(svc, "绿茶") == ["core://tea"]
+    assert ranked(svc, "同步脚本") == ["core://script"]
+    assert ranked(svc, "ジョギング") == ["core://jogging"]
+    assert ranked(svc, "公園で走る") == ["core://jogging"]
+    # mixed scripts: the Latin word is a word of its own, not bigrams of letters
+    assert ranked(svc, "用Python写")[0] == "core://script"
+    assert set(ranked(svc, "Python代码")) == {"core://script", "core://python"}
+    assert ranked(svc, "systemdの設定") == ["core://units"]
 
 
 _WORD = re.compile(r"\w+")
@@ -57,6 +50,4 @@ def test_a_query_cuts_words_outside_cjk_as_the_index_does(text: str) -> None:
     indexed = [w for w in _WORD.findall(segment(text).casefold()) if not CJK.search(w)]
     asked = tokens(text)
     assert [w for w in asked if not CJK.search(w)] == indexed
-    assert all(
-        1 <= len(w) <= 2 and all(CJK.match(c) for c in w) for w in asked if CJK.search(w)
-    )
+    assert all(1 <= len(w) <= 2 and all(CJK.match(c) for c in w) for w in asked if CJK.search(w))
