@@ -69,6 +69,29 @@ def test_chinese_and_japanese_found_across_languages_both_ways_and_in_their_own(
     assert ranked(svc, "毎朝何をしていますか？")[0] == "core://jogging"
 
 
+def replicated(directory: Path) -> dict[Path, bytes]:
+    """What a machine shares with the others: every file but its own ``.noon`` folder (the
+    read model, the vectors among it)."""
+    return {
+        p: p.read_bytes()
+        for p in directory.rglob("*")
+        if p.is_file() and ".noon" not in p.relative_to(directory).parts
+    }
+
+
+@needs_model
+def test_vectors_are_derived_here_and_never_written_to_what_is_replicated(
+    embedded: tuple[Store, GraphService, dict[str, str]], tmp_path: Path
+) -> None:
+    store, _, _ = embedded
+    shared = replicated(tmp_path)
+    assert shared  # the shards of the memories written
+    assert store.vectorizer.catch_up() == len(MEMORIES)
+    with store.lock:
+        assert vectors.counts(store.model.conn) == (len(MEMORIES), len(MEMORIES))
+    assert replicated(tmp_path) == shared
+
+
 @needs_model
 def test_a_new_memory_is_found_by_its_words_at_once_and_by_meaning_once_embedded(
     embedded: tuple[Store, GraphService, dict[str, str]],
