@@ -1,6 +1,7 @@
 """Recall on LoCoMo: does ``search_memory`` find what was stored?
 
     python -m bench.recall [--data DIR] [--sizes 1000,100000] [--conversations 0-4]
+        [--session-memories 1000]
 
 Every dialogue turn of LoCoMo's conversations (``../shared/data/locomo/`` beside the repository
 unless ``--data`` says where; skipped, saying why, where it is absent) is written as a memory
@@ -12,10 +13,13 @@ question's evidence turns among the first k results. The same again with LoCoMo'
 plain SQLite FTS5 ``bm25()`` over the same texts (English stop words removed, OR of the words)
 is the anchor, measured in the same run.
 
-Then query latency at each ``--sizes`` memories (the synthetic store of :mod:`bench.uri_latency`,
-questions of LoCoMo as queries), p50 / p99 of the wall clock and p50 of the process's CPU time
+Then query latency at each ``--sizes`` memories (the synthetic store of :mod:`bench.uri_latency`;
+LoCoMo's questions, two common words and two rare words as queries: :func:`latency`), p50 / p99
+of the wall clock and p50 of the process's CPU time
 (every thread: the model embeds the query on its own), which other work on the machine
-disturbs far less.
+disturbs far less; and what the ``semantic`` extra costs (:mod:`bench.recall_cost`): its
+install size and a ``noon serve`` session's RSS with the model loaded, at
+``--session-memories`` memories (0: not measured).
 """
 
 from __future__ import annotations
@@ -37,9 +41,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from bench.recall_cost import measure as measure_cost
+from bench.recall_cost import print_cost
 from bench.recall_semantic import Semantic, missing
 from bench.stats import percentiles
-from bench.uri_latency import build
+from bench.uri_latency import build, rare_words, text_of
 from noon.config import Settings
 from noon.graph import plan
 from noon.graph.stopwords import STOP_WORDS
@@ -270,50 +276,72 @@ def measure_recall(
 
 
 def latency(data: Path | None, sizes: list[int], calls: int = 200) -> dict[str, Any]:
-    """search_memory's ranking, p50 / p99, on synthetic stores of each size; the queries are
-    LoCoMo's questions where the data is here, else words drawn as the text draws them. With the
-    ``semantic`` extra, hybrid too (``"N hybrid"``): every memory given a random unit vector
-    first (embedding 100k synthetic memories would take most of an hour of one core, and a
-    flat scan costs the same whatever the vectors hold; the query is embedded for real)."""
-    questions = []
-    if data is not None:
-        questions = [q for c in load(data, "turns") for q, _, _ in c.questions]
+    """search_memory's ranking, p50 / p99, on synthetic stores of each size, for three sets of
+    queries: LoCoMo's questions where the data is here (``"N"``; on this store's vocabulary most
+    hold no word any memory holds, so they time the embedding and the scan more than the
+    words), two words drawn as the text draws them (``"N common"``: nearly every memory holds
+    one, the words' worst case) and two of its rare words (``"N rare"``). With the ``semantic``
+    extra, hybrid too (``"N hybrid"``, ``"N common hybrid"``, ...): every memory given a random
+    unit vector first (embedding 100k synthetic memories would take most of an hour of one
+    core, and a scan costs the same whatever the vectors hold; the query is embedded for real).
+    No query is asked twice in a run: the model keeps the last queries' embeddings, and a query
+    asked again would be answered from that memory, not embedded."""
+    pool = [q for c in load(data, "turns") for q, _, _ in c.questions] if data else []
+    questions = iter(dict.fromkeys(pool))
     rnd = random.Random(7)
+    asked: set[str] = set()
+
+    def fresh(draw: Callable[[], str | None]) -> list[str]:
+        """``calls`` queries never asked before in this run (fewer when ``draw`` runs out)."""
+        out: list[str] = []
+        while len(out) < calls and (q := draw()) is not None:
+            if q not in asked:
+                asked.add(q)
+                out.append(q)
+        return out
+
+    draws: dict[str, Callable[[], str | None]] = {
+        "": lambda: next(questions, None),
+        " common": lambda: text_of(rnd, 2),
+        " rare": lambda: rare_words(rnd, 2),
+    }
     out = {}
-    for k, n in enumerate(sizes):
-        # each size asks its own questions: the model keeps the last queries' embeddings, and
-        # the same 200 again would be answered from that memory, not embedded
-        first = k * calls
+    for n in sizes:
         with tempfile.TemporaryDirectory(prefix="noon-bench-recall-") as d:
             build(Path(d), n)
             store = Store(Settings.from_env({}, dir=Path(d), node_id="bench", fsync=False))
             svc = service(store)
+            hybrid = store.vectorizer.enabled
+            if hybrid:
+                random_vectors(store)
+                MODEL.embed(["load the model before the clock starts"])
+                with semantic(True):  # the first search reads the vectors into memory
+                    svc.read(lambda s: search_memory(s, "default", "warm", None, 10))
             try:
-
-                def timed(
-                    on: bool, svc: GraphService = svc, first: int = first
-                ) -> dict[str, float]:
-                    samples, cpu = [], []
-                    for i in range(calls):
-                        q = questions[(first + i) % len(questions)] if questions else _drawn(rnd)
-                        ask = partial(search_memory, ns="default", query=q, domain=None, limit=10)
-                        c0, t0 = time.process_time(), time.perf_counter()
-                        with semantic(on):
-                            svc.read(ask)
-                        samples.append((time.perf_counter() - t0) * 1000)
-                        cpu.append((time.process_time() - c0) * 1000)
-                    return {**percentiles(samples), "cpu_p50": statistics.median(cpu)}
-
-                out[str(n)] = timed(False)
-                if store.vectorizer.enabled:
-                    random_vectors(store)
-                    MODEL.embed(["load the model before the clock starts"])
-                    with semantic(True):  # the first search reads the vectors into memory
-                        svc.read(lambda s: search_memory(s, "default", "warm", None, 10))
-                    out[f"{n} hybrid"] = timed(True)
+                for kind, draw in draws.items():
+                    queries = fresh(draw)
+                    if not queries:
+                        continue
+                    out[f"{n}{kind}"] = timed(svc, queries, False)
+                    if hybrid:
+                        out[f"{n}{kind} hybrid"] = timed(svc, queries, True)
             finally:
                 store.close()
     return out
+
+
+def timed(svc: GraphService, queries: list[str], hybrid: bool) -> dict[str, float]:
+    """Each query asked of search_memory's function once: wall p50 / p99 and the process's CPU
+    p50 (every thread)."""
+    samples, cpu = [], []
+    for q in queries:
+        ask = partial(search_memory, ns="default", query=q, domain=None, limit=10)
+        c0, t0 = time.process_time(), time.perf_counter()
+        with semantic(hybrid):
+            svc.read(ask)
+        samples.append((time.perf_counter() - t0) * 1000)
+        cpu.append((time.process_time() - c0) * 1000)
+    return {**percentiles(samples), "cpu_p50": statistics.median(cpu)}
 
 
 def random_vectors(store: Store) -> None:
@@ -328,12 +356,6 @@ def random_vectors(store: Store) -> None:
             rows = rng.standard_normal((len(chunk), DIMENSIONS)).astype(np.float32)
             rows /= np.linalg.norm(rows, axis=1, keepdims=True)
             vectors.put(store.model.conn, zip(chunk, rows, strict=True))
-
-
-def _drawn(rnd: random.Random) -> str:
-    from bench.uri_latency import text_of
-
-    return text_of(rnd, 6)
 
 
 def print_table(results: dict[str, Any]) -> None:
@@ -360,10 +382,13 @@ def print_table(results: dict[str, Any]) -> None:
                 f"{m['query_embed_ms']['p50']:.1f} ms p50; fused with weight {m['fuse_weight']}"
             )
     for n, p in results.get("latency", {}).items():
-        size, _, how = n.partition(" ")
-        how = how or "lexical"
+        size, *how = n.split(" ")
+        ranked = how.pop() if how and how[-1] == "hybrid" else "lexical"
+        asked = {"common": "two common words", "rare": "two rare words"}.get(
+            how[0] if how else "", "LoCoMo questions"
+        )
         print(
-            f"search_memory at {size} memories ({how}): p50 {p['p50']:.2f} ms, "
+            f"search_memory at {size} memories ({ranked}, {asked}): p50 {p['p50']:.2f} ms, "
             f"p99 {p['p99']:.2f} ms; CPU of the process (every thread) p50 "
             f"{p['cpu_p50']:.2f} ms"
         )
@@ -379,6 +404,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--semantic", default=None, help="also measure this embedding model")
     ap.add_argument("--fuse-weight", type=float, default=0.3, help="the dense ranking's share")
+    ap.add_argument(
+        "--session-memories", type=int, default=1000, help="memories of the RSS session (0: none)"
+    )
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     args = ap.parse_args(argv)
     which = None
@@ -400,7 +428,11 @@ def main(argv: list[str] | None = None) -> int:
         results = measure_recall(args.data, which, kinds, semantic, args.fuse_weight)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     results["latency"] = latency(data, sizes)
+    if args.session_memories > 0:
+        results["cost"] = measure_cost(args.session_memories)
     print_table(results)
+    if "cost" in results:
+        print_cost(results["cost"])
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
     return 0

