@@ -96,17 +96,18 @@ def create_entities(view: KgReader, entities: Sequence[dict[str, Any]]) -> Plann
     batch = _Batch()
     created: list[dict[str, Any]] = []
     taken: set[str] = set()
+    held = view.entity_states(item["name"] for item in entities)
     for item in entities:
         name, etype, observations = item["name"], item["entityType"], item["observations"]
-        if name in taken or view.entity(name) is not None:
+        if name in taken or (name in held and held[name] is None):
             continue
         _check_part("entity name", name)
         _check_part("entity type", etype)
         taken.add(name)
         val: dict[str, Any] = {"type": etype}
-        old = view.element(entity_key(view.ns, name))
-        if old is not None:
-            val["after"] = old.winner.hlc  # a tombstone: start a fresh incarnation
+        tombstone = held.get(name)
+        if tombstone is not None:
+            val["after"] = tombstone  # start a fresh incarnation
         batch.put(entity_key(view.ns, name), val)
         slots: dict[str, int] = {}
         for text in observations:
@@ -135,14 +136,12 @@ def create_relations(view: KgReader, relations: Sequence[dict[str, Any]]) -> Pla
 def add_observations(view: KgReader, items: Sequence[dict[str, Any]]) -> Planned:
     batch = _Batch()
     results: list[dict[str, Any]] = []
-    current: dict[str, list[str]] = {}
+    current = view.observations_of(item["entityName"] for item in items)
     for item in items:
         name, contents = item["entityName"], item["contents"]
-        if view.entity(name) is None:
-            raise KGError(f"Entity with name {name} not found")
         held = current.get(name)
         if held is None:
-            held = current[name] = view.observations(name)
+            raise KGError(f"Entity with name {name} not found")
         before = set(held)
         added = [c for c in contents if c not in before]
         slots: dict[str, int] = {}

@@ -17,6 +17,7 @@ from noon.kg.graph import KgReader
 from noon.kg.text import pretty
 from noon.mcp.spec import Family, ResourceSpec, ToolContext, ToolResult, Tools, tool_hints
 from noon.store.access import kg_mutate, kg_read
+from noon.store.kg_answers import graph_answer, graph_text
 
 GRAPH_URI = "memory://knowledge-graph"
 
@@ -282,8 +283,8 @@ async def delete_relations(args: dict[str, Any], ctx: ToolContext) -> ToolResult
     annotations=_READ,
 )
 async def read_graph(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    graph = await _read(ctx, lambda view: view.graph())
-    return _text(pretty(graph), graph)
+    text, graph = await anyio.to_thread.run_sync(lambda: graph_answer(ctx.store, ctx.namespace))
+    return _text(text, graph)
 
 
 @tools.tool(
@@ -334,7 +335,7 @@ async def open_nodes(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 
 def read_graph_resource(ctx: ToolContext) -> str:
-    return pretty(kg_read(ctx.store, ctx.namespace, lambda view: view.graph()))
+    return graph_text(ctx.store, ctx.namespace)
 
 
 FAMILY = Family(

@@ -25,9 +25,6 @@ class View:
         self.fold = fold
         self.ns = ns
 
-    def element(self, key: Key) -> Element | None:
-        return self.fold.elements.get(key)
-
     def _live(self, kind: str) -> list[tuple[Key, Element]]:
         found = [
             (k, el)
@@ -40,6 +37,14 @@ class View:
     def entity(self, name: str) -> Element | None:
         el = self.fold.elements.get(entity_key(self.ns, name))
         return None if el is None or el.deleted else el
+
+    def entity_states(self, names: Iterable[str]) -> dict[str, int | None]:
+        states: dict[str, int | None] = {}
+        for name in names:
+            el = self.fold.elements.get(entity_key(self.ns, name))
+            if el is not None:
+                states[name] = el.winner.hlc if el.deleted else None
+        return states
 
     def entity_names(self) -> list[str]:
         return [k[2] for k, _ in self._live(ENTITY)]
@@ -57,6 +62,9 @@ class View:
 
     def observations(self, name: str) -> list[str]:
         return [text for _, text in self.visible_observations(name)]
+
+    def observations_of(self, names: Iterable[str]) -> dict[str, list[str]]:
+        return {n: self.observations(n) for n in names if self.entity(n) is not None}
 
     def live_observation_keys(self, name: str) -> list[Key]:
         return [k for k, _ in self._live(OBS) if k[2] == name]

@@ -60,6 +60,8 @@ def observe(graph: GraphReader, kg: KgReader, fold: Any, ns: str = "default") ->
             "graph": kg.graph(),
             **{f"search/{q}": kg.search(q) for q in ("", "t", "tea", "σοφ", "xxx", "PERSON")},
             "open": kg.open(["ann", "bob", "nobody"]),
+            "states": kg.entity_states(["ann", "bob", "cat", "nobody"]),
+            "observations_of": kg.observations_of(["bob", "ann", "nobody", "ann"]),
         },
         "frontier": fold.frontier(),
     }
