@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from noon import logging_setup
 from noon.config import ConfigError
 from noond.config import DaemonConfig, add_flags, from_env
+
+if TYPE_CHECKING:
+    from noond.metrics import Metrics
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,6 +31,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def settle_heap(metrics: Metrics) -> None:
+    """Set what the imports and the start left (modules, classes, the wiring: it lives as
+    long as the process) out of the cyclic garbage collector's reach. A full collection
+    walked all of it, 11 to 25 ms of CPU each in a 10-node benchmark (up to 110 ms of wall
+    time at load), and a lone write whose sender or receiver it hit waited that long; it now
+    walks only what was allocated since. Garbage among it is collected first."""
+    gc.collect()
+    gc.freeze()
+    metrics.gc_frozen.set(gc.get_freeze_count())
+
+
 async def _serve(config: DaemonConfig) -> None:
     from noond.daemon import Daemon  # after logging is set up: it imports aiohttp and dns
 
@@ -35,6 +51,7 @@ async def _serve(config: DaemonConfig) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await daemon.start()
+    settle_heap(daemon.metrics)
     try:
         await stop.wait()
     finally:

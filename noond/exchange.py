@@ -67,13 +67,15 @@ class Exchanger(Wired):
         """A full exchange with one member; its outcome only ever affects that member. While
         one ends on its pull budget having taken ops (this node is still behind the member),
         the next follows at once, each under a budget of its own (PROTOCOL.md §4), the
-        member's lock let go in between (a push to it waiting meanwhile goes first)."""
+        member's lock let go in between (a push to it waiting meanwhile goes first). Then
+        the streams of our own shards to it are opened, if they are not (PROTOCOL.md §5.1)."""
         while True:
             async with self._lock(member.node):
                 behind = await self._guarded(member, self._sync(member))
             if not behind:
-                return
+                break
             self.metrics.exchanges_followed.inc()
+        await self._open_streams(member)
 
     async def push(self, member: Member, shard: str) -> None:
         """Push one of our own shards to ``member`` from the head it acknowledged: on the open
@@ -86,6 +88,13 @@ class Exchanger(Wired):
                 await self._guarded(member, self._sync(member))
             else:
                 await self._guarded(member, self._push_from(member, shard, member.heads[shard]))
+        await self._open_streams(member)
+
+    async def _open_streams(self, member: Member) -> None:
+        """After a successful exchange or push by POST, open the streams the member lacks, so
+        that the next write travels on one (a stream's opening is never on a write's path)."""
+        if not self.recovery.behind and member.state == "alive" and not member.failures:
+            await self.streams.open(member)
 
     async def _guarded(self, member: Member, work: Awaitable[bool | None]) -> bool:
         """Run ``work`` against ``member``, its failures counted and logged; what it returned

@@ -61,6 +61,12 @@ class Metrics:
             ["direction"],
             registry=r,
         )
+        self.gc_frozen = Gauge(
+            "noond_gc_frozen_objects",
+            "Objects set aside from Python's cyclic garbage collector once the daemon started "
+            "(what its imports and start left): a full collection does not walk them.",
+            registry=r,
+        )
         self.streams_closed = Counter(
             "noond_streams_closed_total",
             "Op streams closed, by direction and reason (idle, refused, peer, replaced, "

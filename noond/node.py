@@ -103,7 +103,7 @@ class Node:
             pull_seconds=config.timeout * 3,
             max_shard_bytes=config.max_shard_bytes,
             timeout=config.timeout,
-            stream=config.stream,
+            stream=config.stream and config.push,  # a stream carries pushes only
         )
         wiring = Wiring(
             self.node,

@@ -96,9 +96,10 @@ NOOND = Table(
         ),
         Setting(
             "NOOND_STREAM",
-            "push each new batch on a WebSocket kept open per peer and own shard (PROTOCOL.md "
-            "§5.1), with `POST` as the fallback while a stream is down; `false`: every push by "
-            "`POST`",
+            "push each new batch on a WebSocket kept open per peer and own shard, opened as "
+            "soon as the peer's head is known (PROTOCOL.md §5.1), with `POST` as the fallback "
+            "while a stream is down; `false`: every push by `POST` (with `NOOND_PUSH=false` "
+            "nothing is pushed and no stream opened)",
             True,
             field="stream",
         ),

@@ -32,7 +32,8 @@ class ExchangeSettings:
     timeout: float = 10.0
     """Seconds a member may take to answer (``NOOND_TIMEOUT``)."""
     stream: bool = True
-    """Push on open streams (``NOOND_STREAM``)."""
+    """Push on open streams, opened ahead of the writes (``NOOND_STREAM``; off while
+    ``NOOND_PUSH`` is off: nothing is pushed then)."""
 
 
 @dataclass(frozen=True)

@@ -49,9 +49,10 @@ def write_and_wait(writer: Node, readers: list[Node], label: str, timeout: float
 
 def stream_up(writer: Node, reader: Node, label: str, timeout: float = 60) -> int:
     """Write until ``writer`` has a stream open to ``reader``; the number of writes it took.
-    Its first push after it learnt the reader's head opens one, but after a stream failed it
-    pushes by POST for ``RETRY_AFTER`` seconds before it tries again, and on an idle machine
-    many writes fit in that pause: so this writes for up to ``timeout`` seconds."""
+    An exchange, or its first push after it learnt the reader's head, opens one, but after a
+    stream failed it pushes by POST for ``RETRY_AFTER`` seconds before it tries again, and on
+    an idle machine many writes fit in that pause: so this writes for up to ``timeout``
+    seconds."""
     deadline = time.monotonic() + timeout
     writes = 0
     while reader.metric("noond_streams", 'direction="in"') < 1:
@@ -82,6 +83,35 @@ def test_lone_writes_travel_on_one_open_stream(spawn: list[Node], tmp_path: Path
     assert b.metric("noond_streams", 'direction="in"') == 1  # the same stream carried all ten
     assert a.metric("noond_streams_closed_total", 'direction="out",reason="failed"') == 0
     assert converged([a, b], expect=opening + 10)
+
+
+def test_a_stream_is_open_before_the_first_write_after_an_exchange(
+    spawn: list[Node], tmp_path: Path, pki: Pki
+):
+    """A stream's opening (a TLS connection, the upgrade, the receiver's checks) is never on a
+    write's path: once an exchange made b's head of a's shard known, a opens its stream to b
+    with nothing to send, and the first write after both started travels on it."""
+    a, b = Node("a", tmp_path, pki), Node("b", tmp_path, pki)
+    spawn += [a, b]
+    a.write(("before", "written before either daemon started"))  # so b comes to hold a's shard
+    a.start([b], NOOND_INTERVAL="30", NOOND_TIMEOUT="10")
+    b.start([a], NOOND_INTERVAL="30", NOOND_TIMEOUT="10")
+    wait_until(
+        lambda: (
+            a.metric("noond_streams", 'direction="out"') == 1
+            and b.metric("noond_streams", 'direction="in"') == 1
+        ),
+        timeout=60,
+        what="a to open its stream to b after their first exchange, with no write since",
+    )
+    assert held(b, "a") == 1
+    posts, streamed = scrape(b, POSTS), scrape(b, STREAM_BYTES)
+    write_and_wait(a, [b], "first")
+    assert scrape(b, POSTS) == posts, "the first write went by POST"
+    assert scrape(b, STREAM_BYTES) > streamed
+    assert b.metric("noond_streams", 'direction="in"') == 1  # the stream opened ahead carried it
+    assert a.metric("noond_streams_closed_total", 'direction="out",reason="failed"') == 0
+    assert converged([a, b], expect=2)
 
 
 def test_lone_writes_are_stored_and_answered_while_the_fold_worker_is_frozen(
