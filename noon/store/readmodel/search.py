@@ -39,6 +39,7 @@ import sqlite3
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 from noon.graph.search import CJK, query_terms, tokens
 from noon.store.readmodel import hybrid as fusion
@@ -139,9 +140,13 @@ class WordProbe:
         self.plain = [w for w in words if not CJK.search(w)]
         """In the order given; a CJK word is held only by a document with CJK text."""
         self.wanted = set(self.plain)
+
+    @cached_property
+    def starts(self) -> re.Pattern[str]:
+        """Compiled on the first document the substring test lets through (most of the
+        duplicate hint's candidates are ruled out before)."""
         longest = sorted(self.wanted, key=len, reverse=True)
-        alternatives = "|".join(re.escape(w) for w in longest)
-        self.starts = re.compile(rf"(?<!\w)(?:{alternatives})") if longest else None
+        return re.compile(rf"(?<!\w)(?:{'|'.join(re.escape(w) for w in longest)})")
 
     def held(self, doc: str, at_least: int = 0) -> tuple[str, ...]:
         """The words ``doc`` holds, in the order given; ``()`` as soon as it is plain that it
@@ -151,7 +156,7 @@ class WordProbe:
         if CJK.search(flat):
             words = _words(doc)
             return tuple(w for w in self.words if _holds(words, flat, w))
-        if self.starts is None:
+        if not self.plain:
             return ()
         spare = len(self.plain) - at_least
         for word in self.plain:
