@@ -1,19 +1,26 @@
-"""read_graph's answer, kept between calls while the graph it shows stands.
+"""read_graph's answer, kept between calls and patched after a change.
 
 read_graph builds the whole namespace (three scans and a dict per entity: about 30 ms of CPU at
 10k entities) and renders it; a client often reads the graph at the start of each conversation,
-unchanged since the last. So the rendered text of each namespace's last answer is kept with what
-it was read from: the read model's generation in the snapshot it was read in, and the connection
-(a damaged read model is replaced by a new file, whose generations start again). Every fold that
-changes an element moves the generation, whichever process folded it and whichever machine wrote
-the ops (a replica's shard is folded like the own one), the rule a write already relies on to
-know its plan is still current (:meth:`noon.store.store.Store.write`). Each read still refreshes
-first, so what it shows is as current as a read that builds.
+unchanged since the last or changed by a few writes. So each namespace's last answer is kept:
+its rendered text, what it shows (each entity with its observations, each relation, with its
+place in write order), and what it was read from: the read model's generation in the snapshot it
+was read in, and the connection (a damaged read model is replaced by a new file, whose
+generations start again). Every fold that changes an element moves the generation, whichever
+process folded it and whichever machine wrote the ops (a replica's shard is folded like the own
+one), the rule a write already relies on to know its plan is still current
+(:meth:`noon.store.store.Store.write`). Each read still refreshes first, so what it shows is as
+current as a read that builds.
 
 A read whose snapshot holds the kept generation answers with the kept text, and with the graph
 parsed back from it (orjson, about a sixth of the build): every caller gets objects of its own.
-At most :data:`KEEP_CHARS` characters are kept per store, the namespace read least recently
-dropped first; a larger answer is not kept.
+A read after a change asks the read model which keys changed since the kept generation (its
+``changes`` table, the record subscriptions are told from) and reads just those again: each
+entity an entity or observation key names, with its observations, and each relation a key
+names, each put in its place in write order (a replica's op can come before what is kept); past
+:data:`PATCH_KEYS` keys, or when the changes are no longer known (a reset, a rebuild, too many
+generations ago), it builds. At most :data:`KEEP_CHARS` characters of text are kept per store,
+the namespace read least recently dropped first; a larger answer is not kept.
 """
 
 from __future__ import annotations
@@ -23,17 +30,28 @@ import sqlite3
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
+from noon.core.elements import ENTITY, OBS, REL
+from noon.core.ops import Key
 from noon.kg.text import pretty
+from noon.store.readmodel.kg import Entity, Order, RelationId, SqlKg, graph_of
 from noon.store.store import Store
 
-KEEP_CHARS = 8 * 2**20
-"""Characters of rendered answers kept per store: a graph of about 60k entities with two short
-observations each (the parsed graph, built on each read, is about four times the text)."""
+T = TypeVar("T")
+V = TypeVar("V")
+
+KEEP_CHARS = 4 * 2**20
+"""Characters of rendered answers kept per store: a graph of about 30k entities with two short
+observations each. What they show is kept beside them, about 3.3 times the text in memory (so
+at most some 18 MB per store); the parsed graph a build makes is about four times the text."""
+PATCH_KEYS = 1_000
+"""Changed keys past which read_graph builds the graph again instead of patching its kept
+entries (a fold of more logs a reset, so its keys are not known anyway)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +59,9 @@ class _Kept:
     conn: sqlite3.Connection
     generation: int
     text: str
+    entities: dict[str, Entity]
+    """What the text shows, with each element's place in write order (to patch it)."""
+    relations: dict[RelationId, Order]
 
 
 class _Answers:
@@ -50,13 +71,14 @@ class _Answers:
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, namespace: str, conn: sqlite3.Connection, generation: int) -> str | None:
+    def get(self, namespace: str, conn: sqlite3.Connection) -> _Kept | None:
+        """The namespace's kept answer read on ``conn``, whatever its generation."""
         with self._lock:
             kept = self._kept.get(namespace)
-            if kept is None or kept.conn is not conn or kept.generation != generation:
+            if kept is None or kept.conn is not conn:
                 return None
             self._kept.move_to_end(namespace)
-            return kept.text
+            return kept
 
     def put(self, namespace: str, kept: _Kept) -> None:
         with self._lock:
@@ -81,20 +103,59 @@ def _answers(store: Store) -> _Answers:
 
 
 def _read(store: Store, namespace: str) -> tuple[str, dict[str, Any] | None]:
-    """The namespace's graph as text, and the graph itself when it was built by this read."""
+    """The namespace's graph as text, and the graph itself when this read made it."""
     answers = _answers(store)
     with store.lock:
         store.refresh()
         with store.graph.reading():
             conn = store.model.conn
             generation = store.model.generation  # in the snapshot the graph is read from
-            text = answers.get(namespace, conn, generation)
-            if text is not None:
-                return text, None
-            graph = store.kg(namespace).graph()
+            kept = answers.get(namespace, conn)
+            if kept is not None and kept.generation == generation:
+                return kept.text, None
+            view = store.kg(namespace)
+            patched = _patched(kept, view, store.model.changed_since) if kept else None
+            entities, relations = patched or view.entries()
+    graph = graph_of(entities, relations)
     text = pretty(graph)
-    answers.put(namespace, _Kept(conn, generation, text))
+    answers.put(namespace, _Kept(conn, generation, text, entities, relations))
     return text, graph
+
+
+def _patched(
+    kept: _Kept, view: SqlKg, changed_since: Callable[[int], set[Key] | None]
+) -> tuple[dict[str, Entity], dict[RelationId, Order]] | None:
+    """The kept entries with what changed since they were read read again (each changed entity
+    with its observations, each changed relation) and put in their place in write order; None
+    when what changed is not known or is more than :data:`PATCH_KEYS` keys."""
+    keys = changed_since(kept.generation)
+    if keys is None or len(keys) > PATCH_KEYS:
+        return None
+    names = {k[2] for k in keys if k[0] in (ENTITY, OBS) and k[1] == view.ns}
+    rels = {(k[2], k[3], k[4], k[5]) for k in keys if k[0] == REL and k[1] == view.ns}
+    entities, relations = dict(kept.entities), dict(kept.relations)
+    for name in names:
+        entities.pop(name, None)
+        entry = view.entity_entry(name)
+        if entry is not None:
+            entities[name] = entry
+    for rel in rels:
+        relations.pop(rel, None)
+        place = view.relation_entry(rel)
+        if place is not None:
+            relations[rel] = place
+    return _in_order(entities, lambda e: e[0]), _in_order(relations, lambda place: place)
+
+
+def _in_order(entries: dict[T, V], place: Callable[[V], Order]) -> dict[T, V]:
+    """``entries`` in write order: as they are when they already are (an append)."""
+    last: Order | None = None
+    for value in entries.values():
+        here = place(value)
+        if last is not None and here < last:
+            return dict(sorted(entries.items(), key=lambda item: place(item[1])))
+        last = here
+    return entries
 
 
 def parse(text: str) -> dict[str, Any]:

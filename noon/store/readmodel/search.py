@@ -143,13 +143,22 @@ class WordProbe:
         alternatives = "|".join(re.escape(w) for w in longest)
         self.starts = re.compile(rf"(?<!\w)(?:{alternatives})") if longest else None
 
-    def held(self, doc: str) -> tuple[str, ...]:
+    def held(self, doc: str, at_least: int = 0) -> tuple[str, ...]:
+        """The words ``doc`` holds, in the order given; ``()`` as soon as it is plain that it
+        holds fewer than ``at_least`` of them: a word held is in the casefolded text, and a
+        test of that rules out most candidates of the duplicate hint without the pattern."""
         flat = doc.casefold()
         if CJK.search(flat):
             words = _words(doc)
             return tuple(w for w in self.words if _holds(words, flat, w))
         if self.starts is None:
             return ()
+        spare = len(self.plain) - at_least
+        for word in self.plain:
+            if word not in flat:
+                spare -= 1
+                if spare < 0:
+                    return ()
         held = {
             found[:end]
             for found in set(self.starts.findall(flat))
@@ -432,10 +441,10 @@ class Search:
             (" OR ".join(_quoted(w) for w in probe), namespace, PROBE_CANDIDATES),
         ).fetchall()
         scored = []
-        probe_words = WordProbe(words)
+        probe_words, half = WordProbe(words), (len(words) + 1) // 2
         for node, doc in rows:
-            found = probe_words.held(doc)
-            if len(found) * 2 >= len(words):
+            found = probe_words.held(doc, half)
+            if len(found) >= half:
                 scored.append(Hit(node, float(len(found)), found))
         scored.sort(key=lambda h: (-h.score, h.node))
         hits = []
