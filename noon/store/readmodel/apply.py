@@ -58,6 +58,9 @@ class Transaction:
         self.new: set[str] = set()
         """Keys that had no element before this transaction (ids allocated here)."""
         self.next_id = 0
+        self.stored: bool | None = None
+        """Whether ``elements`` held any row when this transaction first numbered keys (its
+        rows are written at :meth:`finish`, so it stays so until then)."""
         self.fresh: dict[str, list[Op]] = {}
         """Key text -> ops added by this transaction (all the versions, if the key is new)."""
         self.touched: set[str] = set()
@@ -126,20 +129,25 @@ class Transaction:
         )
 
     def _number(self, texts: Mapping[Key, str]) -> None:
-        """Give every key an element id: the one it has, or a new one."""
-        unknown = list({k for k in texts.values() if k not in self.ids})
-        for part in chunks(sorted(unknown)):
-            marks = ",".join("?" * len(part))
-            self.ids.update(
-                self.conn.execute(f"SELECT key, id FROM elements WHERE key IN ({marks})", part)
-            )
-        missing = [k for k in unknown if k not in self.ids]
-        if missing and not self.next_id:
+        """Give every key an element id: the one it has, or a new one. Into an empty read
+        model (a rebuild, a fresh node's catch-up) every key is new: nothing to look up."""
+        unknown = sorted({k for k in texts.values() if k not in self.ids})
+        if not unknown:
+            return
+        if self.stored is None:
             self.next_id = int(self.conn.execute("SELECT max(id) FROM elements").fetchone()[0] or 0)
-        for k in sorted(missing):
-            self.next_id += 1
-            self.ids[k] = self.next_id
-            self.new.add(k)
+            self.stored = self.next_id > 0
+        if self.stored:
+            for part in chunks(unknown):
+                marks = ",".join("?" * len(part))
+                self.ids.update(
+                    self.conn.execute(f"SELECT key, id FROM elements WHERE key IN ({marks})", part)
+                )
+        for k in unknown:
+            if k not in self.ids:
+                self.next_id += 1
+                self.ids[k] = self.next_id
+                self.new.add(k)
 
     def check(self, ops: Sequence[Op]) -> None:
         """Raise ForkError if one of ``ops`` differs from the op held under its identity,
