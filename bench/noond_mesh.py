@@ -282,7 +282,13 @@ def shard_sizes(directory: Path) -> dict[str, int]:
 
 
 def catch_up(
-    base: Path, pki: Pki, ops: int, *, fold: bool = True, timing: dict[str, str] | None = None
+    base: Path,
+    pki: Pki,
+    ops: int,
+    *,
+    fold: bool = True,
+    timing: dict[str, str] | None = None,
+    held_only: bool = False,
 ) -> dict[str, Any]:
     """A fresh node joins one that holds ``ops`` ops: time until it holds every shard, until
     its read model holds them too (noond folds what it receives), and a first session's
@@ -290,7 +296,9 @@ def catch_up(
     daemon leaves the fold to the first session (``NOOND_FOLD=false``, as before noond folded).
     Memory: each noond's peak (VmHWM), and its worker processes' (the fold's, a large store's
     collection) sampled every 0.2 s, alone and with noond. ``timing``: settings of both
-    daemons in place of the test harness's short round and timeout (``--default-timing``)."""
+    daemons in place of the test harness's short round and timeout and its fsync off
+    (``--default-timing``).
+    ``held_only``: stop once the fresh node holds every shard (wall, CPU and memory so far)."""
     proxies = Proxies()
     tag = "" if fold else "nofold"
     src, fresh = Node(f"src{tag}{ops}", base, pki), Node(f"fresh{tag}{ops}", base, pki)
@@ -321,22 +329,20 @@ def catch_up(
 
         wait_until(held, timeout=600, what="the fresh node to hold every shard")
         elapsed = time.perf_counter() - t0
-        held_rss = {m.name: rss_mib(m.proc.pid) for m in (src, fresh) if m.proc}
-        print(  # said at once: a first session folding 1M ops on a loaded machine may time out
-            json.dumps(
-                {
-                    "held_s": elapsed,
-                    "startup_s": healthy,
-                    "followed": fresh.metric("noond_exchanges_followed_total"),
-                    "rounds": fresh.metric("noond_rounds_total"),
-                    "rss_mib": held_rss,
-                }
-            ),
-            file=sys.stderr,
-            flush=True,
-        )
+        holding = {
+            "held_s": elapsed,
+            "startup_s": healthy,
+            "followed": fresh.metric("noond_exchanges_followed_total"),
+            "rounds": fresh.metric("noond_rounds_total"),
+            "rss_mib": {m.name: rss_mib(m.proc.pid) for m in (src, fresh) if m.proc},
+            "cpu_s": {m.name: cpu_seconds(m.proc.pid) for m in (src, fresh) if m.proc},
+        }
+        # Said at once: a first session folding 1M ops on a loaded machine may time out.
+        print(json.dumps(holding), file=sys.stderr, flush=True)
         got = sum(Summaries(fresh.dir).get(p[:-6]).seq for p in want)
         assert got == ops, f"fresh node holds {got} ops, wanted {ops}"
+        if held_only:
+            return holding
         if fold:
             wait_until(
                 lambda: read_model_holds(fresh.dir, want),
@@ -562,17 +568,35 @@ def main() -> None:
     ap.add_argument(
         "--default-timing",
         action="store_true",
-        help="with --only-catch-up: rounds and timeouts at noond's defaults "
-        "(NOOND_INTERVAL 30 s, NOOND_TIMEOUT 10 s), not the short ones of the test harness",
+        help="with --only-catch-up: noond's defaults for rounds, timeouts and fsync "
+        "(NOOND_INTERVAL 30 s, NOOND_TIMEOUT 10 s, NOON_FSYNC true), not the test harness's "
+        "short rounds and fsync off",
+    )
+    ap.add_argument(
+        "--held-only",
+        action="store_true",
+        help="with --only-catch-up: stop once the fresh node holds every shard "
+        "(no read-model wait, first session or idle figures)",
     )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="noond-bench-") as tmp:
         base = Path(tmp)
         if args.only_catch_up:
             pki = Pki(base / "pki")
-            timing = {"NOOND_INTERVAL": "30", "NOOND_TIMEOUT": "10"} if args.default_timing else {}
+            timing = (
+                {"NOOND_INTERVAL": "30", "NOOND_TIMEOUT": "10", "NOON_FSYNC": "true"}
+                if args.default_timing
+                else {}
+            )
             cases = {
-                case: catch_up(base, pki, args.catch_up, fold=case == "noond_folds", timing=timing)
+                case: catch_up(
+                    base,
+                    pki,
+                    args.catch_up,
+                    fold=case == "noond_folds",
+                    timing=timing,
+                    held_only=args.held_only,
+                )
                 for case in args.cases
             }
             print(json.dumps(cases, indent=1))

@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import aclosing, contextmanager
 from functools import partial
@@ -37,6 +38,8 @@ Ops = list[tuple[bytes, Op]]
 Pages = AsyncGenerator[tuple[int, OpsPage, Ops], None]
 """(the cursor asked with, the page, its ops validated)."""
 T = TypeVar("T")
+WINDOW = 2
+"""Pages of one pull asked for or arrived ahead of the one being stored."""
 
 
 class Puller(Wired):
@@ -193,38 +196,66 @@ class Puller(Wired):
     ) -> Pages:
         """``m``'s ops of ``node`` beyond ``after``, page by page, each validated as a whole
         (:func:`noon.store.receive.parse_ops`) and above the cursor. The next page is asked
-        for as soon as one is validated, so it travels and is validated while the caller
-        stores this one (one page ahead at most, asked only while the budget lasts); the
-        caller still takes them one after the other, in order. Use it under
-        :func:`contextlib.aclosing`, so a page asked ahead ends with the caller."""
+        for as soon as one has arrived (its ``X-Noon-Last`` is the next cursor), so the member
+        reads and sends it while this node validates and stores the pages before it; at most
+        :data:`WINDOW` pages are asked for or held ahead of the caller, and only while the
+        budget lasts (an empty page asks for nothing: it is invalid if marked more). The caller
+        takes them one after the other, in order. A page that then fails validation fails the
+        pull, and the page asked after it is dropped. Use it under
+        :func:`contextlib.aclosing`, so pages asked ahead end with the caller."""
         budget = self.budget(m.node)
         if budget.spent:
             raise BudgetSpent(f"pulled what one exchange may from {m.node}")
-        ahead: asyncio.Task[tuple[OpsPage, Ops]] | None = asyncio.create_task(
-            self._page(m, node, after, check, checks)
-        )
+        ahead: deque[asyncio.Task[tuple[int, OpsPage, Ops]]] = deque()
+        waiting: int | None = None
+        """A cursor known (a page arrived with more) but not asked yet: the window was full."""
+
+        def arrived(asked: int, page: OpsPage) -> None:
+            nonlocal waiting
+            if page.body and page.more and page.last > asked and not budget.spent:
+                if len(ahead) < WINDOW:
+                    ask(page.last)
+                else:
+                    waiting = page.last
+
+        def ask(cursor: int) -> None:
+            first = not ahead and cursor == after
+            ahead.append(
+                asyncio.create_task(
+                    self._page(
+                        m, node, cursor, check if first else None, checks if first else (), arrived
+                    )
+                )
+            )
+
+        ask(after)
         try:
-            while ahead is not None:
-                page, ops = await ahead
-                asked, ahead = after, None
-                more = page.more and page.last > after
-                if more and not budget.spent:
-                    after = page.last
-                    ahead = asyncio.create_task(self._page(m, node, after, None, ()))
+            while ahead:
+                asked, page, ops = await ahead.popleft()
+                if waiting is not None and not budget.spent:
+                    ask(waiting)
+                waiting = None
                 yield asked, page, ops
-                if more and ahead is None:
+                if page.more and page.last > asked and not ahead:
                     raise BudgetSpent(f"pulled what one exchange may from {m.node}")
         finally:
-            if ahead is not None:
-                ahead.cancel()
+            for task in ahead:
+                task.cancel()
+            for task in ahead:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await ahead
+                    await task
 
     async def _page(
-        self, m: Member, node: str, after: int, check: int | None, checks: serve.Checks
-    ) -> tuple[OpsPage, Ops]:
+        self,
+        m: Member,
+        node: str,
+        after: int,
+        check: int | None,
+        checks: serve.Checks,
+        arrived: Callable[[int, OpsPage], None],
+    ) -> tuple[int, OpsPage, Ops]:
         """One page of ``node`` beyond ``after`` from ``m``, validated, its bytes counted
-        against the exchange's budget."""
+        against the exchange's budget; ``arrived`` is told as soon as its bytes are here."""
         page = await self.client.pull(
             m.address,
             expect=m.node,
@@ -235,13 +266,14 @@ class Puller(Wired):
             checks=checks,
         )
         self.budget(m.node).bytes -= len(page.body)
+        arrived(after, page)
         ops: Ops = []
         if page.body:
             ops = await asyncio.to_thread(
                 receive.parse_ops, page.body, node, max_ops=MAX_OPS_PER_PAGE
             )
         _check_page(m.node, node, after, page, ops)
-        return page, ops
+        return after, page, ops
 
     def _spent(self, m: Member, node: str, exc: BudgetSpent) -> None:
         self.budget(m.node).cut = True

@@ -17,7 +17,7 @@ functions over lookups the reader supplies:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from noon.core.elements import edge_key, written_at
@@ -195,23 +195,31 @@ def walk_uris(
     """URIs of ``node`` with the priority of their last placement, best first: walks up
     ``parents`` (each node's placements, sorted) to domain roots."""
     found: list[tuple[Uri, int]] = []
-    budget = [WALK_BUDGET]
-
-    def walk(n: str, suffix: tuple[str, ...], seen: frozenset[str], prio: int) -> None:
-        for pl in parents(n):
-            budget[0] -= 1
-            if len(found) >= limit or budget[0] <= 0:
-                return
-            if pl.parent in seen:
-                continue
-            p = pl.priority if not suffix else prio
-            if is_root(pl.parent):
-                found.append((Uri(root_domain(pl.parent), (pl.name, *suffix)), p))
-            else:
-                walk(pl.parent, (pl.name, *suffix), seen | {pl.parent}, p)
-
-    walk(node, (), frozenset((node,)), 0)
-    found.sort(key=lambda u: (len(u[0].path), u[1], len(str(u[0])), str(u[0])))
+    budget = WALK_BUDGET
+    # Depth first with a stack of iterators, not a recursive closure: a closure that calls
+    # itself is a reference cycle, which only the garbage collector frees (with everything it
+    # holds), and a fold pauses the collector while it walks tens of thousands of these.
+    stack: list[tuple[Iterator[Placement], tuple[str, ...], frozenset[str], int]] = [
+        (iter(parents(node)), (), frozenset((node,)), 0)
+    ]
+    while stack:
+        steps, suffix, seen, prio = stack[-1]
+        pl = next(steps, None)
+        if pl is None:
+            stack.pop()
+            continue
+        budget -= 1
+        if len(found) >= limit or budget <= 0:
+            break  # every level above would stop at its next step too
+        if pl.parent in seen:
+            continue
+        p = pl.priority if not suffix else prio
+        if is_root(pl.parent):
+            found.append((Uri(root_domain(pl.parent), (pl.name, *suffix)), p))
+        else:
+            stack.append((iter(parents(pl.parent)), (pl.name, *suffix), seen | {pl.parent}, p))
+    if len(found) > 1:
+        found.sort(key=lambda u: (len(u[0].path), u[1], len(str(u[0])), str(u[0])))
     return found
 
 

@@ -15,7 +15,15 @@ import anyio.to_thread
 from noon.kg import plan
 from noon.kg.graph import KgReader
 from noon.kg.text import pretty
-from noon.mcp.spec import Family, ResourceSpec, ToolContext, ToolResult, Tools, tool_hints
+from noon.mcp.spec import (
+    Family,
+    ResourceSpec,
+    ToolContext,
+    ToolResult,
+    Tools,
+    tool_hints,
+    tool_text,
+)
 from noon.store.access import kg_mutate, kg_read
 from noon.store.kg_answers import graph_answer, graph_text
 
@@ -84,18 +92,6 @@ _READ = tool_hints(read_only=True, destructive=False, idempotent=True)
 tools = Tools()
 
 
-def _text(text: str, structured: dict[str, Any]) -> ToolResult:
-    """A success result in its wire form. A ``CallToolResult`` model would cost the SDK one
-    more pydantic pass over the result (a third of read_graph's time on a 2 MB graph); the SDK
-    still validates this dict against the protocol's result schema before sending it."""
-    return {
-        "content": [{"type": "text", "text": text}],
-        "structuredContent": structured,
-        "isError": False,
-        "resultType": "complete",  # required from 2026-07-28, dropped for older revisions
-    }
-
-
 Planner = Callable[[KgReader, Any], plan.Planned]
 
 
@@ -125,7 +121,7 @@ async def _read(ctx: ToolContext, fn: Callable[[KgReader], Any]) -> Any:
 )
 async def create_entities(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     created = await _mutate(ctx, plan.create_entities, args["entities"])
-    return _text(pretty(created), {"entities": created})
+    return tool_text(pretty(created), {"entities": created})
 
 
 @tools.tool(
@@ -141,7 +137,7 @@ async def create_entities(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 )
 async def create_relations(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     created = await _mutate(ctx, plan.create_relations, args["relations"])
-    return _text(pretty(created), {"relations": created})
+    return tool_text(pretty(created), {"relations": created})
 
 
 @tools.tool(
@@ -193,12 +189,12 @@ async def create_relations(args: dict[str, Any], ctx: ToolContext) -> ToolResult
 )
 async def add_observations(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     results = await _mutate(ctx, plan.add_observations, args["observations"])
-    return _text(pretty(results), {"results": results})
+    return tool_text(pretty(results), {"results": results})
 
 
 async def _status(ctx: ToolContext, planner: Planner, arg: Any) -> ToolResult:
     message = await _mutate(ctx, planner, arg)
-    return _text(message, {"success": True, "message": message})
+    return tool_text(message, {"success": True, "message": message})
 
 
 @tools.tool(
@@ -284,7 +280,7 @@ async def delete_relations(args: dict[str, Any], ctx: ToolContext) -> ToolResult
 )
 async def read_graph(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     text, graph = await anyio.to_thread.run_sync(lambda: graph_answer(ctx.store, ctx.namespace))
-    return _text(text, graph)
+    return tool_text(text, graph)
 
 
 @tools.tool(
@@ -308,7 +304,7 @@ async def read_graph(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 )
 async def search_nodes(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     found = await _read(ctx, lambda view: view.search(args["query"]))
-    return _text(pretty(found), found)
+    return tool_text(pretty(found), found)
 
 
 @tools.tool(
@@ -331,7 +327,7 @@ async def search_nodes(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 )
 async def open_nodes(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     found = await _read(ctx, lambda view: view.open(args["names"]))
-    return _text(pretty(found), found)
+    return tool_text(pretty(found), found)
 
 
 def read_graph_resource(ctx: ToolContext) -> str:

@@ -21,7 +21,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaV
 
 from noon import errors
 from noon.app.actor import Actor
-from noon.mcp.spec import ToolContext, ToolResult, Tools
+from noon.mcp.spec import ToolContext, ToolResult, Tools, tool_text
 from noon.store.access import GraphService, service
 
 REFUSALS = errors.REFUSALS
@@ -124,13 +124,9 @@ def _without_none(value: Any) -> Any:
     return value
 
 
-def reply(text: str, data: dict[str, Any]) -> types.CallToolResult:
+def reply(text: str, data: dict[str, Any]) -> ToolResult:
     """Text for the agent, structured content for programs (unset fields left out)."""
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
-        structured_content=_without_none(data),
-        is_error=False,
-    )
+    return tool_text(text, _without_none(data))
 
 
 Reply = tuple[str, dict[str, Any]]

@@ -5,6 +5,7 @@ server (zod through the TypeScript SDK) reports them: one line per problem, in s
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -84,9 +85,11 @@ _SIMPLE_KEYWORDS = frozenset(
         "description",
         "title",
         "default",
+        *("minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems"),
     )
 )
-_TYPES: dict[str, Any] = {
+Check = Callable[[Any], bool]
+_TYPES: dict[str, Check] = {
     "string": lambda v: isinstance(v, str),
     "boolean": lambda v: isinstance(v, bool),
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
@@ -95,10 +98,18 @@ _TYPES: dict[str, Any] = {
     "object": lambda v: isinstance(v, dict),
     "null": lambda v: v is None,
 }
+_BOUNDS: tuple[tuple[str, str, Check, Callable[[Any], float]], ...] = (
+    ("minLength", "maxLength", _TYPES["string"], len),
+    ("minimum", "maximum", _TYPES["number"], lambda number: number),
+    ("minItems", "maxItems", _TYPES["array"], len),
+)
+"""The bounds JSON Schema sets on a kind of value and ignores on the others: the lower and the
+upper keyword, the values they apply to, and the measure they bound (a string's length in code
+points, as Python's ``len``)."""
 
 
 def _simple(schema: Any) -> bool:
-    """Whether :func:`_fast_valid` understands every keyword of ``schema``."""
+    """Whether :func:`_compiled` understands every keyword of ``schema``."""
     if not isinstance(schema, dict) or not set(schema) <= _SIMPLE_KEYWORDS:
         return False
     if not isinstance(schema.get("type", "object"), str):
@@ -106,14 +117,14 @@ def _simple(schema: Any) -> bool:
     if schema.get("type", "object") not in _TYPES:
         return False
     extra = schema.get("additionalProperties", True)
+    bounds = [schema[k] for low, high, _, _ in _BOUNDS for k in (low, high) if k in schema]
+    if not all(_TYPES["number"](b) for b in bounds):
+        return False
     return (
         all(_simple(s) for s in schema.get("properties", {}).values())
         and ("items" not in schema or _simple(schema["items"]))
         and isinstance(extra, bool)
     )
-
-
-Check = Callable[[Any], bool]
 
 
 def _compiled(schema: dict[str, Any]) -> Check:
@@ -126,11 +137,14 @@ def _compiled(schema: dict[str, Any]) -> Check:
     required = tuple(schema.get("required", ()))
     closed = schema.get("additionalProperties", True) is False
     items = _compiled(schema["items"]) if "items" in schema else None
-    if type_ok is not None and kind not in ("object", "array"):
+    bounded = _bounds(schema)
+    if type_ok is not None and kind not in ("object", "array") and bounded is None:
         return type_ok  # a leaf: its type is all there is to check
 
     def check(value: Any) -> bool:
         if type_ok is not None and not type_ok(value):
+            return False
+        if bounded is not None and not bounded(value):
             return False
         if isinstance(value, dict):
             for name in required:
@@ -151,6 +165,22 @@ def _compiled(schema: dict[str, Any]) -> Check:
         return True
 
     return check
+
+
+def _within(applies: Check, measure: Callable[[Any], float], low: float, high: float) -> Check:
+    return lambda value: not applies(value) or low <= measure(value) <= high
+
+
+def _bounds(schema: dict[str, Any]) -> Check | None:
+    """The check of the length, size and range bounds ``schema`` sets; None when it sets none."""
+    checks = [
+        _within(applies, measure, schema.get(low, -math.inf), schema.get(high, math.inf))
+        for low, high, applies, measure in _BOUNDS
+        if low in schema or high in schema
+    ]
+    if not checks:
+        return None
+    return lambda value: all(check(value) for check in checks)
 
 
 class ArgumentValidator:

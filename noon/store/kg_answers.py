@@ -1,39 +1,56 @@
-"""read_graph's answer, kept between calls while the graph it shows stands.
+"""read_graph's answer, kept between calls and patched after a change.
 
 read_graph builds the whole namespace (three scans and a dict per entity: about 30 ms of CPU at
 10k entities) and renders it; a client often reads the graph at the start of each conversation,
-unchanged since the last. So the rendered text of each namespace's last answer is kept with what
-it was read from: the read model's generation in the snapshot it was read in, and the connection
-(a damaged read model is replaced by a new file, whose generations start again). Every fold that
-changes an element moves the generation, whichever process folded it and whichever machine wrote
-the ops (a replica's shard is folded like the own one), the rule a write already relies on to
-know its plan is still current (:meth:`noon.store.store.Store.write`). Each read still refreshes
-first, so what it shows is as current as a read that builds.
+unchanged since the last or changed by a few writes. So each namespace's last answer is kept:
+its rendered text, what it shows (each entity with its observations, each relation, with its
+place in write order), and what it was read from: the read model's generation in the snapshot it
+was read in, and the connection (a damaged read model is replaced by a new file, whose
+generations start again). Every fold that changes an element moves the generation, whichever
+process folded it and whichever machine wrote the ops (a replica's shard is folded like the own
+one), the rule a write already relies on to know its plan is still current
+(:meth:`noon.store.store.Store.write`). Each read still refreshes first, so what it shows is as
+current as a read that builds.
 
 A read whose snapshot holds the kept generation answers with the kept text, and with the graph
-parsed back from it (orjson, about a sixth of the build): every caller gets objects of its own.
-At most :data:`KEEP_CHARS` characters are kept per store, the namespace read least recently
-dropped first; a larger answer is not kept.
+made anew from what it shows (about an eighth of the build, half of parsing the text back):
+every caller gets objects of its own.
+A read after a change asks the read model which keys changed since the kept generation (its
+``changes`` table, the record subscriptions are told from) and reads just those again: each
+entity an entity or observation key names, with its observations, and each relation a key
+names, each put in its place in write order (a replica's op can come before what is kept); past
+:data:`PATCH_KEYS` keys, or when the changes are no longer known (a reset, a rebuild, too many
+generations ago), it builds. At most :data:`KEEP_CHARS` characters of text are kept per store,
+the namespace read least recently dropped first; a larger answer is not kept.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from itertools import islice, pairwise
+from typing import Any, TypeVar
 
-import orjson
-
+from noon.core.elements import ENTITY, OBS, REL
+from noon.core.ops import Key
 from noon.kg.text import pretty
+from noon.store.readmodel.kg import Entity, Order, RelationId, SqlKg, graph_of
 from noon.store.store import Store
 
-KEEP_CHARS = 8 * 2**20
-"""Characters of rendered answers kept per store: a graph of about 60k entities with two short
-observations each (the parsed graph, built on each read, is about four times the text)."""
+T = TypeVar("T")
+V = TypeVar("V")
+
+KEEP_CHARS = 4 * 2**20
+"""Characters of rendered answers kept per store: a graph of about 30k entities with two short
+observations each. What they show is kept beside them, about 3.3 times the text in memory (so
+at most some 18 MB per store); the parsed graph a build makes is about four times the text."""
+PATCH_KEYS = 1_000
+"""Changed keys past which read_graph builds the graph again instead of patching its kept
+entries (a fold of more logs a reset, so its keys are not known anyway)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +58,9 @@ class _Kept:
     conn: sqlite3.Connection
     generation: int
     text: str
+    entities: dict[str, Entity]
+    """What the text shows, with each element's place in write order (to patch it)."""
+    relations: dict[RelationId, Order]
 
 
 class _Answers:
@@ -50,13 +70,14 @@ class _Answers:
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, namespace: str, conn: sqlite3.Connection, generation: int) -> str | None:
+    def get(self, namespace: str, conn: sqlite3.Connection) -> _Kept | None:
+        """The namespace's kept answer read on ``conn``, whatever its generation."""
         with self._lock:
             kept = self._kept.get(namespace)
-            if kept is None or kept.conn is not conn or kept.generation != generation:
+            if kept is None or kept.conn is not conn:
                 return None
             self._kept.move_to_end(namespace)
-            return kept.text
+            return kept
 
     def put(self, namespace: str, kept: _Kept) -> None:
         with self._lock:
@@ -80,30 +101,62 @@ def _answers(store: Store) -> _Answers:
         return answers
 
 
-def _read(store: Store, namespace: str) -> tuple[str, dict[str, Any] | None]:
-    """The namespace's graph as text, and the graph itself when it was built by this read."""
+def _read(store: Store, namespace: str) -> tuple[str, dict[str, Any] | _Kept]:
+    """The namespace's graph as text, and the graph itself when this read made it (else the
+    kept answer it shows)."""
     answers = _answers(store)
     with store.lock:
         store.refresh()
         with store.graph.reading():
             conn = store.model.conn
             generation = store.model.generation  # in the snapshot the graph is read from
-            text = answers.get(namespace, conn, generation)
-            if text is not None:
-                return text, None
-            graph = store.kg(namespace).graph()
+            kept = answers.get(namespace, conn)
+            if kept is not None and kept.generation == generation:
+                return kept.text, kept
+            view = store.kg(namespace)
+            patched = _patched(kept, view, store.model.changed_since) if kept else None
+            entities, relations = patched or view.entries()
+    graph = graph_of(entities, relations)
     text = pretty(graph)
-    answers.put(namespace, _Kept(conn, generation, text))
+    answers.put(namespace, _Kept(conn, generation, text, entities, relations))
     return text, graph
 
 
-def parse(text: str) -> dict[str, Any]:
-    """The value :func:`~noon.kg.text.pretty` rendered as ``text``."""
-    try:
-        found: dict[str, Any] = orjson.loads(text)
-    except orjson.JSONDecodeError:  # a lone surrogate, which pretty escapes and orjson refuses
-        found = json.loads(text)
-    return found
+def _patched(
+    kept: _Kept, view: SqlKg, changed_since: Callable[[int], set[Key] | None]
+) -> tuple[dict[str, Entity], dict[RelationId, Order]] | None:
+    """The kept entries with what changed since they were read read again (each changed entity
+    with its observations, each changed relation) and put in their place in write order; None
+    when what changed is not known or is more than :data:`PATCH_KEYS` keys."""
+    keys = changed_since(kept.generation)
+    if keys is None or len(keys) > PATCH_KEYS:
+        return None
+    names = {k[2] for k in keys if k[0] in (ENTITY, OBS) and k[1] == view.ns}
+    rels = {(k[2], k[3], k[4], k[5]) for k in keys if k[0] == REL and k[1] == view.ns}
+    entities, relations = dict(kept.entities), dict(kept.relations)
+    for name in names:
+        entities.pop(name, None)
+        entry = view.entity_entry(name)
+        if entry is not None:
+            entities[name] = entry
+    for rel in rels:
+        relations.pop(rel, None)
+        place = view.relation_entry(rel)
+        if place is not None:
+            relations[rel] = place
+    return (
+        _in_order(entities, lambda entity: entity[0], len(names)),
+        _in_order(relations, lambda place: place, len(rels)),
+    )
+
+
+def _in_order(entries: dict[T, V], place: Callable[[V], Order], moved: int) -> dict[T, V]:
+    """``entries``, in write order but for the last ``moved`` (read again, put at the end), in
+    write order: as they are when those already come last in it (an append)."""
+    tail = [place(value) for value in islice(reversed(entries.values()), moved + 1)]
+    if all(later > earlier for later, earlier in pairwise(tail)):
+        return entries
+    return dict(sorted(entries.items(), key=lambda item: place(item[1])))
 
 
 def graph_text(store: Store, namespace: str) -> str:
@@ -114,4 +167,6 @@ def graph_text(store: Store, namespace: str) -> str:
 def graph_answer(store: Store, namespace: str) -> tuple[str, dict[str, Any]]:
     """read_graph's text and its structured content, current as of this call."""
     text, graph = _read(store, namespace)
-    return text, graph if graph is not None else parse(text)
+    if isinstance(graph, _Kept):
+        return text, graph_of(graph.entities, graph.relations)
+    return text, graph

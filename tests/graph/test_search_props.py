@@ -45,6 +45,21 @@ def test_the_duplicate_probe_holds_what_the_word_test_holds(doc: str, new: str) 
     assert WordProbe(words).held(doc) == expected
 
 
+@given(TEXT, st.data())
+def test_the_duplicate_probe_stops_early_only_below_its_bound(
+    doc: str, data: st.DataObject
+) -> None:
+    """Asked for at least ``at_least`` words, the probe answers in full or, only when the
+    document holds fewer, with nothing (new words partly the document's, bounds around the
+    number it holds)."""
+    shared = data.draw(st.lists(st.sampled_from(doc.split() or [""]), max_size=4))
+    probe = WordProbe(list(dict.fromkeys(tokens(" ".join([*shared, data.draw(TEXT)])))))
+    full = probe.held(doc)
+    at_least = max(0, len(full) + data.draw(st.integers(-1, 1)))
+    bounded = probe.held(doc, at_least)
+    assert bounded == full or (bounded == () and len(full) < at_least)
+
+
 TERM = st.sampled_from(["tea", "sync", "deploy", "when", "did", "the", "记忆", "green"])
 
 

@@ -10,13 +10,14 @@ from typing import Any
 
 import mcp.types as types
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 from mcp import Client
 from mcp.shared.subscriptions import ResourceUpdated
 
 from noon.core.ops import Draft
+from noon.mcp.families import uri_family
 from noon.mcp.kg_tools import FAMILY as KG
 from noon.mcp.server import create_server
 from noon.mcp.validation import ArgumentValidator
@@ -202,3 +203,60 @@ def test_fast_validation_agrees_with_jsonschema(tool: Any, value: Any) -> None:
     args = value if isinstance(value, dict) else {"entities": value, "names": value}
     expected = Draft7Validator(tool.input_schema).is_valid(args)
     assert (validator.problems(args) == []) == expected
+
+
+_URI_TOOLS = uri_family().tools
+_URI_VALUE = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-3, max_value=1003)
+    | st.sampled_from([-(10**400), 10**400, 0.5, 1.0, -0.0, 1e308])
+    | st.text(max_size=3)
+    | st.text(min_size=126, max_size=130)
+    | st.builds(lambda n: "x" * n, st.sampled_from([4095, 4096, 4097]))
+    | st.lists(st.text(max_size=2), max_size=3)
+)
+
+
+def _edges(schema: dict[str, Any], low: str, high: str) -> list[int]:
+    """The sizes on either side of each bound ``schema`` sets."""
+    bounds = [schema[k] for k in (low, high) if k in schema]
+    return [n for b in bounds for n in (b - 1, b, b + 1) if n >= 0] or [0, 1]
+
+
+def _fitting(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """Values of the type a property declares, many at the edges of its bounds."""
+    kind = schema.get("type")
+    if kind == "integer":
+        edges = _edges(schema, "minimum", "maximum")
+        return st.sampled_from([*edges, -1]) | st.integers(min_value=-1, max_value=1001)
+    if kind == "boolean":
+        return st.booleans()
+    if kind == "array":
+        size = st.sampled_from(_edges(schema, "minItems", "maxItems"))
+        return size.map(lambda n: ["a"] * n) | st.lists(st.text(max_size=3), max_size=3)
+    size = st.sampled_from(_edges(schema, "minLength", "maxLength"))
+    return size.map(lambda n: "é" * n) | st.text(max_size=5)
+
+
+@settings(max_examples=400, deadline=None)
+@given(tool=st.sampled_from(_URI_TOOLS), data=st.data())
+def test_fast_validation_of_bounds_agrees_with_jsonschema(tool: Any, data: Any) -> None:
+    """The URI tools' schemas bound lengths and ranges: the compiled check accepts exactly what
+    jsonschema accepts (a value it refuses goes to jsonschema for its problems)."""
+    schema = tool.input_schema
+    keys = data.draw(st.sets(st.sampled_from([*schema["properties"], "x"]), max_size=4))
+    if data.draw(st.booleans()):
+        keys |= set(schema.get("required", ()))
+    props, fit = schema["properties"], data.draw(st.booleans())
+    value = {
+        key: data.draw(_fitting(props[key]) if fit and key in props else _URI_VALUE)
+        for key in sorted(keys)
+    }
+    validator = ArgumentValidator(schema)
+    assert validator.simple and validator._fast_check is not None
+    expected = Draft7Validator(schema).is_valid(value)
+    event("valid" if expected else "refused")
+    if not any(isinstance(v, float) and v.is_integer() for v in value.values()):
+        assert validator._fast_check(value) == expected  # 1.0 is an integer to jsonschema
+    assert (validator.problems(value) == []) == expected

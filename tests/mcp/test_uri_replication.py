@@ -297,10 +297,10 @@ WRITER = textwrap.dedent("""
             r = await tools["create_memory"].handler({"parent_uri": "core://log",
                 "title": f"w{worker}-{i}", "content": f"entry {worker} {i}", "priority": 1,
                 "disclosure": "d"}, ctx)
-            assert not r.is_error, r.content[0].text
+            assert not r["isError"], r["content"][0]["text"]  # the wire form
             r = await tools["update_memory"].handler({"uri": "core://log",
                 "append": f"line {worker} {i}"}, ctx)
-            assert not r.is_error, r.content[0].text
+            assert not r["isError"], r["content"][0]["text"]
     anyio.run(main)
 """)
 

@@ -20,7 +20,7 @@ from itertools import islice
 from typing import Any
 
 from noon.core.fold import Element, ForkError
-from noon.core.ops import Op, OpId
+from noon.core.ops import Key, Op, OpId
 from noon.store.readmodel import project
 from noon.store.readmodel.rows import (
     INSERT,
@@ -58,6 +58,9 @@ class Transaction:
         self.new: set[str] = set()
         """Keys that had no element before this transaction (ids allocated here)."""
         self.next_id = 0
+        self.stored: bool | None = None
+        """Whether ``elements`` held any row when this transaction first numbered keys (its
+        rows are written at :meth:`finish`, so it stays so until then)."""
         self.fresh: dict[str, list[Op]] = {}
         """Key text -> ops added by this transaction (all the versions, if the key is new)."""
         self.touched: set[str] = set()
@@ -78,27 +81,43 @@ class Transaction:
             self._moved(ops, new, at)
         if not new:
             return
-        texts = [key_text(op.el) if op.known else None for op in new]
-        self._number({kt for kt in texts if kt is not None})
-        rows = [
-            op_row(op, self.ids[kt] if kt is not None else None, at.get(op.id))
-            for op, kt in zip(new, texts, strict=True)
-        ]
-        self.conn.executemany(INSERT, rows)
-        self.added += len(new)
-        self.newest = max(self.newest, max(op.hlc for op in new))
+        texts = self._texts(new)
+        self._number(texts)
+        ids, fresh = self.ids, self.fresh
+        rows = []
+        newest = self.newest
         highest: dict[str, int] = {}
         for op in new:
+            kt = texts.get(op.el) if op.known else None
+            rows.append(op_row(op, None if kt is None else ids[kt], at.get((op.node, op.seq))))
+            if op.hlc > newest:
+                newest = op.hlc
             if op.seq > highest.get(op.node, 0):
                 highest[op.node] = op.seq
+            if kt is not None:
+                versions = fresh.get(kt)
+                if versions is None:
+                    fresh[kt] = [op]
+                else:
+                    versions.append(op)
+        self.conn.executemany(INSERT, rows)
+        self.added += len(new)
+        self.newest = newest
         self.conn.executemany(
             "INSERT INTO highwater (node, seq) VALUES (?, ?) "
             "ON CONFLICT (node) DO UPDATE SET seq = max(seq, excluded.seq)",
             highest.items(),
         )
-        for op, kt in zip(new, texts, strict=True):
-            if kt is not None:
-                self.fresh.setdefault(kt, []).append(op)
+
+    @staticmethod
+    def _texts(ops: Sequence[Op]) -> dict[Key, str]:
+        """The key text of every element ``ops`` name (of a kind this version knows), each key
+        encoded once however many versions of it the batch holds."""
+        texts: dict[Key, str] = {}
+        for op in ops:
+            if op.known and op.el not in texts:
+                texts[op.el] = key_text(op.el)
+        return texts
 
     def _moved(self, ops: Sequence[Op], new: list[Op], at: Mapping[OpId, int]) -> None:
         """Where the lines of ops held already start now (a shard read again after a
@@ -109,21 +128,26 @@ class Transaction:
             [(at[op.id], op.node, op.seq) for op in ops if op.id not in fresh and op.id in at],
         )
 
-    def _number(self, keys: set[str]) -> None:
-        """Give every key an element id: the one it has, or a new one."""
-        unknown = [k for k in keys if k not in self.ids]
-        for part in chunks(sorted(unknown)):
-            marks = ",".join("?" * len(part))
-            self.ids.update(
-                self.conn.execute(f"SELECT key, id FROM elements WHERE key IN ({marks})", part)
-            )
-        missing = [k for k in unknown if k not in self.ids]
-        if missing and not self.next_id:
+    def _number(self, texts: Mapping[Key, str]) -> None:
+        """Give every key an element id: the one it has, or a new one. Into an empty read
+        model (a rebuild, a fresh node's catch-up) every key is new: nothing to look up."""
+        unknown = sorted({k for k in texts.values() if k not in self.ids})
+        if not unknown:
+            return
+        if self.stored is None:
             self.next_id = int(self.conn.execute("SELECT max(id) FROM elements").fetchone()[0] or 0)
-        for k in sorted(missing):
-            self.next_id += 1
-            self.ids[k] = self.next_id
-            self.new.add(k)
+            self.stored = self.next_id > 0
+        if self.stored:
+            for part in chunks(unknown):
+                marks = ",".join("?" * len(part))
+                self.ids.update(
+                    self.conn.execute(f"SELECT key, id FROM elements WHERE key IN ({marks})", part)
+                )
+        for k in unknown:
+            if k not in self.ids:
+                self.next_id += 1
+                self.ids[k] = self.next_id
+                self.new.add(k)
 
     def check(self, ops: Sequence[Op]) -> None:
         """Raise ForkError if one of ``ops`` differs from the op held under its identity,
@@ -221,7 +245,11 @@ class Transaction:
         return keys
 
     def _settle_new(self, kt: str, versions: list[Op], derived: project.Projection) -> None:
-        el = Element(versions[0])
+        first = versions[0]
+        if len(versions) == 1:  # what Element folds one version to, without building one
+            derived.element(self.ids[kt], kt, first.el, first, {first.id: first}, fresh=True)
+            return
+        el = Element(first)
         for op in versions[1:]:
             el.add(op)
         derived.element(self.ids[kt], kt, el.winner.el, el.winner, el.heads, fresh=True)

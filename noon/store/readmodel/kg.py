@@ -23,6 +23,25 @@ from noon.store.readmodel.rows import key_text
 from noon.store.readmodel.state import Database, StoredElement, load_element
 
 _ORDER = "w_hlc, w_node, w_seq"
+Order = tuple[int, str, int]
+"""Where an element stands in write order: its winning op's (hlc, node, seq)."""
+Entity = tuple[Order, str, list[str]]
+"""An entity as read_graph shows it: its place, its type, its observations in write order."""
+RelationId = tuple[str, str, str, str]
+"""A relation row: (from, to, relation type, slot)."""
+
+
+def graph_of(entities: dict[str, Entity], relations: Iterable[RelationId]) -> dict[str, Any]:
+    """read_graph's value of the entries given, in their order (new objects throughout)."""
+    return {
+        "entities": [
+            {"name": name, "entityType": etype, "observations": list(observations)}
+            for name, (_, etype, observations) in entities.items()
+        ],
+        "relations": [
+            {"from": src, "to": dst, "relationType": rtype} for src, dst, rtype, _ in relations
+        ],
+    }
 
 
 class SqlKg:
@@ -149,30 +168,65 @@ class SqlKg:
         return [rel_key(self.ns, r[0], r[1], r[2], int(r[3])) for r in ordered]
 
     def graph(self) -> dict[str, Any]:
-        """The whole graph in write order, from three scans of covering indexes (the
-        ``*_in_order`` indexes carry every column read here): no row lookups, no join."""
-        entities = []
-        shown: dict[str, tuple[int, list[str]]] = {}
-        for name, etype, after in self.conn.execute(
-            f"SELECT name, type, after FROM entities WHERE ns = ? ORDER BY {_ORDER}", (self.ns,)
+        """The whole graph in write order (:meth:`entries`, shown)."""
+        return graph_of(*self.entries())
+
+    def entries(self) -> tuple[dict[str, Entity], dict[RelationId, Order]]:
+        """Every entity as shown and every relation, each with its place in write order, in
+        that order: three scans of covering indexes (the ``*_in_order`` indexes carry every
+        column read here), no row lookups, no join."""
+        entities: dict[str, Entity] = {}
+        after: dict[str, int | None] = {}
+        for name, etype, stamp, hlc, node, seq in self.conn.execute(
+            f"SELECT name, type, after, {_ORDER} FROM entities WHERE ns = ? ORDER BY {_ORDER}",
+            (self.ns,),
         ):
-            observations: list[str] = []
-            entities.append({"name": name, "entityType": etype, "observations": observations})
-            shown[name] = (after, observations)
+            entities[name] = ((hlc, node, seq), etype, [])
+            after[name] = stamp
         for entity, stamp, text in self.conn.execute(
             f"SELECT entity, w_hlc, text FROM observations WHERE ns = ? ORDER BY entity, {_ORDER}",
             (self.ns,),
         ):
-            found = shown.get(entity)
-            if found is not None and found[0] is not None and stamp > found[0]:
-                found[1].append(text)  # an observation of the entity's current incarnation
-        relations = [
-            {"from": src, "to": dst, "relationType": rtype}
-            for src, dst, rtype in self.conn.execute(
-                f"SELECT src, dst, rtype FROM relations WHERE ns = ? ORDER BY {_ORDER}", (self.ns,)
+            since = after.get(entity)
+            if since is not None and stamp > since:
+                entities[entity][2].append(text)  # of the entity's current incarnation
+        relations: dict[RelationId, Order] = {
+            (src, dst, rtype, slot): (hlc, node, seq)
+            for src, dst, rtype, slot, hlc, node, seq in self.conn.execute(
+                f"SELECT src, dst, rtype, slot, {_ORDER} FROM relations WHERE ns = ? "
+                f"ORDER BY {_ORDER}",
+                (self.ns,),
+            )
+        }
+        return entities, relations
+
+    def entity_entry(self, name: str) -> Entity | None:
+        """One entity as :meth:`entries` shows it; None when none is shown by that name."""
+        row = self.conn.execute(
+            f"SELECT type, after, {_ORDER} FROM entities WHERE ns = ? AND name = ?",
+            (self.ns, name),
+        ).fetchone()
+        if row is None:
+            return None
+        etype, since, hlc, node, seq = row
+        observations = [
+            text
+            for (text,) in self.conn.execute(
+                "SELECT text FROM observations WHERE ns = ? AND entity = ? AND w_hlc > ? "
+                f"ORDER BY {_ORDER}",
+                (self.ns, name, since),
             )
         ]
-        return {"entities": entities, "relations": relations}
+        return (hlc, node, seq), etype, observations
+
+    def relation_entry(self, rel: RelationId) -> Order | None:
+        """One relation's place in write order; None when the graph does not hold it."""
+        row = self.conn.execute(
+            f"SELECT {_ORDER} FROM relations WHERE ns = ? AND src = ? AND dst = ? AND rtype = ? "
+            "AND slot = ?",
+            (self.ns, *rel),
+        ).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
 
     def search(self, query: str) -> dict[str, Any]:
         q = js_lower(query)

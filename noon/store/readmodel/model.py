@@ -443,18 +443,28 @@ class ReadModel:
         gen = self.generation
         if gen == self.seen:
             return Touched()
-        behind = self.seen < 0 or gen - self.seen > KEEP_GENERATIONS
-        touched = Touched(reset=behind or self._int("reset") > self.seen)
-        if not touched.reset:
-            touched.keys = {
-                key_of(k)
-                for (k,) in self.conn.execute(
-                    "SELECT DISTINCT key FROM changes WHERE gen > ?", (self.seen,)
-                )
-            }
-            touched.ops = len(touched.keys)
+        keys = self.changed_since(self.seen)
+        touched = Touched(reset=keys is None)
+        if keys is not None:
+            touched.keys, touched.ops = keys, len(keys)
         self.seen = gen
         return touched
+
+    def changed_since(self, generation: int) -> set[Key] | None:
+        """The keys the folds after ``generation`` (of this connection's file) touched; None
+        when that is no longer known: a rebuild or a reset since, or more generations ago
+        than the ``changes`` table keeps."""
+        now = self.generation
+        if generation < 0 or generation > now or now - generation > KEEP_GENERATIONS:
+            return None
+        if self._int("reset") > generation:
+            return None
+        return {
+            key_of(k)
+            for (k,) in self.conn.execute(
+                "SELECT DISTINCT key FROM changes WHERE gen > ?", (generation,)
+            )
+        }
 
     # -- rebuild ---------------------------------------------------------------------------
 

@@ -54,6 +54,8 @@ class Projection:
         self.conn = conn
         self.elements: list[tuple[Any, ...]] = []
         self.heads: list[tuple[int, str, int]] = []
+        self.unheaded: list[tuple[int]] = []
+        """Elements held before whose ``heads`` rows are replaced."""
         self.memories: list[tuple[Any, ...]] = []
         self.placements: list[tuple[Any, ...]] = []
         self.keywords: list[tuple[str, str, str]] = []
@@ -87,7 +89,7 @@ class Projection:
             (eid, kt, kind, ns, winner.node, winner.seq, winner.hlc, int(deleted), len(heads))
         )
         if not fresh:
-            self.conn.execute("DELETE FROM heads WHERE eid = ?", (eid,))
+            self.unheaded.append((eid,))
         if len(heads) > 1:
             self.heads.extend((eid, n, s) for n, s in heads)
         if kind == CONTENT:
@@ -306,6 +308,7 @@ class Projection:
         for rows in (self.memories, self.entities, self.observations, self.relations):
             rows.sort(key=_primary)
         c.executemany("INSERT OR REPLACE INTO elements VALUES (?,?,?,?,?,?,?,?,?)", self.elements)
+        c.executemany("DELETE FROM heads WHERE eid = ?", self.unheaded)
         c.executemany("INSERT OR IGNORE INTO heads VALUES (?,?,?)", self.heads)
         self._unindex_rewritten()
         c.executemany(_UPSERT_MEMORY, self.memories)

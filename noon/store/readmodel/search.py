@@ -39,6 +39,7 @@ import sqlite3
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from operator import itemgetter
 from typing import Any
 
@@ -144,17 +145,30 @@ class WordProbe:
         self.plain = [w for w in words if not CJK.search(w)]
         """In the order given; a CJK word is held only by a document with CJK text."""
         self.wanted = set(self.plain)
-        longest = sorted(self.wanted, key=len, reverse=True)
-        alternatives = "|".join(re.escape(w) for w in longest)
-        self.starts = re.compile(rf"(?<!\w)(?:{alternatives})") if longest else None
 
-    def held(self, doc: str) -> tuple[str, ...]:
+    @cached_property
+    def starts(self) -> re.Pattern[str]:
+        """Compiled on the first document the substring test lets through (most of the
+        duplicate hint's candidates are ruled out before)."""
+        longest = sorted(self.wanted, key=len, reverse=True)
+        return re.compile(rf"(?<!\w)(?:{'|'.join(re.escape(w) for w in longest)})")
+
+    def held(self, doc: str, at_least: int = 0) -> tuple[str, ...]:
+        """The words ``doc`` holds, in the order given; ``()`` as soon as it is plain that it
+        holds fewer than ``at_least`` of them: a word held is in the casefolded text, and a
+        test of that rules out most candidates of the duplicate hint without the pattern."""
         flat = doc.casefold()
         if CJK.search(flat):
             words = _words(doc)
             return tuple(w for w in self.words if _holds(words, flat, w))
-        if self.starts is None:
+        if not self.plain:
             return ()
+        spare = len(self.plain) - at_least
+        for word in self.plain:
+            if word not in flat:
+                spare -= 1
+                if spare < 0:
+                    return ()
         held = {
             found[:end]
             for found in set(self.starts.findall(flat))
@@ -484,10 +498,10 @@ class Search:
             (" OR ".join(_quoted(w) for w in probe), namespace, PROBE_CANDIDATES),
         ).fetchall()
         scored = []
-        probe_words = WordProbe(words)
+        probe_words, half = WordProbe(words), (len(words) + 1) // 2
         for node, doc in rows:
-            found = probe_words.held(doc)
-            if len(found) * 2 >= len(words):
+            found = probe_words.held(doc, half)
+            if len(found) >= half:
                 scored.append(Hit(node, float(len(found)), found))
         scored.sort(key=lambda h: (-h.score, h.node))
         hits = []

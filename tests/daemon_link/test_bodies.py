@@ -1,12 +1,11 @@
 """noond's JSON bodies as typed messages (noon/daemon_link/bodies.py): what a daemon sends reads
 back as the same message; a body of a release before a field still reads; a hostile body (too
 deep, too large, a field of the wrong type) is one clear refusal at a bounded cost, in the
-daemon's client and in the commands that ask the local daemon, and the honest peer is served
-right after it."""
+commands that ask the local daemon, and the honest answer is read right after it. What noond's
+own client does with such a body is in tests/noond/test_noond_peer_answers.py."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import re
 import threading
@@ -23,16 +22,6 @@ from noon.config import Settings
 from noon.daemon_link import api as daemon_api
 from noon.daemon_link import bodies
 from noon.daemon_link.message import BodyError
-from noond.client import PeerError
-from tests.harness.fake_peer import (
-    FakePeer,
-    Request,
-    Route,
-    json_reply,
-    local_node,
-    seqs,
-    write_texts_of,
-)
 from tests.harness.mesh import ROOT
 
 nodes = st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True)
@@ -188,65 +177,6 @@ def test_a_hostile_body_costs_a_bounded_time_and_says_why():
         with pytest.raises(BodyError, match=why):
             bodies.decode(raw, kind, "hostile")
         assert time.monotonic() - started < 5
-
-
-def test_a_peers_malformed_digest_fails_that_exchange_only(dirs):
-    """The daemon's client: the refusal names the field, nothing is taken from the answer, and
-    the same peer answering honestly next is served at once."""
-    a, b = dirs
-    write_texts_of(b, "b", "one", "two")
-    peer = FakePeer("b", b)
-    local = local_node(a, "a", peer)
-
-    async def hostile(req: Request):
-        return json_reply({"root": ["x"], "shards": 2, "members": ""})
-
-    peer.routes["GET /shards/digest"] = hostile
-    asyncio.run(local.exchanger.exchange(local.member))
-    assert local.sample("noond_exchanges_total", result="invalid") == 1
-    assert "/shards/digest: 'root' must be a string" in local.member.error
-    assert local.member.state == "alive"
-    assert seqs(a / "b.jsonl") == []
-    assert [r.path for r in peer.requests] == ["/shards/digest"]
-    del peer.routes["GET /shards/digest"]
-    asyncio.run(local.exchanger.exchange(local.member))
-    assert local.sample("noond_exchanges_total", result="ok") == 1
-    assert seqs(a / "b.jsonl") == [1, 2]
-
-
-def _info(revisions: list[int]) -> Route:
-    async def answer(req: Request):
-        return json_reply(
-            {"node": "b", "protocol": revisions[1], "revisions": revisions, "capabilities": []}
-        )
-
-    return answer
-
-
-def test_a_peer_speaking_a_wider_range_is_spoken_to_at_the_highest_common_revision(dirs):
-    a, b = dirs
-    peer = FakePeer("b", b, routes={"GET /info": _info([2, 3])})
-    client = local_node(a, "a", peer).exchanger.client
-    info, node = asyncio.run(client.info("fake:1", expect="b"))
-    assert (node, info.revisions, client.revision["b"]) == ("b", (2, 3), 2)
-    asyncio.run(client.digest("fake:1", expect="b"))
-    # Asked first at this node's lowest revision (every node of a range takes it), then at
-    # the highest both speak.
-    said = [(r.path, r.headers["X-Noon-Protocol"]) for r in peer.requests]
-    assert said == [("/info", "1"), ("/shards/digest", "2")]
-
-
-def test_a_peer_with_no_revision_in_common_is_refused_naming_both_ranges(dirs):
-    a, b = dirs
-    peer = FakePeer("b", b, routes={"GET /info": _info([3, 4])})
-    client = local_node(a, "a", peer).exchanger.client
-    with pytest.raises(PeerError) as refused:
-        asyncio.run(client.info("fake:1", expect="b"))
-    assert refused.value.code == "protocol"
-    assert str(refused.value) == (
-        "fake:1 (b) speaks protocol revisions 3..4; this node speaks 1..2. Upgrade the older one."
-    )
-    assert "b" not in client.revision
 
 
 @pytest.fixture
