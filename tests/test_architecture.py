@@ -108,7 +108,7 @@ ROWS: list[tuple[tuple[str, ...], str, str]] = [
         "send), peer state (`peerstate`), the read model (`store.readmodel`), the `Store`"
         " that writes the own shard and reads through the read model (`store`), reading "
         "and writing both graphs of a live store (`access`), read_graph's answer kept "
-        "while the graph it shows stands (`kg_answers`), a memory rolled back to a "
+        "between calls and patched after a change (`kg_answers`), a memory rolled back to a "
         "version (`rollback`), and a retry of a call recognised by its request key "
         "(`retries`)",
         "layers 0–3",
