@@ -148,3 +148,36 @@ def test_a_hit_found_by_meaning_lifts_its_neighbours_too(
         assert ranked(svc, query)[:2] == ["core://elsewhere", "core://answer"]
     finally:
         store.close()
+
+
+def test_the_neighbours_of_many_rows_read_at_once_are_each_rows_own(
+    lexical: tuple[Store, GraphService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The neighbours are read in a few statements for all rows together (their times, the
+    rows each side of each, the parents of all): the same rings as each row asked alone, also
+    when the rows' reads are split over several statements, and with a row placed elsewhere
+    among them."""
+    store, svc = lexical
+    ids = write_turns(svc, "default", [(f"t{i}", f"turn {i}") for i in range(9)])
+
+    def elsewhere(graph: SqlGraph) -> tuple[list[Draft], str]:
+        drafts, node, _ = plan.create(
+            graph, "default", parse("core://t4"), "below", "placed under t4", 1, "When asked"
+        )
+        return drafts, node
+
+    _, below = svc.write(elsewhere, client="test")
+    ids |= write_turns(svc, "default", [("t9", "turn 9")])
+    with store.lock:
+        conn = store.model.conn
+        row = {node: r for r, node in conn.execute("SELECT id, node FROM memories").fetchall()}
+        rows = [row[node] for node in [*ids.values(), below]]
+        alone = {r: store.search.neighbours("default", [r], reach=2)[r] for r in rows}
+        monkeypatch.setattr(search, "SIDES", 3)  # several statements, a row's sides apart
+        together = store.search.neighbours("default", rows, reach=2)
+    assert together == alone
+    assert alone[row[ids["t5"]]] == [
+        [row[ids["t4"]], row[ids["t6"]]],
+        [row[ids["t3"]], row[ids["t7"]]],
+    ]
+    assert alone[row[below]] == [[], []]  # written between t8 and t9, but under t4

@@ -14,6 +14,7 @@ fusion never beat the lexical ranking at @5 on turns there; this sum did on both
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
 WEIGHT = 0.75
@@ -29,13 +30,17 @@ def fuse(
     lexical order, then the nearer vector."""
     import numpy as np
 
-    best = max((score for _, score in lexical), default=0.0)
+    count = len(lexical)
+    scores = np.fromiter((score for _, score in lexical), dtype=np.float64, count=count)
+    best = float(scores.max()) if count else 0.0
     scale = 1.0 / best if best > 0 else 0.0
-    fused: dict[int, float] = {}
-    for row, score in lexical:
-        at = where.get(row)
-        near = max(float(sims[at]), 0.0) if at is not None else 0.0
-        fused[row] = score * scale + WEIGHT * near
+    ats = np.fromiter((where.get(row, -1) for row, _ in lexical), dtype=np.intp, count=count)
+    embedded = ats >= 0
+    near = np.zeros(count)  # a cosine below 0 counts as 0, as a memory not embedded yet
+    near[embedded] = np.maximum(np.asarray(sims)[ats[embedded]].astype(np.float64), 0.0)
+    fused = dict(
+        zip((row for row, _ in lexical), (scores * scale + WEIGHT * near).tolist(), strict=True)
+    )
     alike = np.flatnonzero(np.asarray(sims) >= LIKENESS)  # few: a scan of 100k rows is 0.1 ms
     if len(alike):
         depth = min(DEPTH, len(alike))
@@ -44,5 +49,4 @@ def fuse(
             row = rows[int(at)]
             if row not in fused:
                 fused[row] = WEIGHT * float(sims[at])
-    order = {row: i for i, row in enumerate(fused)}
-    return sorted(fused.items(), key=lambda item: (-item[1], order[item[0]]))
+    return sorted(fused.items(), key=itemgetter(1), reverse=True)  # stable: ties keep the order

@@ -40,9 +40,12 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from operator import itemgetter
+from typing import Any
 
 from noon.graph.search import CJK, query_terms, tokens
 from noon.store.readmodel import hybrid as fusion
+from noon.store.readmodel.apply import chunks
 from noon.store.readmodel.documents import segment
 from noon.store.readmodel.embedder import MODEL, available
 from noon.store.readmodel.state import Database
@@ -74,6 +77,8 @@ SPREAD = (0.25, 0.2)
 written beside a strong hit, under the same parent, a memory is likely about the same thing
 (an answer next to its question, or after a word in between) even when it holds few of the
 query's words."""
+SIDES = 100
+"""Reads of a row's neighbours on one side joined in one statement (SQLite allows 500)."""
 PROBE_WORDS = 6
 """Words of a new memory looked up to find others like it: its longest (long words are rarer)."""
 PROBE_CANDIDATES = 200
@@ -186,16 +191,19 @@ def spread(
 ) -> list[tuple[int, float]]:
     """``ranked`` (row, score) best first, each listed row's ``neighbours`` that are ranked too
     given ``share`` of its score: a re-ranking, never a new hit (a memory holding none of the
-    query's words stays out). Best first; ties keep the earlier order."""
+    query's words stays out). Best first; ties keep the earlier order, the rows that gained
+    after the others."""
     scores = dict(ranked)
     gained: dict[int, float] = {}
     for row, near in neighbours.items():
         for other in near:
             if other != row and other in scores:
                 gained[other] = gained.get(other, 0.0) + share * scores.get(row, 0.0)
-    order = {row: i for i, row in enumerate([*scores, *gained])}
-    total = {row: scores.get(row, 0.0) + gained.get(row, 0.0) for row in order}
-    return sorted(total.items(), key=lambda item: (-item[1], order[item[0]]))
+    total = dict(scores)
+    for row in gained:
+        del total[row]  # re-inserted last: in a tie, a row that gained comes after the others
+    total.update((row, scores[row] + more) for row, more in gained.items())
+    return sorted(total.items(), key=itemgetter(1), reverse=True)
 
 
 def weight_of(hits: list[tuple[int, float]]) -> float:
@@ -210,19 +218,27 @@ def combine(lists: dict[str, list[tuple[int, float]]]) -> list[tuple[int, float,
     (row, score, how many terms it holds), best first, ties to the newest row. The sum of the
     shares is the BM25 of the OR query; coordination then weighs the share of the query held,
     each term by :func:`weight_of` (on LoCoMo's tuning conversations, a name every other
-    memory holds counted as much as the one rare word before: docs/recall.md)."""
+    memory holds counted as much as the one rare word before: docs/recall.md). A row held by
+    one term costs dictionary copies only: the sums are made for the rows several hold."""
     total: dict[int, float] = {}
     held: dict[int, int] = {}
-    weight = {t: weight_of(hits) for t, hits in lists.items()}
     weighed: dict[int, float] = {}
-    for t, hits in lists.items():
-        for row, score in hits:
-            total[row] = total.get(row, 0.0) + score
-            held[row] = held.get(row, 0) + 1
-            weighed[row] = weighed.get(row, 0.0) + weight[t]
-    whole = sum(weight.values())
-    ranked = [(row, coordinated(total[row], weighed[row], whole), held[row]) for row in total]
-    ranked.sort(key=lambda r: (-r[1], -r[0]))
+    weights = [weight_of(hits) for hits in lists.values()]
+    for hits, weight in zip(lists.values(), weights, strict=True):
+        mine = dict(hits)
+        again = [(row, total[row], weighed[row], held[row]) for row in mine.keys() & total.keys()]
+        total.update(mine)
+        weighed.update(dict.fromkeys(mine, weight))
+        held.update(dict.fromkeys(mine, 1))
+        for row, score, weight_before, count in again:
+            total[row] = score + mine[row]
+            weighed[row] = weight_before + weight
+            held[row] = count + 1
+    whole = sum(weights)
+    factor = {w: coordinated(1.0, w, whole) for w in set(weighed.values())}
+    ranked = [(row, total[row] * factor[weighed[row]], held[row]) for row in total]
+    ranked.sort(key=itemgetter(0), reverse=True)  # ties to the newest row,
+    ranked.sort(key=itemgetter(1), reverse=True)  # in a stable sort by score
     return ranked
 
 
@@ -275,7 +291,7 @@ class Search:
             rings = {row: rings[row] for row in top if row in rings}
             for away, share in enumerate(SPREAD):
                 ranked = spread(ranked, {row: near[away] for row, near in rings.items()}, share)
-        return Found(list(self._accepted(ranked, lists, terms, limit, accept)), semantic)
+        return Found(list(self._accepted(namespace, ranked, lists, terms, limit, accept)), semantic)
 
     @staticmethod
     def _semantic_ready() -> bool:
@@ -314,23 +330,29 @@ class Search:
 
     def _accepted(
         self,
+        namespace: str,
         ranked: list[tuple[int, float]],
         lists: dict[str, list[tuple[int, float]]],
         terms: list[str],
         limit: int,
         accept: Callable[[str], bool] | None,
     ) -> Iterator[Hit]:
-        rows_of = {t: {r for r, _ in hits} for t, hits in lists.items()}
+        """The best ``limit`` of ``ranked`` that ``accept`` lets through; their memories read
+        ``limit`` rows a statement (most often the first statement is the only one)."""
+        rows_of = {t: set(map(itemgetter(0), hits)) for t, hits in lists.items()}
         given = 0
-        for row, score in ranked:
-            found = self.conn.execute("SELECT node FROM memories WHERE id = ?", (row,)).fetchone()
-            if found is None or (accept is not None and not accept(found[0])):
-                continue
-            matched = tuple(t for t in terms if row in rows_of[t])
-            yield Hit(found[0], float(f"{score:.4g}"), matched)
-            given += 1
-            if given >= limit:
-                return
+        for start in range(0, len(ranked), limit):
+            part = ranked[start : start + limit]
+            nodes = self._column(namespace, "node", [row for row, _ in part])
+            for row, score in part:
+                node = nodes.get(row)
+                if node is None or (accept is not None and not accept(node)):
+                    continue
+                matched = tuple(t for t in terms if row in rows_of[t])
+                yield Hit(node, float(f"{score:.4g}"), matched)
+                given += 1
+                if given >= limit:
+                    return
 
     def neighbours(
         self, namespace: str, rows: list[int], reach: int = 1
@@ -338,37 +360,67 @@ class Search:
         """Each row's neighbours, by how far: the live memories of the namespace written
         just before and just after it (by the time of their text's winning op), then those
         written before and after these, up to ``reach`` away, while they are placed under a
-        parent of the row's. One indexed read each way."""
+        parent of the row's. Three statements whatever the number of rows: the rows' times,
+        the ``reach`` nearest each way of each (one indexed read each, in one statement), and
+        the parents of all of them."""
+        times = self._column(namespace, "w_hlc", rows)
+        rows = [row for row in rows if times.get(row) is not None]
+        if not rows:
+            return {}
+        side = (
+            "SELECT * FROM (SELECT ?, ?, id FROM memories INDEXED BY memories_recent WHERE ns = ? "
+            "AND deleted = 0 AND w_hlc {} ? ORDER BY w_hlc {} LIMIT ?)"
+        )
+        sides = [side.format("<", "DESC"), side.format(">", "ASC")]
+        near: dict[tuple[int, int], list[int]] = {}
+        for chunk in chunks([(row, way) for row in rows for way in (0, 1)], SIDES):
+            found = self.conn.execute(
+                " UNION ALL ".join(sides[way] for _, way in chunk),
+                [v for row, way in chunk for v in (row, way, namespace, times[row], reach)],
+            ).fetchall()
+            for row, way, other in found:
+                near.setdefault((row, way), []).append(other)
+        parents = self._parents(namespace, [*rows, *(o for n in near.values() for o in n)])
         out: dict[int, list[list[int]]] = {}
         for row in rows:
-            found = self.conn.execute("SELECT w_hlc FROM memories WHERE id = ?", (row,)).fetchone()
-            if found is None or found[0] is None:
-                continue
-            parents = self._parents(namespace, row)
             rings: list[list[int]] = [[] for _ in range(reach)]
-            for step in ("<", ">"):
-                order = "DESC" if step == "<" else "ASC"
-                others = self.conn.execute(
-                    "SELECT id FROM memories INDEXED BY memories_recent WHERE ns = ? AND "
-                    f"deleted = 0 AND w_hlc {step} ? ORDER BY w_hlc {order} LIMIT ?",
-                    (namespace, found[0], reach),
-                ).fetchall()
-                for away, (other,) in enumerate(others):
-                    if not parents & self._parents(namespace, other):
+            mine = parents.get(row, set())
+            for way in (0, 1):
+                for away, other in enumerate(near.get((row, way), [])):
+                    if not mine & parents.get(other, set()):
                         break
-                    rings[away].append(int(other))
+                    rings[away].append(other)
             out[row] = rings
         return out
 
-    def _parents(self, namespace: str, row: int) -> set[str]:
-        return {
-            p
-            for (p,) in self.conn.execute(
-                "SELECT p.parent FROM memories m JOIN placements p INDEXED BY placements_by_child "
-                "ON p.ns = m.ns AND p.child = m.node WHERE m.id = ? AND m.ns = ?",
-                (row, namespace),
+    def _column(self, namespace: str, column: str, rows: list[int]) -> dict[int, Any]:
+        """``column`` of each row of ``rows`` held by the namespace, by row."""
+        out: dict[int, Any] = {}
+        for chunk in chunks(dict.fromkeys(rows)):
+            marks = ", ".join("?" * len(chunk))
+            out.update(
+                self.conn.execute(
+                    f"SELECT id, {column} FROM memories NOT INDEXED WHERE id IN ({marks}) "
+                    "AND ns = ?",
+                    [*chunk, namespace],
+                ).fetchall()
             )
-        }
+        return out
+
+    def _parents(self, namespace: str, rows: list[int]) -> dict[int, set[str]]:
+        """The parents each row is placed under (a row placed nowhere is absent). The rows by
+        their ids first (else SQLite reads every memory or placement of the namespace)."""
+        out: dict[int, set[str]] = {}
+        for chunk in chunks(dict.fromkeys(rows)):
+            marks = ", ".join("?" * len(chunk))
+            for row, parent in self.conn.execute(
+                "SELECT m.id, p.parent FROM memories m NOT INDEXED CROSS JOIN placements p "
+                "INDEXED BY placements_by_child ON p.ns = m.ns AND p.child = m.node "
+                f"WHERE m.id IN ({marks}) AND m.ns = ?",
+                [*chunk, namespace],
+            ):
+                out.setdefault(row, set()).add(parent)
+        return out
 
     def _fragments(self, terms: list[str]) -> tuple[set[str], set[str]]:
         """The terms no memory holds as a word, of :data:`PREFIX_MIN` letters or more: those
