@@ -160,8 +160,11 @@ class Projection:
 
     def _unplace(self, key: Key) -> None:
         _, ns, parent, name = key
+        # INDEXED BY: asked for ``child``, which the index lacks, the planner would rather walk
+        # every child of the parent in key order (quadratic under a parent of 100k children).
         for (child,) in self.conn.execute(
-            "SELECT child FROM placements WHERE ns = ? AND parent = ? AND key_name = ?",
+            "SELECT child FROM placements INDEXED BY placements_by_key "
+            "WHERE ns = ? AND parent = ? AND key_name = ?",
             (ns, parent, name),
         ).fetchall():
             self.docs.moved.add((ns, child))
