@@ -160,8 +160,12 @@ class Projection:
 
     def _unplace(self, key: Key) -> None:
         _, ns, parent, name = key
+        # The index by key, named: left to itself SQLite searches the primary key by
+        # (ns, parent) alone, every placement under a busy parent (a fold of 200k ops spent
+        # two thirds of its time here, all 50k memories sitting under one parent).
         for (child,) in self.conn.execute(
-            "SELECT child FROM placements WHERE ns = ? AND parent = ? AND key_name = ?",
+            "SELECT child FROM placements INDEXED BY placements_by_key "
+            "WHERE ns = ? AND parent = ? AND key_name = ?",
             (ns, parent, name),
         ).fetchall():
             self.docs.moved.add((ns, child))

@@ -471,6 +471,21 @@ class Search:
         }
         return [(row, score) for row, score, _ in combine(lists)[:limit]]
 
+    def shown(self, namespace: str, nodes: list[str]) -> dict[str, tuple[str, str, int]]:
+        """The text shown of each live memory of ``nodes`` and the op that wrote it (its node
+        and seq), as the fold projected them (a live memory's is its winner's: what
+        :func:`~noon.graph.reader.live_text` gives), in one statement."""
+        out: dict[str, tuple[str, str, int]] = {}
+        for chunk in chunks(dict.fromkeys(nodes)):
+            marks = ", ".join("?" * len(chunk))
+            for node, text, w_node, w_seq in self.conn.execute(
+                "SELECT node, text, w_node, w_seq FROM memories "
+                f"WHERE ns = ? AND node IN ({marks}) AND deleted = 0",
+                [namespace, *chunk],
+            ):
+                out[node] = (text, w_node, w_seq)
+        return out
+
     def node_of(self, row: int) -> str | None:
         found = self.conn.execute("SELECT node FROM memories WHERE id = ?", (row,)).fetchone()
         return found[0] if found else None
