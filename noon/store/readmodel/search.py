@@ -478,9 +478,10 @@ class Search:
         out: dict[str, tuple[str, str, int]] = {}
         for chunk in chunks(dict.fromkeys(nodes)):
             marks = ", ".join("?" * len(chunk))
+            # "+deleted": read by (ns, node); SQLite chose the index by time, every live row
             for node, text, w_node, w_seq in self.conn.execute(
                 "SELECT node, text, w_node, w_seq FROM memories "
-                f"WHERE ns = ? AND node IN ({marks}) AND deleted = 0",
+                f"WHERE ns = ? AND node IN ({marks}) AND +deleted = 0",
                 [namespace, *chunk],
             ):
                 out[node] = (text, w_node, w_seq)
