@@ -34,7 +34,14 @@ from bench.core import generate
 from bench.floors import sdk_import
 from bench.kg_latency import noon_client
 from bench.propagation import Arrivals, Proxies, Writers
-from bench.stats import TreeMemory, cpu_seconds, percentiles, rss_mib, workers_cpu_seconds
+from bench.stats import (
+    TreeMemory,
+    cpu_seconds,
+    percentiles,
+    rss_mib,
+    sched_seconds,
+    workers_cpu_seconds,
+)
 from noon.core.ops import Draft, encode
 from noon.store.serve import Summaries
 from noon.store.store import read_model_path
@@ -336,6 +343,7 @@ def catch_up(
             "rounds": fresh.metric("noond_rounds_total"),
             "rss_mib": {m.name: rss_mib(m.proc.pid) for m in (src, fresh) if m.proc},
             "cpu_s": {m.name: cpu_seconds(m.proc.pid) for m in (src, fresh) if m.proc},
+            "sched_s": {m.name: sched_seconds(m.proc.pid) for m in (src, fresh) if m.proc},
         }
         # Said at once: a first session folding 1M ops on a loaded machine may time out.
         print(json.dumps(holding), file=sys.stderr, flush=True)

@@ -32,6 +32,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def sched_seconds(pid: int) -> dict[str, float]:
+    """A live process's threads together: seconds on a CPU, and seconds runnable but waiting
+    for one (``/proc/PID/task/*/schedstat``, Linux; threads that ended are not counted). The
+    second is what other work on the machine cost it, not its own."""
+    ran = waited = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "schedstat").read_text().split()
+        except OSError:
+            continue  # the thread ended meanwhile
+        ran, waited = ran + int(fields[0]), waited + int(fields[1])
+    return {"on_cpu": ran / 1e9, "runnable_waiting": waited / 1e9}
+
+
 def workers_cpu_seconds(pid: int) -> float:
     """CPU time of ``pid``'s children: the live ones', and the ended ones' it waited for
     (Linux)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from noon.graph.plan import GraphError
-from noon.graph.reader import live_text, version_id
+from noon.graph.reader import version_of
 from noon.graph.search import snippet
 from noon.graph.uri import Uri
 from noon.store.access import GraphService
@@ -44,21 +44,24 @@ def search(svc: GraphService, ns: str, query: str, domain: str | None, limit: in
                 f"{', '.join(g.domains(ns)) or '(none yet)'}."
             )
 
+    placed: dict[str, list[tuple[Uri, int]]] = {}
+
     def accept(node: str) -> bool:
         if not g.is_live(ns, node):
             return False
-        us = g.uris(ns, node)
+        us = placed[node] = g.uris(ns, node)
         return bool(us) and (domain is None or any(u.domain == domain for u, _ in us))
 
     found = svc.search.search(ns, query, limit, accept, hybrid=True, neighbours=True)
+    shown = svc.search.shown(ns, [h.node for h in found.hits])
     hits = []
     for h in found.hits:
-        us = g.uris(ns, h.node)
+        us = placed[h.node]
         if domain:
             us = [u for u in us if u[0].domain == domain]
         uri, prio = us[0]
         at = g.resolve(ns, uri)
-        el = g.content(ns, h.node)
+        row = shown.get(h.node)  # the text and the op that wrote it, as the fold projected them
         hits.append(
             Hit(
                 uri=uri,
@@ -66,8 +69,8 @@ def search(svc: GraphService, ns: str, query: str, domain: str | None, limit: in
                 score=h.score,
                 priority=prio,
                 disclosure=at[1].disclosure if at and at[1] else "",
-                version=version_id(el.winner) if el else None,
-                snippet=snippet(live_text(el) if el else "", query, h.matched),
+                version=version_of(row[1], row[2]) if row else None,
+                snippet=snippet(row[0] if row else "", query, h.matched),
             )
         )
     return Results(hits, found.semantic)

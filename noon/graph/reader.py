@@ -127,7 +127,12 @@ class Walks:
 
 
 def version_id(op: Op) -> str:
-    return f"{op.node}:{op.seq}"
+    return version_of(op.node, op.seq)
+
+
+def version_of(node: str, seq: int) -> str:
+    """The id of the version the op ``seq`` of ``node`` wrote."""
+    return f"{node}:{seq}"
 
 
 def change_id(op: Op) -> str:

@@ -13,7 +13,6 @@ from pathlib import Path
 from noon.core import chain
 from noon.core.checkpoint import Checkpoint
 from noon.core.compaction import stale_after_refetch
-from noon.core.gcpause import paused
 from noon.core.ops import Key, Op, OpError, decode
 from noon.errors import Refused
 from noon.names import shard_file
@@ -70,14 +69,7 @@ class Appended:
 def parse_ops(body: bytes, node: str, *, max_ops: int) -> list[tuple[bytes, Op]]:
     """Validate an NDJSON body of ops authored by ``node``: every line a valid op of that author,
     seqs strictly increasing, the last batch complete. Raises :class:`ReplicaError` naming the
-    first bad line; nothing is stored from a body that fails. A page of a catch-up holds
-    thousands of ops and no reference cycle: the cyclic collector is paused meanwhile
-    (it rescanned them dozens of times a page, about a sixth of receiving)."""
-    with paused():
-        return _parse_ops(body, node, max_ops)
-
-
-def _parse_ops(body: bytes, node: str, max_ops: int) -> list[tuple[bytes, Op]]:
+    first bad line; nothing is stored from a body that fails."""
     out: list[tuple[bytes, Op]] = []
     prev = 0
     for no, raw in enumerate(body.split(b"\n"), 1):
@@ -133,22 +125,7 @@ def append(
     With ``check`` (the author's certified keys), the new ops must continue the author's chain
     from this shard's head and end on a signature that verifies (:func:`noon.core.chain.verify`),
     else :class:`Unproven` and nothing is written; ops not stored again because this node
-    collected them leave a stub, so the chain here stays whole. The cyclic collector is
-    paused meanwhile, as in :func:`parse_ops`."""
-    with paused():
-        return _append(directory, node, ops, fsync, held, allow_skip, consumed, check)
-
-
-def _append(
-    directory: Path,
-    node: str,
-    ops: list[tuple[bytes, Op]],
-    fsync: bool,
-    held: HeldLock | None,
-    allow_skip: bool,
-    consumed: int,
-    check: chain.Verify | None,
-) -> Appended:
+    collected them leave a stub, so the chain here stays whole."""
     path = directory / shard_file(node)
     if held is not None and held.shard != path:
         raise ValueError(f"the lock held is {held.shard}, not {path}")

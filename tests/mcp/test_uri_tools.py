@@ -249,6 +249,20 @@ async def test_search_ranks_filters_and_scores(s: Session) -> None:
 
 
 @mcp_test
+async def test_a_hit_shows_the_version_and_text_read_memory_shows(s: Session) -> None:
+    """A hit's version and snippet are the memory's current ones (read from the row the fold
+    projected, not from its ops): after an edit, the edit's."""
+    await s.create("core://", "kettle", "The kettle is blue and old.")
+    _, edited = await s.call(
+        "update_memory", uri="core://kettle", old_string="blue", new_string="red"
+    )
+    text, data = await s.call("search_memory", query="kettle")
+    _, read = await s.call("read_memory", uri="core://kettle")
+    assert [r["version"] for r in data["results"]] == [read["version"]] == [edited["version"]]
+    assert "The kettle is red and old." in text and "blue" not in text
+
+
+@mcp_test
 async def test_history_and_rollback(s: Session) -> None:
     v1 = (await s.create("core://", "h", "version one"))["version"]
     await s.call("update_memory", uri="core://h", old_string="one", new_string="two")

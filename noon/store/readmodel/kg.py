@@ -25,19 +25,22 @@ from noon.store.readmodel.state import Database, StoredElement, load_element
 _ORDER = "w_hlc, w_node, w_seq"
 Order = tuple[int, str, int]
 """Where an element stands in write order: its winning op's (hlc, node, seq)."""
-Entity = tuple[Order, str, list[str]]
-"""An entity as read_graph shows it: its place, its type, its observations in write order."""
+Entity = tuple[Order, dict[str, Any]]
+"""An entity's place and the entity as read_graph shows it (name, type, observations in write
+order)."""
 RelationId = tuple[str, str, str, str]
 """A relation row: (from, to, relation type, slot)."""
 
 
+def _shown(name: str, etype: str, observations: list[str]) -> dict[str, Any]:
+    return {"name": name, "entityType": etype, "observations": observations}
+
+
 def graph_of(entities: dict[str, Entity], relations: Iterable[RelationId]) -> dict[str, Any]:
-    """read_graph's value of the entries given, in their order (new objects throughout)."""
+    """read_graph's value of the entries given, in their order: new lists holding the entries'
+    own entity objects."""
     return {
-        "entities": [
-            {"name": name, "entityType": etype, "observations": list(observations)}
-            for name, (_, etype, observations) in entities.items()
-        ],
+        "entities": [entity for _, entity in entities.values()],
         "relations": [
             {"from": src, "to": dst, "relationType": rtype} for src, dst, rtype, _ in relations
         ],
@@ -181,7 +184,7 @@ class SqlKg:
             f"SELECT name, type, after, {_ORDER} FROM entities WHERE ns = ? ORDER BY {_ORDER}",
             (self.ns,),
         ):
-            entities[name] = ((hlc, node, seq), etype, [])
+            entities[name] = ((hlc, node, seq), _shown(name, etype, []))
             after[name] = stamp
         for entity, stamp, text in self.conn.execute(
             f"SELECT entity, w_hlc, text FROM observations WHERE ns = ? ORDER BY entity, {_ORDER}",
@@ -189,7 +192,7 @@ class SqlKg:
         ):
             since = after.get(entity)
             if since is not None and stamp > since:
-                entities[entity][2].append(text)  # of the entity's current incarnation
+                entities[entity][1]["observations"].append(text)  # of its current incarnation
         relations: dict[RelationId, Order] = {
             (src, dst, rtype, slot): (hlc, node, seq)
             for src, dst, rtype, slot, hlc, node, seq in self.conn.execute(
@@ -217,7 +220,7 @@ class SqlKg:
                 (self.ns, name, since),
             )
         ]
-        return (hlc, node, seq), etype, observations
+        return (hlc, node, seq), _shown(name, etype, observations)
 
     def relation_entry(self, rel: RelationId) -> Order | None:
         """One relation's place in write order; None when the graph does not hold it."""
