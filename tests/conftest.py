@@ -5,7 +5,9 @@ environment; a test outside the integration lane cannot start a process."""
 from __future__ import annotations
 
 import _posixsubprocess
+import importlib
 import os
+import pkgutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +28,23 @@ settings.register_profile(
     "soak", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=3000
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """pytest rewrites the asserts of every package that ships a pytest plugin, hypothesis among
+    them, parsing each module with ``ast`` as it is first imported, and hypothesis imports some
+    of its internals only when a test first needs them (``regex``, ``random``, ``optimiser``). On
+    CPython 3.11 such a parse fails now and then with "SystemError: AST constructor recursion
+    depth mismatch" (python/cpython#106905, pytest-dev/pytest#10763: the depth count is the
+    interpreter's, so another parse running in the middle of one, from another thread or a
+    finalizer, unbalances it). The fast lane failed so three times today, in tests that happened to
+    import one. Imported here, they are parsed once collected, before any test has left garbage
+    behind (not at this file's import: ``regex`` reads hypothesis's Unicode tables as it loads,
+    which hypothesis warns against while plugins start)."""
+    for package in ("hypothesis.internal", "hypothesis.strategies._internal"):
+        path = importlib.import_module(package).__path__
+        for module in pkgutil.walk_packages(path, package + "."):
+            importlib.import_module(module.name)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
