@@ -9,11 +9,9 @@ from hypothesis import strategies as st
 
 from noon.graph.search import query_terms, tokens
 from noon.graph.stopwords import STOP_WORDS
+from noon.store.readmodel.probe import WordProbe, distinct_words, holds
 from noon.store.readmodel.search import (
     TYPO_MIN,
-    WordProbe,
-    _holds,
-    _words,
     combine,
     coordinated,
     edits,
@@ -27,9 +25,9 @@ WORD = st.text(alphabet="abcé1", min_size=1, max_size=5)
 @given(st.lists(WORD, max_size=12), WORD)
 def test_a_term_is_held_as_a_word_or_the_start_of_one(doc_words: list[str], term: str) -> None:
     doc = " ".join(doc_words)
-    words = _words(doc)
+    words = distinct_words(doc)
     scanned = any(w.startswith(term) for w in set(words))
-    assert _holds(words, doc.casefold(), term) == scanned
+    assert holds(words, doc.casefold(), term) == scanned
 
 
 TEXT = st.text(alphabet="abAB cé_1-.'ßİﬁ記憶x\u00a0", max_size=40)
@@ -37,11 +35,11 @@ TEXT = st.text(alphabet="abAB cé_1-.'ßİﬁ記憶x\u00a0", max_size=40)
 
 @given(TEXT, TEXT)
 def test_the_duplicate_probe_holds_what_the_word_test_holds(doc: str, new: str) -> None:
-    """The duplicate hint's one-pattern pass finds exactly the words :func:`_holds` finds in
+    """The duplicate hint's one-pattern pass finds exactly the words :func:`holds` finds in
     the document cut into words (case, CJK, punctuation, underscores, casefold expansions)."""
     words = list(dict.fromkeys(tokens(new)))
-    held = _words(doc)
-    expected = tuple(w for w in words if _holds(held, doc.casefold(), w))
+    held = distinct_words(doc)
+    expected = tuple(w for w in words if holds(held, doc.casefold(), w))
     assert WordProbe(words).held(doc) == expected
 
 
