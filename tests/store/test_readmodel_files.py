@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pytest
 
 from noon.config import Settings
 from noon.core.ops import Draft
-from noon.store.readmodel.schema import SCHEMA_VERSION
+from noon.store.readmodel.schema import SCHEMA_VERSION, connect
 from noon.store.store import Store, read_model_path
 from tests.harness.kg_view import View
 from tests.harness.mesh import ROOT, subprocess_env
@@ -195,6 +196,43 @@ folder.on_progress = tell
 folder.refresh()
 print("finished", flush=True)
 """
+
+
+def open_at_once(directory: Path, count: int) -> tuple[list[str], list[BaseException]]:
+    """``count`` threads (as many open file descriptions, as processes have) open the read
+    model in ``directory`` at the same moment: the journal modes they find, and their errors."""
+    start = threading.Barrier(count)
+    modes: list[str] = []
+    errors: list[BaseException] = []
+
+    def open_model() -> None:
+        start.wait(timeout=30)
+        try:
+            conn, _ = connect(directory / "readmodel.sqlite3", directory)
+        except BaseException as exc:
+            errors.append(exc)
+            return
+        modes.append(conn.execute("PRAGMA journal_mode").fetchone()[0])
+        conn.close()
+
+    threads = [threading.Thread(target=open_model) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return modes, errors
+
+
+def test_processes_creating_the_file_at_once_all_open_it(tmp_path: Path) -> None:
+    """Turning a new file to WAL needs SQLite's exclusive lock, and SQLite answers 'database is
+    locked' at once there instead of waiting: two sessions starting on a new store failed CI.
+    Of 60 new files, each opened by four at once, every opener gets the file in WAL mode."""
+    for round_ in range(60):
+        directory = tmp_path / str(round_)
+        directory.mkdir()
+        modes, errors = open_at_once(directory, 4)
+        assert errors == [], f"round {round_}"
+        assert modes == ["wal"] * 4
 
 
 @pytest.mark.integration

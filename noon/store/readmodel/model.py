@@ -18,12 +18,10 @@ shows what they justify:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +34,6 @@ from noon.core.ops import Key, Op
 from noon.names import shard_file, shard_node
 from noon.store.cut import ReadCut
 from noon.store.errors import ForkDetected
-from noon.store.private import FILE_MODE
 from noon.store.readmodel import schema
 from noon.store.readmodel.apply import Transaction
 from noon.store.readmodel.behind import Behind, full
@@ -224,7 +221,7 @@ class ReadModel:
     def _fold(self) -> None:
         if self._settled():
             return
-        with self._folding(), paused():
+        with schema.locked(self.path), paused():
             self._fold_locked()
 
     def _settled(self) -> bool:
@@ -238,21 +235,6 @@ class ReadModel:
                 raise ForkDetected(forked[1])
             return False
         return unchanged(self.conn, seen, cut_mark(self.cut))
-
-    @contextmanager
-    def _folding(self) -> Iterator[None]:
-        """One folding process at a time, queued by the kernel (``flock``) rather than by
-        SQLite's busy handler, which polls with sleeps of up to 100 ms."""
-        if self.path is None:
-            yield
-            return
-        lock = self.path.with_name(self.path.name + ".lock")
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, FILE_MODE)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
 
     def _fold_locked(self) -> None:
         if self._settled():

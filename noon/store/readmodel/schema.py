@@ -36,13 +36,16 @@ Tables, by job:
 from __future__ import annotations
 
 import errno
+import fcntl
 import logging
 import os
 import sqlite3
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from noon.store.private import create_file, make_dir
+from noon.store.private import FILE_MODE, create_file, make_dir
 from noon.store.readmodel.behind import full
 from noon.store.readmodel.shardvalues import register
 
@@ -184,10 +187,29 @@ def _configure(conn: sqlite3.Connection, shards: Path | None) -> None:
     conn.execute("PRAGMA journal_size_limit = 4194304")  # and the file cut back after one
 
 
-def _create_if_missing(conn: sqlite3.Connection) -> None:
+@contextmanager
+def locked(path: Path | None) -> Iterator[None]:
+    """The read model's lock, ``flock`` on ``<file>.lock``: one process at a time folds into
+    the file or turns a new one to WAL, queued by the kernel. SQLite's busy handler polls with
+    sleeps of up to 100 ms, and is never asked while a journal mode changes: two processes
+    creating the file at once had one fail with 'database is locked'. ``None`` (a private
+    in-memory model) needs no lock."""
+    if path is None:
+        yield
+        return
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _create_if_missing(conn: sqlite3.Connection, path: Path | None) -> None:
     """Create the tables unless another process did first (under SQLite's write lock)."""
-    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "memory":
-        conn.execute("PRAGMA journal_mode = WAL")
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] not in ("memory", "wal"):
+        with locked(path):  # only a new file: WAL is kept in the file once set
+            conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -251,7 +273,7 @@ def connect(path: Path | None, shards: Path | None) -> tuple[sqlite3.Connection,
     if path is None or not _writable(path.parent):
         conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         _configure(conn, shards)
-        _create_if_missing(conn)
+        _create_if_missing(conn, None)
         return conn, None
     for attempt in range(3):
         for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
@@ -263,7 +285,7 @@ def connect(path: Path | None, shards: Path | None) -> tuple[sqlite3.Connection,
         try:
             inode = os.lstat(path).st_ino
             _configure(conn, shards)
-            _create_if_missing(conn)
+            _create_if_missing(conn, path)
             _check(conn)
             return conn, inode
         except (Damaged, sqlite3.DatabaseError) as exc:
