@@ -48,6 +48,7 @@ from noon.store.readmodel.embedder import MODEL, available
 from noon.store.readmodel.probe import WordProbe
 from noon.store.readmodel.state import Database
 from noon.store.readmodel.vectors import Index
+from noon.store.readmodel.weightless import NOTHING, Weightless, holding
 
 WEIGHTS = {"text": 1.0, "uri": 2.0, "disclosure": 1.5, "keywords": 2.0}
 """BM25 weight of each column of ``memory_fts``."""
@@ -183,6 +184,7 @@ class Search:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._index = Index(db)
+        self._weightless = Weightless()
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -206,7 +208,7 @@ class Search:
         if (not terms and not semantic) or limit <= 0:
             return Found([], semantic)
         meaning = MODEL.query_soon(query) if semantic else None
-        lists = self._lists(namespace, terms, limit)
+        lists, left_out = self._lists(namespace, terms, limit)
         ranked = [(row, score) for row, score, _ in combine(lists)]
         rings: dict[int, list[list[int]]] = {}
         if meaning is not None:
@@ -228,7 +230,8 @@ class Search:
             rings = {row: rings[row] for row in top if row in rings}
             for away, share in enumerate(SPREAD):
                 ranked = spread(ranked, {row: near[away] for row, near in rings.items()}, share)
-        return Found(list(self._accepted(namespace, ranked, lists, terms, limit, accept)), semantic)
+        hits = self._accepted(namespace, ranked, lists, left_out, terms, limit, accept)
+        return Found(list(hits), semantic)
 
     @staticmethod
     def _semantic_ready() -> bool:
@@ -241,14 +244,28 @@ class Search:
 
     def _lists(
         self, namespace: str, terms: list[str], limit: int
-    ) -> dict[str, list[tuple[int, float]]]:
+    ) -> tuple[dict[str, list[tuple[int, float]]], list[str]]:
         """Each term's hits (row, its BM25 share), a fragment's as a prefix. When they are
         fewer than ``limit`` memories, a word no memory holds is searched as its variants
         (:func:`edits`: a typo, "fesetival" finds "festival"): only then, as each variant
-        costs a lookup."""
-        out = {t: self._ranked(namespace, _quoted(t)) for t in terms}
+        costs a lookup.
+
+        And the words left out: those that weigh nothing (:mod:`.weightless`: held by more
+        than half the memories), known from an earlier query of the read model's generation or
+        found now, when the other words bring at least :data:`RANKED` memories. Their share of
+        a score is a millionth, so lexically the memories only they would bring rank after all
+        of those; by meaning, such a memory is still found among the nearest vectors."""
+        idle = self._weightless.words(self.conn)
+        out = {t: self._ranked(namespace, _quoted(t)) for t in terms if t not in idle}
+        idle.update(t for t, hits in out.items() if hits and weight_of(hits) < NOTHING)
+        left_out = [t for t in terms if t in idle]
+        if len({row for t, hits in out.items() if t not in idle for row, _ in hits}) < RANKED:
+            out.update((t, self._ranked(namespace, _quoted(t))) for t in left_out if t not in out)
+            left_out = []
+        for t in left_out:
+            out.pop(t, None)
         # only a word the namespace does not hold can be a fragment or a typo
-        fragments, unknown = self._fragments([t for t in terms if not out[t]])
+        fragments, unknown = self._fragments([t for t in terms if t in out and not out[t]])
         for t in fragments:
             out[t] = self._ranked(namespace, _quoted(t) + "*")
         typos = sorted(
@@ -263,24 +280,28 @@ class Search:
         if typos and len({row for hits in out.values() for row, _ in hits}) < limit:
             for t in typos:
                 out[t] = self._ranked(namespace, " OR ".join(_quoted(v) for v in sorted(edits(t))))
-        return out
+        return out, left_out
 
     def _accepted(
         self,
         namespace: str,
         ranked: list[tuple[int, float]],
         lists: dict[str, list[tuple[int, float]]],
+        left_out: list[str],
         terms: list[str],
         limit: int,
         accept: Callable[[str], bool] | None,
     ) -> Iterator[Hit]:
         """The best ``limit`` of ``ranked`` that ``accept`` lets through; their memories read
-        ``limit`` rows a statement (most often the first statement is the only one)."""
+        ``limit`` rows a statement (most often the first statement is the only one), and which
+        of them hold the words ``left_out`` of the ranking (what a hit says it matched)."""
         rows_of = {t: set(map(itemgetter(0), hits)) for t, hits in lists.items()}
         given = 0
         for start in range(0, len(ranked), limit):
             part = ranked[start : start + limit]
             nodes = self._column(namespace, "node", [row for row, _ in part])
+            for t in left_out:
+                rows_of[t] = holding(self.conn, _quoted(t), list(nodes))
             for row, score in part:
                 node = nodes.get(row)
                 if node is None or (accept is not None and not accept(node)):
