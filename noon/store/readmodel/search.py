@@ -29,7 +29,8 @@ the lexical one.
 Each word ranks at most :data:`RANKED` memories: when more hold it, the ones this machine
 indexed last (the newest memories); a rare word still finds an old memory. BM25 over every
 memory holding a common word costs the size of the store (about 1.5 s a call at 500k
-memories); with the bound it costs that many scores a word.
+memories); with the bound it costs that many scores a word, and a word that weighs nothing
+(held by most memories) is not looked up while the others bring as many (:mod:`.weightless`).
 """
 
 from __future__ import annotations
@@ -250,11 +251,8 @@ class Search:
         (:func:`edits`: a typo, "fesetival" finds "festival"): only then, as each variant
         costs a lookup.
 
-        And the words left out: those that weigh nothing (:mod:`.weightless`: held by more
-        than half the memories), known from an earlier query of the read model's generation or
-        found now, when the other words bring at least :data:`RANKED` memories. Their share of
-        a score is a millionth, so lexically the memories only they would bring rank after all
-        of those; by meaning, such a memory is still found among the nearest vectors."""
+        And the words left out: those known to weigh nothing (:mod:`.weightless`) while the
+        other words bring :data:`RANKED` memories, which would rank before any only they bring."""
         idle = self._weightless.words(self.conn)
         out = {t: self._ranked(namespace, _quoted(t)) for t in terms if t not in idle}
         idle.update(t for t, hits in out.items() if hits and weight_of(hits) < NOTHING)
