@@ -472,12 +472,15 @@ class Search:
         words: list[str],
         limit: int,
         accept: Callable[[str], bool] | None = None,
+        own: str | None = None,
     ) -> list[Hit]:
         """Memories holding at least half of ``words`` (a new memory's), most shared first: the
         duplicate hint of ``create_memory``. The candidates hold one of the longest words and
         are at most :data:`PROBE_CANDIDATES`, the newest first, so a write never scans the
         store; in a store where even those words are everywhere, an older duplicate can go
-        unnoticed (the hint is advice, never a refusal)."""
+        unnoticed (the hint is advice, never a refusal). ``own`` (the new memory, which holds
+        all its words and is the newest candidate) is passed over unscored: it is never a hit,
+        and scoring it would compile the word pattern for nothing."""
         probe = sorted(dict.fromkeys(words), key=len, reverse=True)[:PROBE_WORDS]
         if not probe:
             return []
@@ -491,6 +494,8 @@ class Search:
         scored = []
         probe_words, half = WordProbe(words), (len(words) + 1) // 2
         for node, doc in rows:
+            if node == own:
+                continue
             found = probe_words.held(doc, half)
             if len(found) >= half:
                 scored.append(Hit(node, float(len(found)), found))
