@@ -46,7 +46,7 @@ from typing import Any
 from bench.kg_latency import OFFICIAL, noon_client, official_client
 from bench.kg_scale import OPS_PER_ENTITY, SLOW_START, noon_import, write_official
 from bench.pipe import PipeClient
-from bench.stats import percentiles
+from bench.stats import percentiles, sched_seconds
 from tests.harness.mesh import ROOT, subprocess_env
 
 QUERIES: dict[str, Callable[[random.Random, int], tuple[str, dict[str, Any]]]] = {
@@ -75,15 +75,18 @@ def build(directory: Path, ops: int) -> tuple[Path, Path, dict[str, Any]]:
     return memory, store, figures
 
 
-def _answer(client: PipeClient, tool: str, args: dict[str, Any]) -> tuple[float, int]:
-    """Milliseconds to the answer, and how many entities it holds."""
+def _answer(client: PipeClient, tool: str, args: dict[str, Any]) -> tuple[float, float, int]:
+    """Milliseconds to the answer, the server's CPU milliseconds for it (every thread), and
+    how many entities it holds."""
+    cpu = sched_seconds(client.proc.pid)["on_cpu"]
     t0 = time.perf_counter()
     reply = client.call(tool, args)
     ms = (time.perf_counter() - t0) * 1000
+    cpu = (sched_seconds(client.proc.pid)["on_cpu"] - cpu) * 1000
     if reply.get("isError") or "__error__" in reply:
         raise RuntimeError(f"{tool} failed: {str(reply)[:500]}")
     text = "".join(c.get("text", "") for c in reply["content"])
-    return ms, len(json.loads(text)["entities"])
+    return ms, cpu, len(json.loads(text)["entities"])
 
 
 def measure(memory: Path, store: Path, calls: int, before: Path | None) -> dict[str, Any]:
@@ -101,6 +104,7 @@ def measure(memory: Path, store: Path, calls: int, before: Path | None) -> dict[
         for client in clients.values():  # the first answer (loads, folds) is not timed
             _answer(client, "open_nodes", {"names": ["e0"]})
         times: dict[str, dict[str, list[float]]] = {n: {q: [] for q in QUERIES} for n in clients}
+        cpus: dict[str, dict[str, list[float]]] = {n: {q: [] for q in QUERIES} for n in clients}
         hits: dict[str, list[int]] = {q: [] for q in QUERIES}
         rnd = random.Random(27)
         order = list(clients.items())
@@ -112,8 +116,9 @@ def measure(memory: Path, store: Path, calls: int, before: Path | None) -> dict[
                 # machine's caches warm with the same pages (two noons share one read model)
                 order = order[1:] + order[:1]
                 for name, client in order:
-                    ms, count = _answer(client, tool, args)
+                    ms, cpu, count = _answer(client, tool, args)
                     times[name][kind].append(ms)
+                    cpus[name][kind].append(cpu)
                     counts.add(count)
                 if len(counts) != 1:
                     raise RuntimeError(f"the servers disagree on {tool} {args}: {counts}")
@@ -122,6 +127,9 @@ def measure(memory: Path, store: Path, calls: int, before: Path | None) -> dict[
         "entities": entities,
         "hits_median": {kind: statistics.median(v) for kind, v in hits.items()},
         "ms": {name: {kind: percentiles(v) for kind, v in t.items()} for name, t in times.items()},
+        "cpu_ms": {
+            name: {kind: percentiles(v) for kind, v in t.items()} for name, t in cpus.items()
+        },
     }
 
 
@@ -202,6 +210,26 @@ def in_process(memory: Path, store: Path, rounds: int, before: Path | None) -> i
     return 0
 
 
+def _table(res: dict[str, Any], figure: str, title: str) -> None:
+    """One line per kind of query: the official server's p50 / p99 milliseconds of ``figure``
+    and each noon's, with its ratio of p50s."""
+    names = [n for n in ("noon", "noon before") if n in res[figure]]
+    print(
+        f"{res['entities']} entities, {title}: {'query':<12} {'hits':>6} {'official p50/p99':>18}"
+        + "".join(f" {n + ' p50/p99':>20} {n + ' ÷ official':>17}" for n in names)
+    )
+    indent = len(f"{res['entities']} entities, {title}: ")
+    for kind in QUERIES:
+        theirs = res[figure]["official"][kind]
+        line = f"{'':>{indent}}{kind:<12} {res['hits_median'][kind]:>6.0f}"
+        line += f" {theirs['p50']:>9.1f}/{theirs['p99']:<8.1f}"
+        for n in names:
+            mine = res[figure][n][kind]
+            ratio = mine["p50"] / theirs["p50"]
+            line += f" {mine['p50']:>10.2f}/{mine['p99']:<9.2f} {ratio:>17.3f}"
+        print(line)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ops", type=int, default=1_000_000)
@@ -221,20 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         memory, store, built = build(args.keep or Path(tmp), args.ops)
         res = measure(memory, store, args.calls, args.before)
     print(f"import: {json.dumps(built)}", file=sys.stderr)
-    names = [n for n in ("noon", "noon before") if n in res["ms"]]
-    print(
-        f"{res['entities']} entities; {'query':<12} {'hits':>6} {'official p50/p99':>18}"
-        + "".join(f" {n + ' p50/p99':>20} {n + ' ÷ official':>17}" for n in names)
-    )
-    for kind in QUERIES:
-        theirs = res["ms"]["official"][kind]
-        line = f"{'':>{len(str(res['entities'])) + 10}} {kind:<12} {res['hits_median'][kind]:>6.0f}"
-        line += f" {theirs['p50']:>9.1f}/{theirs['p99']:<8.1f}"
-        for n in names:
-            mine = res["ms"][n][kind]
-            ratio = mine["p50"] / theirs["p50"]
-            line += f" {mine['p50']:>10.2f}/{mine['p99']:<9.2f} {ratio:>17.3f}"
-        print(line)
+    _table(res, "ms", "wall")
+    _table(res, "cpu_ms", "the server's CPU (every thread)")
     print(json.dumps(res))
     return 0
 

@@ -170,7 +170,7 @@ class SqlKg:
         alone; each winning op writes one element, so no two rows share their place."""
         wanted = set(names)
         rows: list[tuple[Any, ...]] = []
-        for part in chunks(sorted(wanted)):
+        for part in chunks(list(wanted)):
             marks = ",".join("?" * len(part))
             rows += self.conn.execute(
                 f"SELECT {_ORDER}, src, dst, rtype, slot FROM relations "
@@ -294,7 +294,7 @@ class SqlKg:
             observations: list[str] = []
             shown[name] = (after, observations)
             entities.append({"name": name, "entityType": etype, "observations": observations})
-        for part in chunks(sorted(shown)):
+        for part in chunks(list(shown)):
             marks = ",".join("?" * len(part))
             for entity, text, stamp in self.conn.execute(
                 "SELECT entity, text, w_hlc FROM observations "
