@@ -88,9 +88,9 @@ def similar(svc: GraphService, ns: str, node: str, title: str, content: str) -> 
     g = svc.graph
 
     def accept(n: str) -> bool:
-        return n != node and g.is_live(ns, n) and bool(g.uris(ns, n, 1))
+        return g.is_live(ns, n) and bool(g.uris(ns, n, 1))
 
-    hits = svc.search.related(ns, words, 3, accept)
+    hits = svc.search.related(ns, words, 3, accept, own=node)
     return [str(g.uris(ns, h.node)[0][0]) for h in hits]
 
 
@@ -112,7 +112,11 @@ def create_memory(svc: GraphService, args: CreateArgs, ctx: ToolContext) -> Repl
         svc, actor(ctx), args.parent_uri, args.title, args.content, args.priority, args.disclosure
     )
     uri, node = made.uri, made.node
-    related = svc.read(lambda s: similar(s, ctx.namespace, node, args.title or "", args.content))
+    # The hint follows the write: it reads the state the write left, the shards not looked at
+    # again (what another process wrote meanwhile is no better a duplicate to name).
+    related = svc.read(
+        lambda s: similar(s, ctx.namespace, node, args.title or "", args.content), refresh=False
+    )
     text = f"Success: Memory created at '{uri}'\n\n"
     if related:
         text += (

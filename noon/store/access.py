@@ -39,9 +39,13 @@ class GraphService:
         self.search = store.search
         self.glossary = Glossary(store.graph)
 
-    def read(self, fn: Callable[[GraphService], T]) -> T:
+    def read(self, fn: Callable[[GraphService], T], *, refresh: bool = True) -> T:
+        """``fn`` on one consistent snapshot, after folding what the shards gained;
+        ``refresh=False`` reads what this process last folded, which right after its own write
+        holds that write (a read meant to follow it, without looking at the shards again)."""
         with self.lock:
-            self.store.refresh()
+            if refresh:
+                self.store.refresh()
             with self.graph.reading():
                 return fn(self)
 

@@ -19,7 +19,8 @@ does (the read_graph tool hands them to the SDK, which only reads and serialises
 A read after a change asks the read model which keys changed since the kept generation (its
 ``changes`` table, the record subscriptions are told from) and reads just those again: each
 entity an entity or observation key names, with its observations, and each relation a key
-names, each put in its place in write order (a replica's op can come before what is kept); past
+names, each put in its place in write order (a replica's op can come before what is kept; one
+whose place did not move, as an entity given an observation, stays where it was); past
 :data:`PATCH_KEYS` keys, or when the changes are no longer known (a reset, a rebuild, too many
 generations ago), it builds. At most :data:`KEEP_CHARS` characters of text are kept per store,
 the namespace read least recently dropped first; a larger answer is not kept.
@@ -136,20 +137,31 @@ def _patched(
     names = {k[2] for k in keys if k[0] in (ENTITY, OBS) and k[1] == view.ns}
     rels = {(k[2], k[3], k[4], k[5]) for k in keys if k[0] == REL and k[1] == view.ns}
     entities, relations = dict(kept.entities), dict(kept.relations)
-    for name in names:
-        entities.pop(name, None)
-        entry = view.entity_entry(name)
-        if entry is not None:
-            entities[name] = entry
-    for rel in rels:
-        relations.pop(rel, None)
-        place = view.relation_entry(rel)
-        if place is not None:
-            relations[rel] = place
-    return (
-        _in_order(entities, lambda entity: entity[0], len(names)),
-        _in_order(relations, lambda place: place, len(rels)),
+    moved_entities = sum(
+        _put(entities, name, view.entity_entry(name), lambda entity: entity[0]) for name in names
     )
+    moved_relations = sum(
+        _put(relations, rel, view.relation_entry(rel), lambda place: place) for rel in rels
+    )
+    return (
+        _in_order(entities, lambda entity: entity[0], moved_entities),
+        _in_order(relations, lambda place: place, moved_relations),
+    )
+
+
+def _put(entries: dict[T, V], key: T, entry: V | None, place: Callable[[V], Order]) -> bool:
+    """Put an entry read again in ``entries`` (None: it is gone). One whose place in write order
+    is the kept one's (an entity given an observation: its place is its own op's) stays where it
+    is; any other goes to the end. True when it went to the end."""
+    kept = entries.get(key)
+    if entry is not None and kept is not None and place(kept) == place(entry):
+        entries[key] = entry
+        return False
+    entries.pop(key, None)
+    if entry is None:
+        return False
+    entries[key] = entry
+    return True
 
 
 def _in_order(entries: dict[T, V], place: Callable[[V], Order], moved: int) -> dict[T, V]:

@@ -39,10 +39,11 @@ from noon.store.private import make_dir
 from noon.store.readmodel.behind import Behind, full
 from noon.store.readmodel.graph import SqlGraph
 from noon.store.readmodel.kg import SqlKg
-from noon.store.readmodel.model import ReadModel, Touched
+from noon.store.readmodel.model import ReadModel
 from noon.store.readmodel.schema import FILE_NAME
 from noon.store.readmodel.search import Search
 from noon.store.readmodel.state import FoldView, head_ids
+from noon.store.readmodel.touched import Touched
 from noon.store.readmodel.vectorizer import Vectorizer
 from noon.store.shard import (
     Corrupt,

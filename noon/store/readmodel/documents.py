@@ -31,6 +31,11 @@ SEPARATOR = "\x1f"
 URIS_INDEXED = 4
 BULK = 500
 """Memories whose documents are rebuilt with one query each for their rows and keywords."""
+ENTITIES_BY_NAME = "sqlite_autoindex_entities_1"
+"""The index SQLite makes for ``UNIQUE (ns, name)`` of ``entities`` (its documented name for
+a table's first such constraint). Asked for several names, the planner would rather read the
+whole namespace through ``entities_in_order``, which covers the columns: 2 ms for 500 names at
+10k entities, growing with the graph, against 0.6 ms by name."""
 PRELOAD = 500
 """Above this many changed nodes of one namespace, its placements are read in one query
 instead of node by node (a rebuild or a large import)."""
@@ -209,7 +214,8 @@ def _entity_documents(conn: sqlite3.Connection, ns: str, names: list[str]) -> No
     documents (a catch-up or an import rebuilds tens of thousands)."""
     marks = ",".join("?" * len(names))
     rows = conn.execute(
-        f"SELECT name, id, type, after FROM entities WHERE ns = ? AND name IN ({marks})",
+        f"SELECT name, id, type, after FROM entities INDEXED BY {ENTITIES_BY_NAME} "
+        f"WHERE ns = ? AND name IN ({marks})",
         (ns, *names),
     ).fetchall()
     if not rows:

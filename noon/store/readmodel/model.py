@@ -22,7 +22,6 @@ import logging
 import os
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
@@ -37,8 +36,14 @@ from noon.store.errors import ForkDetected
 from noon.store.readmodel import schema
 from noon.store.readmodel.apply import Transaction
 from noon.store.readmodel.behind import Behind, full
-from noon.store.readmodel.rows import key_of
 from noon.store.readmodel.shardcheck import describe_fork, head_mark, still_same
+from noon.store.readmodel.touched import (
+    Touched,
+    changed_since,
+    current_generation,
+    log_fold,
+    touched_since,
+)
 from noon.store.readmodel.unfolded import (
     cut_mark,
     file_ids,
@@ -55,30 +60,10 @@ log = logging.getLogger("noon.readmodel")
 CHUNK_OPS = 50_000
 """Ops folded per transaction while catching up: others see progress, memory stays bounded."""
 POLL_BYTES = 16 << 20
-KEEP_GENERATIONS = 2000
-"""Generations of touched keys kept (the ``changes`` table); a process further behind treats
-every key as touched."""
-RESET_KEYS = 1_000
-"""A transaction touching more keys than this logs one reset instead of every key (what
-listens for touched keys treats more than a few hundred as everything anyway)."""
 
 
 class Unshared(Exception):
     """The machine's read model cannot be written here (and no fallback was wanted)."""
-
-
-@dataclass
-class Touched:
-    """The keys the read model's folds touched since this process last looked, whichever process
-    folded them."""
-
-    keys: set[Key] = field(default_factory=set)
-    ops: int = 0
-    reset: bool = False
-    """Treat every key as changed (a rebuild, or this process fell too far behind)."""
-
-    def __bool__(self) -> bool:
-        return bool(self.keys or self.ops or self.reset)
 
 
 Cursor = tuple[str, int, int, int, bytes, bytes]
@@ -146,7 +131,7 @@ class ReadModel:
 
     @property
     def generation(self) -> int:
-        return int(self._meta("generation"))  # type: ignore[call-overload]
+        return current_generation(self.conn)
 
     # -- refresh ---------------------------------------------------------------------------
 
@@ -410,43 +395,16 @@ class ReadModel:
             self.clock.observe(tx.newest, self.now_ms())
         self._set_meta("clock", max(self._int("clock"), self.clock.last))
         if keys or tx.removed:
-            gen = self.generation + 1
-            self._set_meta("generation", gen)
-            if len(keys) > RESET_KEYS:
-                self._set_meta("reset", gen)
-            else:
-                self.conn.executemany(
-                    "INSERT INTO changes (gen, key) VALUES (?, ?)", ((gen, k) for k in keys)
-                )
-            self.conn.execute("DELETE FROM changes WHERE gen < ?", (gen - KEEP_GENERATIONS,))
+            log_fold(self.conn, keys)
         self.conn.execute("COMMIT")
 
     def _since_seen(self) -> Touched:
-        gen = self.generation
-        if gen == self.seen:
-            return Touched()
-        keys = self.changed_since(self.seen)
-        touched = Touched(reset=keys is None)
-        if keys is not None:
-            touched.keys, touched.ops = keys, len(keys)
-        self.seen = gen
+        touched, self.seen = touched_since(self.conn, self.seen)
         return touched
 
     def changed_since(self, generation: int) -> set[Key] | None:
-        """The keys the folds after ``generation`` (of this connection's file) touched; None
-        when that is no longer known: a rebuild or a reset since, or more generations ago
-        than the ``changes`` table keeps."""
-        now = self.generation
-        if generation < 0 or generation > now or now - generation > KEEP_GENERATIONS:
-            return None
-        if self._int("reset") > generation:
-            return None
-        return {
-            key_of(k)
-            for (k,) in self.conn.execute(
-                "SELECT DISTINCT key FROM changes WHERE gen > ?", (generation,)
-            )
-        }
+        """The keys the folds after ``generation`` touched (:func:`.touched.changed_since`)."""
+        return changed_since(self.conn, generation)
 
     # -- rebuild ---------------------------------------------------------------------------
 

@@ -29,7 +29,8 @@ the lexical one.
 Each word ranks at most :data:`RANKED` memories: when more hold it, the ones this machine
 indexed last (the newest memories); a rare word still finds an old memory. BM25 over every
 memory holding a common word costs the size of the store (about 1.5 s a call at 500k
-memories); with the bound it costs that many scores a word.
+memories); with the bound it costs that many scores a word, and a word that weighs nothing
+(held by most memories) is not looked up while the others bring as many (:mod:`.weightless`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from noon.store.readmodel.embedder import MODEL, available
 from noon.store.readmodel.probe import WordProbe
 from noon.store.readmodel.state import Database
 from noon.store.readmodel.vectors import Index
+from noon.store.readmodel.weightless import NOTHING, Weightless, holding
 
 WEIGHTS = {"text": 1.0, "uri": 2.0, "disclosure": 1.5, "keywords": 2.0}
 """BM25 weight of each column of ``memory_fts``."""
@@ -183,6 +185,7 @@ class Search:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._index = Index(db)
+        self._weightless = Weightless()
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -206,7 +209,7 @@ class Search:
         if (not terms and not semantic) or limit <= 0:
             return Found([], semantic)
         meaning = MODEL.query_soon(query) if semantic else None
-        lists = self._lists(namespace, terms, limit)
+        lists, left_out = self._lists(namespace, terms, limit)
         ranked = [(row, score) for row, score, _ in combine(lists)]
         rings: dict[int, list[list[int]]] = {}
         if meaning is not None:
@@ -228,7 +231,8 @@ class Search:
             rings = {row: rings[row] for row in top if row in rings}
             for away, share in enumerate(SPREAD):
                 ranked = spread(ranked, {row: near[away] for row, near in rings.items()}, share)
-        return Found(list(self._accepted(namespace, ranked, lists, terms, limit, accept)), semantic)
+        hits = self._accepted(namespace, ranked, lists, left_out, terms, limit, accept)
+        return Found(list(hits), semantic)
 
     @staticmethod
     def _semantic_ready() -> bool:
@@ -241,14 +245,25 @@ class Search:
 
     def _lists(
         self, namespace: str, terms: list[str], limit: int
-    ) -> dict[str, list[tuple[int, float]]]:
+    ) -> tuple[dict[str, list[tuple[int, float]]], list[str]]:
         """Each term's hits (row, its BM25 share), a fragment's as a prefix. When they are
         fewer than ``limit`` memories, a word no memory holds is searched as its variants
         (:func:`edits`: a typo, "fesetival" finds "festival"): only then, as each variant
-        costs a lookup."""
-        out = {t: self._ranked(namespace, _quoted(t)) for t in terms}
+        costs a lookup.
+
+        And the words left out: those known to weigh nothing (:mod:`.weightless`) while the
+        other words bring :data:`RANKED` memories, which would rank before any only they bring."""
+        idle = self._weightless.words(self.conn)
+        out = {t: self._ranked(namespace, _quoted(t)) for t in terms if t not in idle}
+        idle.update(t for t, hits in out.items() if hits and weight_of(hits) < NOTHING)
+        left_out = [t for t in terms if t in idle]
+        if len({row for t, hits in out.items() if t not in idle for row, _ in hits}) < RANKED:
+            out.update((t, self._ranked(namespace, _quoted(t))) for t in left_out if t not in out)
+            left_out = []
+        for t in left_out:
+            out.pop(t, None)
         # only a word the namespace does not hold can be a fragment or a typo
-        fragments, unknown = self._fragments([t for t in terms if not out[t]])
+        fragments, unknown = self._fragments([t for t in terms if t in out and not out[t]])
         for t in fragments:
             out[t] = self._ranked(namespace, _quoted(t) + "*")
         typos = sorted(
@@ -263,24 +278,28 @@ class Search:
         if typos and len({row for hits in out.values() for row, _ in hits}) < limit:
             for t in typos:
                 out[t] = self._ranked(namespace, " OR ".join(_quoted(v) for v in sorted(edits(t))))
-        return out
+        return out, left_out
 
     def _accepted(
         self,
         namespace: str,
         ranked: list[tuple[int, float]],
         lists: dict[str, list[tuple[int, float]]],
+        left_out: list[str],
         terms: list[str],
         limit: int,
         accept: Callable[[str], bool] | None,
     ) -> Iterator[Hit]:
         """The best ``limit`` of ``ranked`` that ``accept`` lets through; their memories read
-        ``limit`` rows a statement (most often the first statement is the only one)."""
+        ``limit`` rows a statement (most often the first statement is the only one), and which
+        of them hold the words ``left_out`` of the ranking (what a hit says it matched)."""
         rows_of = {t: set(map(itemgetter(0), hits)) for t, hits in lists.items()}
         given = 0
         for start in range(0, len(ranked), limit):
             part = ranked[start : start + limit]
             nodes = self._column(namespace, "node", [row for row, _ in part])
+            for t in left_out:
+                rows_of[t] = holding(self.conn, _quoted(t), list(nodes))
             for row, score in part:
                 node = nodes.get(row)
                 if node is None or (accept is not None and not accept(node)):
@@ -406,7 +425,7 @@ class Search:
                 "WHERE memory_fts MATCH ? AND m.ns = ? ORDER BY f.rowid DESC LIMIT ?",
                 (match, namespace, RANKED),
             ).fetchall()
-        return [(int(r), float(sc)) for r, sc in rows]
+        return rows  # (int, float) as SQLite gives them: a rowid and a real
 
     def _alone(self, namespace: str) -> bool:
         """True when the store holds no memory of another namespace (two index seeks)."""
@@ -453,12 +472,15 @@ class Search:
         words: list[str],
         limit: int,
         accept: Callable[[str], bool] | None = None,
+        own: str | None = None,
     ) -> list[Hit]:
         """Memories holding at least half of ``words`` (a new memory's), most shared first: the
         duplicate hint of ``create_memory``. The candidates hold one of the longest words and
         are at most :data:`PROBE_CANDIDATES`, the newest first, so a write never scans the
         store; in a store where even those words are everywhere, an older duplicate can go
-        unnoticed (the hint is advice, never a refusal)."""
+        unnoticed (the hint is advice, never a refusal). ``own`` (the new memory, which holds
+        all its words and is the newest candidate) is passed over unscored: it is never a hit,
+        and scoring it would compile the word pattern for nothing."""
         probe = sorted(dict.fromkeys(words), key=len, reverse=True)[:PROBE_WORDS]
         if not probe:
             return []
@@ -472,6 +494,8 @@ class Search:
         scored = []
         probe_words, half = WordProbe(words), (len(words) + 1) // 2
         for node, doc in rows:
+            if node == own:
+                continue
             found = probe_words.held(doc, half)
             if len(found) >= half:
                 scored.append(Hit(node, float(len(found)), found))
