@@ -1,26 +1,19 @@
 """``noon status``, ``doctor``, ``log``, ``history`` and ``query`` as a person runs them: real
-subprocesses on real shard directories, against real daemons over mutual TLS, and every doctor
-finding produced by a deliberately broken setup."""
+subprocesses on real shard directories, against real daemons over mutual TLS. Every doctor
+finding from a deliberately broken setup is in test_doctor.py."""
 
 from __future__ import annotations
 
-import datetime as dt
-import email.utils
 import json
-import re
 import shutil
-import ssl
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from noon import certs
 from noon.config import Settings
 from noon.core.hlc import pack
 from noon.core.ops import Draft, encode
@@ -31,42 +24,20 @@ from noon.mcp.uri_views import read_view
 from noon.store import peerstate
 from noon.store.access import kg_mutate, service
 from noon.store.store import Store
-from tests.harness.mesh import ROOT, Node, Pki, reported, start_all, wait_until
-from tests.harness.operator import as_json, cli_env, doctor, problems, run
+from tests.harness.mesh import ROOT, Node, reported, start_all, wait_until
+from tests.harness.operator import (
+    as_json,
+    cli_env,
+    doctor,
+    noon_cli,
+    problems,
+    run,
+    write_op,
+)
 
 pytestmark = pytest.mark.integration
 
 X = ("content", "default", "x")
-
-
-def noon_cli(*words: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """``noon WORDS`` as a person runs it (through :func:`noon.cli.main` and its error
-    handling)."""
-    return subprocess.run(
-        [sys.executable, "-m", "noon", *words],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    )
-
-
-def own_cert(pki: Pki, d: Path, node: str) -> None:
-    """Put ``node``'s certificate where noond and the CLI look by default, readable by its
-    owner only as ``noon certs issue`` writes it (else doctor rightly warns)."""
-    (d / "certs").mkdir(mode=0o700, parents=True, exist_ok=True)
-    for src in pki.node(node):
-        shutil.copy(src, d / "certs" / src.name)
-        (d / "certs" / src.name).chmod(0o600)
-
-
-def write(
-    d: Path, node: str, key: tuple[str, ...], val: dict[str, Any] | None, client: str = "cli"
-) -> None:
-    Store(Settings(dir=d, node_id=node, fsync=False)).write(
-        lambda fold: [Draft(key, val)], client=client
-    )
 
 
 # -- the CLI knows the commands -------------------------------------------------------------
@@ -140,12 +111,12 @@ def test_status_and_doctor_follow_a_live_mesh_and_a_peer_going_down(spawn, tmp_p
 
 def test_status_without_a_daemon_uses_the_files(tmp_path, pki):
     d = tmp_path / "data"
-    write(d, "a", X, {"text": "one"})
+    write_op(d, "a", X, {"text": "one"})
     other = tmp_path / "other"
     other.mkdir()
     shutil.copy(d / "a.jsonl", other / "a.jsonl")
-    write(other, "b", X, {"text": "two"}, client="claude-code")  # concurrent with the next
-    write(d, "a", X, {"text": "three"}, client="codex")
+    write_op(other, "b", X, {"text": "two"}, client="claude-code")  # concurrent with the next
+    write_op(d, "a", X, {"text": "three"}, client="codex")
     shutil.copy(other / "b.jsonl", d / "b.jsonl")
 
     def knows_b(s: peerstate.PeerState) -> None:
@@ -171,12 +142,12 @@ def test_status_without_a_daemon_uses_the_files(tmp_path, pki):
 
 def test_status_counts_an_edit_against_a_delete_as_system_conflicts_lists_it(tmp_path):
     d = tmp_path / "data"
-    write(d, "a", X, {"text": "one"})
+    write_op(d, "a", X, {"text": "one"})
     other = tmp_path / "other"
     other.mkdir()
     shutil.copy(d / "a.jsonl", other / "a.jsonl")
-    write(other, "b", X, None)  # deleted on b, concurrent with the edit on a
-    write(d, "a", X, {"text": "edited"})
+    write_op(other, "b", X, None)  # deleted on b, concurrent with the edit on a
+    write_op(d, "a", X, {"text": "edited"})
     shutil.copy(other / "b.jsonl", d / "b.jsonl")
     env = cli_env(d, "a")
     store = Store(Settings(dir=d, node_id="a", fsync=False))
@@ -191,7 +162,7 @@ def test_status_counts_an_edit_against_a_delete_as_system_conflicts_lists_it(tmp
 
 def test_status_on_one_machine_says_no_daemon_is_needed(tmp_path):
     d = tmp_path / "data"
-    write(d, "a", X, {"text": "kept here"})
+    write_op(d, "a", X, {"text": "kept here"})
     env = cli_env(d, "a")
     status = as_json(run("status", "--json", env=env))
     assert status["daemon"]["needed"] is False and not status["daemon"]["reachable"]
@@ -204,7 +175,7 @@ def test_status_on_one_machine_says_no_daemon_is_needed(tmp_path):
     assert "no daemon answered" not in text and "frozen tombstones: 0" in text
     assert "noon certs init" in (ROOT / "docs" / "noond.md").read_text()  # where it points
     # a second machine's shard here: a daemon is expected, and its absence is said
-    write(d, "b", ("content", "default", "y"), {"text": "from b"})
+    write_op(d, "b", ("content", "default", "y"), {"text": "from b"})
     text = run("status", env=env).stdout
     assert "not reachable" in text and "none needed" not in text
 
@@ -213,204 +184,6 @@ def test_status_refuses_a_missing_directory(tmp_path):
     out = run("status", env=cli_env(tmp_path / "nowhere", "a"))
     assert out.returncode == 1 and "does not exist" in out.stdout
     assert not (tmp_path / "nowhere").exists()
-
-
-# -- doctor: every finding from a broken setup ----------------------------------------------
-
-
-def healthy_dir(tmp_path: Path, pki: Pki) -> Path:
-    d = tmp_path / "data"
-    write(d, "a", X, {"text": "fine"})
-    own_cert(pki, d, "a")
-    return d
-
-
-def test_doctor_healthy_without_a_daemon_when_told_so(tmp_path, pki):
-    d = healthy_dir(tmp_path, pki)
-    code, findings = doctor(cli_env(d, "a"), "--no-daemon")
-    assert code == 0 and all(f["level"] == "ok" for f in findings), findings
-    assert run("doctor", "--no-daemon", env=cli_env(d, "a")).stdout.rstrip().endswith("healthy")
-
-
-def test_doctor_on_a_lone_machine_without_replication_is_healthy_with_a_note(tmp_path):
-    d = tmp_path / "data"
-    write(d, "a", X, {"text": "kept on this machine only"})
-    code, findings = doctor(cli_env(d, "a"))
-    assert code == 0, findings
-    (note,) = [f for f in findings if f["level"] != "ok"]
-    assert note["level"] == "note" and note["check"] == "replication"
-    assert "noon certs init" in note["fix"]
-    text = run("doctor", env=cli_env(d, "a")).stdout
-    assert "NOTE" in text and "next: " in text and text.rstrip().endswith("healthy")
-    # something that says it replicates (a peer source) brings the checks back
-    code, findings = doctor(cli_env(d, "a") | {"NOOND_PEERS": "b@127.0.0.1:9"})
-    assert code == 1 and problems(findings, "certificates")
-
-
-def test_doctor_before_the_first_session_says_no_memory_yet_and_no_problem(tmp_path):
-    fresh = tmp_path / "home" / ".noon"
-    (tmp_path / "home").mkdir()
-    code, findings = doctor(cli_env(fresh, "a"))
-    assert code == 0, findings
-    assert not [f for f in findings if f["level"] in ("error", "warning")], findings
-    (note,) = [f for f in findings if f["check"] == "directory"]
-    assert note["level"] == "note" and "no memory has been written" in note["what"]
-    text = run("doctor", env=cli_env(fresh, "a")).stdout
-    assert "problem" not in text and text.rstrip().endswith("healthy")
-    # what it says is true: the first write creates the directory
-    write(fresh, "a", X, {"text": "first"})
-    assert fresh.is_dir()
-
-
-def test_doctor_directory_that_cannot_be_created(tmp_path):
-    (tmp_path / "file").write_text("not a directory")
-    code, findings = doctor(cli_env(tmp_path / "file" / "gone", "a"), "--no-daemon")
-    assert code == 1
-    assert "cannot create it" in problems(findings, "directory")[0]["what"]
-
-
-def test_doctor_missing_certificate(tmp_path, pki):
-    d = healthy_dir(tmp_path, pki)
-    (d / "certs" / "a.key").unlink()
-    code, findings = doctor(cli_env(d, "a"))
-    assert code == 1
-    (missing,) = problems(findings, "certificates")
-    assert "a.key" in missing["what"] and "noon certs issue a" in missing["fix"]
-    assert problems(findings, "daemon", "warning")  # not "no daemon": nothing could be asked
-
-
-def test_doctor_certificate_of_another_node_and_foreign_ca(tmp_path, pki):
-    d = healthy_dir(tmp_path, pki)
-    cert, key, _ = pki.node("other")
-    shutil.copy(cert, d / "certs" / "a.crt")
-    shutil.copy(key, d / "certs" / "a.key")
-    code, findings = doctor(cli_env(d, "a"), "--no-daemon")
-    assert code == 1
-    assert "is for node 'other'" in problems(findings, "certificates")[0]["what"]
-    fcert, fkey, _ = pki.foreign("a")
-    shutil.copy(fcert, d / "certs" / "a.crt")
-    shutil.copy(fkey, d / "certs" / "a.key")
-    code, findings = doctor(cli_env(d, "a"), "--no-daemon")
-    assert code == 1 and "another CA" in problems(findings, "certificates")[0]["fix"]
-
-
-def test_doctor_certificate_expiring_soon_is_a_warning(tmp_path, pki):
-    d = healthy_dir(tmp_path, pki)
-    now = dt.datetime.now(dt.UTC)
-    certs.issue_node_cert(
-        pki.root / "ca",
-        "a",
-        d / "certs",
-        not_before=now,
-        not_after=now + dt.timedelta(days=10),
-        force=True,
-    )
-    code, findings = doctor(cli_env(d, "a"), "--no-daemon")
-    assert code == 0
-    (soon,) = problems(findings, "certificates", "warning")
-    assert "expires in 9 days" in soon["what"] or "expires in 10 days" in soon["what"]
-    expired = pki.expired("a")
-    shutil.copy(expired[0], d / "certs" / "a.crt")
-    shutil.copy(expired[1], d / "certs" / "a.key")
-    code, findings = doctor(cli_env(d, "a"), "--no-daemon")
-    assert code == 1 and "expired" in problems(findings, "certificates")[0]["what"]
-
-
-def test_doctor_unreachable_daemon(tmp_path, pki):
-    d = healthy_dir(tmp_path, pki)
-    code, findings = doctor(cli_env(d, "a"))
-    assert code == 1
-    (down,) = problems(findings, "daemon")
-    assert "no daemon answers" in down["what"] and "systemctl" in down["fix"]
-
-
-def test_doctor_corrupt_line_with_its_place(tmp_path, pki):
-    d = healthy_dir(tmp_path, pki)
-    with open(d / "a.jsonl", "ab") as f:
-        f.write(b"{not an op}\n")
-    write(d, "a", X, {"text": "after the damage"})
-    code, findings = doctor(cli_env(d, "a"), "--no-daemon")
-    assert code == 1
-    (bad,) = problems(findings, "shards")
-    assert f"{d / 'a.jsonl'}:2:" in bad["what"] and "own shard" in bad["fix"]
-
-
-def test_doctor_fork(tmp_path, pki):
-    d = healthy_dir(tmp_path, pki)
-    line = encode(node="a", seq=1, hlc=7, el=X, val={"text": "forked"})
-    (d / "a-restored.jsonl").write_bytes(line + b"\n")
-    code, findings = doctor(cli_env(d, "a"), "--no-daemon")
-    assert code == 1
-    (fork,) = problems(findings, "fork")
-    assert "a-restored.jsonl:1" in fork["what"] and "NOON_NODE_ID" in fork["fix"]
-    status = as_json(run("status", "--json", env=cli_env(d, "a")))
-    assert status["conflicts_total"] is None and "a-restored.jsonl" in status["forks"][0]["error"]
-
-
-def test_doctor_op_stamped_by_a_clock_far_ahead(tmp_path, pki):
-    d = healthy_dir(tmp_path, pki)
-    ahead = pack(time.time_ns() // 1_000_000 + 3_600_000, 0)
-    (d / "b.jsonl").write_bytes(
-        encode(node="b", seq=1, hlc=ahead, el=("content", "default", "y"), val={"text": "t"})
-        + b"\n"
-    )
-    code, findings = doctor(cli_env(d, "a"), "--no-daemon")
-    assert code == 1
-    (skew,) = problems(findings, "clock")
-    assert "b:1" in skew["what"] and "in the future" in skew["what"]
-    assert "NTP" in skew["fix"]
-
-
-class SkewedPeer:
-    """A member whose clock runs ``offset`` seconds ahead: it answers /health over mutual TLS
-    with its own certificate, and its HTTP Date says its time."""
-
-    def __init__(self, files: tuple[Path, Path, Path], offset: float) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                body = b'{"status": "ok"}'
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def date_time_string(self, timestamp: float | None = None) -> str:
-                return email.utils.formatdate(time.time() + offset, usegmt=True)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        context: ssl.SSLContext = certs.server_ssl_context(*files)
-        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-        self.address = f"127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.mark.parametrize(("offset", "level"), [(600.0, "error"), (20.0, "warning"), (0.0, "ok")])
-def test_doctor_peer_clock_skew(tmp_path, pki, offset, level):
-    d = healthy_dir(tmp_path, pki)
-    peer = SkewedPeer(pki.node("skewed"), offset)
-    try:
-        peerstate.update(
-            d / ".noon" / "noond.json", lambda s: s.members.update(skewed=peer.address)
-        )
-        code, findings = doctor(cli_env(d, "a"))  # no daemon: members from the state file
-    finally:
-        peer.close()
-    about = [f for f in findings if "peer skewed" in f["what"]]
-    assert len(about) == 1 and about[0]["level"] == level, findings
-    if level != "ok":
-        assert about[0]["check"] == "clock" and "NTP" in about[0]["fix"]
-    measured = re.search(r"differs from ours by ([+-][0-9.]+) s", about[0]["what"])
-    assert measured and abs(float(measured.group(1)) - offset) <= 2
-    assert code == 1  # the daemon itself is unreachable in every case
 
 
 # -- log, history and query -------------------------------------------------------------------
@@ -515,8 +288,8 @@ def test_log_history_and_query(tmp_path):
     shown = run("query", "commit", "messages", env=env).stdout
     assert "core://agent/style" in shown and "knowledge-graph entities: 0" in shown
 
-    write(d, "laptop", ("content", "default", agent), None)  # deleted on this machine alone
-    write(d, "laptop", ("edge", "default", "@core", "agent"), None)
+    write_op(d, "laptop", ("content", "default", agent), None)  # deleted on this machine alone
+    write_op(d, "laptop", ("edge", "default", "@core", "agent"), None)
     after = json_lines(run("history", "--json", "core://agent", env=env))
     assert [(e["node"], e["seq"]) for e in after[2:]] == [(e["node"], e["seq"]) for e in hist]
     assert {e["deleted"] for e in after[:2]} == {True}

@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
-from tests.harness.mesh import ROOT, free_port, noon_command
+from noon.config import Settings
+from noon.core.ops import Draft
+from noon.store.store import Store
+from tests.harness.mesh import ROOT, Pki, free_port, noon_command
 
 
 def cli_env(
@@ -54,3 +59,35 @@ def problems(
     for f in found:
         assert f["fix"], f"finding without a fix: {f}"
     return found
+
+
+def noon_cli(*words: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``noon WORDS`` as a person runs it (through :func:`noon.cli.main` and its error
+    handling)."""
+    return subprocess.run(
+        [sys.executable, "-m", "noon", *words],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+
+
+def own_cert(pki: Pki, d: Path, node: str) -> None:
+    """Put ``node``'s certificate where noond and the CLI look by default, readable by its
+    owner only as ``noon certs issue`` writes it (else doctor rightly warns)."""
+    (d / "certs").mkdir(mode=0o700, parents=True, exist_ok=True)
+    for src in pki.node(node):
+        shutil.copy(src, d / "certs" / src.name)
+        (d / "certs" / src.name).chmod(0o600)
+
+
+def write_op(
+    d: Path, node: str, key: tuple[str, ...], val: dict[str, Any] | None, client: str = "cli"
+) -> None:
+    """One op (``val`` None: a delete) by ``node`` into the store at ``d``, as one call of
+    ``client``."""
+    Store(Settings(dir=d, node_id=node, fsync=False)).write(
+        lambda fold: [Draft(key, val)], client=client
+    )

@@ -14,6 +14,7 @@ fusion never beat the lexical ranking at @5 on turns there; this sum did on both
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
@@ -27,26 +28,31 @@ def fuse(
 ) -> list[tuple[int, float]]:
     """``lexical``: (row, score) best first; ``rows``/``sims``: each vector's row and cosine,
     ``where`` a row's position in them. Returns (row, fused score), best first; ties keep the
-    lexical order, then the nearer vector."""
+    lexical order, then the nearer vector. In numpy over all candidates at once (a Python step
+    a lexical hit cost a third of a millisecond for two common words' 2,000 hits)."""
     import numpy as np
 
     count = len(lexical)
-    scores = np.fromiter((score for _, score in lexical), dtype=np.float64, count=count)
+    ids = np.fromiter(map(itemgetter(0), lexical), dtype=np.int64, count=count)
+    scores = np.fromiter(map(itemgetter(1), lexical), dtype=np.float64, count=count)
     best = float(scores.max()) if count else 0.0
     scale = 1.0 / best if best > 0 else 0.0
-    ats = np.fromiter((where.get(row, -1) for row, _ in lexical), dtype=np.intp, count=count)
+    ats = np.fromiter(map(where.get, ids.tolist(), repeat(-1, count)), dtype=np.intp, count=count)
     embedded = ats >= 0
     near = np.zeros(count)  # a cosine below 0 counts as 0, as a memory not embedded yet
-    near[embedded] = np.maximum(np.asarray(sims)[ats[embedded]].astype(np.float64), 0.0)
-    fused = dict(
-        zip((row for row, _ in lexical), (scores * scale + WEIGHT * near).tolist(), strict=True)
-    )
-    alike = np.flatnonzero(np.asarray(sims) >= LIKENESS)  # few: a scan of 100k rows is 0.1 ms
+    sims = np.asarray(sims)
+    near[embedded] = np.maximum(sims[ats[embedded]].astype(np.float64), 0.0)
+    fused = scores * scale + WEIGHT * near
+    alike = np.flatnonzero(sims >= LIKENESS)  # few: a scan of 100k rows is 0.1 ms
     if len(alike):
         depth = min(DEPTH, len(alike))
         nearest = alike[np.argpartition(-sims[alike], depth - 1)[:depth]]
-        for at in nearest[np.argsort(-sims[nearest], kind="stable")]:
-            row = rows[int(at)]
-            if row not in fused:
-                fused[row] = WEIGHT * float(sims[at])
-    return sorted(fused.items(), key=itemgetter(1), reverse=True)  # stable: ties keep the order
+        nearest = nearest[np.argsort(-sims[nearest], kind="stable")]
+        found = {int(row) for row in ids.tolist()}
+        more = [(rows[at], at) for at in nearest.tolist() if rows[at] not in found]
+        if more:
+            ids = np.concatenate([ids, np.fromiter((r for r, _ in more), dtype=np.int64)])
+            extra = WEIGHT * sims[[at for _, at in more]].astype(np.float64)
+            fused = np.concatenate([fused, extra])
+    order = np.argsort(-fused, kind="stable")  # ties keep the order
+    return list(zip(ids[order].tolist(), fused[order].tolist(), strict=True))

@@ -425,7 +425,7 @@ class Search:
                 "WHERE memory_fts MATCH ? AND m.ns = ? ORDER BY f.rowid DESC LIMIT ?",
                 (match, namespace, RANKED),
             ).fetchall()
-        return [(int(r), float(sc)) for r, sc in rows]
+        return rows  # (int, float) as SQLite gives them: a rowid and a real
 
     def _alone(self, namespace: str) -> bool:
         """True when the store holds no memory of another namespace (two index seeks)."""
