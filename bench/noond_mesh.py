@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -296,6 +298,8 @@ def catch_up(
     fold: bool = True,
     timing: dict[str, str] | None = None,
     held_only: bool = False,
+    code: Path | None = None,
+    store: Path | None = None,
 ) -> dict[str, Any]:
     """A fresh node joins one that holds ``ops`` ops: time until it holds every shard, until
     its read model holds them too (noond folds what it receives), and a first session's
@@ -305,19 +309,35 @@ def catch_up(
     collection) sampled every 0.2 s, alone and with noond. ``timing``: settings of both
     daemons in place of the test harness's short round and timeout and its fsync off
     (``--default-timing``).
-    ``held_only``: stop once the fresh node holds every shard (wall, CPU and memory so far)."""
+    ``held_only``: stop once the fresh node holds every shard (wall, CPU and memory so far).
+    ``code``: both daemons run the noon and noond packages found in that directory (``git
+    archive`` of another commit) instead of this checkout's. ``store``: a directory made by
+    :func:`signed_store` to copy to the source instead of generating one."""
     proxies = Proxies()
-    tag = "" if fold else "nofold"
+    tag = ("" if fold else "nofold") + ("before" if code is not None else "")
     src, fresh = Node(f"src{tag}{ops}", base, pki), Node(f"fresh{tag}{ops}", base, pki)
-    want = signed_store(src.dir, pki, ops)
+    if store is not None:
+        shutil.copytree(store, src.dir, dirs_exist_ok=True)
+        want = shard_sizes(src.dir)
+    else:
+        want = signed_store(src.dir, pki, ops)
+    # PYTHONSAFEPATH: ``python -m`` would otherwise put the checkout (its working directory)
+    # ahead of ``code`` on the path.
+    elsewhere = {"PYTHONPATH": str(code), "PYTHONSAFEPATH": "1"} if code is not None else {}
     front = [proxies.add(m.port) for m in (src, fresh)]
     # The source machine's read model is not what is measured (its sessions would have folded
     # what they wrote): its noond only serves.
-    src.env = {"NOOND_ADVERTISE": f"127.0.0.1:{front[0]}", "NOOND_FOLD": "false", **(timing or {})}
+    src.env = {
+        "NOOND_ADVERTISE": f"127.0.0.1:{front[0]}",
+        "NOOND_FOLD": "false",
+        **(timing or {}),
+        **elsewhere,
+    }
     fresh.env = {
         "NOOND_ADVERTISE": f"127.0.0.1:{front[1]}",
         "NOOND_FOLD": str(fold).lower(),
         **(timing or {}),
+        **elsewhere,
     }
     try:
         src.start([f"{fresh.name}@127.0.0.1:{front[1]}"])
@@ -343,6 +363,10 @@ def catch_up(
             "rounds": fresh.metric("noond_rounds_total"),
             "rss_mib": {m.name: rss_mib(m.proc.pid) for m in (src, fresh) if m.proc},
             "cpu_s": {m.name: cpu_seconds(m.proc.pid) for m in (src, fresh) if m.proc},
+            "workers_cpu_s": {
+                m.name: workers_cpu_seconds(m.proc.pid) for m in (src, fresh) if m.proc
+            },
+            "load": os.getloadavg()[0],
             "sched_s": {m.name: sched_seconds(m.proc.pid) for m in (src, fresh) if m.proc},
         }
         # Said at once: a first session folding 1M ops on a loaded machine may time out.
@@ -589,6 +613,14 @@ def main() -> None:
         help="with --only-catch-up: stop once the fresh node holds every shard "
         "(no read-model wait, first session or idle figures)",
     )
+    ap.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="with --only-catch-up: each case also with the daemons of the noon and noond in "
+        "DIR (git archive of another commit), before this checkout's, on a copy of one store",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="noond-bench-") as tmp:
         base = Path(tmp)
@@ -599,16 +631,26 @@ def main() -> None:
                 if args.default_timing
                 else {}
             )
+            store = None
+            codes: list[tuple[str, Path | None]] = [("", None)]
+            if args.before is not None:
+                codes.insert(0, ("_before", args.before))
+                store = base / "store"
+                store.mkdir()
+                signed_store(store, pki, args.catch_up)
             cases = {
-                case: catch_up(
+                f"{case}{label}": catch_up(
                     base,
                     pki,
                     args.catch_up,
                     fold=case == "noond_folds",
                     timing=timing,
                     held_only=args.held_only,
+                    code=code,
+                    store=store,
                 )
                 for case in args.cases
+                for label, code in codes
             }
             print(json.dumps(cases, indent=1))
             return

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
 import sys
 import time
@@ -44,6 +45,10 @@ chunks of 10,000 (noond's size while it folded in its own process, to stay small
 chunks of 50,000, with a peak of 122 and 159 MiB: each commit redoes the derived rows of every
 element it touched."""
 POLL_BYTES = 4 << 20
+NICE = 10
+"""How much lower than noond's this process's scheduling priority is: where the cores are
+contended, replication (storing what arrives, serving peers) goes first and the fold takes what
+is left, so a catch-up holds its ops sooner (the fold has the same work either way)."""
 FAILED_RETRY = 5.0
 """Seconds before folding again after a failure that is not a full disk."""
 RESTART_RSS_MIB = 160
@@ -165,6 +170,7 @@ def serve(slicer: Slicer, requests: TextIO, answers: TextIO) -> None:
 def main(argv: list[str]) -> int:
     directory, max_skew_ms, level = Path(argv[0]), int(argv[1]), argv[2]
     logging_setup.setup(getattr(logging, level, logging.INFO))
+    os.nice(NICE)
     serve(Slicer(directory, max_skew_ms), sys.stdin, sys.stdout)
     return 0
 

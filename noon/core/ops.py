@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -53,6 +53,7 @@ agent over MCP. A reader keeps any other short string verbatim and treats it as 
 MAX_EDGE = 32
 MAX_BATCH = 100_000
 MAX_SEQ = (1 << 53) - 1
+_MAX_VERSION = 2**31
 MAX_HLC = (253_402_300_799_999 << 16) | 0xFFFF
 """The greatest stamp accepted: 9999-12-31T23:59:59.999Z. A later one fits in 64 bits but no
 date type renders it, and a single such op would break every view that shows it."""
@@ -218,11 +219,21 @@ def decode(line: bytes) -> Op:
 
 
 def from_object(obj: Mapping[str, Any], digest: int) -> Op:
-    """Validate a parsed JSON object as an op. Kept lean: it runs once per op on a cold fold."""
-    version = _int(obj, "v", 1, 2**31)
-    node = _node(obj.get("node"), "'node'")
-    seq = _int(obj, "seq", 1, MAX_SEQ)
-    stamp = obj.get("hlc")
+    """Validate a parsed JSON object as an op. Kept lean: it runs once per op on a cold fold
+    and on every op a peer sends. Each check is made inline and, when it fails, made again by
+    the helper that words the error (one wording for every path)."""
+    get: Callable[[str], Any] = obj.get
+    version = get("v")
+    if type(version) is not int or not 1 <= version <= _MAX_VERSION:
+        _int(obj, "v", 1, _MAX_VERSION)
+    who = get("node")
+    node = _node_ids.get(who) if type(who) is str else None
+    if node is None:
+        node = _node(who, "'node'")
+    seq = get("seq")
+    if type(seq) is not int or not 1 <= seq <= MAX_SEQ:
+        _int(obj, "seq", 1, MAX_SEQ)
+    stamp = get("hlc")
     if type(stamp) is not int or not 0 <= stamp < 1 << 64:
         raise _fail(f"'hlc' must be a 64-bit unsigned integer, got {stamp!r:.40}")
     if stamp > MAX_HLC:
@@ -230,9 +241,9 @@ def from_object(obj: Mapping[str, Any], digest: int) -> Op:
             f"'hlc' {stamp} stands for a time after year 9999 ({stamp >> 16} ms since 1970): "
             "no clock writes that, and no date can show it"
         )
-    bat = obj.get("bat")
-    if bat is not None:
-        bat = _int(obj, "bat", seq, seq + MAX_BATCH)
+    bat = get("bat")
+    if bat is not None and (type(bat) is not int or not seq <= bat <= seq + MAX_BATCH):
+        _int(obj, "bat", seq, seq + MAX_BATCH)
     if version > FORMAT_VERSION:
         stub = stub_digest(obj, digest)
         return Op(
@@ -249,25 +260,25 @@ def from_object(obj: Mapping[str, Any], digest: int) -> Op:
             stub=stub is not None,
         )
 
-    el = obj.get("el")
+    el = get("el")
     if type(el) is not list or not 2 <= len(el) <= MAX_KEY_PARTS:
         raise _fail(f"'el' must be a list of 2 to {MAX_KEY_PARTS} strings, got {el!r:.200}")
     for part in el:
         if type(part) is not str or len(part) > MAX_KEY_PART:
             raise _fail(f"'el' parts must be strings of at most {MAX_KEY_PART} characters")
-    el[0] = _name(el[0])
-    el[1] = _name(el[1])
+    el[0] = _names.get(el[0]) or _name(el[0])
+    el[1] = _names.get(el[1]) or _name(el[1])
     key: Key = tuple(el)
     kind = kind_of(key)
 
-    val = obj.get("val")
+    val = get("val")
     if val is not None:
         if type(val) is not dict:
             raise _fail(f"'val' must be an object or absent, got {type(val).__name__}")
         if not _shallow(val):
             raise _fail(f"'val' is nested deeper than {MAX_DEPTH} levels")
 
-    prev_raw = obj.get("prev")
+    prev_raw = get("prev")
     prev: tuple[OpId, ...] | None = None
     if prev_raw is not None:
         if type(prev_raw) is not list or len(prev_raw) > MAX_PREV:
@@ -279,29 +290,35 @@ def from_object(obj: Mapping[str, Any], digest: int) -> Op:
             pairs.append((_node(p[0], "'prev' entry node"), p[1]))
         prev = tuple(pairs)
 
-    by = obj.get("by")
+    by = get("by")
     if by is not None:
         if type(by) is not str or len(by) > MAX_CLIENT:
             raise _fail(f"'by' must be a string of at most {MAX_CLIENT} characters")
-        by = _name(by)
-    via = obj.get("via")
+        by = _names.get(by) or _name(by)
+    via = get("via")
     if via is not None:
         if type(via) is not str or len(via) > MAX_EDGE:
             raise _fail(f"'via' must be a string of at most {MAX_EDGE} characters")
-        via = _name(via)
+        via = _names.get(via) or _name(via)
 
-    known = kind is not None
-    if kind is not None and val is not None:
+    if kind is None:
+        return Op(node, seq, stamp, key, val, prev, by, bat, False, digest, via)
+    if val is not None:
         try:
             kind.validate(val)
         except InvalidValue as exc:
             raise _fail(f"invalid value for {key[0]!r}: {exc}") from None
-    return Op(node, seq, stamp, key, val, prev, by, bat, known, digest, via)
+    return Op(node, seq, stamp, key, val, prev, by, bat, True, digest, via)
 
 
 def _shallow(val: dict[str, Any]) -> bool:
     """True when ``val`` nests at most :data:`MAX_DEPTH` levels (iteratively: a hostile value
     must not exhaust the stack either)."""
+    for child in val.values():
+        if type(child) is dict or type(child) is list:
+            break
+    else:
+        return True  # flat, as nearly every value is
     stack: list[tuple[Any, int]] = [(val, 1)]
     while stack:
         value, depth = stack.pop()

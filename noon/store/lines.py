@@ -16,7 +16,7 @@ from __future__ import annotations
 import mmap
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 import orjson
 
@@ -27,8 +27,10 @@ Buffer = bytes | mmap.mmap
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Envelope:
+class Envelope(NamedTuple):
+    """A tuple, not a dataclass: a page served reads one per line (a frozen dataclass took
+    0.66 µs to build, three quarters of orjson's time to parse a 300-byte line)."""
+
     node: str
     seq: int
     bat: int | None
@@ -36,13 +38,11 @@ class Envelope:
 
 def envelope(raw: bytes) -> Envelope | None:
     """The envelope of a stored line, or None for a blank or undecodable one."""
-    if not raw.strip():
-        return None
     try:
-        obj = orjson.loads(raw)
+        obj = orjson.loads(raw)  # blank: not JSON either
     except orjson.JSONDecodeError:
         return None
-    if not isinstance(obj, dict):
+    if type(obj) is not dict:
         return None
     node, seq, bat = obj.get("node"), obj.get("seq"), obj.get("bat")
     if type(seq) is not int or not isinstance(node, str):

@@ -5,6 +5,7 @@ every invariant of :mod:`noon.store.shard`. What is served lives in :mod:`noon.s
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 from dataclasses import dataclass
@@ -108,8 +109,8 @@ def append(
     consumed: int = 0,
     check: chain.Verify | None = None,
 ) -> Appended:
-    """Append validated ops (from :func:`parse_ops`) to ``node``'s shard under its lock (or
-    under ``held``, the same lock taken earlier by the caller).
+    """Append validated ops (from :func:`parse_ops`, in increasing seq order) to ``node``'s shard
+    under its lock (or under ``held``, the same lock taken earlier by the caller).
 
     Ops the shard already holds are skipped when byte-identical; one that differs raises
     :class:`ForkDetected` and nothing is written. Ops at or below the shard's highest seq that
@@ -140,7 +141,8 @@ def append(
             tail = repair_tail(fd, node)
             last = tail.last.seq if tail.last else 0
             skipped = 0
-            old = [(line, op) for line, op in ops if op.seq <= last]
+            split = bisect.bisect_right(ops, last, key=_seq)  # ops increase by seq
+            old, new = ops[:split], ops[split:]
             if old:
                 with mapped(path) as buf:
                     end = clean_end(buf)
@@ -154,17 +156,18 @@ def append(
                             )
                         skipped += 1
             gone = forgotten.load(directory)
-            new = [(line, op) for line, op in ops if op.seq > last]
             if last and not allow_skip:
                 expect = max(last, consumed) + 1
-                for line, op in ops:
+                for line, op in new:
                     if op.seq >= expect:
                         if op.seq != expect or line.startswith(chain.STUB_PREFIX):
                             raise SkipsCompacted(node, expect - 1, op.seq)
                         expect += 1
-            kept = [(line, op) for line, op in new if not gone.covers(op)]
+            kept = new
+            if new and new[0][1].seq < gone.floor.get(node, 0):  # else none is covered
+                kept = [(line, op) for line, op in new if not gone.covers(op)]
             skipped += len(new) - len(kept)
-            fresh = [line + b"\n" for line, _ in kept]
+            fresh = [line for line, _ in kept]
             if check is not None and new:
                 at = chainstate.head(
                     directory, node, (last, tail.last.digest) if tail.last else None
@@ -173,22 +176,23 @@ def append(
                     early if early is not None and not last else _prove(node, at, new, check, cp)
                 )
                 if len(kept) < len(new):
-                    fresh = [
-                        line + b"\n"
-                        for line in chain.restub(
-                            node, [(op.seq, line, not gone.covers(op)) for line, op in new], at, cp
-                        )
-                    ]
+                    fresh = chain.restub(
+                        node, [(op.seq, line, not gone.covers(op)) for line, op in new], at, cp
+                    )
             if fresh:
-                append_all(fd, b"".join(fresh), fsync=fsync)
+                append_all(fd, b"\n".join(fresh) + b"\n", fsync=fsync)
                 if fsync and created:
                     fsync_dir(directory)
-            head = max([last] + [op.seq for _, op in ops])
+            head = max(last, ops[-1][1].seq) if ops else last
             if check is not None and new:
                 chainstate.remember(directory, node, proven.head, new[-1][1].digest)
         finally:
             os.close(fd)
     return Appended(len(kept), skipped, head)
+
+
+def _seq(item: tuple[bytes, Op]) -> int:
+    return item[1].seq
 
 
 def _prove(

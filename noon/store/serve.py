@@ -136,25 +136,33 @@ def read_after(
         end = clean_end(buf)
         pairs = [(after, check)] if check is not None and after > 0 else []
         checked = _compare(buf, end, path.name, [*pairs, *checks], "reader") > 0
-        out: list[bytes] = []
+        spans: list[list[int]] = []
+        """[start, stop) of the runs of lines served: the page is cut from the file in one
+        piece unless a line not served (blank, undecodable) lies between."""
         size = ops = 0
         last = after
         more = False
-        gate: BatchGate[tuple[int, bytes]] = BatchGate()
-        for _, raw in lines_forwards(buf, first_after(buf, end, after), end):
+        gate: BatchGate[tuple[int, int, int]] = BatchGate()
+        pos = first_after(buf, end, after)
+        for nxt, raw in lines_forwards(buf, pos, end):
+            start, pos = pos, nxt
             env = envelope(raw)
             if env is None:
                 continue
             if size >= max_bytes and not gate.open:
                 more = True
                 break
-            for seq, line in gate.feed((env.seq, raw), env.node, env.seq, env.bat):
-                out.append(line + b"\n")
-                size += len(line) + 1
+            for seq, first, stop in gate.feed((env.seq, start, nxt), env.node, env.seq, env.bat):
+                if spans and spans[-1][1] == first:
+                    spans[-1][1] = stop
+                else:
+                    spans.append([first, stop])
+                size += stop - first
                 ops += 1
                 last = seq
+        body = b"".join(buf[first:stop] for first, stop in spans)
         head = summary_of(buf, end, shard_node(path.name) or "").seq
-        return Page(b"".join(out), ops, last, more, head, checked)
+        return Page(body, ops, last, more, head, checked)
 
 
 class Summaries:

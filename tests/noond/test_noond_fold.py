@@ -19,6 +19,7 @@ from bench.kg_latency import noon_client
 from bench.noond_mesh import read_model_holds, read_model_state, shard_sizes, signed_store
 from noon.config import Settings
 from noon.store.store import Store, read_model_path
+from noond.fold_worker import NICE
 from tests.harness.kg_view import View
 from tests.harness.mesh import Node, Pki, wait_until
 from tests.harness.oracle import fold_of_dir, observe
@@ -56,6 +57,10 @@ def test_first_session_after_a_catch_up_folds_nothing(spawn, tmp_path, pki):
     wait_until(folded, timeout=300, what="noond to fold every shard it pulled")
     generation, cursors = read_model_state(fresh.dir)
     assert generation > 0
+    # The worker that answered has yielded its priority to noond's (it lives on when current).
+    assert fresh.proc is not None
+    mine = os.getpriority(os.PRIO_PROCESS, fresh.proc.pid)
+    assert os.getpriority(os.PRIO_PROCESS, fold_worker(fresh)) == min(19, mine + NICE)
 
     client = noon_client(fresh.dir, fsync=False, node="fresh", tools="uri", timeout=300)
     try:
