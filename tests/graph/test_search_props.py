@@ -10,14 +10,8 @@ from hypothesis import strategies as st
 from noon.graph.search import query_terms, tokens
 from noon.graph.stopwords import STOP_WORDS
 from noon.store.readmodel.probe import WordProbe, distinct_words, holds
-from noon.store.readmodel.search import (
-    TYPO_MIN,
-    combine,
-    coordinated,
-    edits,
-    spread,
-    weight_of,
-)
+from noon.store.readmodel.scores import combine, coordinated, spread, weight_of
+from noon.store.readmodel.search import TYPO_MIN, edits
 
 WORD = st.text(alphabet="abcé1", min_size=1, max_size=5)
 
