@@ -16,7 +16,7 @@ docs/recall.md, ninth round).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from noon.store.readmodel.documents import WRITTEN, segment
 from noon.store.readmodel.unfolded import read_meta
@@ -66,11 +66,12 @@ class Weightless:
                     out.add(word)
         return out
 
-    def found(self, conn: sqlite3.Connection, words: Iterable[str]) -> None:
+    def found(self, conn: sqlite3.Connection, words: Collection[str]) -> None:
         """``words`` were just found to weigh nothing (inside the same read as :meth:`words`)."""
-        written = documents_written(conn)
-        for word in words:
-            self._known.setdefault(word, (written, None))
+        if words:
+            written = documents_written(conn)
+            for word in words:
+                self._known.setdefault(word, (written, None))
 
 
 def quoted(term: str) -> str:
