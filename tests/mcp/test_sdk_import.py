@@ -154,3 +154,22 @@ def test_the_http_side_stands_in_until_a_streamable_http_app_is_built() -> None:
     ]
     assert lines[4].startswith("True ")  # every name bound from the HTTP side stood in for
     assert lines[5:] == ["True [] True", "200 noon 1"]
+
+
+FROZEN_FIRST = """
+import gc
+enabled_with = []
+enable = gc.enable
+gc.enable = lambda: (enabled_with.append(gc.get_freeze_count()), enable())
+import noon.mcp
+print(len(enabled_with), enabled_with[0] > 10_000, gc.isenabled())
+"""
+
+
+def test_the_import_is_frozen_before_the_collector_runs_again() -> None:
+    """The collector, paused during the import, is enabled again only once what the import left
+    is frozen: the first collection after it would otherwise walk all of it as young objects."""
+    done = subprocess.run(
+        [sys.executable, "-c", FROZEN_FIRST], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.split() == ["1", "True", "True"]
