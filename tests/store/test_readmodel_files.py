@@ -20,7 +20,9 @@ import pytest
 
 from noon.config import Settings
 from noon.core.ops import Draft
+from noon.names import shard_file
 from noon.store.readmodel.schema import SCHEMA_VERSION, connect
+from noon.store.shard import Poll, ShardReader
 from noon.store.store import Store, read_model_path
 from tests.harness.kg_view import View
 from tests.harness.mesh import ROOT, subprocess_env
@@ -312,4 +314,34 @@ def test_a_sliced_refresh_stops_between_chunks_and_resumes_where_it_stopped(
     assert len(offsets) >= 3  # several slices, each further on
     assert offsets == sorted(set(offsets))
     assert offsets[-1] == (noon_dir / "n1.jsonl").stat().st_size
+    as_the_shards_say(noon_dir)
+
+
+def test_a_fold_reads_only_the_shards_that_moved(
+    noon_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write folds its own shard: the others, the files the read model saw last at the size
+    and time it saw, are not read again, whichever process's handle folds; what it shows is
+    still what the shards say."""
+    for node in ("n2", "n3"):
+        fill(noon_dir, 1, node).close()
+    store, other = fill(noon_dir, 1), Store(settings(noon_dir, "n2"))
+    polled: list[str] = []
+    poll = ShardReader.poll
+
+    def spied(reader: ShardReader, max_bytes: int | None = None) -> Poll:
+        polled.append(reader.name)
+        return poll(reader, max_bytes)
+
+    monkeypatch.setattr(ShardReader, "poll", spied)
+    store.write(plan_of([Draft(("content", NS, "mine"), {"text": "mine"})]))
+    assert polled == [shard_file("n1")]
+    polled.clear()
+    other.write(plan_of([Draft(("content", NS, "theirs"), {"text": "theirs"})]))
+    assert polled == [shard_file("n2")]
+    polled.clear()
+    store.refresh()  # another handle folded it: nothing is read here
+    assert polled == []
+    other.close()
+    store.close()
     as_the_shards_say(noon_dir)

@@ -3,9 +3,9 @@
 
 ``read_graph`` reads the namespace's entities, observations and relations in three ordered
 queries (no per-entity round trips). ``search_nodes`` asks the trigram index for the entities
-whose document contains the query (a substring test, exactly the official one, since every
-document and query is lower-cased the same way) and checks each candidate; a query shorter than
-a trigram scans the documents instead.
+whose document contains the query and tests each candidate's document in the same statement (a
+substring test, exactly the official one, since every document and query is lower-cased the
+same way); a query shorter than a trigram tests every document instead.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from noon.core.elements import entity_key, obs_key, rel_key
 from noon.core.ops import Key
-from noon.kg.graph import js_lower, matches, relation_dict
+from noon.kg.graph import js_lower, matches
 from noon.store.readmodel.apply import chunks
 from noon.store.readmodel.documents import SEPARATOR, entity_texts
 from noon.store.readmodel.rows import key_text
@@ -30,6 +30,10 @@ Entity = tuple[Order, dict[str, Any]]
 order)."""
 RelationId = tuple[str, str, str, str]
 """A relation row: (from, to, relation type, slot)."""
+_BY_NAME = "INDEXED BY sqlite_autoindex_entities_1"
+"""The ``UNIQUE (ns, name)`` index of ``entities``, for a list of names and a column it lacks:
+left to choose, SQLite reads the whole namespace from ``entities_in_order``, which covers every
+column (EXPLAIN QUERY PLAN), instead of looking each name up."""
 
 
 def _shown(name: str, etype: str, observations: list[str]) -> dict[str, Any]:
@@ -114,18 +118,16 @@ class SqlKg:
     def observations_of(self, names: Iterable[str]) -> dict[str, list[str]]:
         """The observations shown for each live entity among ``names``, in write order (a
         name with no live entity is absent): :data:`~noon.store.readmodel.apply.IN_CHUNK`
-        names a query, not three queries per name."""
-        after: dict[str, int] = {}
+        names a statement, not three statements per name."""
+        rows: list[tuple[Any, ...]] = []
         for part in chunks(sorted(set(names))):
             marks = ",".join("?" * len(part))
-            after.update(
-                self.conn.execute(
-                    f"SELECT name, after FROM entities WHERE ns = ? AND name IN ({marks})",
-                    (self.ns, *part),
-                )
-            )
-        observed = self._observed(after)
-        return {name: observed.get(name, []) for name in after}
+            rows += self.conn.execute(
+                f"SELECT name, type, after FROM entities {_BY_NAME} "
+                f"WHERE ns = ? AND name IN ({marks})",
+                (self.ns, *part),
+            ).fetchall()
+        return {e["name"]: e["observations"] for e in self._show(rows)}
 
     def live_observation_keys(self, name: str) -> list[Key]:
         return [
@@ -153,22 +155,39 @@ class SqlKg:
         ]
 
     def relation_keys_touching(self, names: Iterable[str]) -> list[Key]:
-        """The live relations from or to any of ``names``, in write order: looked up
-        :data:`~noon.store.readmodel.apply.IN_CHUNK` names at a time by each end's index, so
-        the cost follows the names asked, not the namespace."""
-        rows: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-        for part in chunks(sorted(set(names))):
+        """The live relations from or to any of ``names``, in write order."""
+        return [
+            rel_key(self.ns, src, dst, rtype, int(slot))
+            for _, _, _, src, dst, rtype, slot in self._touching(names)
+        ]
+
+    def _touching(self, names: Iterable[str]) -> list[tuple[Any, ...]]:
+        """The rows ``(w_hlc, w_node, w_seq, src, dst, rtype, slot)`` of the live relations
+        from or to any of ``names``, in write order: looked up
+        :data:`~noon.store.readmodel.apply.IN_CHUNK` names a statement from each end's index
+        (an OR would scan the namespace), so the cost follows the names asked, not the
+        namespace. A relation between two of the names comes from its source's statement
+        alone; each winning op writes one element, so no two rows share their place."""
+        wanted = set(names)
+        rows: list[tuple[Any, ...]] = []
+        for part in chunks(list(wanted)):
             marks = ",".join("?" * len(part))
-            for end, hint in (("src", ""), ("dst", "INDEXED BY relations_by_dst ")):
-                # one index per end: an OR would scan the namespace
+            rows += self.conn.execute(
+                f"SELECT {_ORDER}, src, dst, rtype, slot FROM relations "
+                f"WHERE ns = ? AND src IN ({marks})",
+                (self.ns, *part),
+            ).fetchall()
+            rows += [
+                row
                 for row in self.conn.execute(
-                    f"SELECT src, dst, rtype, slot, {_ORDER} FROM relations {hint}"
-                    f"WHERE ns = ? AND {end} IN ({marks})",
+                    f"SELECT {_ORDER}, src, dst, rtype, slot FROM relations "
+                    f"INDEXED BY relations_by_dst WHERE ns = ? AND dst IN ({marks})",
                     (self.ns, *part),
-                ):
-                    rows[row[:4]] = row
-        ordered = sorted(rows.values(), key=lambda r: (r[4], r[5], r[6]))
-        return [rel_key(self.ns, r[0], r[1], r[2], int(r[3])) for r in ordered]
+                )
+                if row[3] not in wanted
+            ]
+        rows.sort()
+        return rows
 
     def graph(self) -> dict[str, Any]:
         """The whole graph in write order (:meth:`entries`, shown)."""
@@ -232,77 +251,81 @@ class SqlKg:
         return None if row is None else (row[0], row[1], row[2])
 
     def search(self, query: str) -> dict[str, Any]:
+        """The entities whose document holds the lower-cased query, and their relations. The
+        document is the entity's lower-cased texts joined by :data:`SEPARATOR`, so for a query
+        without it, the query being in the document is the official test on each text. A query
+        of three characters or more is asked of the trigram index as the phrase of its
+        trigrams, which a document holds exactly where it holds the query; a shorter one is
+        looked for in every document (``instr``). FTS5 reads its query as a C string: a NUL
+        would end it mid-phrase, so a query holding one (or the separator) takes every entity
+        and the official test in Python.
+        """
         q = js_lower(query)
-        # FTS5 reads its query as a C string: a NUL would end it mid-phrase, so a query holding
-        # one (like one holding the separator) scans the documents and is matched in Python.
-        indexable = SEPARATOR not in q and "\x00" not in q
-        if len(q) >= 3 and indexable:
-            phrase = '"' + q.replace('"', '""') + '"'
-            ids = self.conn.execute(
-                "SELECT rowid FROM entity_fts WHERE doc MATCH ?", (phrase,)
-            ).fetchall()
-        else:  # shorter than a trigram (or holding the separator): scan the documents
-            ids = self.conn.execute(
-                "SELECT rowid FROM entity_fts WHERE instr(doc, ?) > 0",
-                (q if indexable else "",),
-            ).fetchall()
-        entities = [
-            e
-            for e in self._shown(i for (i,) in ids)
-            if matches((e["name"], e["entityType"], *e["observations"]), query)
-        ]
+        if SEPARATOR in q or "\x00" in q:
+            entities = [
+                e
+                for e in self._show(self._rows("1", ()))
+                if matches((e["name"], e["entityType"], *e["observations"]), query)
+            ]
+        elif len(q) >= 3:  # the phrase of its trigrams, consecutive: the substring itself
+            entities = self._show(self._rows("f.doc MATCH ?", ('"' + q.replace('"', '""') + '"',)))
+        else:  # shorter than a trigram: the index cannot answer, every document is tested
+            entities = self._show(self._rows("instr(f.doc, ?) > 0", (q,)))
         return self._with_relations(entities)
 
-    def _shown(self, ids: Iterable[int]) -> list[dict[str, Any]]:
-        """The entities of this namespace among the row ``ids``, as shown, in their order: their
-        rows, then their observations, :data:`~noon.store.readmodel.apply.IN_CHUNK` at a time
-        (asked as one join, SQLite would probe the index once per entity of the namespace)."""
-        found: list[tuple[Any, ...]] = []
-        for part in chunks(sorted(set(ids))):
-            marks = ",".join("?" * len(part))
-            found += self.conn.execute(
-                f"SELECT id, {_ORDER}, name, type, after FROM entities "
-                f"WHERE id IN ({marks}) AND +ns = ?",  # by rowid, not by a scan of ns
-                (*part, self.ns),
-            ).fetchall()
-        found.sort(key=lambda row: row[1:4])
-        observed = self._observed({row[4]: row[6] for row in found})
-        return [
-            {"name": name, "entityType": etype, "observations": observed.get(name, [])}
-            for _, _, _, _, name, etype, _ in found
-        ]
+    def _rows(self, test: str, params: tuple[str, ...]) -> list[tuple[Any, ...]]:
+        """``(name, type, after)`` of this namespace's entities whose document passes
+        ``test``, in write order: the documents first, then each one's row by its id."""
+        return self.conn.execute(
+            "SELECT e.name, e.type, e.after FROM entity_fts f "
+            f"CROSS JOIN entities e ON e.id = f.rowid WHERE {test} AND e.ns = ? "
+            "ORDER BY e.w_hlc, e.w_node, e.w_seq, e.id",
+            (*params, self.ns),
+        ).fetchall()
 
-    def _observed(self, after: dict[str, int]) -> dict[str, list[str]]:
-        """The observations of the entities ``after`` names (each with its stamp: those at or
-        before it belong to a deleted incarnation), in write order; an entity without any is
-        absent. :data:`~noon.store.readmodel.apply.IN_CHUNK` entities a query."""
-        observed: dict[str, list[str]] = {}
-        for part in chunks(sorted(after)):
+    def _show(self, rows: Iterable[tuple[Any, ...]]) -> list[dict[str, Any]]:
+        """The entities of ``(name, type, after)`` rows as shown, in the rows' order, with their
+        observations read :data:`~noon.store.readmodel.apply.IN_CHUNK` entities a statement
+        (asked as one join, SQLite would probe the index once per entity of the namespace;
+        the index gives each entity's in write order)."""
+        shown: dict[str, tuple[int, list[str]]] = {}
+        entities = []
+        for name, etype, after in rows:
+            observations: list[str] = []
+            shown[name] = (after, observations)
+            entities.append({"name": name, "entityType": etype, "observations": observations})
+        for part in chunks(list(shown)):
             marks = ",".join("?" * len(part))
-            for entity, text, w_hlc in self.conn.execute(
+            for entity, text, stamp in self.conn.execute(
                 "SELECT entity, text, w_hlc FROM observations "
                 f"WHERE ns = ? AND entity IN ({marks}) ORDER BY entity, {_ORDER}",
                 (self.ns, *part),
             ):
-                if w_hlc > after[entity]:
-                    observed.setdefault(entity, []).append(text)
-        return observed
+                after, observations = shown[entity]
+                if stamp > after:  # at or before it: the deleted incarnation's
+                    observations.append(text)
+        return entities
 
     def open(self, names: Iterable[str]) -> dict[str, Any]:
         """The entities named, in write order, with their relations: looked up
-        :data:`~noon.store.readmodel.apply.IN_CHUNK` names a query, then shown as
-        ``search_nodes`` shows its hits (three queries per entity before)."""
-        ids: list[int] = []
+        :data:`~noon.store.readmodel.apply.IN_CHUNK` names a statement, then shown as
+        ``search_nodes`` shows its hits."""
+        rows: list[tuple[Any, ...]] = []
         for part in chunks(sorted(set(names))):
             marks = ",".join("?" * len(part))
-            ids += [
-                i
-                for (i,) in self.conn.execute(
-                    f"SELECT id FROM entities WHERE ns = ? AND name IN ({marks})", (self.ns, *part)
-                )
-            ]
-        return self._with_relations(self._shown(ids))
+            rows += self.conn.execute(
+                f"SELECT {_ORDER}, id, name, type, after FROM entities {_BY_NAME} "
+                f"WHERE ns = ? AND name IN ({marks})",
+                (self.ns, *part),
+            ).fetchall()
+        rows.sort()
+        return self._with_relations(self._show(row[4:] for row in rows))
 
     def _with_relations(self, entities: list[dict[str, Any]]) -> dict[str, Any]:
-        rels = self.relation_keys_touching(e["name"] for e in entities)
-        return {"entities": entities, "relations": [relation_dict(k) for k in rels]}
+        return {
+            "entities": entities,
+            "relations": [
+                {"from": src, "to": dst, "relationType": rtype}
+                for _, _, _, src, dst, rtype, _ in self._touching(e["name"] for e in entities)
+            ],
+        }

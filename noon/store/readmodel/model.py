@@ -45,6 +45,7 @@ from noon.store.readmodel.touched import (
     touched_since,
 )
 from noon.store.readmodel.unfolded import (
+    FileIds,
     cut_mark,
     file_ids,
     fork_record,
@@ -204,28 +205,29 @@ class ReadModel:
         self.seen = -1
 
     def _fold(self) -> None:
-        if self._settled():
+        if self._unsettled() is None:
             return
         with schema.locked(self.path), paused():
             self._fold_locked()
 
-    def _settled(self) -> bool:
-        """Nothing to fold: every shard is where its cursor says. Raises the fork found last
-        while the shard files are still the ones it was found in."""
+    def _unsettled(self) -> tuple[list[str], FileIds] | None:
+        """The shards and their identities now; None when there is nothing to fold (every
+        shard is where its cursor says). Raises the fork found last while the shard files are
+        still the ones it was found in."""
         names = list_shards(self.dir)
         seen = file_ids(self.dir, names)
         forked = fork_record(self.conn)
         if forked is not None:
             if forked[2] == seen:
                 raise ForkDetected(forked[1])
-            return False
-        return unchanged(self.conn, seen, cut_mark(self.cut))
+            return names, seen
+        return None if unchanged(self.conn, seen, cut_mark(self.cut)) else (names, seen)
 
     def _fold_locked(self) -> None:
-        if self._settled():
+        found = self._unsettled()
+        if found is None:
             return  # another process folded it while this one waited
-        names = list_shards(self.dir)
-        seen = file_ids(self.dir, names)
+        names, seen = found
         journal = cut_mark(self.cut)
         forked = fork_record(self.conn)
         self.conn.execute("BEGIN IMMEDIATE")
@@ -233,7 +235,7 @@ class ReadModel:
             tx = Transaction(self.conn)
             if forked is not None:
                 self._forget_node(tx, forked[0])
-            tx = self._catch_up(tx, names, journal)
+            tx = self._catch_up(tx, names, seen, journal)
             self._commit(tx)
         except ForkError as exc:
             self.conn.execute("ROLLBACK")
@@ -255,16 +257,26 @@ class ReadModel:
 
     # -- catching up -----------------------------------------------------------------------
 
-    def _catch_up(self, tx: Transaction, names: list[str], journal: str) -> Transaction:
-        if str(self._meta("journal", "")) != journal:
+    def _catch_up(
+        self, tx: Transaction, names: list[str], seen: FileIds, journal: str
+    ) -> Transaction:
+        """Fold what each shard gained. A shard whose file is the one its cursor saw last, at
+        the size and time it saw (the identity the idle refresh trusts), is not read again,
+        unless the collection journal changed since; so a fold costs the shards that moved,
+        not every shard of the mesh."""
+        same_journal = str(self._meta("journal", "")) == journal
+        if not same_journal:
             self._leave_out_journal(tx)
             self._set_meta("journal", journal)
-        cursors: dict[str, Cursor] = {
-            row[0]: (row[0], row[1], row[2], row[3], bytes(row[4]), bytes(row[5]))
-            for row in self.conn.execute(
-                "SELECT name, inode, offset, line, tail_mark, head_mark FROM shards"
-            ).fetchall()
-        }
+        cursors: dict[str, Cursor] = {}
+        folded: set[str] = set()
+        for row in self.conn.execute(
+            "SELECT name, inode, offset, line, tail_mark, head_mark, seen_size, seen_mtime "
+            "FROM shards"
+        ).fetchall():
+            cursors[row[0]] = (row[0], row[1], row[2], row[3], bytes(row[4]), bytes(row[5]))
+            if same_journal and seen.get(row[0]) == (row[1], row[6], row[7]):
+                folded.add(row[0])
         for gone in sorted(set(cursors) - set(names)):
             node = shard_node(gone)
             if node is not None:
@@ -277,6 +289,8 @@ class ReadModel:
             self.on_progress,
         )
         for name in names:
+            if name in folded:
+                continue
             tx = self._shard(tx, name, cursors.get(name))
             if self.partial:
                 break
