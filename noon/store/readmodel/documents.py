@@ -13,8 +13,8 @@ kept in ``memory_docs``; so a memory's document is taken out (:func:`unindex`) b
 ``memories`` row changes or goes, and written again afterwards.
 
 An entity's document is the lower-cased name, type and visible observations joined by
-:data:`SEPARATOR`, under a trigram index: ``search_nodes``'s substring test on it is the
-official server's, exactly.
+:data:`SEPARATOR` (:func:`entity_document`), under a trigram index: ``search_nodes``'s
+substring test on it is the official server's, exactly.
 """
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ from noon.graph.search import CJK
 from noon.kg.graph import js_lower
 
 SEPARATOR = "\x1f"
+"""Between an entity's texts in its document, and in place of a NUL within one: the trigram
+index reads a document only up to its first NUL (a word after one was never found, where the
+official server finds it). A query holding neither is held by the document exactly where one
+of the texts holds it; one holding either is tested in Python (:meth:`.kg.SqlKg.search`)."""
 URIS_INDEXED = 4
 BULK = 500
 """Memories whose documents are rebuilt with one query each for their rows and keywords."""
@@ -39,6 +43,12 @@ whole namespace through ``entities_in_order``, which covers the columns: 2 ms fo
 PRELOAD = 500
 """Above this many changed nodes of one namespace, its placements are read in one query
 instead of node by node (a rebuild or a large import)."""
+
+
+def entity_document(texts: Iterable[str]) -> str:
+    """An entity's search document: its texts lower-cased as the official server lowers them,
+    joined by :data:`SEPARATOR`, each NUL written as the separator too."""
+    return SEPARATOR.join(js_lower(t) for t in texts).replace("\x00", SEPARATOR)
 
 
 def segment(text: str) -> str:
@@ -233,5 +243,5 @@ def _entity_documents(conn: sqlite3.Connection, ns: str, names: list[str]) -> No
     conn.executemany("DELETE FROM entity_fts WHERE rowid = ?", [(eid,) for eid, _ in ids])
     conn.executemany(
         "INSERT INTO entity_fts (rowid, doc) VALUES (?, ?)",
-        [(eid, SEPARATOR.join(js_lower(t) for t in texts[name])) for eid, name in ids],
+        [(eid, entity_document(texts[name])) for eid, name in ids],
     )

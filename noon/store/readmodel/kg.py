@@ -18,7 +18,7 @@ from noon.core.elements import entity_key, obs_key, rel_key
 from noon.core.ops import Key
 from noon.kg.graph import js_lower, matches
 from noon.store.readmodel.apply import chunks
-from noon.store.readmodel.documents import SEPARATOR, entity_texts
+from noon.store.readmodel.documents import ENTITIES_BY_NAME, SEPARATOR, entity_texts
 from noon.store.readmodel.rows import key_text
 from noon.store.readmodel.state import Database, StoredElement, load_element
 
@@ -30,10 +30,7 @@ Entity = tuple[Order, dict[str, Any]]
 order)."""
 RelationId = tuple[str, str, str, str]
 """A relation row: (from, to, relation type, slot)."""
-_BY_NAME = "INDEXED BY sqlite_autoindex_entities_1"
-"""The ``UNIQUE (ns, name)`` index of ``entities``, for a list of names and a column it lacks:
-left to choose, SQLite reads the whole namespace from ``entities_in_order``, which covers every
-column (EXPLAIN QUERY PLAN), instead of looking each name up."""
+_BY_NAME = f"INDEXED BY {ENTITIES_BY_NAME}"
 
 
 def _shown(name: str, etype: str, observations: list[str]) -> dict[str, Any]:

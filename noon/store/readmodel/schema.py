@@ -51,7 +51,7 @@ from noon.store.readmodel.shardvalues import register
 
 log = logging.getLogger("noon.readmodel")
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 FILE_NAME = "readmodel.sqlite3"
 
 NUMBERED = "key_name GLOB '[1-9]*' AND key_name NOT GLOB '*[^0-9]*'"
@@ -126,7 +126,7 @@ CREATE TABLE relations (
     ns TEXT, src TEXT, dst TEXT, rtype TEXT, slot TEXT,
     w_hlc INTEGER, w_node TEXT, w_seq INTEGER, PRIMARY KEY (ns, src, dst, rtype, slot)
 ) WITHOUT ROWID;
-CREATE INDEX relations_by_dst ON relations (ns, dst);
+CREATE INDEX relations_by_dst ON relations (ns, dst, w_hlc, w_node, w_seq);
 CREATE INDEX relations_in_order ON relations (ns, w_hlc, w_node, w_seq, src, dst, rtype);
 CREATE VIRTUAL TABLE entity_fts USING fts5 (doc, tokenize = 'trigram case_sensitive 1');
 CREATE TABLE vectors (
