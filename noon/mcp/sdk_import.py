@@ -39,6 +39,7 @@ import gc
 import importlib
 import importlib.util
 import sys
+import threading
 import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -267,6 +268,7 @@ def pending_functions(module: ModuleType) -> Iterator[tuple[Any, str, FunctionTy
 
 _LOADING_FIRST: list[tuple[Any, str, FunctionType]] = []
 """The functions with a stand-in default, where each is bound and the original function."""
+_LOADING = threading.Lock()
 
 
 def load_http_side_first(module: ModuleType) -> None:
@@ -293,16 +295,17 @@ def load_http_side() -> None:
     module = sys.modules.get(HTTP_SIDE_USER)
     if module is None:
         return
-    while _LOADING_FIRST:
-        owner, name, func = _LOADING_FIRST.pop()
-        if func.__defaults__:
-            func.__defaults__ = tuple(map(_real, func.__defaults__))
-        if func.__kwdefaults__:
-            func.__kwdefaults__ = {k: _real(v) for k, v in func.__kwdefaults__.items()}
-        setattr(owner, name, func)
-    for name, value in list(vars(module).items()):
-        if isinstance(value, Pending):
-            setattr(module, name, value.real())
+    with _LOADING:  # a second thread returns only once the first has put everything in place
+        while _LOADING_FIRST:
+            owner, name, func = _LOADING_FIRST.pop()
+            if func.__defaults__:
+                func.__defaults__ = tuple(map(_real, func.__defaults__))
+            if func.__kwdefaults__:
+                func.__kwdefaults__ = {k: _real(v) for k, v in func.__kwdefaults__.items()}
+            setattr(owner, name, func)
+        for name, value in list(vars(module).items()):
+            if isinstance(value, Pending):
+                setattr(module, name, value.real())
 
 
 def load_server_side() -> None:
