@@ -74,13 +74,21 @@ def test_a_weightless_word_is_left_out_once_known_and_the_answer_stays_the_same(
     assert control == again
 
 
-def test_an_unrelated_write_keeps_what_weighs_nothing(
-    lexical: tuple[Store, GraphService], monkeypatch: pytest.MonkeyPatch, lookups: list[str]
-) -> None:
+@pytest.fixture
+def learnt(lexical: tuple[Store, GraphService], monkeypatch: pytest.MonkeyPatch) -> GraphService:
+    """:data:`MEMORIES` written, ``RANKED`` 4 and "lamp kettle" asked once: "kettle" known to
+    weigh nothing (9 of 12 memories hold it)."""
     _, svc = lexical
     write_texts(svc, "default", MEMORIES)
     monkeypatch.setattr(search, "RANKED", 4)
     answer(svc, "lamp kettle", 4)
+    return svc
+
+
+def test_an_unrelated_write_keeps_what_weighs_nothing(
+    learnt: GraphService, monkeypatch: pytest.MonkeyPatch, lookups: list[str]
+) -> None:
+    svc = learnt
     write_texts(svc, "default", {"n0": "Rain again, and the gate."})  # "kettle": 9 of 13
     lookups.clear()
     answer(svc, "lamp kettle", 4)
@@ -93,13 +101,8 @@ def test_an_unrelated_write_keeps_what_weighs_nothing(
     assert answer(svc, "lamp kettle", 4) == kept
 
 
-def test_a_write_forgets_what_weighs_nothing(
-    lexical: tuple[Store, GraphService], monkeypatch: pytest.MonkeyPatch, lookups: list[str]
-) -> None:
-    _, svc = lexical
-    write_texts(svc, "default", MEMORIES)
-    monkeypatch.setattr(search, "RANKED", 4)
-    answer(svc, "lamp kettle")
+def test_a_write_forgets_what_weighs_nothing(learnt: GraphService, lookups: list[str]) -> None:
+    svc = learnt
     write_texts(svc, "default", {f"n{i}": f"News {i}: rain again." for i in range(20)})
     lookups.clear()
     answer(svc, "lamp kettle")  # "kettle" is now in 9 of 32: it weighs something again
