@@ -118,10 +118,10 @@ CREATE TABLE entities (
 );
 CREATE INDEX entities_in_order ON entities (ns, w_hlc, w_node, w_seq, name, type, after);
 CREATE TABLE observations (
-    ns TEXT, entity TEXT, obs TEXT, slot TEXT, text TEXT,
+    ns TEXT, entity TEXT, obs TEXT, slot TEXT, long_text TEXT,
     w_hlc INTEGER, w_node TEXT, w_seq INTEGER, PRIMARY KEY (ns, entity, obs, slot)
 ) WITHOUT ROWID;
-CREATE INDEX observations_in_order ON observations (ns, entity, w_hlc, w_node, w_seq, text);
+CREATE INDEX observations_in_order ON observations (ns, entity, w_hlc, w_node, w_seq, long_text);
 CREATE TABLE relations (
     ns TEXT, src TEXT, dst TEXT, rtype TEXT, slot TEXT,
     w_hlc INTEGER, w_node TEXT, w_seq INTEGER, PRIMARY KEY (ns, src, dst, rtype, slot)
