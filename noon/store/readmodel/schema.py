@@ -25,7 +25,9 @@ Tables, by job:
   ``memory_vocab``, its words: what a prefix expands to). ``memory_fts`` is contentless: it
   keeps the index, not a second copy of the texts; ``memory_docs`` holds the three short
   columns of each indexed memory, its text is ``memories.text`` (:mod:`.documents`).
-- the knowledge graph: ``entities``, ``observations``, ``relations``, ``entity_fts``.
+- the knowledge graph: ``entities``, ``observations``, ``relations``, ``entity_fts``. An
+  observation's text is its key part ``obs``; ``long_text`` holds only a long one's, keyed by
+  its digest (:data:`.documents.OBS_TEXT`).
 - ``reviews``: the review state of the web page's queue (live ``review`` elements).
 - ``vectors``: per memory (``memories.id``), its text's embedding as the version ``w_node,
   w_seq`` held it (:mod:`.vectors`), filled off the write path by :mod:`.vectorizer`; ``stamp``
