@@ -284,6 +284,8 @@ def latency(data: Path | None, sizes: list[int], calls: int = 200) -> dict[str, 
     extra, hybrid too (``"N hybrid"``, ``"N common hybrid"``, ...): every memory given a random
     unit vector first (embedding 100k synthetic memories would take most of an hour of one
     core, and a scan costs the same whatever the vectors hold; the query is embedded for real).
+    ``"N written"``: two common words again, with a memory written and folded before each query
+    (untimed): a session that writes between searches (lexical only).
     No query is asked twice in a run: the model keeps the last queries' embeddings, and a query
     asked again would be answered from that memory, not embedded."""
     pool = [q for c in load(data, "turns") for q, _, _ in c.questions] if data else []
@@ -304,6 +306,7 @@ def latency(data: Path | None, sizes: list[int], calls: int = 200) -> dict[str, 
         "": lambda: next(questions, None),
         " common": lambda: text_of(rnd, 2),
         " rare": lambda: rare_words(rnd, 2),
+        " written": lambda: text_of(rnd, 2),
     }
     out = {}
     for n in sizes:
@@ -322,19 +325,45 @@ def latency(data: Path | None, sizes: list[int], calls: int = 200) -> dict[str, 
                     queries = fresh(draw)
                     if not queries:
                         continue
-                    out[f"{n}{kind}"] = timed(svc, queries, False)
-                    if hybrid:
+                    write = writer(svc) if kind == " written" else None
+                    out[f"{n}{kind}"] = timed(svc, queries, False, write)
+                    if hybrid and write is None:
                         out[f"{n}{kind} hybrid"] = timed(svc, queries, True)
             finally:
                 store.close()
     return out
 
 
-def timed(svc: GraphService, queries: list[str], hybrid: bool) -> dict[str, float]:
-    """Each query asked of search_memory's function once: wall p50 / p99 and the process's CPU
-    p50 (every thread)."""
+def writer(svc: GraphService) -> Callable[[], None]:
+    """Writes a memory of the store's kind under ``core://`` and folds it."""
+    rnd = random.Random(11)
+    written = iter(range(1 << 30))
+
+    def write() -> None:
+        name, text = f"w{next(written)}", text_of(rnd, 20)
+
+        def planner(graph: Any) -> Any:
+            drafts, _, _ = plan.create(graph, "default", parse("core://"), name, text, 2, "When")
+            return drafts, None
+
+        svc.write(planner, client="bench")
+        svc.read(lambda s: None)  # the fold, before the clock starts
+
+    return write
+
+
+def timed(
+    svc: GraphService,
+    queries: list[str],
+    hybrid: bool,
+    before: Callable[[], None] | None = None,
+) -> dict[str, float]:
+    """Each query asked of search_memory's function once (after ``before``, untimed): wall
+    p50 / p99 and the process's CPU p50 (every thread)."""
     samples, cpu = [], []
     for q in queries:
+        if before is not None:
+            before()
         ask = partial(search_memory, ns="default", query=q, domain=None, limit=10)
         c0, t0 = time.process_time(), time.perf_counter()
         with semantic(hybrid):
@@ -384,9 +413,11 @@ def print_table(results: dict[str, Any]) -> None:
     for n, p in results.get("latency", {}).items():
         size, *how = n.split(" ")
         ranked = how.pop() if how and how[-1] == "hybrid" else "lexical"
-        asked = {"common": "two common words", "rare": "two rare words"}.get(
-            how[0] if how else "", "LoCoMo questions"
-        )
+        asked = {
+            "common": "two common words",
+            "rare": "two rare words",
+            "written": "two common words, a memory written before each",
+        }.get(how[0] if how else "", "LoCoMo questions")
         print(
             f"search_memory at {size} memories ({ranked}, {asked}): p50 {p['p50']:.2f} ms, "
             f"p99 {p['p99']:.2f} ms; CPU of the process (every thread) p50 "

@@ -1,7 +1,7 @@
 """Import the MCP SDK's server side without what a server never runs.
 
 Every agent session starts a ``noon serve``, and the SDK's import is most of its first answer.
-Two parts of that import do nothing for a server:
+Three parts of that import do nothing for a server:
 
 - ``import mcp.server.lowlevel`` first runs ``mcp/__init__`` (the SDK's client, httpx,
   cryptography) and ``mcp/server/__init__`` (the high-level ``MCPServer`` and its resource
@@ -14,24 +14,36 @@ Two parts of that import do nothing for a server:
   same validator from the same definition the first time it is used; meanwhile each distinct
   annotation text is compiled once (:func:`annotations_compiled_once`).
 
+- The SDK's low-level server module binds names from its HTTP side at import (starlette's
+  application and routing, its auth routes, the streamable-HTTP manager, which loads
+  sse-starlette, uvicorn and click) for one method, ``Server.streamable_http_app``, which a stdio
+  session never calls. While that module is imported those modules are stood in for
+  (:func:`http_side_deferred`): each name it binds from them is a :class:`Pending` stand-in until
+  anything uses one or calls that method, which loads the real modules and puts the real objects
+  in the stand-ins' places, the method's defaults included (:func:`load_http_side`). noon's own
+  HTTP server imports those modules itself.
+
 What the import leaves lives as long as the process, so it is then frozen (``gc.freeze``): the
 collector's full collections, which a session's large calls set off from time to time, no longer
 walk it.
 
-Nothing here changes what goes on the wire: the server is the SDK's own, its modules and models
-unchanged; only when they are loaded moves. ``tests/test_cli_start.py`` holds the imports away.
+Nothing here changes what goes on the wire: the server is the SDK's own, its modules' code and
+models unchanged; only when they are loaded moves. ``tests/test_cli_start.py`` holds the imports
+away, ``tests/mcp/test_sdk_import.py`` holds them to the SDK's behaviour.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import importlib.util
 import sys
+import threading
 import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import Any
 
 LAZY_PACKAGES = ("mcp", "mcp.server")
@@ -145,19 +157,175 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+HTTP_SIDE_USER = "mcp.server.lowlevel.server"
+"""The module whose HTTP-side names are stood in for until used."""
+HTTP_SIDE = (
+    "starlette.applications",
+    "starlette.middleware",
+    "starlette.middleware.authentication",
+    "starlette.routing",
+    "mcp.server.auth.middleware.auth_context",
+    "mcp.server.auth.middleware.bearer_auth",
+    "mcp.server.auth.provider",
+    "mcp.server.auth.routes",
+    "mcp.server.auth.settings",
+    "mcp.server.streamable_http",
+    "mcp.server.streamable_http_manager",
+    "mcp.server.transport_security",
+)
+"""The modules it binds names from only to build a streamable-HTTP app (``tests/test_cli_start.py``
+holds them away from a stdio session, ``tests/mcp/test_sdk_import.py`` holds every use of their
+names to that one method)."""
+
+
+class Pending:
+    """A name bound from an HTTP-side module not loaded yet. Anything done with it (a call, an
+    attribute, a subclass, an instance check, a comparison) loads the HTTP side and is done with
+    the real object. Arithmetic and ordering are not stood in for: they raise ``TypeError``."""
+
+    __slots__ = ("module", "name")
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module = module
+        self.name = name
+
+    def real(self) -> Any:
+        return getattr(importlib.import_module(self.module), self.name)
+
+    def _used(self) -> Any:
+        load_http_side()
+        return self.real()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._used()(*args, **kwargs)
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):  # what Python's own machinery probes, as absent
+            raise AttributeError(attr)
+        return getattr(self._used(), attr)
+
+    def __getitem__(self, item: Any) -> Any:
+        return self._used()[item]
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[Any, ...]:
+        return (self._used(),)
+
+    def __instancecheck__(self, obj: Any) -> bool:
+        return isinstance(obj, self._used())
+
+    def __subclasscheck__(self, cls: Any) -> bool:
+        return issubclass(cls, self._used())
+
+    def __eq__(self, other: object) -> bool:
+        return bool(self._used() == _real(other))
+
+    def __hash__(self) -> int:
+        return hash(self._used())
+
+    def __bool__(self) -> bool:
+        return bool(self._used())
+
+    def __repr__(self) -> str:
+        return f"<{self.module}.{self.name}, loaded on first use>"
+
+
+def _real(value: Any) -> Any:
+    return value.real() if isinstance(value, Pending) else value
+
+
+class _StandIn(ModuleType):
+    """An HTTP-side module while the low-level server is imported: each name asked is a stand-in."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return Pending(self.__name__, name)
+
+
+@contextmanager
+def http_side_deferred(modules: tuple[str, ...] = HTTP_SIDE) -> Iterator[None]:
+    """Inside, importing one of ``modules`` (not loaded yet) gives a stand-in module."""
+    stand_ins = {name: _StandIn(name) for name in modules if name not in sys.modules}
+    sys.modules.update(stand_ins)
+    try:
+        yield
+    finally:
+        for name, module in stand_ins.items():
+            if sys.modules.get(name) is module:
+                del sys.modules[name]
+
+
+def pending_functions(module: ModuleType) -> Iterator[tuple[Any, str, FunctionType]]:
+    """The functions of ``module`` (its own and its classes' methods) whose defaults hold a
+    stand-in, each with where it is bound (the module or the class) and its name there."""
+    for owner in [module, *(v for v in vars(module).values() if isinstance(v, type))]:
+        for name, func in list(vars(owner).items()):
+            if isinstance(func, FunctionType) and func.__module__ == module.__name__:
+                defaults = (*(func.__defaults__ or ()), *(func.__kwdefaults__ or {}).values())
+                if any(isinstance(v, Pending) for v in defaults):
+                    yield owner, name, func
+
+
+_LOADING_FIRST: list[tuple[Any, str, FunctionType]] = []
+"""The functions with a stand-in default, where each is bound and the original function."""
+_LOADING = threading.Lock()
+
+
+def load_http_side_first(module: ModuleType) -> None:
+    """Bind each function of ``module`` with a stand-in default to one that loads the HTTP side
+    (which puts the original back, its defaults real) before calling it: a call binds its
+    defaults before its body runs, so a stand-in would otherwise reach the body as an argument."""
+    for owner, name, func in list(pending_functions(module)):
+        setattr(owner, name, _loading_first(func))
+        _LOADING_FIRST.append((owner, name, func))
+
+
+def _loading_first(func: FunctionType) -> Any:
+    @functools.wraps(func)
+    def loading_first(*args: Any, **kwargs: Any) -> Any:
+        load_http_side()
+        return func(*args, **kwargs)
+
+    return loading_first
+
+
+def load_http_side() -> None:
+    """Load the HTTP-side modules stood in for and put the real objects in the stand-ins'
+    places: the low-level server's names, and its functions, with real defaults. Idempotent."""
+    module = sys.modules.get(HTTP_SIDE_USER)
+    if module is None:
+        return
+    with _LOADING:  # a second thread returns only once the first has put everything in place
+        while _LOADING_FIRST:
+            owner, name, func = _LOADING_FIRST.pop()
+            if func.__defaults__:
+                func.__defaults__ = tuple(map(_real, func.__defaults__))
+            if func.__kwdefaults__:
+                func.__kwdefaults__ = {k: _real(v) for k, v in func.__kwdefaults__.items()}
+            setattr(owner, name, func)
+        for name, value in list(vars(module).items()):
+            if isinstance(value, Pending):
+                setattr(module, name, value.real())
+
+
 def load_server_side() -> None:
     """Import the SDK modules a noon server uses, the lean way when nothing imported it before."""
     if not enter_packages():
         return
     with collector_paused(), models_built_on_first_use(), annotations_compiled_once():
+        with http_side_deferred():
+            import mcp.server.lowlevel.server
+        load_http_side_first(mcp.server.lowlevel.server)
         import mcp.server.context
-        import mcp.server.lowlevel.server
         import mcp.server.models
         import mcp.server.subscriptions
         import mcp.shared.exceptions
-        import mcp.types  # noqa: F401
-    # What is loaded so far (the SDK's modules and models, pydantic's, the standard library's)
-    # lives as long as the process: out of the collector's reach, a full collection no longer
-    # walks it again (each walked about 80,000 objects, 30 to 45 ms of CPU, four times in a
-    # 10k-entity fill of a knowledge-graph session; a request that set one off waited for it).
-    gc.freeze()
+        import mcp.types
+
+        # What is loaded so far (the SDK's modules and models, pydantic's, the standard
+        # library's) lives as long as the process: out of the collector's reach, a full
+        # collection no longer walks it again (each walked about 80,000 objects, 30 to 45 ms of
+        # CPU, four times in a 10k-entity fill of a knowledge-graph session; a request that set
+        # one off waited for it). Frozen before the collector is enabled again: the first
+        # collection after it would otherwise walk all of it as its young generation (13 ms).
+        gc.freeze()

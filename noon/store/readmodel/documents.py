@@ -10,7 +10,9 @@ keep a whole CJK run as one token); queries are split the same way and searched 
 The index is contentless (no second copy of the texts): SQLite forgets a document only when
 told the values it indexed. Those are ``memories.text`` (segmented) and the three short columns
 kept in ``memory_docs``; so a memory's document is taken out (:func:`unindex`) before its
-``memories`` row changes or goes, and written again afterwards.
+``memories`` row changes or goes, and written again afterwards. Each document taken out or
+written adds one to ``meta``'s :data:`WRITTEN`, in the same transaction: how far the index can
+have moved since a reader looked (:mod:`.weightless`).
 
 An entity's document is the lower-cased name, type and visible observations joined by
 :data:`SEPARATOR` (:func:`entity_document`), under a trigram index: ``search_nodes``'s
@@ -44,6 +46,8 @@ OBS_TEXT = "coalesce(long_text, obs)"
 """An observation's text in SQL. Its key part ``obs`` is the text itself but for a long one
 (keyed by its digest, :func:`noon.kg.graph.obs_id`), whose text alone ``long_text`` holds:
 the text is stored once in the row and once in ``observations_in_order``, which covers it."""
+WRITTEN = "documents_written"
+"""The ``meta`` key counting the memory documents written or taken out since the file was made."""
 PRELOAD = 500
 """Above this many changed nodes of one namespace, its placements are read in one query
 instead of node by node (a rebuild or a large import)."""
@@ -139,6 +143,7 @@ def unindex(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
             [(mid, segment(text), uri, disc, kws) for mid, text, uri, disc, kws in rows],
         )
         conn.executemany("DELETE FROM memory_docs WHERE id = ?", [(r[0],) for r in rows])
+        _count(conn, len(rows))
 
 
 def refresh(conn: sqlite3.Connection, dirty: Dirty) -> None:
@@ -202,6 +207,17 @@ def _documents(conn: sqlite3.Connection, ns: str, nodes: list[str], lookup: Plac
         "INSERT INTO memory_docs (id, uri, disclosure, keywords) VALUES (?,?,?,?)",
         [(mid, uri, disc, kws) for mid, _, uri, disc, kws in rows],
     )
+    _count(conn, len(rows))
+
+
+def _count(conn: sqlite3.Connection, documents: int) -> None:
+    """Add ``documents`` to :data:`WRITTEN` (one statement per batch of documents)."""
+    if documents:
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = value + excluded.value",
+            (WRITTEN, documents),
+        )
 
 
 def entity_texts(conn: sqlite3.Connection, ns: str, name: str) -> tuple[int, list[str]] | None:

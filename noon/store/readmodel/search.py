@@ -44,13 +44,12 @@ from typing import Any
 from noon.graph.search import CJK, query_terms
 from noon.store.readmodel import hybrid as fusion
 from noon.store.readmodel.apply import chunks
-from noon.store.readmodel.documents import segment
 from noon.store.readmodel.embedder import MODEL, available
 from noon.store.readmodel.probe import WordProbe
 from noon.store.readmodel.scores import combine, spread, weight_of
 from noon.store.readmodel.state import Database
 from noon.store.readmodel.vectors import Index
-from noon.store.readmodel.weightless import NOTHING, Weightless, holding
+from noon.store.readmodel.weightless import NOTHING, Weightless, holding, quoted
 
 WEIGHTS = {"text": 1.0, "uri": 2.0, "disclosure": 1.5, "keywords": 2.0}
 """BM25 weight of each column of ``memory_fts``."""
@@ -108,10 +107,6 @@ def edits(word: str) -> set[str]:
     out |= {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(1, len(word) - 1)}
     out.discard(word)
     return {w for w in out if len(w) >= TYPO_MIN}
-
-
-def _quoted(term: str) -> str:
-    return '"' + segment(term).strip().replace('"', '""') + '"'
 
 
 class Search:
@@ -186,19 +181,21 @@ class Search:
 
         And the words left out: those known to weigh nothing (:mod:`.weightless`) while the
         other words bring :data:`RANKED` memories, which would rank before any only they bring."""
-        idle = self._weightless.words(self.conn)
-        out = {t: self._ranked(namespace, _quoted(t)) for t in terms if t not in idle}
-        idle.update(t for t, hits in out.items() if hits and weight_of(hits) < NOTHING)
+        idle = self._weightless.words(self.conn, terms)
+        out = {t: self._ranked(namespace, quoted(t)) for t in terms if t not in idle}
+        found = {t for t, hits in out.items() if hits and weight_of(hits) < NOTHING}
+        self._weightless.found(self.conn, found)
+        idle |= found
         left_out = [t for t in terms if t in idle]
         if len({row for t, hits in out.items() if t not in idle for row, _ in hits}) < RANKED:
-            out.update((t, self._ranked(namespace, _quoted(t))) for t in left_out if t not in out)
+            out.update((t, self._ranked(namespace, quoted(t))) for t in left_out if t not in out)
             left_out = []
         for t in left_out:
             out.pop(t, None)
         # only a word the namespace does not hold can be a fragment or a typo
         fragments, unknown = self._fragments([t for t in terms if t in out and not out[t]])
         for t in fragments:
-            out[t] = self._ranked(namespace, _quoted(t) + "*")
+            out[t] = self._ranked(namespace, quoted(t) + "*")
         typos = sorted(
             (
                 t
@@ -210,7 +207,7 @@ class Search:
         )[:TYPO_WORDS]
         if typos and len({row for hits in out.values() for row, _ in hits}) < limit:
             for t in typos:
-                out[t] = self._ranked(namespace, " OR ".join(_quoted(v) for v in sorted(edits(t))))
+                out[t] = self._ranked(namespace, " OR ".join(quoted(v) for v in sorted(edits(t))))
         return out, left_out
 
     def _accepted(
@@ -232,7 +229,7 @@ class Search:
             part = ranked[start : start + limit]
             nodes = self._column(namespace, "node", [row for row, _ in part])
             for t in left_out:
-                rows_of[t] = holding(self.conn, _quoted(t), list(nodes))
+                rows_of[t] = holding(self.conn, quoted(t), list(nodes))
             for row, score in part:
                 node = nodes.get(row)
                 if node is None or (accept is not None and not accept(node)):
@@ -324,7 +321,7 @@ class Search:
             if len(term) < PREFIX_MIN or CJK.search(term) or not term.isalnum():
                 continue
             if self.conn.execute(
-                "SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT 1", (_quoted(term),)
+                "SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT 1", (quoted(term),)
             ).fetchone():
                 continue
             (starts,) = self.conn.execute(
@@ -375,7 +372,7 @@ class Search:
         if not terms:
             return []
         lists = {
-            t: self._ranked(namespace, "{disclosure} : " + _quoted(t)) for t in terms[:MAX_TERMS]
+            t: self._ranked(namespace, "{disclosure} : " + quoted(t)) for t in terms[:MAX_TERMS]
         }
         return [(row, score) for row, score, _ in combine(lists)[:limit]]
 
@@ -422,7 +419,7 @@ class Search:
             "FROM memory_fts f JOIN memories m ON m.id = f.rowid JOIN memory_docs d ON d.id = m.id "
             "WHERE memory_fts MATCH ? AND m.ns = ? AND m.deleted = 0 "
             "ORDER BY f.rowid DESC LIMIT ?",
-            (" OR ".join(_quoted(w) for w in probe), namespace, PROBE_CANDIDATES),
+            (" OR ".join(quoted(w) for w in probe), namespace, PROBE_CANDIDATES),
         ).fetchall()
         scored = []
         probe_words, half = WordProbe(words), (len(words) + 1) // 2
