@@ -42,6 +42,10 @@ ENTITIES_BY_NAME = "sqlite_autoindex_entities_1"
 a table's first such constraint). Asked for several names, the planner would rather read the
 whole namespace through ``entities_in_order``, which covers the columns: 2 ms for 500 names at
 10k entities, growing with the graph, against 0.6 ms by name."""
+OBS_TEXT = "coalesce(long_text, obs)"
+"""An observation's text in SQL. Its key part ``obs`` is the text itself but for a long one
+(keyed by its digest, :func:`noon.kg.graph.obs_id`), whose text alone ``long_text`` holds:
+the text is stored once in the row and once in ``observations_in_order``, which covers it."""
 WRITTEN = "documents_written"
 """The ``meta`` key counting the memory documents written or taken out since the file was made."""
 PRELOAD = 500
@@ -227,7 +231,7 @@ def entity_texts(conn: sqlite3.Connection, ns: str, name: str) -> tuple[int, lis
     observations = [
         t
         for (t,) in conn.execute(
-            "SELECT text FROM observations WHERE ns = ? AND entity = ? AND w_hlc > ? "
+            f"SELECT {OBS_TEXT} FROM observations WHERE ns = ? AND entity = ? AND w_hlc > ? "
             "ORDER BY w_hlc, w_node, w_seq",
             (ns, name, after),
         )
@@ -249,7 +253,7 @@ def _entity_documents(conn: sqlite3.Connection, ns: str, names: list[str]) -> No
     texts: dict[str, list[str]] = {name: [name, etype] for name, _, etype, _ in rows}
     after = {name: since for name, _, _, since in rows}
     for entity, text, stamp in conn.execute(
-        "SELECT entity, text, w_hlc FROM observations "
+        f"SELECT entity, {OBS_TEXT}, w_hlc FROM observations "
         f"WHERE ns = ? AND entity IN ({marks}) ORDER BY entity, w_hlc, w_node, w_seq",
         (ns, *names),
     ):

@@ -18,7 +18,7 @@ from noon.core.elements import entity_key, obs_key, rel_key
 from noon.core.ops import Key
 from noon.kg.graph import js_lower, matches
 from noon.store.readmodel.apply import chunks
-from noon.store.readmodel.documents import ENTITIES_BY_NAME, SEPARATOR, entity_texts
+from noon.store.readmodel.documents import ENTITIES_BY_NAME, OBS_TEXT, SEPARATOR, entity_texts
 from noon.store.readmodel.rows import key_text
 from noon.store.readmodel.state import Database, StoredElement, load_element
 
@@ -106,7 +106,7 @@ class SqlKg:
         return [
             (obs_key(self.ns, name, obs, int(slot)), text)
             for obs, slot, text in self.conn.execute(
-                "SELECT obs, slot, text FROM observations WHERE ns = ? AND entity = ? "
+                f"SELECT obs, slot, {OBS_TEXT} FROM observations WHERE ns = ? AND entity = ? "
                 f"AND w_hlc > ? ORDER BY {_ORDER}",
                 (self.ns, name, row[0]),
             )
@@ -203,7 +203,8 @@ class SqlKg:
             entities[name] = ((hlc, node, seq), _shown(name, etype, []))
             after[name] = stamp
         for entity, stamp, text in self.conn.execute(
-            f"SELECT entity, w_hlc, text FROM observations WHERE ns = ? ORDER BY entity, {_ORDER}",
+            f"SELECT entity, w_hlc, {OBS_TEXT} FROM observations WHERE ns = ? "
+            f"ORDER BY entity, {_ORDER}",
             (self.ns,),
         ):
             since = after.get(entity)
@@ -231,8 +232,8 @@ class SqlKg:
         observations = [
             text
             for (text,) in self.conn.execute(
-                "SELECT text FROM observations WHERE ns = ? AND entity = ? AND w_hlc > ? "
-                f"ORDER BY {_ORDER}",
+                f"SELECT {OBS_TEXT} FROM observations WHERE ns = ? AND entity = ? "
+                f"AND w_hlc > ? ORDER BY {_ORDER}",
                 (self.ns, name, since),
             )
         ]
@@ -294,7 +295,7 @@ class SqlKg:
         for part in chunks(list(shown)):
             marks = ",".join("?" * len(part))
             for entity, text, stamp in self.conn.execute(
-                "SELECT entity, text, w_hlc FROM observations "
+                f"SELECT entity, {OBS_TEXT}, w_hlc FROM observations "
                 f"WHERE ns = ? AND entity IN ({marks}) ORDER BY entity, {_ORDER}",
                 (self.ns, *part),
             ):

@@ -238,14 +238,14 @@ class Projection:
                 (ns, entity, obs, slot),
             )
             return
-        text = winner.val.get("text")
+        text = winner.val.get("text")  # a long one's (OBS_TEXT)
         self.observations.append(
             (
                 ns,
                 entity,
                 obs,
                 slot,
-                text if isinstance(text, str) else obs,
+                text if isinstance(text, str) and text != obs else None,
                 winner.hlc,
                 winner.node,
                 winner.seq,

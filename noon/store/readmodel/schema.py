@@ -25,7 +25,9 @@ Tables, by job:
   ``memory_vocab``, its words: what a prefix expands to). ``memory_fts`` is contentless: it
   keeps the index, not a second copy of the texts; ``memory_docs`` holds the three short
   columns of each indexed memory, its text is ``memories.text`` (:mod:`.documents`).
-- the knowledge graph: ``entities``, ``observations``, ``relations``, ``entity_fts``.
+- the knowledge graph: ``entities``, ``observations``, ``relations``, ``entity_fts``. An
+  observation's text is its key part ``obs``; ``long_text`` holds only a long one's, keyed by
+  its digest (:data:`.documents.OBS_TEXT`).
 - ``reviews``: the review state of the web page's queue (live ``review`` elements).
 - ``vectors``: per memory (``memories.id``), its text's embedding as the version ``w_node,
   w_seq`` held it (:mod:`.vectors`), filled off the write path by :mod:`.vectorizer`; ``stamp``
@@ -118,10 +120,10 @@ CREATE TABLE entities (
 );
 CREATE INDEX entities_in_order ON entities (ns, w_hlc, w_node, w_seq, name, type, after);
 CREATE TABLE observations (
-    ns TEXT, entity TEXT, obs TEXT, slot TEXT, text TEXT,
+    ns TEXT, entity TEXT, obs TEXT, slot TEXT, long_text TEXT,
     w_hlc INTEGER, w_node TEXT, w_seq INTEGER, PRIMARY KEY (ns, entity, obs, slot)
 ) WITHOUT ROWID;
-CREATE INDEX observations_in_order ON observations (ns, entity, w_hlc, w_node, w_seq, text);
+CREATE INDEX observations_in_order ON observations (ns, entity, w_hlc, w_node, w_seq, long_text);
 CREATE TABLE relations (
     ns TEXT, src TEXT, dst TEXT, rtype TEXT, slot TEXT,
     w_hlc INTEGER, w_node TEXT, w_seq INTEGER, PRIMARY KEY (ns, src, dst, rtype, slot)
