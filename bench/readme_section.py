@@ -53,7 +53,12 @@ MISSES: list[tuple[str, str]] = [
     ),
     (
         "RSS",
-        "a Python process with the MCP SDK and pydantic loaded, plus SQLite's page cache.",
+        "the session at 500k memories has loaded the `semantic` extra's embedding model and "
+        "the memories' vectors (the hybrid `search_memory` loads them on first use, and this "
+        "benchmark's machine has the extra). At 100k memories the same session took 205 MiB "
+        "with them and 69 MiB with `NOON_SEMANTIC=off` (`python -m bench.uri_latency "
+        "--memories 100000 --calls 30`, 2026-12-07, load under 1); a session without the extra "
+        "never loads them.",
     ),
     (
         "read after one remote op",
