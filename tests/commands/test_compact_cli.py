@@ -3,7 +3,6 @@
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,12 +11,13 @@ from noon.config import Settings
 from noon.core.ops import Draft
 from noon.store import peerstate
 from noon.store.store import Store
+from tests.harness.mesh import ROOT
+from tests.harness.operator import noon_cli
 from tests.harness.small_disk import PAGE, fill, small_disk
 from tests.harness.stores import plan_of
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 E = ("content", "default", "E")
 F = ("content", "default", "F")
 
@@ -25,14 +25,7 @@ F = ("content", "default", "F")
 def noon(d: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NOON")}
     env.update(NOON_DIR=str(d), NOON_NODE_ID="a", PYTHONPATH=str(ROOT), **extra)
-    return subprocess.run(
-        [sys.executable, "-m", "noon", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    )
+    return noon_cli(*args, env=env)
 
 
 def prepare(d: Path) -> None:
