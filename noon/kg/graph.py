@@ -54,8 +54,13 @@ def obs_text(key: Key, winner: Op) -> str:
     return val["text"] if val and isinstance(val.get("text"), str) else key[3]
 
 
+def relation_shown(src: str, dst: str, rtype: str) -> dict[str, str]:
+    """A relation as the official server shows it."""
+    return {"from": src, "to": dst, "relationType": rtype}
+
+
 def relation_dict(key: Key) -> dict[str, str]:
-    return {"from": key[2], "to": key[3], "relationType": key[4]}
+    return relation_shown(key[2], key[3], key[4])
 
 
 def js_lower(text: str) -> str:

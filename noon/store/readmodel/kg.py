@@ -16,7 +16,7 @@ from typing import Any
 
 from noon.core.elements import entity_key, obs_key, rel_key
 from noon.core.ops import Key
-from noon.kg.graph import js_lower, matches
+from noon.kg.graph import js_lower, matches, relation_shown
 from noon.store.readmodel.apply import chunks
 from noon.store.readmodel.documents import ENTITIES_BY_NAME, OBS_TEXT, SEPARATOR, entity_texts
 from noon.store.readmodel.rows import key_text
@@ -42,9 +42,7 @@ def graph_of(entities: dict[str, Entity], relations: Iterable[RelationId]) -> di
     own entity objects."""
     return {
         "entities": [entity for _, entity in entities.values()],
-        "relations": [
-            {"from": src, "to": dst, "relationType": rtype} for src, dst, rtype, _ in relations
-        ],
+        "relations": [relation_shown(src, dst, rtype) for src, dst, rtype, _ in relations],
     }
 
 
@@ -139,7 +137,7 @@ class SqlKg:
         found = entity_texts(self.conn, self.ns, name)
         assert found is not None, name
         _, (name_, etype, *observations) = found
-        return {"name": name_, "entityType": etype, "observations": observations}
+        return _shown(name_, etype, observations)
 
     def live_relation_keys(self, src: str, dst: str, rtype: str) -> list[Key]:
         return [
@@ -291,7 +289,7 @@ class SqlKg:
         for name, etype, after in rows:
             observations: list[str] = []
             shown[name] = (after, observations)
-            entities.append({"name": name, "entityType": etype, "observations": observations})
+            entities.append(_shown(name, etype, observations))
         for part in chunks(list(shown)):
             marks = ",".join("?" * len(part))
             for entity, text, stamp in self.conn.execute(
@@ -323,7 +321,7 @@ class SqlKg:
         return {
             "entities": entities,
             "relations": [
-                {"from": src, "to": dst, "relationType": rtype}
+                relation_shown(src, dst, rtype)
                 for _, _, _, src, dst, rtype, _ in self._touching(e["name"] for e in entities)
             ],
         }
