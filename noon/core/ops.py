@@ -165,11 +165,9 @@ def _fail(msg: str) -> OpError:
     return OpError(msg)
 
 
-def _int(obj: Mapping[str, Any], name: str, lo: int, hi: int) -> int:
-    v = obj.get(name)
-    if type(v) is not int or not lo <= v <= hi:
-        raise _fail(f"{name!r} must be an integer in [{lo}, {hi}], got {v!r:.40}")
-    return v
+def _not_in_range(name: str, lo: int, hi: int, v: object) -> OpError:
+    """The error of a field that is not an integer in ``[lo, hi]`` (one wording for each)."""
+    return _fail(f"{name!r} must be an integer in [{lo}, {hi}], got {v!r:.40}")
 
 
 _names: dict[str, str] = {}
@@ -220,19 +218,15 @@ def decode(line: bytes) -> Op:
 
 def from_object(obj: Mapping[str, Any], digest: int) -> Op:
     """Validate a parsed JSON object as an op. Kept lean: it runs once per op on a cold fold
-    and on every op a peer sends. Each check is made inline and, when it fails, made again by
-    the helper that words the error (one wording for every path)."""
+    and on every op a peer sends, so each check is made inline."""
     get: Callable[[str], Any] = obj.get
     version = get("v")
     if type(version) is not int or not 1 <= version <= _MAX_VERSION:
-        _int(obj, "v", 1, _MAX_VERSION)
-    who = get("node")
-    node = _node_ids.get(who) if type(who) is str else None
-    if node is None:
-        node = _node(who, "'node'")
+        raise _not_in_range("v", 1, _MAX_VERSION, version)
+    node = _node(get("node"), "'node'")
     seq = get("seq")
     if type(seq) is not int or not 1 <= seq <= MAX_SEQ:
-        _int(obj, "seq", 1, MAX_SEQ)
+        raise _not_in_range("seq", 1, MAX_SEQ, seq)
     stamp = get("hlc")
     if type(stamp) is not int or not 0 <= stamp < 1 << 64:
         raise _fail(f"'hlc' must be a 64-bit unsigned integer, got {stamp!r:.40}")
@@ -243,7 +237,7 @@ def from_object(obj: Mapping[str, Any], digest: int) -> Op:
         )
     bat = get("bat")
     if bat is not None and (type(bat) is not int or not seq <= bat <= seq + MAX_BATCH):
-        _int(obj, "bat", seq, seq + MAX_BATCH)
+        raise _not_in_range("bat", seq, seq + MAX_BATCH, bat)
     if version > FORMAT_VERSION:
         stub = stub_digest(obj, digest)
         return Op(
