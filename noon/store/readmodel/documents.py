@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from noon.graph.reader import Placement, closure, walk_uris
 from noon.graph.search import CJK
 from noon.kg.graph import js_lower
+from noon.store.readmodel.schema import ENTITIES_BY_NAME, OBS_TEXT
 
 SEPARATOR = "\x1f"
 """Between an entity's texts in its document, and in place of a NUL within one: the trigram
@@ -37,15 +38,6 @@ of the texts holds it; one holding either is tested in Python (:meth:`.kg.SqlKg.
 URIS_INDEXED = 4
 BULK = 500
 """Memories whose documents are rebuilt with one query each for their rows and keywords."""
-ENTITIES_BY_NAME = "sqlite_autoindex_entities_1"
-"""The index SQLite makes for ``UNIQUE (ns, name)`` of ``entities`` (its documented name for
-a table's first such constraint). Asked for several names, the planner would rather read the
-whole namespace through ``entities_in_order``, which covers the columns: 2 ms for 500 names at
-10k entities, growing with the graph, against 0.6 ms by name."""
-OBS_TEXT = "coalesce(long_text, obs)"
-"""An observation's text in SQL. Its key part ``obs`` is the text itself but for a long one
-(keyed by its digest, :func:`noon.kg.graph.obs_id`), whose text alone ``long_text`` holds:
-the text is stored once in the row and once in ``observations_in_order``, which covers it."""
 WRITTEN = "documents_written"
 """The ``meta`` key counting the memory documents written or taken out since the file was made."""
 PRELOAD = 500
@@ -57,6 +49,11 @@ def entity_document(texts: Iterable[str]) -> str:
     """An entity's search document: its texts lower-cased as the official server lowers them,
     joined by :data:`SEPARATOR`, each NUL written as the separator too."""
     return SEPARATOR.join(js_lower(t) for t in texts).replace("\x00", SEPARATOR)
+
+
+def quoted(term: str) -> str:
+    """``term`` as one FTS5 phrase, split as the documents were (:func:`segment`)."""
+    return '"' + segment(term).strip().replace('"', '""') + '"'
 
 
 def segment(text: str) -> str:

@@ -18,8 +18,9 @@ from noon.core.elements import entity_key, obs_key, rel_key
 from noon.core.ops import Key
 from noon.kg.graph import js_lower, matches, relation_shown
 from noon.store.readmodel.apply import chunks
-from noon.store.readmodel.documents import ENTITIES_BY_NAME, OBS_TEXT, SEPARATOR, entity_texts
+from noon.store.readmodel.documents import SEPARATOR, entity_texts
 from noon.store.readmodel.rows import key_text
+from noon.store.readmodel.schema import ENTITIES_BY_NAME, OBS_TEXT
 from noon.store.readmodel.state import Database, StoredElement, load_element
 
 _ORDER = "w_hlc, w_node, w_seq"

@@ -44,12 +44,13 @@ from typing import Any
 from noon.graph.search import CJK, query_terms
 from noon.store.readmodel import hybrid as fusion
 from noon.store.readmodel.apply import chunks
+from noon.store.readmodel.documents import quoted
 from noon.store.readmodel.embedder import MODEL, available
 from noon.store.readmodel.probe import WordProbe
 from noon.store.readmodel.scores import combine, spread, weight_of
 from noon.store.readmodel.state import Database
 from noon.store.readmodel.vectors import Index
-from noon.store.readmodel.weightless import NOTHING, Weightless, holding, quoted
+from noon.store.readmodel.weightless import NOTHING, Weightless, holding
 
 WEIGHTS = {"text": 1.0, "uri": 2.0, "disclosure": 1.5, "keywords": 2.0}
 """BM25 weight of each column of ``memory_fts``."""

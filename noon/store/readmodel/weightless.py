@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection, Iterable
 
-from noon.store.readmodel.documents import WRITTEN, segment
+from noon.store.readmodel.documents import WRITTEN, quoted
 from noon.store.readmodel.unfolded import read_meta
 
 NOTHING = 1e-4
@@ -72,11 +72,6 @@ class Weightless:
             written = documents_written(conn)
             for word in words:
                 self._known.setdefault(word, (written, None))
-
-
-def quoted(term: str) -> str:
-    """``term`` as one FTS5 phrase, split as the documents were (:func:`.documents.segment`)."""
-    return '"' + segment(term).strip().replace('"', '""') + '"'
 
 
 def documents_written(conn: sqlite3.Connection) -> int:
