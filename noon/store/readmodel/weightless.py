@@ -50,9 +50,12 @@ class Weightless:
         clamped: its lookup says whether it weighs nothing)."""
         if conn is not self._conn:
             self._conn, self._known = conn, {}
+        known = set(terms) & self._known.keys()
+        if not known:
+            return set()
         written = documents_written(conn)
         out = set()
-        for word in set(terms) & self._known.keys():
+        for word in known:
             then, margin = self._known[word]
             moved = written - then
             if moved == 0 or (margin is not None and 0 < moved <= margin):
