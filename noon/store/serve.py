@@ -136,9 +136,9 @@ def read_after(
         end = clean_end(buf)
         pairs = [(after, check)] if check is not None and after > 0 else []
         checked = _compare(buf, end, path.name, [*pairs, *checks], "reader") > 0
+        # [start, stop) of the runs of lines served: the page is cut from the file in one
+        # piece unless a line not served (blank, undecodable) lies between.
         spans: list[list[int]] = []
-        """[start, stop) of the runs of lines served: the page is cut from the file in one
-        piece unless a line not served (blank, undecodable) lies between."""
         size = ops = 0
         last = after
         more = False
