@@ -219,7 +219,7 @@ class Store:
             if request is not None:
                 request.written = True
             self.refresh()  # on a full disk the read model falls behind: the batch is durable
-        if self.compaction_due(ops) and self.behind is None:
+        if self.compaction_due(ops) and self.behind is None and not self._one_op_each():
             self._compact_in_background()
         return ops
 
@@ -334,27 +334,33 @@ class Store:
             return False
         return ops[-1].seq // every > (ops[0].seq - 1) // every
 
+    def _one_op_each(self) -> bool:
+        """True when the read model holds as many ops as elements, in one snapshot: every
+        element has exactly one op then (each has at least one, and every op of a known kind
+        names its element), which no other op can name, so no op is superseded and a
+        compaction would drop nothing: a store only ever added to, as a fill of new entities
+        makes it. SQLite counts a table's cells page by page: tens of µs at 30k ops, where
+        starting the thread that would ask :meth:`_own_superseded` costs more. False whenever
+        it cannot tell (the write it follows is durable already)."""
+        try:
+            with self.lock, self.graph.reading():
+                conn = self.model.conn
+                ops = conn.execute("SELECT count(*) FROM ops").fetchone()[0]
+                return bool(ops == conn.execute("SELECT count(*) FROM elements").fetchone()[0])
+        except sqlite3.Error:
+            return False
+
     def _own_superseded(self) -> bool:
         """False when every op of this node is still a head of its element (its winner or one
         of the heads a conflict keeps), so a compaction of its shard would read every shard to
-        drop nothing (it drops only superseded ops, :mod:`noon.core.compaction`): a store only
-        ever added to, as a fill of new entities makes it. Read on a read-only connection of its
-        own (no lock of this process or of the shard is held meanwhile); True whenever it cannot
-        tell.
-
-        First, in one snapshot, the two tables' sizes (SQLite counts a table's cells page by
-        page: tens of µs at 30k ops): as many ops as elements means every element has exactly
-        one op (each has at least one, and every op of a known kind names its element), which
-        no other op can name, so nothing is superseded. Otherwise one pass over this node's ops
-        (about 0.5 µs an op: 40 ms of CPU at 30k ops, on every crossing of a bulk fill)."""
+        drop nothing (it drops only superseded ops, :mod:`noon.core.compaction`). One pass over
+        this node's ops in the read model (about 0.5 µs an op), on a read-only connection of
+        its own: no lock of this process or of the shard is held meanwhile; True whenever it
+        cannot tell. Asked only once :meth:`_one_op_each` could not tell."""
         if self.model.path is None:
             return True
         try:
             with closing(sqlite3.connect(f"{self.model.path.as_uri()}?mode=ro", uri=True)) as db:
-                db.execute("BEGIN")  # one snapshot for both counts
-                ops = db.execute("SELECT count(*) FROM ops").fetchone()[0]
-                if ops == db.execute("SELECT count(*) FROM elements").fetchone()[0]:
-                    return False
                 row = db.execute(
                     "SELECT 1 FROM ops o JOIN elements e ON e.id = o.eid WHERE o.node = ? "
                     "AND NOT (e.w_node = o.node AND e.w_seq = o.seq) AND NOT EXISTS "
