@@ -34,6 +34,9 @@ class PipeClient:
         self._fd = self.proc.stdout.fileno()
         os.set_blocking(self._fd, False)
         self._buf = b""
+        self.received = 0.0
+        """``time.perf_counter()`` when the last message read had arrived whole (its last byte
+        read), before it was parsed: a server's answer time without the client's parsing."""
         self._id = 0
         self.notifications: list[dict[str, Any]] = []
         self.initialize_result = self.request(
@@ -73,6 +76,7 @@ class PipeClient:
                             raise PipeError("server closed its stdout")
                         chunks.append(chunk)
                         if b"\n" in chunk:
+                            self.received = time.perf_counter()
                             break
             finally:
                 sel.close()

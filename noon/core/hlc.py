@@ -70,6 +70,15 @@ class Clock:
             self.last = pack(last_physical + 1, 0)
         return self.last
 
+    def tick_many(self, wall_ms: int, n: int) -> int:
+        """The first of ``n`` stamps for ``n`` local events at once (a batch): they are that
+        stamp and the ``n - 1`` integers after it, what ``n`` calls of :meth:`tick` with
+        ``wall_ms`` give (after the first, the wall clock is never ahead of the stamp, so each
+        is the last plus one, a counter run out included: it carries into the millisecond)."""
+        first = self.tick(wall_ms)
+        self.last = first + n - 1
+        return first
+
     def follow(self, own: int) -> None:
         """Move past a stamp this node wrote, in whichever process: the next :meth:`tick` is
         greater. Never clamped (the stamp is already in the node's shard; falling below it

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -340,26 +340,64 @@ def encode(
     """Encode an op as one line, without the newline, in noon's canonical key order. The
     envelope is checked first (:class:`OpError`): a writer never puts on disk a seq, stamp or
     batch that every reader would refuse (a shard ending on seq 2^53-1 cannot take one more)."""
-    if type(seq) is not int or not 1 <= seq <= MAX_SEQ:
-        raise OpError(f"seq {seq} is outside [1, {MAX_SEQ}]: this shard cannot take more ops")
-    if type(hlc) is not int or not 0 <= hlc <= MAX_HLC:
-        raise OpError(f"stamp {hlc} is outside [0, {MAX_HLC}]")
-    if bat is not None and not seq <= bat <= seq + MAX_BATCH:
-        raise OpError(f"batch end {bat} is outside [{seq}, {seq + MAX_BATCH}]")
-    obj: dict[str, Any] = {"v": FORMAT_VERSION, "node": node, "seq": seq, "hlc": hlc, "el": el}
-    if val is not None:
-        obj["val"] = val
-    if prev is not None:
-        obj["prev"] = [list(p) for p in prev]
+    return encode_batch(
+        node=node, seq=seq, hlc=hlc, items=((el, val, prev),), by=by, bat=bat, via=via, req=req
+    )[0]
+
+
+def encode_batch(
+    *,
+    node: str,
+    seq: int,
+    hlc: int,
+    items: Sequence[tuple[Key, Mapping[str, Any] | None, tuple[OpId, ...] | None]],
+    by: str | None = None,
+    bat: int | None = None,
+    via: str | None = None,
+    req: str | None = None,
+) -> list[bytes]:
+    """The lines of ops ``items`` (key, value, prev) of one author, as :func:`encode` writes
+    each: the i-th takes seq ``seq + i`` and stamp ``hlc + i`` (a writer's batch,
+    :meth:`~noon.core.hlc.Clock.tick_many`), all share ``by``, ``bat`` and ``via``, and the
+    first alone carries ``req``. The envelope is checked at both ends (every seq and stamp
+    between is in range when those are)."""
+    n = len(items)
+    if not n:
+        return []
+    for s, h in ((seq, hlc), (seq + n - 1, hlc + n - 1)):
+        if type(s) is not int or not 1 <= s <= MAX_SEQ:
+            raise OpError(f"seq {s} is outside [1, {MAX_SEQ}]: this shard cannot take more ops")
+        if type(h) is not int or not 0 <= h <= MAX_HLC:
+            raise OpError(f"stamp {h} is outside [0, {MAX_HLC}]")
+        if bat is not None and not s <= bat <= s + MAX_BATCH:
+            raise OpError(f"batch end {bat} is outside [{s}, {s + MAX_BATCH}]")
+    tail: dict[str, Any] = {}
     if by is not None:
-        obj["by"] = by
+        tail["by"] = by
     if bat is not None:
-        obj["bat"] = bat
+        tail["bat"] = bat
     if via is not None:
-        obj["via"] = via
-    if req is not None:
-        obj["req"] = req
-    return orjson.dumps(obj)
+        tail["via"] = via
+    lines = []
+    dumps = orjson.dumps
+    for i, (el, val, prev) in enumerate(items):
+        obj: dict[str, Any] = {
+            "v": FORMAT_VERSION,
+            "node": node,
+            "seq": seq + i,
+            "hlc": hlc + i,
+            "el": el,  # a tuple is written as the array a list is
+        }
+        if val is not None:
+            obj["val"] = val
+        if prev is not None:
+            obj["prev"] = prev
+        if tail:
+            obj |= tail
+        if req is not None and not i:
+            obj["req"] = req
+        lines.append(dumps(obj))
+    return lines
 
 
 AUTO = "auto"
@@ -381,8 +419,9 @@ class Draft:
         kind = kind_of(el)
         if kind is None:
             raise OpError(f"unknown element kind or wrong key length: {list(el)!r:.200}")
-        if any(not isinstance(p, str) or len(p) > MAX_KEY_PART for p in el):
-            raise OpError("element key parts must be strings of bounded length")
+        for p in el:
+            if not isinstance(p, str) or len(p) > MAX_KEY_PART:
+                raise OpError("element key parts must be strings of bounded length")
         if val is not None:
             try:
                 kind.validate(val)

@@ -22,6 +22,7 @@ import anyio
 
 from noon.app.actor import NAMESPACE
 from noon.config import ConfigError, add_store_flags, parse_host_port, settings_from
+from noon.core.gcpause import sized_for_answers
 from noon.mcp.server import create_server, initialization_options
 from noon.net import is_loopback
 from noon.store.store import Store
@@ -92,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
                 "pass --token or set NOON_TOKEN"
             )
         serve = partial(serve_http, host=host, port=port, token=token, limits=limits)
+    sized_for_answers()
     store = Store(settings)
     store.vectorizer.start()
     server = create_server(store, settings, TOOL_SETS[args.tools])

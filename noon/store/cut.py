@@ -48,13 +48,16 @@ def journal_path(directory: Path) -> Path:
     return directory / ".noon" / "collecting.json"
 
 
-def _open(directory: Path) -> int | None:
+def _open(path: Path) -> int | None:
     """The lock file's descriptor, or None where it cannot be created (a read-only directory:
-    nothing can collect there either)."""
-    path = cut_lock_path(directory)
+    nothing can collect there either). Its directory is made only when missing: every read
+    and write opens the lock, and ``.noon`` is there nearly always."""
     try:
-        make_dir(path.parent)
-        return open_regular(path, os.O_RDWR | os.O_CREAT)
+        try:
+            return open_regular(path, os.O_RDWR | os.O_CREAT)
+        except FileNotFoundError:
+            make_dir(path.parent)
+            return open_regular(path, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
         if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
             return None
@@ -63,7 +66,7 @@ def _open(directory: Path) -> int | None:
 
 @contextmanager
 def _exclusive(directory: Path) -> Iterator[None]:
-    fd = _open(directory)
+    fd = _open(cut_lock_path(directory))
     if fd is None:
         raise PermissionError(f"cannot create {cut_lock_path(directory)}")
     try:
@@ -103,6 +106,8 @@ class ReadCut:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self._lock = cut_lock_path(directory)
+        self._journal = journal_path(directory)
         self.hidden: frozenset[OpId] = frozenset()
         """Ops to leave out of the fold: those of a collection under way."""
         self._fd: int | None = None
@@ -113,7 +118,7 @@ class ReadCut:
     @contextmanager
     def held(self) -> Iterator[None]:
         if self._depth == 0:
-            self._fd = _open(self.directory)
+            self._fd = _open(self._lock)
             if self._fd is not None:
                 fcntl.flock(self._fd, fcntl.LOCK_SH)
             self._load_journal()
@@ -128,7 +133,7 @@ class ReadCut:
 
     def _load_journal(self) -> None:
         try:
-            st = os.lstat(journal_path(self.directory))
+            st = os.lstat(self._journal)
         except FileNotFoundError:
             self.hidden, self.ident = frozenset(), None
             return

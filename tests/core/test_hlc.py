@@ -78,3 +78,14 @@ def test_remote_stamp_within_bound_is_adopted_without_clamp():
 def test_pack_round_trips(ms, c):
     s = pack(ms, c)
     assert hlc.physical(s) == ms and hlc.counter(s) == c and hlc.is_valid(s)
+
+
+@given(walls, st.integers(0, COUNTER_MAX), walls, st.integers(1, 3 * COUNTER_MAX))
+def test_a_batch_of_stamps_is_what_as_many_ticks_give(last_ms, last_counter, wall, n):
+    one_by_one, at_once = (
+        Clock(last=pack(last_ms, last_counter)),
+        Clock(last=pack(last_ms, last_counter)),
+    )
+    expected = [one_by_one.tick(wall) for _ in range(n)]
+    first = at_once.tick_many(wall, n)
+    assert expected == list(range(first, first + n)) and at_once.last == one_by_one.last

@@ -4,15 +4,21 @@ output still misses the wire; on anything but pipes the SDK's own streams serve.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 import time
+import weakref
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import IO, Any
 
+import mcp_types
 import pytest
+from mcp.shared.message import SessionMessage
 
+from noon.mcp.stdio_pipes import message_streams
 from tests.harness.mcp import serve_env
 
 pytestmark = pytest.mark.integration
@@ -132,3 +138,46 @@ def test_stdout_to_a_file_is_served_by_the_sdk_streams(tmp_path: Path) -> None:
     _check([json.loads(line) for line in out.read_bytes().splitlines()])
     assert b"stray output while serving" in stderr
     assert _hops(stderr) > 0
+
+
+class _Out:
+    """Answers written by :func:`message_streams`; ``flushed`` is set at each flush."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.flushed = asyncio.Event()
+
+    async def write(self, text: str) -> None:
+        self.lines.append(text)
+
+    async def flush(self) -> None:
+        self.flushed.set()
+
+
+class _Tree(dict[str, Any]):
+    """A part of an answer that a weak reference can watch."""
+
+
+async def _lines(texts: list[str]) -> AsyncIterator[str]:
+    for text in texts:
+        yield text
+
+
+async def test_an_answer_is_let_go_once_written() -> None:
+    """The SDK's writer held its last answer until the next one came, so a 50k-entity
+    read_graph answer was freed inside the next request (a ping grew with the store)."""
+    out = _Out()
+    request = '{"jsonrpc": "2.0", "id": 7, "method": "ping"}\n'
+    async with message_streams(_lines(["not json\n", request]), out) as (read, write):  # type: ignore[arg-type]
+        bad, good = await read.receive(), await read.receive()
+        assert isinstance(bad, Exception)  # as the SDK's reader passes a bad line on
+        assert good.message == mcp_types.jsonrpc_message_adapter.validate_json(request)
+        tree = _Tree(entities=[{"name": "e1", "observations": ["fact 1"]}])
+        watch = weakref.ref(tree)
+        answer = mcp_types.JSONRPCResponse(jsonrpc="2.0", id=7, result={"graph": tree})
+        await write.send(SessionMessage(answer))
+        del tree, answer
+        await out.flushed.wait()
+        assert json.loads(out.lines[0])["result"]["graph"]["entities"][0]["name"] == "e1"
+        assert watch() is None  # written and freed, with no next answer yet
+        await write.aclose()

@@ -71,6 +71,11 @@ class Dirty:
     moved: set[tuple[str, str]] = field(default_factory=set)
     """(namespace, node) placed or unplaced: the URIs of its subtree may differ."""
     entities: set[tuple[str, str]] = field(default_factory=set)
+    """(namespace, name) of entities whose name, type or visible observations may differ."""
+    new_entities: set[tuple[str, str]] = field(default_factory=set)
+    """Those of :attr:`entities` whose element this transaction folded first: no document of
+    theirs is in the index to take out (a document is taken out with its ``entities`` row, and
+    such an entity had none)."""
 
 
 class Placements:
@@ -154,7 +159,7 @@ def refresh(conn: sqlite3.Connection, dirty: Dirty) -> None:
         by_ns.setdefault(ns, []).append(name)
     for ns, names in by_ns.items():
         for start in range(0, len(names), BULK):
-            _entity_documents(conn, ns, names[start : start + BULK])
+            _entity_documents(conn, ns, names[start : start + BULK], dirty.new_entities)
 
 
 def _memories(conn: sqlite3.Connection, ns: str, nodes: set[str], moved: set[str]) -> None:
@@ -236,9 +241,12 @@ def entity_texts(conn: sqlite3.Connection, ns: str, name: str) -> tuple[int, lis
     return eid, [name, etype, *observations]
 
 
-def _entity_documents(conn: sqlite3.Connection, ns: str, names: list[str]) -> None:
+def _entity_documents(
+    conn: sqlite3.Connection, ns: str, names: list[str], new: set[tuple[str, str]]
+) -> None:
     """What :func:`entity_texts` gives, for many entities in two queries, written as their
-    documents (a catch-up or an import rebuilds tens of thousands)."""
+    documents (a catch-up or an import rebuilds tens of thousands); the documents of those not
+    ``new`` are taken out first."""
     marks = ",".join("?" * len(names))
     rows = conn.execute(
         f"SELECT name, id, type, after FROM entities INDEXED BY {ENTITIES_BY_NAME} "
@@ -257,7 +265,10 @@ def _entity_documents(conn: sqlite3.Connection, ns: str, names: list[str]) -> No
         if entity in after and stamp > after[entity]:
             texts[entity].append(text)
     ids = sorted((eid, name) for name, eid, _, _ in rows)
-    conn.executemany("DELETE FROM entity_fts WHERE rowid = ?", [(eid,) for eid, _ in ids])
+    conn.executemany(
+        "DELETE FROM entity_fts WHERE rowid = ?",
+        [(eid,) for eid, name in ids if (ns, name) not in new],
+    )
     conn.executemany(
         "INSERT INTO entity_fts (rowid, doc) VALUES (?, ?)",
         [(eid, entity_document(texts[name])) for eid, name in ids],

@@ -125,6 +125,8 @@ class Projection:
             self._boot(key, deleted)
         elif kind == ENTITY:
             self._entity(key, winner)
+            if fresh:
+                self.docs.new_entities.add((ns, key[2]))
         elif kind == OBS:
             self._obs(key, winner, fresh=fresh)
         elif kind == REL:
