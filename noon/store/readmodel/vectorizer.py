@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from noon.core.elements import CONTENT
 from noon.store.readmodel import vectors
 from noon.store.readmodel.embedder import (
     MODEL,
@@ -36,6 +37,7 @@ from noon.store.readmodel.embedder import (
     why_lexical,
 )
 from noon.store.readmodel.model import ReadModel
+from noon.store.readmodel.touched import Touched
 from noon.store.shard import open_regular
 
 log = logging.getLogger("noon.vectors")
@@ -69,9 +71,11 @@ class Vectorizer:
         self._thread = threading.Thread(target=self._run, name="noon-vectors", daemon=True)
         self._thread.start()
 
-    def wake(self, _changes: object = None) -> None:
-        """The fold reported a change: look for memories to embed."""
-        self._wake.set()
+    def wake(self, changes: Touched | None = None) -> None:
+        """The fold reported a change: look for memories to embed, if it can have given one a
+        text to embed (:func:`gives_texts`)."""
+        if changes is None or gives_texts(changes):
+            self._wake.set()
 
     def stop(self) -> None:
         self._stop.set()
@@ -145,6 +149,14 @@ class Vectorizer:
             yield True
         finally:
             os.close(fd)
+
+
+def gives_texts(changes: Touched) -> bool:
+    """Whether a fold's change report can leave a live memory lacking a vector of its current
+    text: only a ``content`` element holds a memory's text (a knowledge-graph write, a
+    placement or a keyword cannot), and a reset says nothing of what changed. The worker
+    otherwise looks on its own every :data:`IDLE_S`."""
+    return changes.reset or any(key[0] == CONTENT for key in changes.keys)
 
 
 def describe() -> str:
