@@ -10,8 +10,9 @@ Zipf-worded observations and one relation each), imported into noon with ``noon 
 minutes). Then one noon session and one official server answer the same calls, interleaved
 call by call (a change of the machine's load hits both alike); ``--before DIR`` adds a session
 of the noon whose package sits in DIR (``git archive OLD noon | tar -x -C DIR``) on the same
-read model; each call goes to the servers in a rotating order. The queries, each a kind the
-answer's size tells apart:
+read model; each call goes to the servers in a rotating order. Each server's wall clock is
+given to the parsed answer and to the answer's last byte (before the client parses it), beside
+its CPU. The queries, each a kind the answer's size tells apart:
 
 - ``name``: ``e1234``-like, the entities so named and their decimal extensions (111 of them at
   200k entities), with their relations;
@@ -75,18 +76,20 @@ def build(directory: Path, ops: int) -> tuple[Path, Path, dict[str, Any]]:
     return memory, store, figures
 
 
-def _answer(client: PipeClient, tool: str, args: dict[str, Any]) -> tuple[float, float, int]:
-    """Milliseconds to the answer, the server's CPU milliseconds for it (every thread), and
-    how many entities it holds."""
+def _answer(client: PipeClient, tool: str, args: dict[str, Any]) -> tuple[float, float, float, int]:
+    """Milliseconds to the answer, milliseconds until its last byte had arrived (before the
+    client parsed it), the server's CPU milliseconds for it (every thread), and how many
+    entities it holds."""
     cpu = sched_seconds(client.proc.pid)["on_cpu"]
     t0 = time.perf_counter()
     reply = client.call(tool, args)
     ms = (time.perf_counter() - t0) * 1000
+    received = (client.received - t0) * 1000
     cpu = (sched_seconds(client.proc.pid)["on_cpu"] - cpu) * 1000
     if reply.get("isError") or "__error__" in reply:
         raise RuntimeError(f"{tool} failed: {str(reply)[:500]}")
     text = "".join(c.get("text", "") for c in reply["content"])
-    return ms, cpu, len(json.loads(text)["entities"])
+    return ms, received, cpu, len(json.loads(text)["entities"])
 
 
 def measure(memory: Path, store: Path, calls: int, before: Path | None) -> dict[str, Any]:
@@ -104,6 +107,7 @@ def measure(memory: Path, store: Path, calls: int, before: Path | None) -> dict[
         for client in clients.values():  # the first answer (loads, folds) is not timed
             _answer(client, "open_nodes", {"names": ["e0"]})
         times: dict[str, dict[str, list[float]]] = {n: {q: [] for q in QUERIES} for n in clients}
+        arrived: dict[str, dict[str, list[float]]] = {n: {q: [] for q in QUERIES} for n in clients}
         cpus: dict[str, dict[str, list[float]]] = {n: {q: [] for q in QUERIES} for n in clients}
         hits: dict[str, list[int]] = {q: [] for q in QUERIES}
         rnd = random.Random(27)
@@ -116,8 +120,9 @@ def measure(memory: Path, store: Path, calls: int, before: Path | None) -> dict[
                 # machine's caches warm with the same pages (two noons share one read model)
                 order = order[1:] + order[:1]
                 for name, client in order:
-                    ms, cpu, count = _answer(client, tool, args)
+                    ms, received, cpu, count = _answer(client, tool, args)
                     times[name][kind].append(ms)
+                    arrived[name][kind].append(received)
                     cpus[name][kind].append(cpu)
                     counts.add(count)
                 if len(counts) != 1:
@@ -127,6 +132,9 @@ def measure(memory: Path, store: Path, calls: int, before: Path | None) -> dict[
         "entities": entities,
         "hits_median": {kind: statistics.median(v) for kind, v in hits.items()},
         "ms": {name: {kind: percentiles(v) for kind, v in t.items()} for name, t in times.items()},
+        "received_ms": {
+            name: {kind: percentiles(v) for kind, v in t.items()} for name, t in arrived.items()
+        },
         "cpu_ms": {
             name: {kind: percentiles(v) for kind, v in t.items()} for name, t in cpus.items()
         },
@@ -250,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         res = measure(memory, store, args.calls, args.before)
     print(f"import: {json.dumps(built)}", file=sys.stderr)
     _table(res, "ms", "wall")
+    _table(res, "received_ms", "wall to the answer's last byte")
     _table(res, "cpu_ms", "the server's CPU (every thread)")
     print(json.dumps(res))
     return 0

@@ -36,6 +36,7 @@ from noon.store.errors import ForkDetected
 from noon.store.readmodel import schema
 from noon.store.readmodel.apply import Transaction
 from noon.store.readmodel.behind import Behind, full
+from noon.store.readmodel.decoder import WORTH, Decoder, Polls, polls, start_of
 from noon.store.readmodel.shardcheck import describe_fork, head_mark, still_same
 from noon.store.readmodel.touched import (
     Touched,
@@ -288,12 +289,27 @@ class ReadModel:
             sum(int(c[2]) for c in cursors.values() if c[0] in names),
             self.on_progress,
         )
-        for name in names:
-            if name in folded:
-                continue
-            tx = self._shard(tx, name, cursors.get(name))
-            if self.partial:
-                break
+        todo = [n for n in names if n not in folded]
+        readers = {n: self._reader(n, cursors.get(n)) for n in todo}
+        ahead = sum(max(size_of(self.dir, n) - readers[n].offset, 0) for n in todo)
+        decoder = Decoder() if ahead >= WORTH and self._slice is None else None
+        try:
+            if decoder is not None:
+                for name in todo:
+                    decoder.ask(start_of(readers[name]), self.poll_bytes)
+            for name in todo:
+                reader = readers[name]
+                taken = (
+                    polls(reader, self.poll_bytes)
+                    if decoder is None
+                    else decoder.polls(reader, self.poll_bytes)
+                )
+                tx = self._shard(tx, name, reader, taken)
+                if self.partial:
+                    break
+        finally:
+            if decoder is not None:
+                decoder.close()
         return tx
 
     def _leave_out_journal(self, tx: Transaction) -> None:
@@ -315,21 +331,16 @@ class ReadModel:
             reader.inode, reader.offset, reader.line, reader.tail_mark = -2, 0, 0, b""
         return reader
 
-    def _shard(self, tx: Transaction, name: str, cursor: Cursor | None) -> Transaction:
+    def _shard(self, tx: Transaction, name: str, reader: ShardReader, taken: Polls) -> Transaction:
+        """Fold the polls ``taken`` of the shard ``reader`` reads (each one has moved it)."""
         node = shard_node(name)
         assert node is not None
-        reader = self._reader(name, cursor)
         kept: set[int] | None = None
-        cap = self.poll_bytes
         size = 0
-        while True:
-            before = reader.offset
-            try:
-                polled = reader.poll(cap)
-            except FileNotFoundError:
+        for polled, start, edge, _ in taken:
+            if polled is None:
                 return tx  # removed meanwhile: the next refresh finds it gone
             size = polled.size
-            start = 0 if polled.rewritten else before
             if polled.rewritten:
                 kept = set()
                 self.conn.execute("DELETE FROM corrupt WHERE shard = ?", (name,))
@@ -338,12 +349,7 @@ class ReadModel:
                 kept.update(op.seq for op in polled.ops if op.node == node and not op.stub)
             tx.add(self._own(tx, name, node, polled.ops), polled.at)
             self._progress.advance(reader.offset - start)
-            if start + cap >= size:
-                break
-            if reader.offset == start:
-                cap *= 2  # one batch is larger than a poll: read further at once
-                continue
-            if kept is None and tx.added >= self.chunk_ops:
+            if edge and kept is None and tx.added >= self.chunk_ops:
                 self._save_cursor(name, reader, size, partway=True)
                 self._commit(tx)
                 self.conn.execute("BEGIN IMMEDIATE")

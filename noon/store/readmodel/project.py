@@ -41,6 +41,20 @@ _UPSERT_ENTITY = (
 )
 
 
+def _insert(
+    conn: sqlite3.Connection,
+    table: str,
+    new: list[tuple[Any, ...]],
+    held: list[tuple[Any, ...]],
+) -> None:
+    """Write the rows of elements that had none (``new``: a plain insert) and of elements held
+    before (``held``: over the row they had)."""
+    for verb, rows in (("INSERT", new), ("INSERT OR REPLACE", held)):
+        if rows:
+            marks = ",".join("?" * len(rows[0]))
+            conn.executemany(f"{verb} INTO {table} VALUES ({marks})", rows)
+
+
 def _primary(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """The leading key columns of a ``memories``/``entities`` (ns, name) or ``observations``/
     ``relations`` (ns, entity, obs|dst, slot|rtype...) row: enough to order the inserts."""
@@ -53,6 +67,11 @@ class Projection:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.elements: list[tuple[Any, ...]] = []
+        """Rows of elements held before (written over their row)."""
+        self.new_elements: list[tuple[Any, ...]] = []
+        """Rows of elements that had none: a plain insert, which need not look for a row to
+        replace first (a catch-up or a rebuild writes nearly all of them this way). The same
+        holds for the rows of observations and relations, keyed by their element's key."""
         self.heads: list[tuple[int, str, int]] = []
         self.unheaded: list[tuple[int]] = []
         """Elements held before whose ``heads`` rows are replaced."""
@@ -62,7 +81,9 @@ class Projection:
         self.boot: list[tuple[str, str]] = []
         self.entities: list[tuple[Any, ...]] = []
         self.observations: list[tuple[Any, ...]] = []
+        self.new_observations: list[tuple[Any, ...]] = []
         self.relations: list[tuple[Any, ...]] = []
+        self.new_relations: list[tuple[Any, ...]] = []
         self.reviews: list[tuple[Any, ...]] = []
         self.docs = documents.Dirty()
         self.rewritten: list[tuple[str, str]] = []
@@ -85,7 +106,7 @@ class Projection:
         """Store the element's state and what derives from it. ``fresh``: it had no row yet."""
         kind, ns = key[0], key[1]
         deleted = winner.val is None
-        self.elements.append(
+        (self.new_elements if fresh else self.elements).append(
             (eid, kt, kind, ns, winner.node, winner.seq, winner.hlc, int(deleted), len(heads))
         )
         if not fresh:
@@ -107,9 +128,9 @@ class Projection:
             if fresh:
                 self.docs.new_entities.add((ns, key[2]))
         elif kind == OBS:
-            self._obs(key, winner)
+            self._obs(key, winner, fresh=fresh)
         elif kind == REL:
-            self._rel(key, winner)
+            self._rel(key, winner, fresh=fresh)
         elif kind == REVIEW:
             self._review(eid, key)
 
@@ -231,7 +252,7 @@ class Projection:
             )
         )
 
-    def _obs(self, key: Key, winner: Op | None) -> None:
+    def _obs(self, key: Key, winner: Op | None, *, fresh: bool = False) -> None:
         _, ns, entity, obs, slot = key
         self.docs.entities.add((ns, entity))
         if winner is None or winner.val is None:
@@ -241,7 +262,7 @@ class Projection:
             )
             return
         text = winner.val.get("text")  # a long one's (OBS_TEXT)
-        self.observations.append(
+        (self.new_observations if fresh else self.observations).append(
             (
                 ns,
                 entity,
@@ -254,7 +275,7 @@ class Projection:
             )
         )
 
-    def _rel(self, key: Key, winner: Op | None) -> None:
+    def _rel(self, key: Key, winner: Op | None, *, fresh: bool = False) -> None:
         _, ns, src, dst, rtype, slot = key
         if winner is None or winner.val is None:
             self.conn.execute(
@@ -263,7 +284,8 @@ class Projection:
                 (ns, src, dst, rtype, slot),
             )
             return
-        self.relations.append((ns, src, dst, rtype, slot, winner.hlc, winner.node, winner.seq))
+        row = (ns, src, dst, rtype, slot, winner.hlc, winner.node, winner.seq)
+        (self.new_relations if fresh else self.relations).append(row)
 
     def _review(self, eid: int, key: Key) -> None:
         """The decision of the machine the key names, from the versions it wrote itself
@@ -308,12 +330,20 @@ class Projection:
     def finish(self) -> None:
         c = self.conn
         # Rows in key order: a B-tree filled in order touches each page once.
-        self.elements.sort(key=lambda row: row[1])  # by key: the id of a new one only grows
+        for rows in (self.new_elements, self.elements):
+            rows.sort(key=lambda row: row[1])  # by key: the id of a new one only grows
         for rows in (self.heads, self.placements, self.keywords, self.boot):
             rows.sort()
-        for rows in (self.memories, self.entities, self.observations, self.relations):
+        for rows in (
+            self.memories,
+            self.entities,
+            self.observations,
+            self.new_observations,
+            self.relations,
+            self.new_relations,
+        ):
             rows.sort(key=_primary)
-        c.executemany("INSERT OR REPLACE INTO elements VALUES (?,?,?,?,?,?,?,?,?)", self.elements)
+        _insert(c, "elements", self.new_elements, self.elements)
         c.executemany("DELETE FROM heads WHERE eid = ?", self.unheaded)
         c.executemany("INSERT OR IGNORE INTO heads VALUES (?,?,?)", self.heads)
         self._unindex_rewritten()
@@ -322,10 +352,8 @@ class Projection:
         c.executemany("INSERT OR IGNORE INTO keywords VALUES (?,?,?)", self.keywords)
         c.executemany("INSERT OR IGNORE INTO boot VALUES (?,?)", self.boot)
         c.executemany(_UPSERT_ENTITY, self.entities)
-        c.executemany(
-            "INSERT OR REPLACE INTO observations VALUES (?,?,?,?,?,?,?,?)", self.observations
-        )
-        c.executemany("INSERT OR REPLACE INTO relations VALUES (?,?,?,?,?,?,?,?)", self.relations)
+        _insert(c, "observations", self.new_observations, self.observations)
+        _insert(c, "relations", self.new_relations, self.relations)
         c.executemany("INSERT OR REPLACE INTO reviews VALUES (?,?,?,?,?,?,?)", sorted(self.reviews))
         for ns in self.glossaries:
             c.execute(

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from noon.core.elements import CONTENT
 from noon.store.readmodel import vectors
 from noon.store.readmodel.embedder import (
     MODEL,
@@ -36,6 +37,7 @@ from noon.store.readmodel.embedder import (
     why_lexical,
 )
 from noon.store.readmodel.model import ReadModel
+from noon.store.readmodel.touched import Touched
 from noon.store.shard import open_regular
 
 log = logging.getLogger("noon.vectors")
@@ -57,6 +59,10 @@ class Vectorizer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pruned = 0.0
+        self._below: int | None = None
+        """Where this pass's last batch ended: the memories above it are embedded, unless a
+        change came since (then :attr:`_changed`)."""
+        self._changed = False
 
     @property
     def enabled(self) -> bool:
@@ -69,9 +75,12 @@ class Vectorizer:
         self._thread = threading.Thread(target=self._run, name="noon-vectors", daemon=True)
         self._thread.start()
 
-    def wake(self, _changes: object = None) -> None:
-        """The fold reported a change: look for memories to embed."""
-        self._wake.set()
+    def wake(self, changes: Touched | None = None) -> None:
+        """The fold reported a change: look for memories to embed, the newest first, if it can
+        have given one a text to embed (:func:`gives_texts`)."""
+        if changes is None or gives_texts(changes):
+            self._changed = True
+            self._wake.set()
 
     def stop(self) -> None:
         self._stop.set()
@@ -81,11 +90,25 @@ class Vectorizer:
             self._thread = None
 
     def step(self) -> int:
-        """Embed one batch of pending memories; how many got a vector (0: none pending)."""
+        """Embed one batch of pending memories; how many got a vector (0: none pending).
+
+        A pass goes down from the newest memory: each batch is looked for below the last
+        one's, since those above it have their vectors (looked for from the top each time, a
+        batch read past every memory embedded so far, under the store's lock, which a query
+        waits for: 2.7 ms at 4k of 100k embedded, growing with them). A change reported since
+        (a new memory, an edit) starts the pass again from the top, as does reaching the
+        bottom, which finds what a batch left (one edited while it was embedded)."""
+        if self._changed:
+            self._changed = False
+            self._below = None
         with self._lock:
-            todo = vectors.pending(self._model.conn, BATCH)
+            todo = vectors.pending(self._model.conn, BATCH, self._below)
+            if not todo and self._below is not None:
+                self._below = None
+                todo = vectors.pending(self._model.conn, BATCH)
         if not todo:
             return 0
+        self._below = min(p.row for p in todo)
         rows = MODEL.embed([p.text for p in todo])
         with self._lock:
             stored = vectors.put(self._model.conn, zip(todo, rows, strict=True))
@@ -145,6 +168,14 @@ class Vectorizer:
             yield True
         finally:
             os.close(fd)
+
+
+def gives_texts(changes: Touched) -> bool:
+    """Whether a fold's change report can leave a live memory lacking a vector of its current
+    text: only a ``content`` element holds a memory's text (a knowledge-graph write, a
+    placement or a keyword cannot), and a reset says nothing of what changed. The worker
+    otherwise looks on its own every :data:`IDLE_S`."""
+    return changes.reset or any(key[0] == CONTENT for key in changes.keys)
 
 
 def describe() -> str:

@@ -61,14 +61,15 @@ class Pending:
     text: str
 
 
-def pending(conn: sqlite3.Connection, limit: int) -> list[Pending]:
-    """Up to ``limit`` live memories lacking a vector of their current text, newest first."""
+def pending(conn: sqlite3.Connection, limit: int, below: int | None = None) -> list[Pending]:
+    """Up to ``limit`` live memories lacking a vector of their current text, newest first (of
+    those whose row is below ``below``, when given: where the last batch of a pass ended)."""
     rows = conn.execute(
         "SELECT m.id, m.w_node, m.w_seq, m.text FROM memories m "
         "LEFT JOIN vectors v ON v.id = m.id "
         "WHERE m.deleted = 0 AND (v.id IS NULL OR v.w_node IS NOT m.w_node "
-        "OR v.w_seq IS NOT m.w_seq) ORDER BY m.id DESC LIMIT ?",
-        (limit,),
+        "OR v.w_seq IS NOT m.w_seq) AND m.id < ? ORDER BY m.id DESC LIMIT ?",
+        (2**63 - 1 if below is None else below, limit),
     ).fetchall()
     return [Pending(int(r), str(n), int(s), t or "") for r, n, s, t in rows]
 

@@ -1,0 +1,75 @@
+"""The vectorizer embeds a backlog in passes from the newest memory down, each batch looked for
+below the last one's, and starts again from the top when a change is reported (a new memory
+or an edit is embedded before the older backlog) or when it reaches the bottom."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noon.store.access import GraphService, service
+from noon.store.readmodel import vectorizer
+from noon.store.readmodel.embedder import DIMENSIONS, MODEL
+from noon.store.store import Store
+from tests.harness.texts import write_texts
+from tests.harness.uri import open_store
+
+np = pytest.importorskip("numpy")
+
+
+@pytest.fixture
+def backlog(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Store, GraphService, dict[str, str], list[list[str]]]]:
+    """Five memories written one by one (m1 the oldest), none embedded yet; two a batch; each
+    batch's texts recorded instead of embedded by the model."""
+    batches: list[list[str]] = []
+
+    def embed(texts: list[str]) -> Any:
+        batches.append(list(texts))
+        return np.ones((len(texts), DIMENSIONS), dtype=np.float32)
+
+    monkeypatch.setattr(MODEL, "embed", embed)
+    monkeypatch.setattr(vectorizer, "BATCH", 2)
+    store, _ = open_store(tmp_path, "n1")
+    svc = service(store)
+    ids: dict[str, str] = {}
+    for i in range(1, 6):
+        ids |= write_texts(svc, "default", {f"m{i}": f"memory {i}"})
+    yield store, svc, ids, batches
+    store.close()
+
+
+def test_a_pass_goes_down_the_backlog_and_a_change_starts_it_again_from_the_top(
+    backlog: tuple[Store, GraphService, dict[str, str], list[list[str]]],
+) -> None:
+    store, svc, ids, batches = backlog
+    assert store.vectorizer.step() == 2
+    assert store.vectorizer.step() == 2
+    assert batches == [["memory 5", "memory 4"], ["memory 3", "memory 2"]]
+    # an edit of the newest memory is reported by its fold: it goes before the older backlog
+    write_texts(svc, "default", {"m5": "memory 5, edited"}, update=ids)
+    assert store.vectorizer.step() == 2
+    assert batches[-1] == ["memory 5, edited", "memory 1"]
+    assert store.vectorizer.step() == 0
+
+
+def test_reaching_the_bottom_looks_again_from_the_top(
+    backlog: tuple[Store, GraphService, dict[str, str], list[list[str]]],
+) -> None:
+    store, _, _, batches = backlog
+    for _ in range(3):
+        store.vectorizer.step()
+    assert batches == [["memory 5", "memory 4"], ["memory 3", "memory 2"], ["memory 1"]]
+    # an edit this process is not told of (another process folded it, and no refresh has
+    # reported it yet) is found once the pass reaches the bottom
+    with store.lock:
+        store.model.conn.execute(
+            "UPDATE vectors SET w_seq = -1 WHERE id = (SELECT max(id) FROM vectors)"
+        )
+    assert store.vectorizer.step() == 1
+    assert batches[-1] == ["memory 5"]
+    assert store.vectorizer.step() == 0
