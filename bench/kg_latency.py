@@ -10,7 +10,8 @@ read_graph's 2.4 MB answer, stdlib ``json``, is about 9 ms for either server); t
 server's CPU per call (its process's user + system time over all of a tool's calls, from
 /proc, divided by their number: under load the steadiest figure, though a background thread's
 work counts where it falls). ``ping`` (an empty MCP request) is each server's floor: the stdio
-round trip plus the SDK's request handling.
+round trip plus the SDK's request handling; in the rounds it follows the other server's calls,
+``ping between pings`` (after the rounds) only the other server's ping.
 
     python -m bench.kg_latency [--sizes 1000 10000] [--calls 50] [--before DIR]
     python -m bench.kg_latency --first-answers 15 [--before DIR]
@@ -51,8 +52,14 @@ BULK = f"create_entities ×{FILL_BATCH}"
 AGAIN = "read_graph unchanged"
 """read_graph again right after read_graph, nothing written between (a client reading the graph
 at each conversation's start); the read_graph row has writes before every call."""
+QUIET = "ping between pings"
+"""Pings alone after the rounds, the servers interleaved: each server's ping follows the other's
+ping, not the other's calls. In the rounds a server's ping follows the other server's calls,
+which grow with the store (the official server reads its whole file on every call) and leave
+the shared cores' caches cold and the other's collector running beside it."""
 TOOLS = (
     "ping",
+    QUIET,
     "create_entities",
     "add_observations",
     "search_nodes",
@@ -72,7 +79,7 @@ def _timed(client: PipeClient, tool: str, args: dict[str, Any]) -> tuple[float, 
     client parsed it: a large answer's parsing, the same for every server, is much of the
     first)."""
     start = time.perf_counter()
-    if tool == "ping":
+    if tool in ("ping", QUIET):
         client.request("ping")
         end = time.perf_counter()
         return (end - start) * 1000, (client.received - start) * 1000
@@ -101,6 +108,14 @@ def _calls(k: int, size: int, calls: int) -> list[tuple[str, dict[str, Any]]]:
     return rounds
 
 
+def _turns(names: list[str], k: int) -> list[str]:
+    """The servers' order in round ``k``: turned by one each round, so each follows each other
+    alike (a server's call is slower right after the official server's, whose calls at 10k
+    entities and more read its whole file and leave its collector running beside it)."""
+    k %= len(names)
+    return names[k:] + names[:k]
+
+
 def fill(client: PipeClient, size: int) -> None:
     """Fill the graph to ``size`` entities, :data:`FILL_BATCH` a call."""
     for start in range(0, size, FILL_BATCH):
@@ -127,7 +142,8 @@ def measure_side_by_side(
     clients: dict[str, PipeClient], size: int, calls: int
 ) -> dict[str, dict[str, Any]]:
     """Fill every server's graph to ``size`` entities, then time every tool, round by round
-    with the servers interleaved (so a change of the machine's load hits each alike); p50/p99
+    with the servers interleaved, their order turned each round (so a change of the machine's
+    load, and what one server leaves behind on the shared cores, hits each alike); p50/p99
     per tool in ms, per server, under ``"received_ms"`` the same until each answer's last byte
     had arrived (before the client parsed it), and under ``"cpu_ms"`` its process's CPU ms per
     call. A tool
@@ -139,15 +155,24 @@ def measure_side_by_side(
     received: dict[str, dict[str, list[float]]] = {n: {tool: [] for tool in TOOLS} for n in clients}
     for name, times in filled.items():
         out[name][BULK] = times
+
+    def timed(name: str, tool: str, args: dict[str, Any]) -> None:
+        pid = clients[name].proc.pid
+        used = cpu_seconds(pid)
+        parsed, arrived = _timed(clients[name], tool, args)
+        out[name][tool].append(parsed)
+        received[name][tool].append(arrived)
+        cpu[name][tool].append(cpu_seconds(pid) - used)
+
+    names = list(clients)
     for k in range(calls):
-        for name, client in clients.items():
+        for name in _turns(names, k):
             for tool, args in _calls(k, size, calls):
                 if sum(out[name][tool]) < BUDGET_S * 1000:
-                    used = cpu_seconds(client.proc.pid)
-                    parsed, arrived = _timed(client, tool, args)
-                    out[name][tool].append(parsed)
-                    received[name][tool].append(arrived)
-                    cpu[name][tool].append(cpu_seconds(client.proc.pid) - used)
+                    timed(name, tool, args)
+    for k in range(calls):
+        for name in _turns(names, k):
+            timed(name, QUIET, {})
     result: dict[str, dict[str, Any]] = {}
     for name, client in clients.items():
         result[name] = {tool: percentiles(v) for tool, v in out[name].items()}

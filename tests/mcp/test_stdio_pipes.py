@@ -1,6 +1,7 @@
 """``noon serve`` on pipes reads and writes its messages on the event loop (noon.mcp.stdio_pipes):
-no worker thread is woken for a message, the SDK still frames and validates every one, stray
-output still misses the wire; on anything but pipes the SDK's own streams serve."""
+no worker thread is woken for a message, the SDK's adapter and dump still validate and frame
+every one, stray output still misses the wire; on anything but pipes the SDK's own streams
+serve."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import IO, Any
 
+import anyio
 import mcp_types
 import pytest
 from mcp.shared.message import SessionMessage
@@ -164,20 +166,43 @@ async def _lines(texts: list[str]) -> AsyncIterator[str]:
 
 
 async def test_an_answer_is_let_go_once_written() -> None:
-    """The SDK's writer held its last answer until the next one came, so a 50k-entity
-    read_graph answer was freed inside the next request (a ping grew with the store)."""
+    """The SDK's stdio writer held its last answer until the next one came, so a 50k-entity
+    read_graph answer was freed inside the next request (a ping grew with the store); here the
+    task that sends an answer writes it, and nothing holds it after."""
     out = _Out()
     request = '{"jsonrpc": "2.0", "id": 7, "method": "ping"}\n'
     async with message_streams(_lines(["not json\n", request]), out) as (read, write):  # type: ignore[arg-type]
         bad, good = await read.receive(), await read.receive()
         assert isinstance(bad, Exception)  # as the SDK's reader passes a bad line on
+        assert isinstance(good, SessionMessage)
         assert good.message == mcp_types.jsonrpc_message_adapter.validate_json(request)
+        with pytest.raises(anyio.EndOfStream):
+            await read.receive()
         tree = _Tree(entities=[{"name": "e1", "observations": ["fact 1"]}])
         watch = weakref.ref(tree)
         answer = mcp_types.JSONRPCResponse(jsonrpc="2.0", id=7, result={"graph": tree})
         await write.send(SessionMessage(answer))
         del tree, answer
-        await out.flushed.wait()
+        assert out.flushed.is_set()
         assert json.loads(out.lines[0])["result"]["graph"]["entities"][0]["name"] == "e1"
         assert watch() is None  # written and freed, with no next answer yet
-        await write.aclose()
+    with pytest.raises(anyio.ClosedResourceError):  # as the SDK's streams after the session
+        await write.send(SessionMessage(answer_to(8)))
+
+
+def answer_to(request_id: int) -> mcp_types.JSONRPCResponse:
+    return mcp_types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result={})
+
+
+class _Gone(_Out):
+    async def flush(self) -> None:
+        raise BrokenPipeError(32, "the client left")
+
+
+async def test_a_pipe_whose_reader_left_is_a_broken_stream_to_the_sdk() -> None:
+    """The SDK's dispatcher drops an answer to a closed or broken stream (and logs it) rather
+    than failing the session on an OSError it does not expect."""
+    async with message_streams(_lines([]), _Gone()) as (read, write):  # type: ignore[arg-type]
+        with pytest.raises(anyio.BrokenResourceError):
+            await write.send(SessionMessage(answer_to(1)))
+        assert [m async for m in read] == []
