@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from noon.core.chain import Stub
 from noon.core.hlc import Clock
 from noon.core.ops import encode
 from noon.store.readmodel import model as model_module
@@ -34,12 +35,13 @@ NODES = ("node0", "node1")
 
 def write_shards(directory: Path, per_node: int) -> None:
     """Memories written, edited, placed and tagged, and entities with observations, by two
-    authors; a line that is not an op in the middle of each shard."""
+    authors, after a stub of ten compacted ops; a line that is not an op in the middle of each
+    shard."""
     rnd = random.Random(per_node)
     stamp = 1_700_000_000_000 << 16
     for node in NODES:
-        lines = []
-        for seq in range(1, per_node + 1):
+        lines = [Stub(node, 1, bytes(16 * 10), 0x1234).encode()]
+        for seq in range(11, per_node + 1):
             stamp += rnd.randint(1, 1 << 16)
             mem = f"{node}.{rnd.randint(0, per_node // 4)}"
             r = rnd.random()
@@ -77,7 +79,10 @@ def flat(taken: Any) -> tuple[Any, ...]:
         state = after
         out.append(
             (
-                [(op.node, op.seq, op.el, op.val, op.digest, op.known) for op in polled.ops],
+                [
+                    (op.node, op.seq, op.el, op.val, op.digest, op.known, op.stub)
+                    for op in polled.ops
+                ],
                 [(c.line, c.reason) for c in polled.corrupt],
                 sorted(polled.at.items()),
             )
@@ -107,6 +112,7 @@ def test_the_child_reads_what_this_process_reads_and_a_killed_child_is_taken_ove
     assert child[0] == here[0] and child[1] == here[1]
     assert child[2] == here[2] == (reader.inode, reader.offset, reader.line, reader.tail_mark)
     assert len(here[1]) == 1  # the line that is not an op, reported by both
+    assert [op[6] for op in here[0]].count(True) == 1  # and the stub, a stub in both
 
 
 def test_a_fold_through_the_child_is_a_fold_in_one_process(
@@ -140,6 +146,7 @@ def test_a_fold_through_the_child_is_a_fold_in_one_process(
 KILLED = """
 import os, sys
 from pathlib import Path
+from noon.core.chain import Stub
 from noon.core.hlc import Clock
 from noon.store.readmodel import decoder, model
 from noon.store.readmodel.model import ReadModel

@@ -1,6 +1,7 @@
 """The vectorizer embeds a backlog in passes from the newest memory down, each batch looked for
 below the last one's, and starts again from the top when a change is reported (a new memory
-or an edit is embedded before the older backlog) or when it reaches the bottom."""
+or an edit is embedded before the older backlog) or when it reaches the bottom; a search reads
+the vectors stored since its last by their stamps."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from noon.store.access import GraphService, service
-from noon.store.readmodel import vectorizer
+from noon.store.readmodel import vectorizer, vectors
 from noon.store.readmodel.embedder import DIMENSIONS, MODEL
 from noon.store.store import Store
 from tests.harness.texts import write_texts
@@ -73,3 +74,23 @@ def test_reaching_the_bottom_looks_again_from_the_top(
     assert store.vectorizer.step() == 1
     assert batches[-1] == ["memory 5"]
     assert store.vectorizer.step() == 0
+
+
+def test_a_search_reads_the_vectors_stored_since_its_last_by_their_stamps(
+    backlog: tuple[Store, GraphService, dict[str, str], list[list[str]]],
+) -> None:
+    store, svc, _, _ = backlog
+    write_texts(svc, "other", {"elsewhere": "a memory of another namespace"})
+    while store.vectorizer.step():
+        pass
+    with store.lock:
+        conn = store.model.conn
+        stamps = dict(conn.execute("SELECT id, stamp FROM vectors").fetchall())
+        ns = dict(conn.execute("SELECT id, ns FROM memories").fetchall())
+        mine = sorted(stamps[row] for row in stamps if ns[row] == "default")
+        since = conn.execute(vectors.SINCE, (mine[1], "default")).fetchall()
+        assert [stamp for stamp, _, _ in since] == mine[2:]
+        # from the vectors by their stamps, not through every memory of the namespace
+        plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + vectors.SINCE, (0, "x"))]
+    assert plan[0].startswith("SEARCH v USING INTEGER PRIMARY KEY (rowid>?)"), plan
+    assert not any("TEMP B-TREE" in step or "SCAN" in step for step in plan), plan

@@ -87,7 +87,20 @@ def polls(reader: ShardReader, cap: int, every: int = 0) -> Polls:
 def _flat(polled: Poll) -> tuple[Any, ...]:
     return (
         [
-            (o.node, o.seq, o.hlc, o.el, o.val, o.prev, o.by, o.bat, o.known, o.digest, o.via)
+            (
+                o.node,
+                o.seq,
+                o.hlc,
+                o.el,
+                o.val,
+                o.prev,
+                o.by,
+                o.bat,
+                o.known,
+                o.digest,
+                o.via,
+                o.stub,
+            )
             for o in polled.ops
         ],
         [(c.shard, c.line, c.reason, c.excerpt) for c in polled.corrupt],

@@ -39,6 +39,9 @@ class WordProbe:
         self.plain = [w for w in words if not CJK.search(w)]
         """In the order given; a CJK word is held only by a document with CJK text."""
         self.wanted = set(self.plain)
+        self.longest_first = sorted(self.plain, key=len, reverse=True)
+        """The substring test's order: a longer word is rarer, so a candidate lacking enough of
+        them is ruled out after fewer tests (the verdict does not depend on the order)."""
 
     @cached_property
     def starts(self) -> re.Pattern[str]:
@@ -52,13 +55,13 @@ class WordProbe:
         holds fewer than ``at_least`` of them: a word held is in the casefolded text, and a
         test of that rules out most candidates of the duplicate hint without the pattern."""
         flat = doc.casefold()
-        if CJK.search(flat):
+        if not flat.isascii() and CJK.search(flat):  # isascii is a flag: no scan
             words = distinct_words(doc)
             return tuple(w for w in self.words if holds(words, flat, w))
         if not self.plain:
             return ()
         spare = len(self.plain) - at_least
-        for word in self.plain:
+        for word in self.longest_first:
             if word not in flat:
                 spare -= 1
                 if spare < 0:
