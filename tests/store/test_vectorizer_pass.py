@@ -94,3 +94,19 @@ def test_a_search_reads_the_vectors_stored_since_its_last_by_their_stamps(
         plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + vectors.SINCE, (0, "x"))]
     assert plan[0].startswith("SEARCH v USING INTEGER PRIMARY KEY (rowid>?)"), plan
     assert not any("TEMP B-TREE" in step or "SCAN" in step for step in plan), plan
+
+
+def test_vectors_merged_batch_by_batch_are_the_matrix_merged_at_once() -> None:
+    rnd = np.random.default_rng(7)
+    fresh = [
+        (stamp, 100 + stamp % 40, rnd.standard_normal(DIMENSIONS).astype(np.float16).tobytes())
+        for stamp in range(1, 121)
+    ]  # 40 memories, each given a vector three times over (its text edited)
+    at_once, in_batches = vectors._Space(), vectors._Space()
+    at_once.merge(fresh[-40:])  # what the table holds then: each memory's last vector
+    for start in range(0, len(fresh), 7):
+        in_batches.merge(fresh[start : start + 7])
+    assert in_batches.rows == at_once.rows
+    assert in_batches.where == at_once.where
+    assert np.array_equal(in_batches.matrix, at_once.matrix)
+    assert in_batches.matrix.shape == (40, DIMENSIONS)
