@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from functools import partial
+from itertools import permutations
 from pathlib import Path
 from typing import Any
 
@@ -109,11 +110,11 @@ def _calls(k: int, size: int, calls: int) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _turns(names: list[str], k: int) -> list[str]:
-    """The servers' order in round ``k``: turned by one each round, so each follows each other
-    alike (a server's call is slower right after the official server's, whose calls at 10k
-    entities and more read its whole file and leave its collector running beside it)."""
-    k %= len(names)
-    return names[k:] + names[:k]
+    """The servers' order in round ``k``: each order of them in turn, so each follows each
+    other alike (a server's call is slower right after the official server's, whose calls at
+    10k entities and more read its whole file and leave its collector running)."""
+    orders = list(permutations(names))
+    return list(orders[k % len(orders)])
 
 
 def fill(client: PipeClient, size: int) -> None:
@@ -142,7 +143,7 @@ def measure_side_by_side(
     clients: dict[str, PipeClient], size: int, calls: int
 ) -> dict[str, dict[str, Any]]:
     """Fill every server's graph to ``size`` entities, then time every tool, round by round
-    with the servers interleaved, their order turned each round (so a change of the machine's
+    with the servers interleaved, in each of their orders in turn (so a change of the machine's
     load, and what one server leaves behind on the shared cores, hits each alike); p50/p99
     per tool in ms, per server, under ``"received_ms"`` the same until each answer's last byte
     had arrived (before the client parsed it), and under ``"cpu_ms"`` its process's CPU ms per

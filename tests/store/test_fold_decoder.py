@@ -100,9 +100,14 @@ def test_the_child_reads_what_this_process_reads_and_a_killed_child_is_taken_ove
     decoder = Decoder()
     assert decoder.proc is not None
     try:
-        decoder.ask(start_of(ShardReader(path)), 64 << 10)
+        # A shard whose file is gone by the time it is read: its one poll says so, and the
+        # fold leaves it there, before its end mark.
+        missing = decoder.ask(start_of(ShardReader(tmp_path / "node9.jsonl")), 64 << 10)
+        number = decoder.ask(start_of(ShardReader(path)), 64 << 10)
+        left = decoder.polls(ShardReader(tmp_path / "node9.jsonl"), 64 << 10, missing)
+        assert next(left)[0] is None
         reader = ShardReader(path)
-        taken = decoder.polls(reader, 64 << 10)
+        taken = decoder.polls(reader, 64 << 10, number)
         first = [next(taken)]  # the child answered: it holds more polls of the shard
         decoder.proc.kill()
         child = flat(first + list(taken))

@@ -133,7 +133,9 @@ def _receive(source: IO[bytes]) -> Any:
 
 def serve(requests: IO[bytes], out: IO[bytes]) -> None:
     """The child: for each shard asked, every poll of it (:data:`STEP` bytes at a time, a fold
-    may commit every ``every`` bytes), then an end mark."""
+    may commit every ``every`` bytes), then an end mark; each message numbered by its shard's
+    place in the order asked."""
+    asked = 0
     while True:
         try:
             (path, inode, offset, line, tail), every = _receive(requests)
@@ -142,9 +144,10 @@ def serve(requests: IO[bytes], out: IO[bytes]) -> None:
         reader = ShardReader(Path(path))
         place(reader, (inode, offset, line, tail))
         for polled, start, edge, state in polls(reader, min(STEP, every), every):
-            _send(out, (None if polled is None else _flat(polled), start, edge, state))
-        _send(out, None)
+            _send(out, (asked, (None if polled is None else _flat(polled), start, edge, state)))
+        _send(out, (asked, None))
         out.flush()
+        asked += 1
 
 
 class Decoder:
@@ -152,37 +155,50 @@ class Decoder:
     reading in this process when the child fails."""
 
     def __init__(self) -> None:
+        self.asked = 0
+        """Shards asked so far: the next one asked is number ``asked``."""
         self.proc: subprocess.Popen[bytes] | None = None
         with contextlib.suppress(OSError):
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "noon.store.readmodel.decoder"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                env={**os.environ, "PYTHONSAFEPATH": "1"},
+                # This process's import path (a checkout run in place too), not the directory
+                # the fold was started from.
+                env={
+                    **os.environ,
+                    "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+                    "PYTHONSAFEPATH": "1",
+                },
             )
 
-    def ask(self, start: Start, every: int) -> None:
+    def ask(self, start: Start, every: int) -> int:
         """Queue a shard (a fold may commit every ``every`` bytes of it): its polls come back
-        after those of the shards asked before."""
+        after those of the shards asked before. Its number, to take them by."""
+        self.asked += 1
         if self.proc is None:
-            return
+            return self.asked - 1
         assert self.proc.stdin is not None
         try:
             _send(self.proc.stdin, (start, every))
             self.proc.stdin.flush()
         except OSError:
             self._lost("cannot be asked")
+        return self.asked - 1
 
-    def polls(self, reader: ShardReader, every: int) -> Polls:
-        """The polls of the shard asked next (``reader`` at the position it was asked from),
-        each applied to ``reader`` as it is taken."""
+    def polls(self, reader: ShardReader, every: int, shard: int) -> Polls:
+        """The polls of the shard asked as number ``shard`` (``reader`` at the position it was
+        asked from), each applied to ``reader`` as it is taken. What is left of a shard asked
+        before, which the fold did not read to its end (its file vanished), is passed over."""
         while self.proc is not None:
             assert self.proc.stdout is not None
             try:
-                message = _receive(self.proc.stdout)
-            except (EOFError, OSError, ValueError):
+                number, message = _receive(self.proc.stdout)
+            except (EOFError, OSError, ValueError, TypeError):
                 self._lost("stopped")
                 break
+            if number < shard:
+                continue
             if message is None:
                 return
             flat, start, edge, state = message

@@ -294,15 +294,17 @@ class ReadModel:
         ahead = sum(max(size_of(self.dir, n) - readers[n].offset, 0) for n in todo)
         decoder = Decoder() if ahead >= WORTH and self._slice is None else None
         try:
-            if decoder is not None:
-                for name in todo:
-                    decoder.ask(start_of(readers[name]), self.poll_bytes)
+            asked = (
+                {}
+                if decoder is None
+                else {n: decoder.ask(start_of(readers[n]), self.poll_bytes) for n in todo}
+            )
             for name in todo:
                 reader = readers[name]
                 taken = (
                     polls(reader, self.poll_bytes)
                     if decoder is None
-                    else decoder.polls(reader, self.poll_bytes)
+                    else decoder.polls(reader, self.poll_bytes, asked[name])
                 )
                 tx = self._shard(tx, name, reader, taken)
                 if self.partial:
