@@ -49,7 +49,9 @@ PARTS = [
 TEXT = st.lists(st.sampled_from(PARTS), max_size=4).map("".join)
 """Few parts, so that texts share pieces longer than a trigram (and differ past them)."""
 QUERY = TEXT
-NAME = st.text(alphabet="aAbΣİ1", min_size=1, max_size=3)
+NAME = st.text(alphabet="aAbΣİ1\x00\x01", min_size=1, max_size=3)
+"""Names holding NUL and \x01 (and so \x01a, \x01b) reach the escapes of the names' set the
+observations' and relations' statements are given (``noon.store.readmodel.name_sets``)."""
 CASES: list[Callable[[str], str]] = [str, str.upper, str.swapcase]
 ENTITY = st.fixed_dictionaries(
     {"name": NAME, "entityType": TEXT, "observations": st.lists(TEXT, max_size=3)}

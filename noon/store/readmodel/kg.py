@@ -19,6 +19,7 @@ from noon.core.ops import Key
 from noon.kg.graph import js_lower, matches, relation_shown
 from noon.store.readmodel.apply import chunks
 from noon.store.readmodel.documents import SEPARATOR, entity_texts
+from noon.store.readmodel.name_sets import name_set
 from noon.store.readmodel.rows import key_text
 from noon.store.readmodel.schema import ENTITIES_BY_NAME, OBS_TEXT
 from noon.store.readmodel.state import Database, StoredElement, load_element
@@ -154,36 +155,24 @@ class SqlKg:
         """The live relations from or to any of ``names``, in write order."""
         return [
             rel_key(self.ns, src, dst, rtype, int(slot))
-            for _, _, _, src, dst, rtype, slot in self._touching(names)
+            for src, dst, rtype, slot in self._touching(names, "src, dst, rtype, slot")
         ]
 
-    def _touching(self, names: Iterable[str]) -> list[tuple[Any, ...]]:
-        """The rows ``(w_hlc, w_node, w_seq, src, dst, rtype, slot)`` of the live relations
-        from or to any of ``names``, in write order: looked up
-        :data:`~noon.store.readmodel.apply.IN_CHUNK` names a statement from each end's index
-        (an OR would scan the namespace), so the cost follows the names asked, not the
-        namespace. A relation between two of the names comes from its source's statement
-        alone; each winning op writes one element, so no two rows share their place."""
-        wanted = set(names)
-        rows: list[tuple[Any, ...]] = []
-        for part in chunks(list(wanted)):
-            marks = ",".join("?" * len(part))
-            rows += self.conn.execute(
-                f"SELECT {_ORDER}, src, dst, rtype, slot FROM relations "
-                f"WHERE ns = ? AND src IN ({marks})",
-                (self.ns, *part),
-            ).fetchall()
-            rows += [
-                row
-                for row in self.conn.execute(
-                    f"SELECT {_ORDER}, src, dst, rtype, slot FROM relations "
-                    f"INDEXED BY relations_by_dst WHERE ns = ? AND dst IN ({marks})",
-                    (self.ns, *part),
-                )
-                if row[3] not in wanted
-            ]
-        rows.sort()
-        return rows
+    def _touching(self, names: Iterable[str], columns: str) -> sqlite3.Cursor:
+        """``columns`` of the live relations from or to any of ``names``, in write order, from
+        one statement: each end's index searched for every name (an OR would scan the
+        namespace), so the cost follows the names asked, not the namespace, and SQLite sorts
+        the rows by their place. A relation between two of the names comes from its source's
+        search alone; each winning op writes one element, so no two rows share their place."""
+        rows = f"{_ORDER}, {columns}"
+        wanted, param = name_set(list(names))
+        return self.conn.execute(
+            f"SELECT {columns} FROM (SELECT {rows} FROM relations "
+            f"WHERE ns = ?1 AND src IN ({wanted}) UNION ALL SELECT {rows} FROM relations "
+            f"INDEXED BY relations_by_dst WHERE ns = ?1 AND dst IN ({wanted}) "
+            f"AND src NOT IN ({wanted})) ORDER BY {_ORDER}",
+            (self.ns, param),
+        )
 
     def graph(self) -> dict[str, Any]:
         """The whole graph in write order (:meth:`entries`, shown)."""
@@ -282,25 +271,23 @@ class SqlKg:
 
     def _show(self, rows: Iterable[tuple[Any, ...]]) -> list[dict[str, Any]]:
         """The entities of ``(name, type, after)`` rows as shown, in the rows' order, with their
-        observations read :data:`~noon.store.readmodel.apply.IN_CHUNK` entities a statement
-        (asked as one join, SQLite would probe the index once per entity of the namespace;
-        the index gives each entity's in write order)."""
+        observations read in one statement (asked as one join, SQLite would probe the index
+        once per entity of the namespace; the index gives each entity's in write order)."""
         shown: dict[str, tuple[int, list[str]]] = {}
         entities = []
         for name, etype, after in rows:
             observations: list[str] = []
             shown[name] = (after, observations)
             entities.append(_shown(name, etype, observations))
-        for part in chunks(list(shown)):
-            marks = ",".join("?" * len(part))
-            for entity, text, stamp in self.conn.execute(
-                f"SELECT entity, {OBS_TEXT}, w_hlc FROM observations "
-                f"WHERE ns = ? AND entity IN ({marks}) ORDER BY entity, {_ORDER}",
-                (self.ns, *part),
-            ):
-                after, observations = shown[entity]
-                if stamp > after:  # at or before it: the deleted incarnation's
-                    observations.append(text)
+        wanted, param = name_set(shown)
+        for entity, text, stamp in self.conn.execute(
+            f"SELECT entity, {OBS_TEXT}, w_hlc FROM observations "
+            f"WHERE ns = ?1 AND entity IN ({wanted}) ORDER BY entity, {_ORDER}",
+            (self.ns, param),
+        ):
+            after, observations = shown[entity]
+            if stamp > after:  # at or before it: the deleted incarnation's
+                observations.append(text)
         return entities
 
     def open(self, names: Iterable[str]) -> dict[str, Any]:
@@ -323,6 +310,8 @@ class SqlKg:
             "entities": entities,
             "relations": [
                 relation_shown(src, dst, rtype)
-                for _, _, _, src, dst, rtype, _ in self._touching(e["name"] for e in entities)
+                for src, dst, rtype in self._touching(
+                    (e["name"] for e in entities), "src, dst, rtype"
+                )
             ],
         }
