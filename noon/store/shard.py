@@ -301,19 +301,31 @@ def append_all(
     size = os.fstat(fd).st_size
     try:
         write_all(fd, data)
-        if fsync and meanwhile is not None:
-            synced = _syncer().submit(os.fsync, fd)
-            try:
-                meanwhile()
-            finally:
-                synced.result()
-        elif fsync:
-            os.fsync(fd)
+        if fsync:
+            _fsync_beside(fd, meanwhile)
     except BaseException:
         os.ftruncate(fd, size)
         with contextlib.suppress(OSError):
             os.fsync(fd)
         raise
+
+
+def _fsync_beside(fd: int, meanwhile: Callable[[], None] | None) -> None:
+    """fsync ``fd``, running ``meanwhile`` while it waits (after it, once the interpreter is
+    shutting down and no thread takes new work)."""
+    if meanwhile is None:
+        os.fsync(fd)
+        return
+    try:
+        synced = _syncer().submit(os.fsync, fd)
+    except RuntimeError:  # cannot schedule new futures after interpreter shutdown
+        os.fsync(fd)
+        meanwhile()
+        return
+    try:
+        meanwhile()
+    finally:
+        synced.result()
 
 
 @functools.cache

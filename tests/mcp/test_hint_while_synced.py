@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from mcp import Client
 
 from noon.config import Settings
+from noon.store import shard
 from noon.store.readmodel import search
 from noon.store.store import Store
 from tests.harness.uri import Session, make_server
@@ -90,3 +92,23 @@ async def test_the_hint_runs_while_the_fsync_waits(
     monkeypatch.setattr(os, "fsync", fsync_after_the_hint)
     assert await _hints(tmp_path, True, [TEA]) == ["core://tea"]
     assert waited == [True, True]  # the first memory's create and the duplicate's
+
+
+async def test_without_the_fsync_thread_the_write_is_fsyncd_and_hinted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the interpreter shuts down no thread takes new work: the fsync is made in place and
+    the hint after it, the same hint."""
+    closed = ThreadPoolExecutor(max_workers=1)
+    closed.shutdown()
+    synced: list[int] = []
+    fsync = os.fsync
+
+    def counted(fd: int) -> None:
+        synced.append(fd)
+        fsync(fd)
+
+    monkeypatch.setattr(shard, "_syncer", lambda: closed)
+    monkeypatch.setattr(os, "fsync", counted)
+    assert await _hints(tmp_path, True, [TEA]) == ["core://tea"]
+    assert synced
