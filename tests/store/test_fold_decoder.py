@@ -6,6 +6,7 @@ nothing: the next fold resumes and its child goes with it."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import select
@@ -212,3 +213,17 @@ def test_a_fold_killed_mid_pipeline_resumes_and_its_child_goes(tmp_path: Path) -
     assert snapshot(resumed.conn) == snapshot(fresh.conn)
     resumed.close()
     fresh.close()
+
+
+def test_the_child_marks_commit_points_no_further_apart_than_the_folds_own_polls(
+    tmp_path: Path,
+) -> None:
+    """Read in small polls, a shard offers the fold a commit point where a poll of the fold's
+    own size would have ended, never later: its transactions hold no more than before."""
+    write_shards(tmp_path, 6000)
+    reader = ShardReader(tmp_path / "node0.jsonl")
+    every, cap = 200 << 10, 48 << 10
+    points = [0] + [state[1] for _, _, edge, state in polls(reader, cap, every) if edge]
+    gaps = [b - a for a, b in itertools.pairwise(points)]
+    assert len(gaps) >= 3
+    assert all(every - cap < gap <= every for gap in gaps)

@@ -62,7 +62,8 @@ def place(reader: ShardReader, state: State) -> None:
 def polls(reader: ShardReader, cap: int, every: int = 0) -> Polls:
     """Every poll a fold of the shard makes, in order, read here. A batch larger than a poll is
     read again with twice the cap. A fold may commit after a poll that is not the shard's last
-    and moved the reader, once ``every`` bytes were read since it last could."""
+    and moved the reader, and, with ``every``, only where a poll of ``every`` bytes from where
+    it last could would have ended: where the next poll would read past it."""
     since = reader.offset
     while True:
         before = reader.offset
@@ -74,7 +75,7 @@ def polls(reader: ShardReader, cap: int, every: int = 0) -> Polls:
         start = 0 if polled.rewritten else before
         last = start + cap >= polled.size
         moved = reader.offset != start
-        edge = not last and moved and reader.offset - since >= every
+        edge = not last and moved and reader.offset + cap - since > every
         if edge or polled.rewritten:
             since = reader.offset
         yield polled, start, edge, position(reader)
