@@ -5,6 +5,7 @@ raised by any planning run writes nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from noon.app.actor import Actor
@@ -36,16 +37,22 @@ def create(
     content: str,
     priority: int,
     disclosure: str,
+    meanwhile: Callable[[str], None] | None = None,
 ) -> Created:
     """A new memory under ``parent`` (a memory or a domain root), named ``title`` or the next
-    free number."""
+    free number. ``meanwhile`` gets the new memory's id while it is fsync'd
+    (:meth:`~noon.store.store.Store.write`)."""
     at = parse(parent)
 
     def fn(g: SqlGraph) -> tuple[list[Draft], tuple[str, Uri]]:
         drafts, node, uri = plan.create(g, who.namespace, at, title, content, priority, disclosure)
         return drafts, (node, uri)
 
-    ops, (node, uri) = svc.write(fn, who.client, who.via)
+    def during(info: tuple[str, Uri]) -> None:
+        assert meanwhile is not None
+        meanwhile(info[0])
+
+    ops, (node, uri) = svc.write(fn, who.client, who.via, None if meanwhile is None else during)
     return Created(uri, node, version_id(ops[0]))
 
 

@@ -80,8 +80,11 @@ class CreateOut(Out):
     related: list[str]
 
 
-def similar(svc: GraphService, ns: str, node: str, title: str, content: str) -> list[str]:
-    """Existing memories matching at least half the distinct words of a new one."""
+def similar(
+    svc: GraphService, ns: str, node: str, title: str, content: str, folded: bool = True
+) -> list[str]:
+    """Existing memories matching at least half the distinct words of a new one (``folded``:
+    the new one is in the read model already)."""
     words = list(dict.fromkeys(tokens(f"{title} {content}")))[:SIMILAR_WORDS]
     if len(words) < 2:
         return []
@@ -90,7 +93,7 @@ def similar(svc: GraphService, ns: str, node: str, title: str, content: str) -> 
     def accept(n: str) -> bool:
         return g.is_live(ns, n) and bool(g.uris(ns, n, 1))
 
-    hits = svc.search.related(ns, words, 3, accept, own=node)
+    hits = svc.search.related(ns, words, 3, accept, own=node, own_folded=folded)
     return [str(g.uris(ns, h.node)[0][0]) for h in hits]
 
 
@@ -108,14 +111,44 @@ def similar(svc: GraphService, ns: str, node: str, title: str, content: str) -> 
 )
 def create_memory(svc: GraphService, args: CreateArgs, ctx: ToolContext) -> Reply:
     parent = parse(args.parent_uri)
+    title = args.title or ""
+    hinted: list[list[str]] = []
+    failed: list[Exception] = []
+
+    def while_synced(node: str) -> None:
+        # The hint is made while the new memory is fsync'd (which waits without the
+        # interpreter): it reads the other memories as the write found them under its lock,
+        # the new one not yet folded (the hint passes over it anyway).
+        try:
+            hinted.append(
+                svc.read(
+                    lambda s: similar(s, ctx.namespace, node, title, args.content, False),
+                    refresh=False,
+                )
+            )
+        except Exception as exc:  # raised below, once the write stands, as after the write
+            failed.append(exc)
+
     made = memories.create(
-        svc, actor(ctx), args.parent_uri, args.title, args.content, args.priority, args.disclosure
+        svc,
+        actor(ctx),
+        args.parent_uri,
+        args.title,
+        args.content,
+        args.priority,
+        args.disclosure,
+        while_synced,
     )
     uri, node = made.uri, made.node
-    # The hint follows the write: it reads the state the write left, the shards not looked at
-    # again (what another process wrote meanwhile is no better a duplicate to name).
-    related = svc.read(
-        lambda s: similar(s, ctx.namespace, node, args.title or "", args.content), refresh=False
+    if failed:
+        raise failed[0]
+    # Without an fsync the hint follows the write: it reads the state the write left, the
+    # shards not looked at again (what another process wrote meanwhile is no better a
+    # duplicate to name).
+    related = (
+        hinted[0]
+        if hinted
+        else svc.read(lambda s: similar(s, ctx.namespace, node, title, args.content), refresh=False)
     )
     text = f"Success: Memory created at '{uri}'\n\n"
     if related:

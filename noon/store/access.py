@@ -50,9 +50,14 @@ class GraphService:
                 return fn(self)
 
     def write(
-        self, plan: Callable[[SqlGraph], tuple[list[Draft], T]], client: str, via: str = "cli"
+        self,
+        plan: Callable[[SqlGraph], tuple[list[Draft], T]],
+        client: str,
+        via: str = "cli",
+        meanwhile: Callable[[T], None] | None = None,
     ) -> tuple[list[Op], T]:
-        """Plan against the fresh graph and append the drafts as one durable batch."""
+        """Plan against the fresh graph and append the drafts as one durable batch;
+        ``meanwhile`` gets the plan's info while the batch is fsync'd (:meth:`Store.write`)."""
         out: list[T] = []
 
         def planner(graph: SqlGraph) -> list[Draft]:
@@ -60,7 +65,8 @@ class GraphService:
             out.append(info)
             return drafts
 
-        ops = self.store.write(planner, client=client, via=via)
+        during = None if meanwhile is None else lambda: meanwhile(out[-1])
+        ops = self.store.write(planner, client=client, via=via, meanwhile=during)
         return ops, out[-1]
 
 

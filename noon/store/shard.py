@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import mmap
 import os
 import secrets
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -287,20 +289,37 @@ def _own_ops(buf: Buffer, end: int, node: str) -> Iterator[tuple[tuple[int, Op],
             yield (start, op), Envelope(op.node, op.seq, op.bat)
 
 
-def append_all(fd: int, data: bytes, *, fsync: bool) -> None:
+def append_all(
+    fd: int, data: bytes, *, fsync: bool, meanwhile: Callable[[], None] | None = None
+) -> None:
     """Under the shard's lock: append ``data`` (whole lines) all or nothing. A write or fsync
     that fails (a full disk) truncates the file back to where it was before raising, so a
-    failure reported is an append that did not happen, and a retry cannot duplicate it."""
+    failure reported is an append that did not happen, and a retry cannot duplicate it.
+
+    ``meanwhile`` (which must not raise) runs while the fsync does, on a thread of its own that
+    waits for the disk without the interpreter; it returns once both are done."""
     size = os.fstat(fd).st_size
     try:
         write_all(fd, data)
-        if fsync:
+        if fsync and meanwhile is not None:
+            synced = _syncer().submit(os.fsync, fd)
+            try:
+                meanwhile()
+            finally:
+                synced.result()
+        elif fsync:
             os.fsync(fd)
     except BaseException:
         os.ftruncate(fd, size)
         with contextlib.suppress(OSError):
             os.fsync(fd)
         raise
+
+
+@functools.cache
+def _syncer() -> ThreadPoolExecutor:
+    """The thread an fsync waits on while :func:`append_all`'s caller goes on."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="noon-fsync")
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -156,10 +156,19 @@ class Store:
 
     # -- writing -------------------------------------------------------------------------
 
-    def write(self, plan: Plan, *, client: str = "cli", via: str = "cli") -> list[Op]:
+    def write(
+        self,
+        plan: Plan,
+        *,
+        client: str = "cli",
+        via: str = "cli",
+        meanwhile: Callable[[], None] | None = None,
+    ) -> list[Op]:
         """Plan ops against the fresh state and append them as one batch, durably. ``via`` is
         the edge writing (:data:`noon.core.ops.EDGES`, chosen by that edge's code), ``client``
-        the name it was told (shown only).
+        the name it was told (shown only). ``meanwhile`` (which must not raise) runs while the
+        batch is fsync'd, under the store's lock, the read model as it was before the batch (a
+        read that need not see it); it does not run when nothing is written or fsync'd.
 
         ``plan`` reads the graph it is given (the read model, one consistent snapshot) and may
         raise to abort: nothing is written then. It can run twice (see the module docstring).
@@ -211,7 +220,7 @@ class Store:
                 for op, line in zip(ops, lines, strict=True):
                     op.digest = line_digest(line)  # of the line as signed
                 written(lines, ops)  # the fold below takes them instead of decoding the lines
-                self._append(fd, b"".join(line + b"\n" for line in lines))
+                self._append(fd, b"".join(line + b"\n" for line in lines), meanwhile)
                 if self.settings.fsync and created:
                     fsync_dir(self.dir)
             finally:
@@ -233,9 +242,9 @@ class Store:
         if self.model.behind is not None:
             raise DiskFull(self.model.behind.refusal())
 
-    def _append(self, fd: int, data: bytes) -> None:
+    def _append(self, fd: int, data: bytes, meanwhile: Callable[[], None] | None = None) -> None:
         try:
-            append_all(fd, data, fsync=self.settings.fsync)
+            append_all(fd, data, fsync=self.settings.fsync, meanwhile=meanwhile)
         except OSError as exc:
             if not full(exc):
                 raise

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Callable
 
 from noon import cli
 from noon.store import store
@@ -19,9 +20,11 @@ def main() -> int:
     append = store.append_all
     appended = 0
 
-    def append_then_die(fd: int, data: bytes, *, fsync: bool) -> None:
+    def append_then_die(
+        fd: int, data: bytes, *, fsync: bool, meanwhile: Callable[[], None] | None = None
+    ) -> None:
         nonlocal appended
-        append(fd, data, fsync=fsync)
+        append(fd, data, fsync=fsync, meanwhile=meanwhile)
         appended += 1
         if appended >= die_at:
             os.kill(os.getpid(), signal.SIGKILL)

@@ -404,6 +404,7 @@ class Search:
         limit: int,
         accept: Callable[[str], bool] | None = None,
         own: str | None = None,
+        own_folded: bool = True,
     ) -> list[Hit]:
         """Memories holding at least half of ``words`` (a new memory's), most shared first: the
         duplicate hint of ``create_memory``. The candidates hold one of the longest words and
@@ -411,7 +412,9 @@ class Search:
         store; in a store where even those words are everywhere, an older duplicate can go
         unnoticed (the hint is advice, never a refusal). ``own`` (the new memory, which holds
         all its words and is the newest candidate) is passed over unscored: it is never a hit,
-        and scoring it would compile the word pattern for nothing."""
+        and scoring it would compile the word pattern for nothing. ``own_folded=False``: the new
+        memory is not in the index yet (the hint runs while it is fsync'd), so one candidate
+        fewer is read, the ones it would have been read beside."""
         probe = sorted(dict.fromkeys(words), key=len, reverse=True)[:PROBE_WORDS]
         if not probe:
             return []
@@ -420,7 +423,7 @@ class Search:
             "FROM memory_fts f JOIN memories m ON m.id = f.rowid JOIN memory_docs d ON d.id = m.id "
             "WHERE memory_fts MATCH ? AND m.ns = ? AND m.deleted = 0 "
             "ORDER BY f.rowid DESC LIMIT ?",
-            (" OR ".join(quoted(w) for w in probe), namespace, PROBE_CANDIDATES),
+            (" OR ".join(quoted(w) for w in probe), namespace, PROBE_CANDIDATES - (not own_folded)),
         ).fetchall()
         scored = []
         probe_words, half = WordProbe(words), (len(words) + 1) // 2
