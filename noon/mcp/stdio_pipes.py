@@ -11,7 +11,7 @@ file, a terminal) is served by the SDK's ``stdio_server`` whole.
 On pipes the server is given its two streams as the SDK's ``ReadStream`` and ``WriteStream``
 protocols describe them, without the SDK's reader and writer tasks and their memory streams:
 :class:`LineMessages` validates each line with the SDK's adapter in the task that reads it (the
-SDK's runner), :class:`WireMessages` frames each message with the SDK's ``model_dump_json`` and
+SDK's runner), :class:`WireMessages` frames each message as the SDK's ``model_dump_json`` does and
 writes it in the task that sends it. Two task hand-offs fewer per message (a ping's CPU in one
 process about 0.20 -> 0.15 ms), and no message is held after it is written: the SDK's writer
 held its last one until the next arrived, so a 50k-entity read_graph answer (its whole dumped
@@ -55,13 +55,13 @@ class PipeLines:
 
 
 class PipeWriter:
-    """Text written to a pipe; ``flush`` waits while the pipe's reader is behind."""
+    """Bytes written to a pipe; ``flush`` waits while the pipe's reader is behind."""
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
 
-    async def write(self, text: str) -> None:
-        self._writer.write(text.encode("utf-8"))
+    async def write(self, data: bytes) -> None:
+        self._writer.write(data)
 
     async def flush(self) -> None:
         await self._writer.drain()
@@ -132,8 +132,13 @@ class LineMessages:
 
 class WireMessages:
     """The server's write stream (the SDK's ``WriteStream``): each message framed as the SDK's
-    stdio writer frames it (``model_dump_json``) and written by the task that sends it, so it
-    is held only until written; a pipe whose reader left is a closed stream to the SDK."""
+    stdio writer frames it and written by the task that sends it, so it is held only until
+    written; a pipe whose reader left is a closed stream to the SDK.
+
+    The SDK's writer takes ``model_dump_json`` (the serializer's UTF-8 bytes decoded into a
+    str) and encodes that str again; here the serializer's bytes are written as they come, the
+    very same bytes, without the decode and encode of the whole answer (about 0.5 ms of CPU for
+    a 10k-entity read_graph answer)."""
 
     def __init__(self, out: PipeWriter) -> None:
         self._out = out
@@ -142,9 +147,10 @@ class WireMessages:
     async def send(self, item: SessionMessage, /) -> None:
         if self._closed:
             raise anyio.ClosedResourceError
-        text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        message = item.message
+        data = message.__pydantic_serializer__.to_json(message, by_alias=True, exclude_unset=True)
         try:
-            await self._out.write(text + "\n")
+            await self._out.write(data + b"\n")
             await self._out.flush()
         except (BrokenPipeError, ConnectionResetError) as gone:
             raise anyio.BrokenResourceError from gone
