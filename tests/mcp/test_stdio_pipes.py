@@ -206,27 +206,3 @@ async def test_a_pipe_whose_reader_left_is_a_broken_stream_to_the_sdk() -> None:
         with pytest.raises(anyio.BrokenResourceError):
             await write.send(SessionMessage(answer_to(1)))
         assert [m async for m in read] == []
-
-
-async def test_each_message_is_framed_in_the_bytes_the_sdk_writer_sends() -> None:
-    """The serializer's bytes go out as they come; they are the very bytes of the SDK's stdio
-    writer (``model_dump_json``, then encoded): aliases, unset fields left out, text as is."""
-    messages: list[mcp_types.JSONRPCMessage] = [
-        mcp_types.JSONRPCResponse(
-            jsonrpc="2.0",
-            id=3,
-            result={"content": [{"type": "text", "text": 'é \u2028 "q" \\ \n 🌍'}], "n": 1.5},
-        ),
-        mcp_types.JSONRPCError(
-            jsonrpc="2.0", id="x", error=mcp_types.ErrorData(code=-32602, message="bad ü")
-        ),
-        mcp_types.JSONRPCNotification(
-            jsonrpc="2.0", method="notifications/resources/updated", params={"uri": "noon://a"}
-        ),
-    ]
-    out = _Out()
-    async with message_streams(_lines([]), out) as (_, write):  # type: ignore[arg-type]
-        for message in messages:
-            await write.send(SessionMessage(message))
-    sdk = [(m.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode() for m in messages]
-    assert out.lines == sdk
