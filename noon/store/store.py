@@ -128,11 +128,12 @@ class Store:
 
     # -- reading -------------------------------------------------------------------------
 
-    def refresh(self) -> Touched:
+    def refresh(self, *, grown: bool = False) -> Touched:
         """Fold in whatever the shards gained; tell listeners what changed since this process
-        last looked (whoever folded it)."""
+        last looked (whoever folded it). ``grown``: this process just appended to a shard
+        (:meth:`ReadModel.refresh`)."""
         with self.lock:
-            touched = self.model.refresh()
+            touched = self.model.refresh(grown=grown)
             if touched:
                 for listener in list(self.listeners):
                     listener(touched)
@@ -227,7 +228,7 @@ class Store:
                 os.close(fd)
             if request is not None:
                 request.written = True
-            self.refresh()  # on a full disk the read model falls behind: the batch is durable
+            self.refresh(grown=True)  # on a full disk the read model falls behind: durable
         if self.compaction_due(ops) and self.behind is None and not self._one_op_each():
             self._compact_in_background()
         return ops

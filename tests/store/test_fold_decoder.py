@@ -169,9 +169,9 @@ directory = Path(sys.argv[1])
 m = ReadModel(directory, directory / FILE_NAME, Clock(), lambda: 1_800_000_000_000)
 m.chunk_ops, m.poll_bytes = 500, 16 << 10
 commits = 0
-def commit(tx, commit=m._commit):
+def commit(tx, meta, commit=m._commit):
     global commits
-    commit(tx)
+    commit(tx, meta)
     commits += 1
     if commits == 3:
         print("committed", flush=True)

@@ -23,6 +23,7 @@ import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -46,11 +47,13 @@ from noon.store.readmodel.touched import (
     touched_since,
 )
 from noon.store.readmodel.unfolded import (
+    SHARDS,
     FileIds,
     cut_mark,
     file_ids,
     fork_record,
-    read_meta,
+    meta_int,
+    read_metas,
     size_of,
     unchanged,
     unfolded_bytes,
@@ -70,6 +73,18 @@ class Unshared(Exception):
 
 Cursor = tuple[str, int, int, int, bytes, bytes]
 """(shard, inode, offset, line, tail mark, head mark) as saved in ``shards``."""
+
+
+class Unsettled(NamedTuple):
+    """What a fold found to do: the shards and their identities now, the fork found last
+    (None: none), the saved cursors (:data:`~.unfolded.SHARDS`'s rows) and the ``meta`` values
+    a fold reads (``fork``, ``journal``, ``clock``, ``generation``), read once."""
+
+    names: list[str]
+    seen: FileIds
+    forked: tuple[str, str, FileIds] | None
+    rows: list[tuple[Any, ...]]
+    meta: dict[str, object]
 
 
 class ReadModel:
@@ -125,9 +140,6 @@ class ReadModel:
 
     # -- meta ------------------------------------------------------------------------------
 
-    def _meta(self, key: str, default: object = 0) -> object:
-        return read_meta(self.conn, key, default)
-
     def _set_meta(self, key: str, value: object) -> None:
         self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
@@ -137,7 +149,7 @@ class ReadModel:
 
     # -- refresh ---------------------------------------------------------------------------
 
-    def refresh(self, *, slice_ops: int | None = None) -> Touched:
+    def refresh(self, *, slice_ops: int | None = None, grown: bool = False) -> Touched:
         """Fold whatever the shards gained; report what changed since this process last
         looked, whichever process folded it. A damaged file is thrown away and rebuilt. On a
         full disk the committed state stays readable and :attr:`behind` says why it is not
@@ -145,7 +157,10 @@ class ReadModel:
 
         ``slice_ops``: stop after the first committed chunk past this many ops, leaving
         :attr:`partial` set (a background folder calls again, releasing the locks between
-        slices so a collection waiting for the cut is not held up by a long catch-up)."""
+        slices so a collection waiting for the cut is not held up by a long catch-up).
+
+        ``grown``: the caller knows a shard grew (it just appended to it), so the fold does not
+        look at the shards before taking the fold's lock; it looks once, under it."""
         self.partial = False
         if self.behind is not None and not self.behind.due():
             self.behind.pending = unfolded_bytes(self.conn, self.dir)
@@ -154,9 +169,10 @@ class ReadModel:
             self._slice = slice_ops
             try:
                 with self.cut.held():
-                    self._fold()
-                    self.clock.last = max(self.clock.last, self._int("clock"))
-                    touched = self._since_seen()
+                    self._fold(grown)
+                    meta = read_metas(self.conn, "clock", "generation", "reset")
+                    self.clock.last = max(self.clock.last, meta_int(meta, "clock"))
+                    touched = self._since_seen(meta)
             except (sqlite3.DatabaseError, OSError) as exc:
                 if full(exc, self.dir):
                     return self._fell_behind()
@@ -192,10 +208,6 @@ class ReadModel:
             )
         return self._since_seen()
 
-    def _int(self, key: str) -> int:
-        value = self._meta(key)
-        return value if isinstance(value, int) else 0
-
     def _reopen(self) -> None:
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
@@ -205,44 +217,52 @@ class ReadModel:
         self.conn, self.inode = schema.connect(self.path, self.dir)
         self.seen = -1
 
-    def _fold(self) -> None:
-        if self._unsettled() is None:
+    def _fold(self, grown: bool) -> None:
+        if not grown and self._unsettled() is None:
             return
         with schema.locked(self.path), paused():
             self._fold_locked()
 
-    def _unsettled(self) -> tuple[list[str], FileIds] | None:
-        """The shards and their identities now; None when there is nothing to fold (every
-        shard is where its cursor says). Raises the fork found last while the shard files are
-        still the ones it was found in."""
+    def _unsettled(self) -> Unsettled | None:
+        """What there is to fold; None when nothing (every shard is where its cursor says).
+        Raises the fork found last while the shard files are still the ones it was found in."""
         names = list_shards(self.dir)
         seen = file_ids(self.dir, names)
-        forked = fork_record(self.conn)
+        meta = read_metas(self.conn, "fork", "journal", "clock", "generation")
+        rows = self.conn.execute(SHARDS).fetchall()
+        forked = fork_record(meta)
         if forked is not None:
             if forked[2] == seen:
                 raise ForkDetected(forked[1])
-            return names, seen
-        return None if unchanged(self.conn, seen, cut_mark(self.cut)) else (names, seen)
+        elif unchanged(rows, seen, meta, cut_mark(self.cut)):
+            return None
+        return Unsettled(names, seen, forked, rows, meta)
 
     def _fold_locked(self) -> None:
-        found = self._unsettled()
-        if found is None:
-            return  # another process folded it while this one waited
-        names, seen = found
-        journal = cut_mark(self.cut)
-        forked = fork_record(self.conn)
+        """Under the fold's lock: look at the shards once more, inside the write transaction
+        (so what it read of the read model stays true until the commit), and fold."""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
+            found = self._unsettled()
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        if found is None:
+            self.conn.execute("ROLLBACK")
+            return  # another process folded it while this one waited
+        journal = cut_mark(self.cut)
+        try:
             tx = Transaction(self.conn)
-            if forked is not None:
-                self._forget_node(tx, forked[0])
-            tx = self._catch_up(tx, names, seen, journal)
-            self._commit(tx)
+            if found.forked is not None:
+                self._forget_node(tx, found.forked[0])
+                found = found._replace(rows=self.conn.execute(SHARDS).fetchall())
+            tx = self._catch_up(tx, found, journal)
+            self._commit(tx, found.meta)
         except ForkError as exc:
             self.conn.execute("ROLLBACK")
             message = describe_fork(self.dir, exc)
             with self.conn:
-                self._set_meta("fork", orjson.dumps([exc.node, message, seen]).decode())
+                self._set_meta("fork", orjson.dumps([exc.node, message, found.seen]).decode())
             raise ForkDetected(message) from None
         except BaseException:
             if self.conn.in_transaction:
@@ -258,23 +278,19 @@ class ReadModel:
 
     # -- catching up -----------------------------------------------------------------------
 
-    def _catch_up(
-        self, tx: Transaction, names: list[str], seen: FileIds, journal: str
-    ) -> Transaction:
+    def _catch_up(self, tx: Transaction, found: Unsettled, journal: str) -> Transaction:
         """Fold what each shard gained. A shard whose file is the one its cursor saw last, at
         the size and time it saw (the identity the idle refresh trusts), is not read again,
         unless the collection journal changed since; so a fold costs the shards that moved,
         not every shard of the mesh."""
-        same_journal = str(self._meta("journal", "")) == journal
+        names, seen, meta = found.names, found.seen, found.meta
+        same_journal = str(meta.get("journal", "")) == journal
         if not same_journal:
             self._leave_out_journal(tx)
             self._set_meta("journal", journal)
         cursors: dict[str, Cursor] = {}
         folded: set[str] = set()
-        for row in self.conn.execute(
-            "SELECT name, inode, offset, line, tail_mark, head_mark, seen_size, seen_mtime "
-            "FROM shards"
-        ).fetchall():
+        for row in found.rows:
             cursors[row[0]] = (row[0], row[1], row[2], row[3], bytes(row[4]), bytes(row[5]))
             if same_journal and seen.get(row[0]) == (row[1], row[6], row[7]):
                 folded.add(row[0])
@@ -306,7 +322,7 @@ class ReadModel:
                     if decoder is None
                     else decoder.polls(reader, self.poll_bytes, asked[name])
                 )
-                tx = self._shard(tx, name, reader, taken)
+                tx = self._shard(tx, name, reader, taken, meta)
                 if self.partial:
                     break
         finally:
@@ -333,8 +349,16 @@ class ReadModel:
             reader.inode, reader.offset, reader.line, reader.tail_mark = -2, 0, 0, b""
         return reader
 
-    def _shard(self, tx: Transaction, name: str, reader: ShardReader, taken: Polls) -> Transaction:
-        """Fold the polls ``taken`` of the shard ``reader`` reads (each one has moved it)."""
+    def _shard(
+        self,
+        tx: Transaction,
+        name: str,
+        reader: ShardReader,
+        taken: Polls,
+        meta: dict[str, object],
+    ) -> Transaction:
+        """Fold the polls ``taken`` of the shard ``reader`` reads (each one has moved it);
+        ``meta`` holds the ``clock`` and ``generation`` the open transaction found."""
         node = shard_node(name)
         assert node is not None
         kept: set[int] | None = None
@@ -353,8 +377,9 @@ class ReadModel:
             self._progress.advance(reader.offset - start)
             if edge and kept is None and tx.added >= self.chunk_ops:
                 self._save_cursor(name, reader, size, partway=True)
-                self._commit(tx)
+                self._commit(tx, meta)
                 self.conn.execute("BEGIN IMMEDIATE")
+                meta.update(read_metas(self.conn, "clock", "generation"))
                 if self._slice is not None:
                     self._slice -= tx.added
                 tx = Transaction(self.conn)
@@ -411,17 +436,22 @@ class ReadModel:
             (name, reader.inode, reader.offset, reader.line, reader.tail_mark, head, size, mtime),
         )
 
-    def _commit(self, tx: Transaction) -> None:
+    def _commit(self, tx: Transaction, meta: dict[str, object]) -> None:
+        """Finish ``tx`` and commit; ``meta`` holds the ``clock`` and ``generation`` this
+        transaction found."""
         keys = tx.finish()
         if tx.newest:
             self.clock.observe(tx.newest, self.now_ms())
-        self._set_meta("clock", max(self._int("clock"), self.clock.last))
+        self._set_meta("clock", max(meta_int(meta, "clock"), self.clock.last))
         if keys or tx.removed:
-            log_fold(self.conn, keys)
+            log_fold(self.conn, keys, meta_int(meta, "generation"))
         self.conn.execute("COMMIT")
 
-    def _since_seen(self) -> Touched:
-        touched, self.seen = touched_since(self.conn, self.seen)
+    def _since_seen(self, meta: dict[str, object] | None = None) -> Touched:
+        """``meta``: its ``generation`` and ``reset`` as just read, if they were."""
+        if meta is None:
+            meta = read_metas(self.conn, "generation", "reset")
+        touched, self.seen = touched_since(self.conn, self.seen, meta)
         return touched
 
     def changed_since(self, generation: int) -> set[Key] | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from noon.core.ops import Key
 from noon.store.readmodel.rows import key_of
-from noon.store.readmodel.unfolded import read_meta
+from noon.store.readmodel.unfolded import Meta, meta_int, read_meta, read_metas
 
 KEEP_GENERATIONS = 2000
 """Generations of touched keys kept; a process further behind treats every key as touched."""
@@ -40,10 +40,11 @@ def current_generation(conn: sqlite3.Connection) -> int:
     return int(read_meta(conn, "generation", 0))  # type: ignore[call-overload]
 
 
-def log_fold(conn: sqlite3.Connection, keys: Collection[str]) -> None:
-    """Inside the fold's transaction: start a new generation touching ``keys`` (key texts),
-    and forget generations older than the log keeps."""
-    gen = current_generation(conn) + 1
+def log_fold(conn: sqlite3.Connection, keys: Collection[str], before: int) -> None:
+    """Inside the fold's transaction: start a new generation after ``before`` (the one the
+    transaction found) touching ``keys`` (key texts), and forget generations older than the
+    log keeps."""
+    gen = before + 1
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)", (gen,))
     if len(keys) > RESET_KEYS:
         conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('reset', ?)", (gen,))
@@ -52,14 +53,17 @@ def log_fold(conn: sqlite3.Connection, keys: Collection[str]) -> None:
     conn.execute("DELETE FROM changes WHERE gen < ?", (gen - KEEP_GENERATIONS,))
 
 
-def changed_since(conn: sqlite3.Connection, since: int) -> set[Key] | None:
+def changed_since(
+    conn: sqlite3.Connection, since: int, meta: Meta | None = None
+) -> set[Key] | None:
     """The keys the folds after generation ``since`` (of this connection's file) touched; None
     when that is no longer known: a rebuild or a reset since, or more generations ago than the
-    log keeps."""
-    now = current_generation(conn)
+    log keeps. ``meta``: its ``generation`` and ``reset`` as just read, if they were."""
+    meta = read_metas(conn, "generation", "reset") if meta is None else meta
+    now = meta_int(meta, "generation")
     if since < 0 or since > now or now - since > KEEP_GENERATIONS:
         return None
-    if int(read_meta(conn, "reset", 0)) > since:  # type: ignore[call-overload]
+    if meta_int(meta, "reset") > since:
         return None
     return {
         key_of(k)
@@ -67,12 +71,13 @@ def changed_since(conn: sqlite3.Connection, since: int) -> set[Key] | None:
     }
 
 
-def touched_since(conn: sqlite3.Connection, seen: int) -> tuple[Touched, int]:
-    """What changed since generation ``seen``, and the generation it was read at."""
-    now = current_generation(conn)
+def touched_since(conn: sqlite3.Connection, seen: int, meta: Meta) -> tuple[Touched, int]:
+    """What changed since generation ``seen``, and the generation it was read at (``meta``
+    holding ``generation`` and ``reset`` as just read)."""
+    now = meta_int(meta, "generation")
     if now == seen:
         return Touched(), now
-    keys = changed_since(conn, seen)
+    keys = changed_since(conn, seen, meta)
     if keys is None:
         return Touched(reset=True), now
     return Touched(keys, len(keys)), now

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 
 import orjson
@@ -23,9 +24,27 @@ FileIds = dict[str, tuple[int, int, int]]
 """Shard name → ``(inode, size, mtime_ns)`` of the regular files there now."""
 
 
+Meta = Mapping[str, object]
+"""Values of the ``meta`` table by key, read in one statement (:func:`read_metas`)."""
+SHARDS = "SELECT name, inode, offset, line, tail_mark, head_mark, seen_size, seen_mtime FROM shards"
+"""The saved cursors and the shard identities they were saved at."""
+
+
 def read_meta(conn: sqlite3.Connection, key: str, default: object = 0) -> object:
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return default if row is None else row[0]
+
+
+def read_metas(conn: sqlite3.Connection, *keys: str) -> dict[str, object]:
+    """The values of ``keys`` in ``meta`` (a key not set is absent), in one statement: a
+    refresh reads what it needs of ``meta`` once, not a statement a value."""
+    marks = ",".join("?" * len(keys))
+    return dict(conn.execute(f"SELECT key, value FROM meta WHERE key IN ({marks})", keys))
+
+
+def meta_int(meta: Meta, key: str) -> int:
+    value = meta.get(key, 0)
+    return value if isinstance(value, int) else 0
 
 
 def file_ids(directory: Path, names: list[str]) -> FileIds:
@@ -47,18 +66,18 @@ def cut_mark(cut: ReadCut) -> str:
     return "" if ident is None else ",".join(map(str, ident))
 
 
-def unchanged(conn: sqlite3.Connection, seen: FileIds, journal: str) -> bool:
-    """The shards and the journal are what the read model saw when it last folded them."""
-    if str(read_meta(conn, "journal", "")) != journal:
+def unchanged(rows: list[tuple[object, ...]], seen: FileIds, meta: Meta, journal: str) -> bool:
+    """The shards and the journal are what the read model saw when it last folded them
+    (``rows`` as :data:`SHARDS` reads them, ``meta`` holding the saved ``journal``)."""
+    if str(meta.get("journal", "")) != journal:
         return False
-    rows = conn.execute("SELECT name, inode, seen_size, seen_mtime FROM shards").fetchall()
-    return {n: (i, s, m) for n, i, s, m in rows} == seen
+    return {r[0]: (r[1], r[6], r[7]) for r in rows} == seen
 
 
-def fork_record(conn: sqlite3.Connection) -> tuple[str, str, FileIds] | None:
-    """The fork found last: its node, the report, and the shard files as they were then
-    (it stands until one of them changes)."""
-    raw = read_meta(conn, "fork", None)
+def fork_record(meta: Meta) -> tuple[str, str, FileIds] | None:
+    """The fork found last (``meta`` holding the saved ``fork``): its node, the report, and
+    the shard files as they were then (it stands until one of them changes)."""
+    raw = meta.get("fork")
     if raw is None:
         return None
     node, message, then = orjson.loads(str(raw))
