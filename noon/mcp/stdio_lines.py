@@ -47,13 +47,13 @@ def leading_id(head: bytes) -> int | str | None:
     return value if isinstance(value, int | str) else None
 
 
-def refusal(request_id: int | str | None) -> str:
+def refusal(request_id: int | str | None) -> bytes:
     """The JSON-RPC error line answering an over-long message."""
     error = {
         "code": INVALID_REQUEST,
         "message": f"message refused: longer than {LINE_LIMIT} bytes (the longest line read)",
     }
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}) + "\n"
+    return (json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}) + "\n").encode()
 
 
 async def _skip_line(reader: asyncio.StreamReader) -> int:
@@ -71,7 +71,7 @@ async def _skip_line(reader: asyncio.StreamReader) -> int:
 
 
 class Answers(Protocol):
-    async def write(self, text: str) -> None: ...
+    async def write(self, data: bytes) -> None: ...
     async def flush(self) -> None: ...
 
 

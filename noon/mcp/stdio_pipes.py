@@ -11,7 +11,7 @@ file, a terminal) is served by the SDK's ``stdio_server`` whole.
 On pipes the server is given its two streams as the SDK's ``ReadStream`` and ``WriteStream``
 protocols describe them, without the SDK's reader and writer tasks and their memory streams:
 :class:`LineMessages` validates each line with the SDK's adapter in the task that reads it (the
-SDK's runner), :class:`WireMessages` frames each message with the SDK's ``model_dump_json`` and
+SDK's runner), :class:`WireMessages` frames each message as the SDK's ``model_dump_json`` does and
 writes it in the task that sends it. Two task hand-offs fewer per message (a ping's CPU in one
 process about 0.20 -> 0.15 ms), and no message is held after it is written: the SDK's writer
 held its last one until the next arrived, so a 50k-entity read_graph answer (its whole dumped
@@ -30,8 +30,10 @@ from typing import Any, BinaryIO
 
 import anyio
 import mcp_types
+import orjson
 from mcp.server import stdio as sdk_stdio
 from mcp.shared.message import SessionMessage
+from mcp_types import JSONRPCMessage
 
 from noon.mcp.stdio_lines import LINE_LIMIT, next_line
 
@@ -55,13 +57,13 @@ class PipeLines:
 
 
 class PipeWriter:
-    """Text written to a pipe; ``flush`` waits while the pipe's reader is behind."""
+    """Bytes written to a pipe; ``flush`` waits while the pipe's reader is behind."""
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
 
-    async def write(self, text: str) -> None:
-        self._writer.write(text.encode("utf-8"))
+    async def write(self, data: bytes) -> None:
+        self._writer.write(data)
 
     async def flush(self) -> None:
         await self._writer.drain()
@@ -130,10 +132,38 @@ class LineMessages:
         await self.aclose()
 
 
+_PLAIN_JSON = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+_PLAIN_JSON |= orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_APPEND_NEWLINE
+
+
+def framed(message: JSONRPCMessage) -> bytes:
+    """The line the SDK's stdio writer sends for ``message``: ``model_dump_json(by_alias=True,
+    exclude_unset=True)`` encoded in UTF-8, and a newline.
+
+    The SDK writes that str encoded again; here the serializer's UTF-8 bytes are written as they
+    come. An answer (a ``JSONRPCResponse``: its three fields required, none aliased) is framed by
+    orjson instead, about twice as fast on a large tree: its result is the SDK runner's dump in
+    JSON mode (plain dicts, lists, str, int, float, bool, None), which orjson writes in the very
+    same bytes as pydantic (the same escapes, float spelling, key order and raw UTF-8; a test
+    holds them side by side on arbitrary JSON). Anything orjson would write otherwise or refuses
+    (a subclass, a dataclass, a datetime, an int past 64 bits, a lone surrogate) raises
+    ``TypeError`` and is framed by pydantic."""
+    if type(message) is mcp_types.JSONRPCResponse:
+        wire = {"jsonrpc": message.jsonrpc, "id": message.id, "result": message.result}
+        try:
+            return orjson.dumps(wire, option=_PLAIN_JSON)
+        except TypeError:
+            pass
+    serializer = message.__pydantic_serializer__
+    return serializer.to_json(message, by_alias=True, exclude_unset=True) + b"\n"
+
+
 class WireMessages:
     """The server's write stream (the SDK's ``WriteStream``): each message framed as the SDK's
-    stdio writer frames it (``model_dump_json``) and written by the task that sends it, so it
-    is held only until written; a pipe whose reader left is a closed stream to the SDK."""
+    stdio writer frames it and written by the task that sends it, so it is held only until
+    written; a pipe whose reader left is a closed stream to the SDK.
+
+    The bytes are those of the SDK's writer (:func:`framed` says how they are made cheaper)."""
 
     def __init__(self, out: PipeWriter) -> None:
         self._out = out
@@ -142,9 +172,9 @@ class WireMessages:
     async def send(self, item: SessionMessage, /) -> None:
         if self._closed:
             raise anyio.ClosedResourceError
-        text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        data = framed(item.message)
         try:
-            await self._out.write(text + "\n")
+            await self._out.write(data)
             await self._out.flush()
         except (BrokenPipeError, ConnectionResetError) as gone:
             raise anyio.BrokenResourceError from gone

@@ -27,10 +27,10 @@ MIB = 1 << 20
 
 class Answers:
     def __init__(self) -> None:
-        self.lines: list[str] = []
+        self.lines: list[bytes] = []
 
-    async def write(self, text: str) -> None:
-        self.lines.append(text)
+    async def write(self, data: bytes) -> None:
+        self.lines.append(data)
 
     async def flush(self) -> None:
         pass

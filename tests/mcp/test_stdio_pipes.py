@@ -146,11 +146,11 @@ class _Out:
     """Answers written by :func:`message_streams`; ``flushed`` is set at each flush."""
 
     def __init__(self) -> None:
-        self.lines: list[str] = []
+        self.lines: list[bytes] = []
         self.flushed = asyncio.Event()
 
-    async def write(self, text: str) -> None:
-        self.lines.append(text)
+    async def write(self, data: bytes) -> None:
+        self.lines.append(data)
 
     async def flush(self) -> None:
         self.flushed.set()

@@ -21,7 +21,7 @@ import pytest
 from noon.config import Settings
 from noon.core.ops import Draft
 from noon.names import shard_file
-from noon.store.readmodel.schema import SCHEMA_VERSION, connect
+from noon.store.readmodel.schema import SCHEMA_VERSION, _check, connect
 from noon.store.shard import Poll, ShardReader
 from noon.store.store import Store, read_model_path
 from tests.harness.kg_view import View
@@ -69,6 +69,21 @@ def test_a_truncated_file_is_rebuilt(noon_dir: Path) -> None:
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     os.truncate(path, path.stat().st_size // 2)
     as_the_shards_say(noon_dir)
+
+
+def test_a_file_just_created_is_the_schema_every_later_open_checks_for(tmp_path: Path) -> None:
+    """The opener that creates the tables does not check them (what it wrote in one
+    transaction is the schema); the check every later opener makes must find them whole, and
+    the next open keeps the file rather than rebuilding it."""
+    path = tmp_path / "readmodel.sqlite3"
+    conn, inode = connect(path, tmp_path)
+    try:
+        _check(conn)
+    finally:
+        conn.close()
+    again, inode_again = connect(path, tmp_path)
+    again.close()
+    assert inode_again == inode
 
 
 @pytest.mark.parametrize("planted", ["garbage", "trigger", "symlink", "directory", "fifo"])
