@@ -37,12 +37,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def version() -> str:
-    import importlib.metadata  # read only when asked: finding the metadata costs every start
+    from noon.package import installed_version  # read only when asked: finding it costs a start
 
-    try:
-        return importlib.metadata.version("noon")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown (not installed: pip install -e . in the checkout)"
+    return installed_version() or "unknown (not installed: pip install -e . in the checkout)"
 
 
 class _PrintVersion(argparse.Action):

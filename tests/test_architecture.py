@@ -21,6 +21,7 @@ LAYER = {
     "noon.setting": 2,
     "noon.logging_setup": 2,
     "noon.net": 2,
+    "noon.package": 2,
     "noon.graph": 3,
     "noon.kg": 3,
     "noon.store": 4,
@@ -69,11 +70,19 @@ ROWS: list[tuple[tuple[str, ...], str, str]] = [
         "`noon.errors`, stdlib, orjson. **No I/O.**",
     ),
     (
-        ("noon.names", "noon.setting", "noon.config", "noon.logging_setup", "noon.net"),
+        (
+            "noon.names",
+            "noon.setting",
+            "noon.config",
+            "noon.logging_setup",
+            "noon.net",
+            "noon.package",
+        ),
         "node ids and shard file names; a program's settings as one table (variable, "
         "flag, type, default, help) that the code reads and the docs are generated from "
         "(`setting`); settings from flags and `NOON_*` (one source for every command); "
-        "rate-limited logging; what counts as loopback",
+        "rate-limited logging; what counts as loopback; noon's own installed version "
+        "(`package`)",
         "layers 0–1, each other (`config` uses `names` and `setting`, `logging_setup` uses "
         "`config`)",
     ),

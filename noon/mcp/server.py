@@ -22,7 +22,6 @@ import threading
 from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import anyio
@@ -43,6 +42,7 @@ from noon.mcp import retried
 from noon.mcp.families import FAMILIES
 from noon.mcp.spec import Family, ResourceSpec, ToolContext, ToolResult, ToolSpec, tool_error
 from noon.mcp.validation import ArgumentValidator
+from noon.package import installed_version
 from noon.store import retries
 from noon.store.access import service
 from noon.store.store import AlreadyWritten, Store, StoreError, Touched
@@ -69,10 +69,7 @@ def with_notice(result: ToolResult, store: Store) -> ToolResult:
 
 
 def package_version() -> str:
-    try:
-        return version("noon")
-    except PackageNotFoundError:
-        return "0.0.0"
+    return installed_version() or "0.0.0"
 
 
 def _affects(uri: str, namespace: str, keys: set[Key]) -> bool:
