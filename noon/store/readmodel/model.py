@@ -77,8 +77,8 @@ Cursor = tuple[str, int, int, int, bytes, bytes]
 
 class Unsettled(NamedTuple):
     """What a fold found to do: the shards and their identities now, the fork found last
-    (None: none), the saved cursors (:data:`~.unfolded.SHARDS`'s rows) and the ``meta`` values
-    a fold reads (``fork``, ``journal``, ``clock``, ``generation``), read once."""
+    (None: none), the saved cursors (:data:`~.unfolded.SHARDS`'s rows) and the ``meta`` table
+    (a fold reads ``fork``, ``journal``, ``clock`` and ``generation`` of it), read once."""
 
     names: list[str]
     seen: FileIds
@@ -170,7 +170,7 @@ class ReadModel:
             try:
                 with self.cut.held():
                     self._fold(grown)
-                    meta = read_metas(self.conn, "clock", "generation", "reset")
+                    meta = read_metas(self.conn)
                     self.clock.last = max(self.clock.last, meta_int(meta, "clock"))
                     touched = self._since_seen(meta)
             except (sqlite3.DatabaseError, OSError) as exc:
@@ -228,7 +228,7 @@ class ReadModel:
         Raises the fork found last while the shard files are still the ones it was found in."""
         names = list_shards(self.dir)
         seen = file_ids(self.dir, names)
-        meta = read_metas(self.conn, "fork", "journal", "clock", "generation")
+        meta = read_metas(self.conn)
         rows = self.conn.execute(SHARDS).fetchall()
         forked = fork_record(meta)
         if forked is not None:
@@ -379,7 +379,7 @@ class ReadModel:
                 self._save_cursor(name, reader, size, partway=True)
                 self._commit(tx, meta)
                 self.conn.execute("BEGIN IMMEDIATE")
-                meta.update(read_metas(self.conn, "clock", "generation"))
+                meta.update(read_metas(self.conn))
                 if self._slice is not None:
                     self._slice -= tx.added
                 tx = Transaction(self.conn)
@@ -450,7 +450,7 @@ class ReadModel:
     def _since_seen(self, meta: dict[str, object] | None = None) -> Touched:
         """``meta``: its ``generation`` and ``reset`` as just read, if they were."""
         if meta is None:
-            meta = read_metas(self.conn, "generation", "reset")
+            meta = read_metas(self.conn)
         touched, self.seen = touched_since(self.conn, self.seen, meta)
         return touched
 

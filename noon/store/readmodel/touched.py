@@ -59,7 +59,7 @@ def changed_since(
     """The keys the folds after generation ``since`` (of this connection's file) touched; None
     when that is no longer known: a rebuild or a reset since, or more generations ago than the
     log keeps. ``meta``: its ``generation`` and ``reset`` as just read, if they were."""
-    meta = read_metas(conn, "generation", "reset") if meta is None else meta
+    meta = read_metas(conn) if meta is None else meta
     now = meta_int(meta, "generation")
     if since < 0 or since > now or now - since > KEEP_GENERATIONS:
         return None

