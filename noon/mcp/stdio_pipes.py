@@ -26,7 +26,7 @@ import stat
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Self
 
 import anyio
 import mcp_types
@@ -87,7 +87,23 @@ def _claimed(
     return wire
 
 
-class LineMessages:
+class _Closable:
+    """A stream end the server closes (``aclose``, or leaving ``async with``): once closed it
+    refuses to be used, as the SDK's memory streams do."""
+
+    _closed = False
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class LineMessages(_Closable):
     """The server's read stream (the SDK's ``ReadStream``): each line validated into a JSON-RPC
     message as the SDK's stdio reader does it, in the task that reads, with no task or memory
     stream between; a line that fails is passed on as its error, as the SDK's reader does."""
@@ -97,7 +113,6 @@ class LineMessages:
 
     def __init__(self, lines: AsyncIterator[str]) -> None:
         self._lines = lines
-        self._closed = False
 
     async def receive(self) -> SessionMessage | Exception:
         if self._closed:
@@ -121,15 +136,6 @@ class LineMessages:
             return await self.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        self._closed = True
-
-    async def __aenter__(self) -> LineMessages:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 _PLAIN_JSON = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
@@ -158,7 +164,7 @@ def framed(message: JSONRPCMessage) -> bytes:
     return serializer.to_json(message, by_alias=True, exclude_unset=True) + b"\n"
 
 
-class WireMessages:
+class WireMessages(_Closable):
     """The server's write stream (the SDK's ``WriteStream``): each message framed as the SDK's
     stdio writer frames it and written by the task that sends it, so it is held only until
     written; a pipe whose reader left is a closed stream to the SDK.
@@ -167,7 +173,6 @@ class WireMessages:
 
     def __init__(self, out: PipeWriter) -> None:
         self._out = out
-        self._closed = False
 
     async def send(self, item: SessionMessage, /) -> None:
         if self._closed:
@@ -178,15 +183,6 @@ class WireMessages:
             await self._out.flush()
         except (BrokenPipeError, ConnectionResetError) as gone:
             raise anyio.BrokenResourceError from gone
-
-    async def aclose(self) -> None:
-        self._closed = True
-
-    async def __aenter__(self) -> WireMessages:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 @asynccontextmanager

@@ -49,6 +49,7 @@ from noon.store.readmodel.touched import (
 from noon.store.readmodel.unfolded import (
     SHARDS,
     FileIds,
+    Meta,
     cut_mark,
     file_ids,
     fork_record,
@@ -169,8 +170,9 @@ class ReadModel:
             self._slice = slice_ops
             try:
                 with self.cut.held():
-                    self._fold(grown)
-                    meta = read_metas(self.conn)
+                    meta = self._fold(grown)
+                    if meta is None:
+                        meta = read_metas(self.conn)
                     self.clock.last = max(self.clock.last, meta_int(meta, "clock"))
                     touched = self._since_seen(meta)
             except (sqlite3.DatabaseError, OSError) as exc:
@@ -217,15 +219,22 @@ class ReadModel:
         self.conn, self.inode = schema.connect(self.path, self.dir)
         self.seen = -1
 
-    def _fold(self, grown: bool) -> None:
-        if not grown and self._unsettled() is None:
-            return
+    def _fold(self, grown: bool) -> Meta | None:
+        """Fold what the shards gained. Returns ``meta`` as the look read it when it found
+        nothing to fold (nothing was folded since: the refresh need not read it again), None
+        when it took the fold's lock."""
+        if not grown:
+            found, meta = self._unsettled()
+            if found is None:
+                return meta
         with schema.locked(self.path), paused():
             self._fold_locked()
+        return None
 
-    def _unsettled(self) -> Unsettled | None:
-        """What there is to fold; None when nothing (every shard is where its cursor says).
-        Raises the fork found last while the shard files are still the ones it was found in."""
+    def _unsettled(self) -> tuple[Unsettled | None, Meta]:
+        """What there is to fold, None when nothing (every shard is where its cursor says), and
+        ``meta`` as read for the look. Raises the fork found last while the shard files are
+        still the ones it was found in."""
         names = list_shards(self.dir)
         seen = file_ids(self.dir, names)
         meta = read_metas(self.conn)
@@ -235,15 +244,15 @@ class ReadModel:
             if forked[2] == seen:
                 raise ForkDetected(forked[1])
         elif unchanged(rows, seen, meta, cut_mark(self.cut)):
-            return None
-        return Unsettled(names, seen, forked, rows, meta)
+            return None, meta
+        return Unsettled(names, seen, forked, rows, meta), meta
 
     def _fold_locked(self) -> None:
         """Under the fold's lock: look at the shards once more, inside the write transaction
         (so what it read of the read model stays true until the commit), and fold."""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
-            found = self._unsettled()
+            found = self._unsettled()[0]
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
@@ -300,14 +309,15 @@ class ReadModel:
                 tx.remove_ops(node, tx.held_seqs(node))
             self.conn.execute("DELETE FROM shards WHERE name = ?", (gone,))
             self.conn.execute("DELETE FROM corrupt WHERE shard = ?", (gone,))
+        sizes = {n: size_of(self.dir, n) for n in names}
         self._progress = Progress(
-            sum(size_of(self.dir, n) for n in names),
+            sum(sizes.values()),
             sum(int(c[2]) for c in cursors.values() if c[0] in names),
             self.on_progress,
         )
         todo = [n for n in names if n not in folded]
         readers = {n: self._reader(n, cursors.get(n)) for n in todo}
-        ahead = sum(max(size_of(self.dir, n) - readers[n].offset, 0) for n in todo)
+        ahead = sum(max(sizes[n] - readers[n].offset, 0) for n in todo)
         decoder = Decoder() if ahead >= WORTH and self._slice is None else None
         try:
             asked = (
@@ -340,12 +350,13 @@ class ReadModel:
     def _reader(self, name: str, cursor: Cursor | None) -> ShardReader:
         """A reader positioned at the cursor, if the file still holds the bytes the cursor
         saw there; otherwise one that will read it again from the start as rewritten."""
-        reader = ShardReader(self.dir / name)
+        path = self.dir / name
+        reader = ShardReader(path)
         if cursor is None:
             return reader
         _, inode, offset, line, tail_mark, head_mark = cursor
         reader.inode, reader.offset, reader.line, reader.tail_mark = inode, offset, line, tail_mark
-        if not still_same(self.dir / name, inode, offset, tail_mark, head_mark):
+        if not still_same(path, inode, offset, tail_mark, head_mark):
             reader.inode, reader.offset, reader.line, reader.tail_mark = -2, 0, 0, b""
         return reader
 
@@ -447,7 +458,7 @@ class ReadModel:
             log_fold(self.conn, keys, meta_int(meta, "generation"))
         self.conn.execute("COMMIT")
 
-    def _since_seen(self, meta: dict[str, object] | None = None) -> Touched:
+    def _since_seen(self, meta: Meta | None = None) -> Touched:
         """``meta``: its ``generation`` and ``reset`` as just read, if they were."""
         if meta is None:
             meta = read_metas(self.conn)
