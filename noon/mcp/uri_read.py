@@ -15,6 +15,7 @@ from noon.mcp.spec import ToolContext, Tools, tool_hints
 from noon.mcp.uri_base import Args, Out, Reply, UriText, uri_tool
 from noon.mcp.uri_views import VIEWS, read
 from noon.store.access import GraphService
+from noon.store.readmodel.running import SEARCHES
 from noon.store.readmodel.vectorizer import describe, ranking
 
 tools = Tools()
@@ -149,7 +150,10 @@ def _listed(hits: list[app_search.Hit], query: str, domain: str | None) -> tuple
     writes=False,
 )
 def search_memory(svc: GraphService, args: SearchArgs, ctx: ToolContext) -> Reply:
-    return svc.read(lambda s: search(s, ctx.namespace, args.query, args.domain, args.limit or 10))
+    with SEARCHES.held():  # the refresh and the answer's rows too: the vectorizer waits
+        return svc.read(
+            lambda s: search(s, ctx.namespace, args.query, args.domain, args.limit or 10)
+        )
 
 
 class HistoryArgs(Args):

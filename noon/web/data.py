@@ -44,6 +44,7 @@ from noon.store.access import GraphService, service
 from noon.store.queries import Queries
 from noon.store.readmodel.changes import Pending
 from noon.store.readmodel.graph import SqlGraph
+from noon.store.readmodel.running import SEARCHES
 from noon.store.store import Store, Touched
 from noon.web import queue, timeline, undo_preview, views
 
@@ -157,7 +158,8 @@ class WebData:
     def search(self, ns: str, query: str, domain: str | None, limit: int) -> list[dict[str, Any]]:
         """``search_memory``'s ranking (:func:`noon.app.search.search`): ``[{uri, node_id,
         score, priority, disclosure, version, snippet}]``."""
-        hits = self.svc.read(lambda s: search.search(s, ns, query, domain, limit).hits)
+        with SEARCHES.held():  # the vectorizer waits (:mod:`noon.store.readmodel.running`)
+            hits = self.svc.read(lambda s: search.search(s, ns, query, domain, limit).hits)
         return [
             {
                 "uri": str(h.uri),

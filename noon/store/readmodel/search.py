@@ -47,6 +47,7 @@ from noon.store.readmodel.apply import chunks
 from noon.store.readmodel.documents import quoted
 from noon.store.readmodel.embedder import MODEL, available
 from noon.store.readmodel.probe import WordProbe
+from noon.store.readmodel.running import SEARCHES
 from noon.store.readmodel.scores import combine, spread, weight_of
 from noon.store.readmodel.state import Database
 from noon.store.readmodel.vectors import Index
@@ -132,36 +133,39 @@ class Search:
     ) -> Found:
         """The best ``limit`` memories for ``query`` among those ``accept`` lets through, and
         whether meaning ranked too; ``neighbours``: hits written next to the best hits rank
-        higher (:func:`.scores.spread`)."""
-        terms = query_terms(query)[:MAX_TERMS]
-        semantic = hybrid and bool(query.strip()) and self._semantic_ready()
-        if (not terms and not semantic) or limit <= 0:
-            return Found([], semantic)
-        meaning = MODEL.query_soon(query) if semantic else None
-        lists, left_out = self._lists(namespace, terms, limit)
-        ranked = [(row, score) for row, score, _ in combine(lists)]
-        rings: dict[int, list[list[int]]] = {}
-        if meaning is not None:
-            # While the model embeds the query (on its own thread), the work that does not
-            # need the query's vector: the namespace's vectors brought up to date, and the
-            # neighbours of the best lexical hits, which most often stay among the best.
-            self._index.load(namespace)
-            if neighbours and SPREAD and not meaning.done():
-                rings = self.neighbours(namespace, [r for r, _ in ranked[:NEIGHBOURS]], len(SPREAD))
-            rows, where, sims = self._index.similarities(
-                namespace, meaning.result(), [row for row, _ in ranked[:RANKED]]
-            )
-            ranked = fusion.fuse(ranked, rows, where, sims)
-        if neighbours and SPREAD and ranked:
-            # after the fusion: a hit found by meaning lifts its neighbours too
-            top = [row for row, _ in ranked[:NEIGHBOURS]]
-            missing = [row for row in top if row not in rings]
-            rings.update(self.neighbours(namespace, missing, len(SPREAD)))
-            rings = {row: rings[row] for row in top if row in rings}
-            for away, share in enumerate(SPREAD):
-                ranked = spread(ranked, {row: near[away] for row, near in rings.items()}, share)
-        hits = self._accepted(namespace, ranked, lists, left_out, terms, limit, accept)
-        return Found(list(hits), semantic)
+        higher (:func:`.scores.spread`). The vectorizer waits while it runs."""
+        with SEARCHES.held():  # the vectorizer waits meanwhile (:mod:`.running`)
+            terms = query_terms(query)[:MAX_TERMS]
+            semantic = hybrid and bool(query.strip()) and self._semantic_ready()
+            if (not terms and not semantic) or limit <= 0:
+                return Found([], semantic)
+            meaning = MODEL.query_soon(query) if semantic else None
+            lists, left_out = self._lists(namespace, terms, limit)
+            ranked = [(row, score) for row, score, _ in combine(lists)]
+            rings: dict[int, list[list[int]]] = {}
+            if meaning is not None:
+                # While the model embeds the query (on its own thread), the work that does not
+                # need the query's vector: the namespace's vectors brought up to date, and the
+                # neighbours of the best lexical hits, which most often stay among the best.
+                self._index.load(namespace)
+                if neighbours and SPREAD and not meaning.done():
+                    rings = self.neighbours(
+                        namespace, [r for r, _ in ranked[:NEIGHBOURS]], len(SPREAD)
+                    )
+                rows, where, sims = self._index.similarities(
+                    namespace, meaning.result(), [row for row, _ in ranked[:RANKED]]
+                )
+                ranked = fusion.fuse(ranked, rows, where, sims)
+            if neighbours and SPREAD and ranked:
+                # after the fusion: a hit found by meaning lifts its neighbours too
+                top = [row for row, _ in ranked[:NEIGHBOURS]]
+                missing = [row for row in top if row not in rings]
+                rings.update(self.neighbours(namespace, missing, len(SPREAD)))
+                rings = {row: rings[row] for row in top if row in rings}
+                for away, share in enumerate(SPREAD):
+                    ranked = spread(ranked, {row: near[away] for row, near in rings.items()}, share)
+            hits = self._accepted(namespace, ranked, lists, left_out, terms, limit, accept)
+            return Found(list(hits), semantic)
 
     @staticmethod
     def _semantic_ready() -> bool:
