@@ -14,9 +14,14 @@ HEAD = 4096
 
 
 def head_mark(path: Path, offset: int) -> bytes:
-    """The first bytes of a shard (up to its cursor), kept beside the cursor."""
-    with open(path, "rb") as f:
-        return f.read(min(HEAD, offset))
+    """The first bytes of a shard (up to its cursor), kept beside the cursor. One ``pread`` on a
+    plain descriptor: a buffered file object costs more to build than the read (every fold
+    saves a cursor)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.pread(fd, min(HEAD, offset), 0)
+    finally:
+        os.close(fd)
 
 
 def still_same(path: Path, inode: int, offset: int, tail: bytes, head: bytes) -> bool:
