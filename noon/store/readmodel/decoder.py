@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from noon.core.ops import Op
+from noon.store.readmodel.cursors import State, place, position
 from noon.store.shard import Corrupt, Poll, ShardReader
 
 log = logging.getLogger("noon.readmodel")
@@ -40,8 +41,6 @@ one waits for the first poll only), however large the fold's own polls are."""
 
 Start = tuple[str, int, int, int, bytes]
 """Where to read a shard from: (path, inode, offset, line, tail mark) of its reader."""
-State = tuple[int, int, int, bytes]
-"""A reader's position after a poll: (inode, offset, line, tail mark)."""
 Polls = Iterator[tuple[Poll | None, int, bool, State]]
 """The polls of one shard: (the poll, or None when the file is gone; where it started; whether
 the fold may commit after it; the reader's position after it)."""
@@ -49,14 +48,6 @@ the fold may commit after it; the reader's position after it)."""
 
 def start_of(reader: ShardReader) -> Start:
     return (str(reader.path), reader.inode, reader.offset, reader.line, reader.tail_mark)
-
-
-def position(reader: ShardReader) -> State:
-    return (reader.inode, reader.offset, reader.line, reader.tail_mark)
-
-
-def place(reader: ShardReader, state: State) -> None:
-    reader.inode, reader.offset, reader.line, reader.tail_mark = state
 
 
 def polls(reader: ShardReader, cap: int, every: int = 0) -> Polls:

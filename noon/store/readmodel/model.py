@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -34,11 +33,12 @@ from noon.core.ops import Key, Op
 from noon.names import shard_file, shard_node
 from noon.store.cut import ReadCut
 from noon.store.errors import ForkDetected
-from noon.store.readmodel import schema
+from noon.store.readmodel import cursors, schema
 from noon.store.readmodel.apply import Transaction
 from noon.store.readmodel.behind import Behind, full
+from noon.store.readmodel.cursors import Cursor, Progress, cursor_of, reader_at, record_corrupt
 from noon.store.readmodel.decoder import WORTH, Decoder, Polls, polls, start_of
-from noon.store.readmodel.shardcheck import describe_fork, head_mark, still_same
+from noon.store.readmodel.shardcheck import describe_fork
 from noon.store.readmodel.touched import (
     Touched,
     changed_since,
@@ -59,7 +59,7 @@ from noon.store.readmodel.unfolded import (
     unchanged,
     unfolded_bytes,
 )
-from noon.store.shard import Corrupt, ShardReader, list_shards
+from noon.store.shard import ShardReader, list_shards
 
 log = logging.getLogger("noon.readmodel")
 
@@ -70,10 +70,6 @@ POLL_BYTES = 16 << 20
 
 class Unshared(Exception):
     """The machine's read model cannot be written here (and no fallback was wanted)."""
-
-
-Cursor = tuple[str, int, int, int, bytes, bytes]
-"""(shard, inode, offset, line, tail mark, head mark) as saved in ``shards``."""
 
 
 class Unsettled(NamedTuple):
@@ -297,26 +293,25 @@ class ReadModel:
         if not same_journal:
             self._leave_out_journal(tx)
             self._set_meta("journal", journal)
-        cursors: dict[str, Cursor] = {}
+        saved: dict[str, Cursor] = {}
         folded: set[str] = set()
         for row in found.rows:
-            cursors[row[0]] = (row[0], row[1], row[2], row[3], bytes(row[4]), bytes(row[5]))
+            saved[row[0]] = cursor_of(row)
             if same_journal and seen.get(row[0]) == (row[1], row[6], row[7]):
                 folded.add(row[0])
-        for gone in sorted(set(cursors) - set(names)):
+        for gone in sorted(set(saved) - set(names)):
             node = shard_node(gone)
             if node is not None:
                 tx.remove_ops(node, tx.held_seqs(node))
-            self.conn.execute("DELETE FROM shards WHERE name = ?", (gone,))
-            self.conn.execute("DELETE FROM corrupt WHERE shard = ?", (gone,))
+            cursors.forget(self.conn, gone)
         sizes = {n: size_of(self.dir, n) for n in names}
         self._progress = Progress(
             sum(sizes.values()),
-            sum(int(c[2]) for c in cursors.values() if c[0] in names),
+            sum(int(c[2]) for c in saved.values() if c[0] in names),
             self.on_progress,
         )
         todo = [n for n in names if n not in folded]
-        readers = {n: self._reader(n, cursors.get(n)) for n in todo}
+        readers = {n: reader_at(self.dir, n, saved.get(n)) for n in todo}
         ahead = sum(max(sizes[n] - readers[n].offset, 0) for n in todo)
         decoder = Decoder() if ahead >= WORTH and self._slice is None else None
         try:
@@ -347,19 +342,6 @@ class ReadModel:
         for node, seqs in sorted(by_node.items()):
             tx.remove_ops(node, seqs)
 
-    def _reader(self, name: str, cursor: Cursor | None) -> ShardReader:
-        """A reader positioned at the cursor, if the file still holds the bytes the cursor
-        saw there; otherwise one that will read it again from the start as rewritten."""
-        path = self.dir / name
-        reader = ShardReader(path)
-        if cursor is None:
-            return reader
-        _, inode, offset, line, tail_mark, head_mark = cursor
-        reader.inode, reader.offset, reader.line, reader.tail_mark = inode, offset, line, tail_mark
-        if not still_same(path, inode, offset, tail_mark, head_mark):
-            reader.inode, reader.offset, reader.line, reader.tail_mark = -2, 0, 0, b""
-        return reader
-
     def _shard(
         self,
         tx: Transaction,
@@ -381,13 +363,13 @@ class ReadModel:
             if polled.rewritten:
                 kept = set()
                 self.conn.execute("DELETE FROM corrupt WHERE shard = ?", (name,))
-            self._corrupt(polled.corrupt)
+            record_corrupt(self.conn, polled.corrupt)
             if kept is not None:
                 kept.update(op.seq for op in polled.ops if op.node == node and not op.stub)
             tx.add(self._own(tx, name, node, polled.ops), polled.at)
             self._progress.advance(reader.offset - start)
             if edge and kept is None and tx.added >= self.chunk_ops:
-                self._save_cursor(name, reader, size, partway=True)
+                cursors.save(self.conn, self.dir, name, reader, size, partway=True)
                 self._commit(tx, meta)
                 self.conn.execute("BEGIN IMMEDIATE")
                 meta.update(read_metas(self.conn))
@@ -399,7 +381,7 @@ class ReadModel:
                     return tx
         if kept is not None:
             tx.remove_ops(node, [s for s in tx.held_seqs(node) if s not in kept])
-        self._save_cursor(name, reader, size)
+        cursors.save(self.conn, self.dir, name, reader, size)
         return tx
 
     def _own(self, tx: Transaction, name: str, node: str, ops: list[Op]) -> list[Op]:
@@ -419,33 +401,6 @@ class ReadModel:
             log.warning("%s holds %d op(s) of other nodes: not folded", name, len(foreign))
             tx.check(foreign)
         return own
-
-    def _corrupt(self, found: list[Corrupt]) -> None:
-        for bad in found:
-            new = self.conn.execute(
-                "INSERT OR IGNORE INTO corrupt VALUES (?,?,?,?)",
-                (bad.shard, bad.line, bad.reason, bad.excerpt),
-            ).rowcount
-            if new:
-                log.warning("corrupt line skipped: %s", bad)
-
-    def _save_cursor(
-        self, name: str, reader: ShardReader, size: int, *, partway: bool = False
-    ) -> None:
-        """``partway``: the shard holds more than was folded (a chunk of a catch-up), so the
-        next refresh must not find it unchanged, even if this process stops here."""
-        path = self.dir / name
-        try:
-            st = os.lstat(path)
-            same = st.st_ino == reader.inode and st.st_size == size and not partway
-            mtime = st.st_mtime_ns if same else -1
-            head = head_mark(path, reader.offset)
-        except FileNotFoundError:
-            mtime, head = -1, b""
-        self.conn.execute(
-            "INSERT OR REPLACE INTO shards VALUES (?,?,?,?,?,?,?,?)",
-            (name, reader.inode, reader.offset, reader.line, reader.tail_mark, head, size, mtime),
-        )
 
     def _commit(self, tx: Transaction, meta: dict[str, object]) -> None:
         """Finish ``tx`` and commit; ``meta`` holds the ``clock`` and ``generation`` this
@@ -485,18 +440,6 @@ class ReadModel:
 
     def close(self) -> None:
         self.conn.close()
-
-
-class Progress:
-    """Bytes of shard files folded so far, told to a progress callback."""
-
-    def __init__(self, total: int, done: int, tell: Callable[[int, int], None] | None) -> None:
-        self.total, self.done, self.tell = total, done, tell
-
-    def advance(self, consumed: int) -> None:
-        self.done += max(consumed, 0)
-        if self.tell is not None:
-            self.tell(min(self.done, self.total), self.total)
 
 
 def damaged(exc: sqlite3.DatabaseError) -> bool:
