@@ -353,7 +353,9 @@ def load_server_side() -> None:
     """Import the SDK modules a noon server uses, the lean way when nothing imported it before."""
     if not enter_packages():
         return
-    with collector_paused(), models_built_on_first_use(), annotations_compiled_once():
+    # Annotations first: entering the models' window imports pydantic, whose core_schema types
+    # hold some 600 string annotations, 155 distinct texts: 470 compiles fewer.
+    with collector_paused(), annotations_compiled_once(), models_built_on_first_use():
         with http_side_deferred():
             import mcp.server.lowlevel.server
         load_http_side_first(mcp.server.lowlevel.server)
