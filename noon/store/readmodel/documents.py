@@ -43,6 +43,10 @@ WRITTEN = "documents_written"
 PRELOAD = 500
 """Above this many changed nodes of one namespace, its placements are read in one query
 instead of node by node (a rebuild or a large import)."""
+PENDING = "documents_pending"
+"""The ``meta`` key set while a fold's committed transactions left search documents to its
+last one (:class:`Dirty`): a fold that stopped before it (killed, a full disk) leaves it, and
+the next fold rebuilds every document (which ones were left is not recorded)."""
 
 
 def entity_document(texts: Iterable[str]) -> str:
@@ -66,6 +70,15 @@ def segment(text: str) -> str:
 
 @dataclass
 class Dirty:
+    """The documents to rebuild, gathered over every transaction of one fold and written by its
+    last (:func:`refresh`): a catch-up commits every ``chunk_ops`` ops, and a memory its later
+    transactions touch again would have its document written, taken out and written again
+    each time (905k documents written or taken out for 227k memories in a 1M-op catch-up).
+    Meanwhile a document is only ever taken out (before the text it indexed changes), so the
+    index never holds one its tables could not take out again."""
+
+    everything: bool = False
+    """Rebuild every document (a fold found :data:`PENDING` left by one that stopped)."""
     memories: set[tuple[str, str]] = field(default_factory=set)
     """(namespace, node) whose text, keywords or placements changed."""
     moved: set[tuple[str, str]] = field(default_factory=set)
@@ -73,9 +86,13 @@ class Dirty:
     entities: set[tuple[str, str]] = field(default_factory=set)
     """(namespace, name) of entities whose name, type or visible observations may differ."""
     new_entities: set[tuple[str, str]] = field(default_factory=set)
-    """Those of :attr:`entities` whose element this transaction folded first: no document of
+    """Those of :attr:`entities` whose element this fold folded first: no document of
     theirs is in the index to take out (a document is taken out with its ``entities`` row, and
     such an entity had none)."""
+
+    def left(self) -> bool:
+        """Whether any document is marked to rebuild."""
+        return self.everything or bool(self.memories or self.moved or self.entities)
 
 
 class Placements:
@@ -149,6 +166,9 @@ def unindex(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
 
 
 def refresh(conn: sqlite3.Connection, dirty: Dirty) -> None:
+    if dirty.everything:
+        dirty.memories.update(conn.execute("SELECT ns, node FROM memories"))
+        dirty.entities.update(conn.execute("SELECT ns, name FROM entities"))
     spaces = {ns for ns, _ in dirty.memories} | {ns for ns, _ in dirty.moved}
     for ns in sorted(spaces):
         nodes = {n for s, n in dirty.memories if s == ns}
