@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import random
 import select
 import signal
 import subprocess
@@ -18,53 +17,20 @@ from typing import Any
 
 import pytest
 
-from noon.core.chain import Stub
 from noon.core.hlc import Clock
-from noon.core.ops import encode
 from noon.store.readmodel import model as model_module
 from noon.store.readmodel.decoder import Decoder, polls, start_of
+from noon.store.readmodel.documents import PENDING
 from noon.store.readmodel.model import ReadModel
 from noon.store.readmodel.schema import FILE_NAME
+from noon.store.readmodel.unfolded import read_meta
 from noon.store.shard import ShardReader
+from tests.harness.bulkshards import write_shards
 from tests.harness.snapshot import snapshot
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-NODES = ("node0", "node1")
-
-
-def write_shards(directory: Path, per_node: int) -> None:
-    """Memories written, edited, placed and tagged, and entities with observations, by two
-    authors, after a stub of ten compacted ops; a line that is not an op in the middle of each
-    shard."""
-    rnd = random.Random(per_node)
-    stamp = 1_700_000_000_000 << 16
-    for node in NODES:
-        lines = [Stub(node, 1, bytes(16 * 10), 0x1234).encode()]
-        for seq in range(11, per_node + 1):
-            stamp += rnd.randint(1, 1 << 16)
-            mem = f"{node}.{rnd.randint(0, per_node // 4)}"
-            r = rnd.random()
-            if r < 0.4:
-                el: tuple[str, ...] = ("content", "default", mem)
-                val: dict[str, Any] = {"text": "memory text " * rnd.randint(1, 9)}
-            elif r < 0.6:
-                el = ("edge", "default", "@core", f"name{seq % 300}")
-                val = {"child": mem, "priority": 1, "disclosure": "when"}
-            elif r < 0.7:
-                el = ("keyword", "default", f"kw{seq % 50}", mem)
-                val = {}
-            elif r < 0.8:
-                el = ("entity", "default", f"e{seq % 400}")
-                val = {"type": "person"}
-            else:
-                el = ("obs", "default", f"e{seq % 400}", f"seen {seq % 700}", "")
-                val = {}
-            lines.append(encode(node=node, seq=seq, hlc=stamp, el=el, val=val, by="test"))
-            if seq == per_node // 2:
-                lines.append(b'{"not": "an op"}')
-        (directory / f"{node}.jsonl").write_bytes(b"".join(line + b"\n" for line in lines))
 
 
 def read_model(directory: Path, path: Path | None = None) -> ReadModel:
@@ -169,9 +135,9 @@ directory = Path(sys.argv[1])
 m = ReadModel(directory, directory / FILE_NAME, Clock(), lambda: 1_800_000_000_000)
 m.chunk_ops, m.poll_bytes = 500, 16 << 10
 commits = 0
-def commit(tx, meta, commit=m._commit):
+def commit(tx, meta, commit=m._commit, **kw):
     global commits
-    commit(tx, meta)
+    commit(tx, meta, **kw)
     commits += 1
     if commits == 3:
         print("committed", flush=True)
@@ -207,6 +173,7 @@ def test_a_fold_killed_mid_pipeline_resumes_and_its_child_goes(tmp_path: Path) -
     resumed = read_model(tmp_path, tmp_path / FILE_NAME)
     held = resumed.conn.execute("SELECT sum(offset) FROM shards").fetchone()[0]
     assert held > 0  # three commits survived the kill
+    assert read_meta(resumed.conn, PENDING, None) == 1  # and left their documents
     resumed.refresh()
     fresh = read_model(tmp_path)
     fresh.refresh()

@@ -22,6 +22,7 @@ from typing import Any
 from noon.core.fold import Element, ForkError
 from noon.core.ops import Key, Op, OpId
 from noon.store.readmodel import project
+from noon.store.readmodel.documents import Dirty
 from noon.store.readmodel.rows import (
     INSERT,
     KEY,
@@ -51,8 +52,10 @@ class Transaction:
     Elements are numbered: ops and heads refer to their element by id (an index on a growing
     integer costs far less to fill than one on key texts)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, docs: Dirty) -> None:
+        """``docs``: the search documents the fold's transactions left to its last one."""
         self.conn = conn
+        self.docs = docs
         self.ids: dict[str, int] = {}
         """Key text -> element id, for every key this transaction met."""
         self.new: set[str] = set()
@@ -232,7 +235,7 @@ class Transaction:
         keys = set(self.fresh) | self.touched
         if not keys:
             return keys
-        derived = project.Projection(self.conn)
+        derived = project.Projection(self.conn, self.docs)
         for part in chunks(sorted(keys)):
             stored = [kt for kt in part if kt not in self.new or kt in self.touched]
             loaded = self._load(stored)

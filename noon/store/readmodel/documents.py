@@ -43,6 +43,10 @@ WRITTEN = "documents_written"
 PRELOAD = 500
 """Above this many changed nodes of one namespace, its placements are read in one query
 instead of node by node (a rebuild or a large import)."""
+PENDING = "documents_pending"
+"""The ``meta`` key set while a fold's committed transactions left search documents to its
+last one (:class:`Dirty`): a fold that stopped before it (killed, a full disk) leaves it, and
+the next fold rebuilds every document (which ones were left is not recorded)."""
 
 
 def entity_document(texts: Iterable[str]) -> str:
@@ -66,6 +70,15 @@ def segment(text: str) -> str:
 
 @dataclass
 class Dirty:
+    """The documents to rebuild, gathered over every transaction of one fold and written by its
+    last (:func:`refresh`): a catch-up commits every ``chunk_ops`` ops, and a memory its later
+    transactions touch again would have its document written, taken out and written again
+    each time (905k documents written or taken out for 227k memories in a 1M-op catch-up).
+    Meanwhile a document is only ever taken out (before the text it indexed changes), so the
+    index never holds one its tables could not take out again."""
+
+    everything: bool = False
+    """Rebuild every document (a fold found :data:`PENDING` left by one that stopped)."""
     memories: set[tuple[str, str]] = field(default_factory=set)
     """(namespace, node) whose text, keywords or placements changed."""
     moved: set[tuple[str, str]] = field(default_factory=set)
@@ -73,9 +86,13 @@ class Dirty:
     entities: set[tuple[str, str]] = field(default_factory=set)
     """(namespace, name) of entities whose name, type or visible observations may differ."""
     new_entities: set[tuple[str, str]] = field(default_factory=set)
-    """Those of :attr:`entities` whose element this transaction folded first: no document of
+    """Those of :attr:`entities` whose element this fold folded first: no document of
     theirs is in the index to take out (a document is taken out with its ``entities`` row, and
     such an entity had none)."""
+
+    def left(self) -> bool:
+        """Whether any document is marked to rebuild."""
+        return self.everything or bool(self.memories or self.moved or self.entities)
 
 
 class Placements:
@@ -149,6 +166,9 @@ def unindex(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
 
 
 def refresh(conn: sqlite3.Connection, dirty: Dirty) -> None:
+    if dirty.everything:
+        dirty.memories.update(conn.execute("SELECT ns, node FROM memories"))
+        dirty.entities.update(conn.execute("SELECT ns, name FROM entities"))
     spaces = {ns for ns, _ in dirty.memories} | {ns for ns, _ in dirty.moved}
     for ns in sorted(spaces):
         nodes = {n for s, n in dirty.memories if s == ns}
@@ -163,34 +183,53 @@ def refresh(conn: sqlite3.Connection, dirty: Dirty) -> None:
 
 
 def _memories(conn: sqlite3.Connection, ns: str, nodes: set[str], moved: set[str]) -> None:
+    """Rebuild the documents of ``nodes`` and of every node below one of ``moved``, in the
+    order of their row ids: FTS5 writes the terms it gathered out as a new segment whenever a
+    document's rowid is lower than the one before, so documents in any other order leave many
+    small segments to merge (200k documents in rowid order took 0.7 CPU s, shuffled within
+    each 500 3.5 s; a catch-up's later transactions mix memories earlier ones numbered)."""
     lookup = Placements(conn, ns, preload=len(nodes) + len(moved) > PRELOAD)
     below: set[str] = set()  # every moved node's subtree, walked once
     for n in moved:
         if n not in below:
             below.update(closure(lookup.children, n))
     ordered = sorted(nodes | below)
+    ids: list[int] = []
     for start in range(0, len(ordered), BULK):
-        _documents(conn, ns, ordered[start : start + BULK], lookup)
+        part = ordered[start : start + BULK]
+        marks = ",".join("?" * len(part))
+        ids.extend(
+            i
+            for (i,) in conn.execute(
+                f"SELECT id FROM memories WHERE ns = ? AND node IN ({marks})", (ns, *part)
+            )
+        )
+    ids.sort()
+    unindex(conn, ids)  # every old document out first, then the new ones in, each in order
+    for start in range(0, len(ids), BULK):
+        _documents(conn, ids[start : start + BULK], lookup)
 
 
-def _documents(conn: sqlite3.Connection, ns: str, nodes: list[str], lookup: Placements) -> None:
-    marks = ",".join("?" * len(nodes))
+def _documents(conn: sqlite3.Connection, ids: list[int], lookup: Placements) -> None:
+    """Write the documents of the memory rows ``ids`` (ascending; none has one now)."""
+    marks = ",".join("?" * len(ids))
     found = conn.execute(
-        f"SELECT node, id, deleted, text FROM memories WHERE ns = ? AND node IN ({marks})",
-        (ns, *nodes),
+        f"SELECT id, node, text FROM memories WHERE id IN ({marks}) AND deleted = 0 ORDER BY id",
+        ids,
     ).fetchall()
     kws: dict[str, list[str]] = {}
-    for node, kw in sorted(
-        conn.execute(
-            f"SELECT node, keyword FROM keywords WHERE ns = ? AND node IN ({marks})", (ns, *nodes)
-        )
-    ):
-        kws.setdefault(node, []).append(kw)
-    unindex(conn, (mid for _, mid, _, _ in found))
+    names = [node for _, node, _ in found]
+    if names:
+        marks = ",".join("?" * len(names))
+        for node, kw in sorted(
+            conn.execute(
+                f"SELECT node, keyword FROM keywords WHERE ns = ? AND node IN ({marks})",
+                (lookup.ns, *names),
+            )
+        ):
+            kws.setdefault(node, []).append(kw)
     rows = []
-    for node, mid, deleted, text in sorted(found):
-        if deleted:
-            continue
+    for mid, node, text in found:
         uris = walk_uris(lookup.parents, node, URIS_INDEXED)
         rows.append(
             (

@@ -33,11 +33,12 @@ from noon.core.ops import Key, Op
 from noon.names import shard_file, shard_node
 from noon.store.cut import ReadCut
 from noon.store.errors import ForkDetected
-from noon.store.readmodel import cursors, schema
+from noon.store.readmodel import cursors, documents, schema
 from noon.store.readmodel.apply import Transaction
 from noon.store.readmodel.behind import Behind, full
 from noon.store.readmodel.cursors import Cursor, Progress, cursor_of, reader_at, record_corrupt
 from noon.store.readmodel.decoder import WORTH, Decoder, Polls, polls, start_of
+from noon.store.readmodel.documents import PENDING, Dirty
 from noon.store.readmodel.shardcheck import describe_fork
 from noon.store.readmodel.touched import (
     Touched,
@@ -239,7 +240,7 @@ class ReadModel:
         if forked is not None:
             if forked[2] == seen:
                 raise ForkDetected(forked[1])
-        elif unchanged(rows, seen, meta, cut_mark(self.cut)):
+        elif PENDING not in meta and unchanged(rows, seen, meta, cut_mark(self.cut)):
             return None, meta
         return Unsettled(names, seen, forked, rows, meta), meta
 
@@ -256,8 +257,8 @@ class ReadModel:
             self.conn.execute("ROLLBACK")
             return  # another process folded it while this one waited
         journal = cut_mark(self.cut)
+        tx = Transaction(self.conn, Dirty(everything=PENDING in found.meta))
         try:
-            tx = Transaction(self.conn)
             if found.forked is not None:
                 self._forget_node(tx, found.forked[0])
                 found = found._replace(rows=self.conn.execute(SHARDS).fetchall())
@@ -266,8 +267,10 @@ class ReadModel:
         except ForkError as exc:
             self.conn.execute("ROLLBACK")
             message = describe_fork(self.dir, exc)
-            with self.conn:
-                self._set_meta("fork", orjson.dumps([exc.node, message, found.seen]).decode())
+            self.conn.execute("BEGIN IMMEDIATE")
+            self._set_meta("fork", orjson.dumps([exc.node, message, found.seen]).decode())
+            self._documents(tx.docs, found.meta)  # those of the transactions committed before
+            self.conn.execute("COMMIT")
             raise ForkDetected(message) from None
         except BaseException:
             if self.conn.in_transaction:
@@ -370,12 +373,12 @@ class ReadModel:
             self._progress.advance(reader.offset - start)
             if edge and kept is None and tx.added >= self.chunk_ops:
                 cursors.save(self.conn, self.dir, name, reader, size, partway=True)
-                self._commit(tx, meta)
+                self._commit(tx, meta, last=False)
                 self.conn.execute("BEGIN IMMEDIATE")
                 meta.update(read_metas(self.conn))
                 if self._slice is not None:
                     self._slice -= tx.added
-                tx = Transaction(self.conn)
+                tx = Transaction(self.conn, tx.docs)
                 if self._slice is not None and self._slice <= 0:
                     self.partial = True
                     return tx
@@ -402,16 +405,28 @@ class ReadModel:
             tx.check(foreign)
         return own
 
-    def _commit(self, tx: Transaction, meta: dict[str, object]) -> None:
+    def _commit(self, tx: Transaction, meta: dict[str, object], *, last: bool = True) -> None:
         """Finish ``tx`` and commit; ``meta`` holds the ``clock`` and ``generation`` this
-        transaction found."""
+        transaction found. The fold's ``last`` transaction writes the search documents every
+        one of its transactions left (:class:`.documents.Dirty`); one before it that leaves
+        some says so in ``meta`` (:data:`.documents.PENDING`)."""
         keys = tx.finish()
         if tx.newest:
             self.clock.observe(tx.newest, self.now_ms())
         self._set_meta("clock", max(meta_int(meta, "clock"), self.clock.last))
         if keys or tx.removed:
             log_fold(self.conn, keys, meta_int(meta, "generation"))
+        if last:
+            self._documents(tx.docs, meta)
+        elif PENDING not in meta and tx.docs.left():
+            self._set_meta(PENDING, 1)
         self.conn.execute("COMMIT")
+
+    def _documents(self, docs: Dirty, meta: dict[str, object]) -> None:
+        """Write the search documents ``docs`` holds, and the ``meta`` saying some were left."""
+        documents.refresh(self.conn, docs)
+        if PENDING in meta:
+            self.conn.execute("DELETE FROM meta WHERE key = ?", (PENDING,))
 
     def _since_seen(self, meta: Meta | None = None) -> Touched:
         """``meta``: its ``generation`` and ``reset`` as just read, if they were."""

@@ -1,9 +1,10 @@
 """What the read model derives from each element's folded state: the rows views and tools query.
 
 One call per element a transaction settled (:meth:`Projection.element`, or :meth:`Projection.gone`
-when no version of it is left). Rows are buffered and written in bulk at :meth:`finish`, which
-also refreshes the search documents of every memory and entity whose text, placement, URIs
-(a move changes the URIs of a whole subtree) or keywords changed.
+when no version of it is left). Rows are buffered and written in bulk at :meth:`finish`; the
+memories and entities whose search documents may differ (text, placement, URIs: a move changes
+the URIs of a whole subtree, keywords) are marked for the fold's last transaction to rebuild
+(:class:`.documents.Dirty`).
 
 - ``content(ns, node)`` -> ``memories``: the text shown (the winner's, or for a deleted node its
   last live version's) and the winner's identity and stamp.
@@ -64,7 +65,9 @@ def _primary(row: tuple[Any, ...]) -> tuple[Any, ...]:
 class Projection:
     """Derived rows of one transaction, written at :meth:`finish`."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, docs: documents.Dirty) -> None:
+        """``docs``: where the search documents to rebuild are marked (the fold's last
+        transaction writes them)."""
         self.conn = conn
         self.elements: list[tuple[Any, ...]] = []
         """Rows of elements held before (written over their row)."""
@@ -85,7 +88,7 @@ class Projection:
         self.relations: list[tuple[Any, ...]] = []
         self.new_relations: list[tuple[Any, ...]] = []
         self.reviews: list[tuple[Any, ...]] = []
-        self.docs = documents.Dirty()
+        self.docs = docs
         self.rewritten: list[tuple[str, str]] = []
         """(namespace, node) of memories rows that exist and are written again: their search
         documents are taken out before the text they indexed changes."""
@@ -361,4 +364,3 @@ class Projection:
                 "ON CONFLICT (ns) DO UPDATE SET version = version + 1",
                 (ns,),
             )
-        documents.refresh(c, self.docs)
