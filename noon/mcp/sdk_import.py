@@ -47,6 +47,7 @@ from types import FunctionType, ModuleType
 from typing import Any
 
 from noon.codecache import compiled_once
+from noon.core.gcpause import paused
 
 LAZY_PACKAGES = ("mcp", "mcp.server")
 """Packages whose ``__init__`` a server does not need (parents first)."""
@@ -156,20 +157,6 @@ def _rebuilt_on_first_use(rebuild: Any) -> Any:
         )
 
     return model_rebuild
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside: the SDK's import leaves some 58,000 tracked objects
-    that live as long as the process, and the collections it would set off meanwhile (about 140,
-    one of them over everything) walk what is there so far to find almost nothing."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 HTTP_SIDE_USER = "mcp.server.lowlevel.server"
@@ -329,7 +316,10 @@ def load_server_side() -> None:
         return
     # Compiled once first: entering the models' window imports pydantic, whose core_schema types
     # hold some 600 string annotations, 155 distinct texts: 470 compiles fewer.
-    with collector_paused(), compiled_once(), models_built_on_first_use():
+    # No cyclic collection meanwhile: the import leaves some 58,000 tracked objects that live as
+    # long as the process, and the collections it would set off (about 140, one of them over
+    # everything) would walk what is there so far to find almost nothing.
+    with paused(), compiled_once(), models_built_on_first_use():
         with http_side_deferred():
             import mcp.server.lowlevel.server
         load_http_side_first(mcp.server.lowlevel.server)
