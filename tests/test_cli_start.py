@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness.mcp import INITIALIZE
+from tests.harness.mesh import subprocess_env
 
 pytestmark = pytest.mark.integration
 
@@ -93,6 +94,8 @@ SESSION = """
 import sys
 from noon.cli import main
 main(["serve", "--tools", "kg", "--dir", {dir!r}, "--node-id", "probe"])
+from noon.graph.search import cjk
+print(cjk.cache_info().currsize, file=sys.stderr)
 print(sorted({{m.partition(".")[0] if m.startswith("cryptography") else m for m in sys.modules}}
              & set({modules!r})), file=sys.stderr)
 """
@@ -117,7 +120,8 @@ def test_a_stdio_session_leaves_the_sdk_client_http_side_and_cryptography_unimpo
     """A whole session on pipes (started, answering, ended by the end of its input), as an MCP
     client starts one: the stdio path imports the SDK's ``stdio`` module without running
     ``mcp.server``'s ``__init__`` or loading the HTTP side, and a store without a signing key
-    never loads cryptography."""
+    never loads cryptography; nor does it compile the class of CJK characters (2 ms), which
+    only a search or a memory's text needs."""
     code = SESSION.format(dir=str(tmp_path), modules=SDK_UNUSED + SDK_HTTP + NO_KEY_UNUSED)
     with subprocess.Popen(
         [sys.executable, "-c", code],
@@ -138,4 +142,72 @@ def test_a_stdio_session_leaves_the_sdk_client_http_side_and_cryptography_unimpo
         "entities": [],
         "relations": [],
     }
-    assert stderr.strip().splitlines()[-1] == "[]"
+    assert stderr.strip().splitlines()[-2:] == ["0", "[]"]
+
+
+TRANSLATED = r"""
+import gettext, struct, sys
+from pathlib import Path
+# A catalogue for gettext's default domain (the one argparse's words are looked up in), in
+# GNU's .mo format, bound to a directory of this test's own.
+pairs = sorted({{"": "Content-Type: text/plain; charset=UTF-8\n", "usage: ": "Aufruf: ",
+                 "show this help message and exit": "Hilfe zeigen und beenden"}}.items())
+keys = b"".join(k.encode() + b"\0" for k, _ in pairs)
+values = b"".join(v.encode() + b"\0" for _, v in pairs)
+start = 28 + 16 * len(pairs)
+table, at = [], start
+for k, _ in pairs:
+    table.append((len(k.encode()), at)); at += len(k.encode()) + 1
+for _, v in pairs:
+    table.append((len(v.encode()), at)); at += len(v.encode()) + 1
+head = struct.pack("<7I", 0x950412DE, 0, len(pairs), 28, 28 + 8 * len(pairs), 0, 0)
+where = Path({tmp!r}) / "xx" / "LC_MESSAGES"
+where.mkdir(parents=True)
+(where / "messages.mo").write_bytes(head + b"".join(struct.pack("<2I", *t) for t in table)
+                                    + keys + values)
+gettext.bindtextdomain("messages", {tmp!r})
+import argparse
+lookup = argparse._
+from noon.cli import build_parser
+help = build_parser("serve").format_help()
+print(help.startswith("Aufruf: noon"), "Hilfe zeigen und beenden" in help, argparse._ is lookup)
+"""
+
+
+def test_the_command_line_is_still_translated_where_a_catalogue_says_so(tmp_path: Path) -> None:
+    """argparse's words, looked up once per parser build rather than once per use, still come
+    from the user's catalogue, and argparse's own lookup is left as it was."""
+    done = subprocess.run(
+        [sys.executable, "-c", TRANSLATED.format(tmp=str(tmp_path))],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env={**subprocess_env(), "LANGUAGE": "xx"},
+    )
+    assert done.stdout.split() == ["True", "True", "True"]
+
+
+COLLECTED = """
+import gc, sys
+from noon.cli import main
+importing = []
+gc.callbacks.append(lambda phase, info: phase == "start" and importing.append(
+    "mcp" in sys.modules and not hasattr(sys.modules.get("noon.mcp.command"), "serve_stdio")))
+try:
+    main(["serve", "--help"])
+except SystemExit:
+    pass
+from noon.store.store import Store
+print(sum(importing), gc.isenabled(), all(o is not Store for o in gc.get_objects()))
+"""
+
+
+def test_a_command_start_imports_its_module_without_collecting_and_freezes_it() -> None:
+    """``noon serve`` imports its module (the MCP SDK, the store) with the collector paused,
+    which walks none of it meanwhile, and freezes what the import left before the collector
+    runs again."""
+    done = subprocess.run(
+        [sys.executable, "-c", COLLECTED], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.split()[-3:] == ["0", "True", "True"]

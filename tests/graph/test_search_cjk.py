@@ -9,7 +9,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from noon.graph.search import CJK, tokens
+from noon.graph.search import cjk, tokens
 from noon.store.access import GraphService
 from noon.store.readmodel.documents import segment
 from noon.store.store import Store
@@ -47,7 +47,12 @@ def test_a_query_cuts_words_outside_cjk_as_the_index_does(text: str) -> None:
     """The index makes each CJK character a word (:func:`segment`) and keeps every other run
     of letters whole; a query's tokens hold the same runs whole, and its CJK tokens are one or
     two CJK characters (searched as phrases of them)."""
-    indexed = [w for w in _WORD.findall(segment(text).casefold()) if not CJK.search(w)]
+    in_script = cjk()
+    indexed = [w for w in _WORD.findall(segment(text).casefold()) if not in_script.search(w)]
     asked = tokens(text)
-    assert [w for w in asked if not CJK.search(w)] == indexed
-    assert all(1 <= len(w) <= 2 and all(CJK.match(c) for c in w) for w in asked if CJK.search(w))
+    assert [w for w in asked if not in_script.search(w)] == indexed
+    assert all(
+        1 <= len(w) <= 2 and all(in_script.match(c) for c in w)
+        for w in asked
+        if in_script.search(w)
+    )

@@ -173,3 +173,51 @@ def test_the_import_is_frozen_before_the_collector_runs_again() -> None:
         [sys.executable, "-c", FROZEN_FIRST], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.split() == ["1", "True", "True"]
+
+
+REBUILDS = """
+import json, sys
+if sys.argv[1] == "lean":
+    import noon.mcp
+import mcp_types._types as t
+from pydantic import BaseModel
+waiting = [t.Request, t.Notification, t.PaginatedRequest, t.InputResponseRequestParams,
+           t.ReadResourceRequestParams, t.GetPromptRequestParams, t.CallToolRequestParams]
+print(json.dumps([m.__pydantic_complete__ for m in waiting]))
+print(json.dumps("model_rebuild" in vars(BaseModel) and not BaseModel.model_rebuild.__func__
+                 .__module__.startswith("noon")))
+asked = {"name": "x", "uri": "u", "inputResponses": {"a": {"roots": [{"uri": "file:///r"}]}},
+         "requestState": "s"}
+out = {}
+for model in waiting[3:] + [t.ListToolsRequest, t.InitializedNotification, t.ListTasksRequest]:
+    out[model.__name__] = model.model_json_schema()
+    try:
+        out[model.__name__ + " valid"] = model.model_validate(asked).model_dump(mode="json")
+    except Exception as exc:
+        out[model.__name__ + " refused"] = [e["loc"] for e in exc.errors()]
+print(json.dumps(out, sort_keys=True))
+"""
+
+
+def test_rebuilds_asked_at_import_wait_for_first_use_and_build_what_the_sdk_builds() -> None:
+    """The rebuilds the SDK (four request-params models) and pydantic (a generic model's first
+    parametrization) ask for during the lean import wait, and ``model_rebuild`` is pydantic's
+    own again afterwards; those models then build on first use the validators and schemas the
+    SDK imported whole builds at once (the same answers and refusals, forward references
+    included)."""
+
+    def probe(how: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", REBUILDS, how],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        return done.stdout.splitlines()
+
+    lean, whole = probe("lean"), probe("whole")
+    assert lean[:2] == ["[false, false, false, false, false, false, false]", "true"]
+    assert whole[0] == "[true, true, true, true, true, true, true]"
+    assert lean[2] == whole[2]
+    assert '"CallToolRequestParams valid"' in lean[2] and "file:///r" in lean[2]

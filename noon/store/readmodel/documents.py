@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from noon.graph.reader import Placement, closure, walk_uris
-from noon.graph.search import CJK
+from noon.graph.search import cjk
 from noon.kg.graph import js_lower
 from noon.store.readmodel.schema import ENTITIES_BY_NAME, OBS_TEXT
 
@@ -63,9 +63,9 @@ def quoted(term: str) -> str:
 def segment(text: str) -> str:
     """Text as the memory index tokenizes it: every CJK character a word of its own. (ASCII
     text, most of it, holds none: ``isascii`` answers that far faster than the search.)"""
-    if text.isascii() or not CJK.search(text):
+    if text.isascii() or not cjk().search(text):
         return text
-    return CJK.sub(r" \g<0> ", text)
+    return cjk().sub(r" \g<0> ", text)
 
 
 @dataclass

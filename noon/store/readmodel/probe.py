@@ -8,7 +8,7 @@ import re
 from bisect import bisect_left
 from functools import cached_property
 
-from noon.graph.search import CJK, tokens
+from noon.graph.search import cjk, tokens
 
 
 def distinct_words(doc: str) -> list[str]:
@@ -19,7 +19,7 @@ def distinct_words(doc: str) -> list[str]:
 def holds(words: list[str], flat: str, term: str) -> bool:
     """True when the document (its sorted words, its casefolded text) holds ``term`` as a word
     or the start of one (CJK: as a run of characters)."""
-    if CJK.search(term):
+    if cjk().search(term):
         return term in flat or term in flat.replace(" ", "")
     i = bisect_left(words, term)
     return i < len(words) and words[i].startswith(term)
@@ -36,7 +36,8 @@ class WordProbe:
 
     def __init__(self, words: list[str]) -> None:
         self.words = words
-        self.plain = [w for w in words if not CJK.search(w)]
+        in_script = cjk().search
+        self.plain = [w for w in words if not in_script(w)]
         """In the order given; a CJK word is held only by a document with CJK text."""
         self.wanted = set(self.plain)
         self.longest_first = sorted(self.plain, key=len, reverse=True)
@@ -55,7 +56,7 @@ class WordProbe:
         holds fewer than ``at_least`` of them: a word held is in the casefolded text, and a
         test of that rules out most candidates of the duplicate hint without the pattern."""
         flat = doc.casefold()
-        if not flat.isascii() and CJK.search(flat):  # isascii is a flag: no scan
+        if not flat.isascii() and cjk().search(flat):  # isascii is a flag: no scan
             words = distinct_words(doc)
             return tuple(w for w in self.words if holds(words, flat, w))
         if not self.plain:

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from noon.graph.search import CJK, query_terms
+from noon.graph.search import cjk, query_terms
 from noon.store.readmodel import hybrid as fusion
 from noon.store.readmodel.apply import chunks
 from noon.store.readmodel.documents import quoted
@@ -323,7 +323,7 @@ class Search:
         out = set()
         unknown = set()
         for term in terms:
-            if len(term) < PREFIX_MIN or CJK.search(term) or not term.isalnum():
+            if len(term) < PREFIX_MIN or cjk().search(term) or not term.isalnum():
                 continue
             if self.conn.execute(
                 "SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT 1", (quoted(term),)
