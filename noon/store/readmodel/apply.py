@@ -259,24 +259,30 @@ class Transaction:
 
     def _load(self, texts: list[str]) -> dict[str, Element | None]:
         """The folded state of elements ``texts`` from every version stored, heads as full ops
-        (None: no version is left)."""
+        (None: no version is left). The versions this transaction added are the ops it holds:
+        only the others' rows are decoded (a catch-up's later chunks edit what earlier ones
+        folded, and the new version is most often the only head)."""
         if not texts:
             return {}
         by_id = {self.ids[kt]: kt for kt in texts}
+        keys = {eid: key_of(kt) for eid, kt in by_id.items()}
+        full: dict[OpId, Op] = {op.id: op for kt in texts for op in self.fresh.get(kt, ())}
         versions: dict[int, list[Op]] = {}
         marks = ",".join("?" * len(by_id))
         for eid, n, s, h, t, p in self.conn.execute(
             f"SELECT eid, node, seq, hlc, tomb, prev FROM ops WHERE eid IN ({marks})", list(by_id)
         ):
-            versions.setdefault(eid, []).append(skeleton(n, s, h, key_of(by_id[eid]), t, p))
+            op = full.get((n, s))
+            versions.setdefault(eid, []).append(
+                skeleton(n, s, h, keys[eid], t, p) if op is None else op
+            )
         out: dict[str, Element | None] = dict.fromkeys(texts)
         for eid, found in versions.items():
             el = Element(found[0])
             for op in found[1:]:
                 el.add(op)
             out[by_id[eid]] = el
-        heads = [i for el in out.values() if el is not None for i in el.heads]
-        full: dict[OpId, Op] = {}
+        heads = [i for el in out.values() if el is not None for i in el.heads if i not in full]
         for part in chunks(heads):
             pairs = ",".join("(?,?)" for _ in part)
             for row in self.conn.execute(
@@ -284,7 +290,7 @@ class Transaction:
                 "ON ops.node = wanted.column1 AND ops.seq = wanted.column2",
                 [x for op_id in part for x in op_id],
             ):
-                op = op_of(row[:-1], key_of(by_id[row[-1]]))
+                op = op_of(row[:-1], keys[row[-1]])
                 full[op.id] = op
         for settled in out.values():
             if settled is not None:

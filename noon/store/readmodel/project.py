@@ -70,7 +70,10 @@ class Projection:
         transaction writes them)."""
         self.conn = conn
         self.elements: list[tuple[Any, ...]] = []
-        """Rows of elements held before (written over their row)."""
+        """The state of elements held before (winner, deleted, heads; their id last), written
+        into their row: an ``UPDATE`` leaves the index on the key text alone, where replacing
+        the row took its entry out and put it back (45k held elements of a 1M-op read model:
+        0.31 CPU s replaced, 0.19-0.20 s updated)."""
         self.new_elements: list[tuple[Any, ...]] = []
         """Rows of elements that had none: a plain insert, which need not look for a row to
         replace first (a catch-up or a rebuild writes nearly all of them this way). The same
@@ -109,10 +112,14 @@ class Projection:
         """Store the element's state and what derives from it. ``fresh``: it had no row yet."""
         kind, ns = key[0], key[1]
         deleted = winner.val is None
-        (self.new_elements if fresh else self.elements).append(
-            (eid, kt, kind, ns, winner.node, winner.seq, winner.hlc, int(deleted), len(heads))
-        )
-        if not fresh:
+        if fresh:
+            self.new_elements.append(
+                (eid, kt, kind, ns, winner.node, winner.seq, winner.hlc, int(deleted), len(heads))
+            )
+        else:
+            self.elements.append(
+                (winner.node, winner.seq, winner.hlc, int(deleted), len(heads), eid)
+            )
             self.unheaded.append((eid,))
         if len(heads) > 1:
             self.heads.extend((eid, n, s) for n, s in heads)
@@ -333,8 +340,8 @@ class Projection:
     def finish(self) -> None:
         c = self.conn
         # Rows in key order: a B-tree filled in order touches each page once.
-        for rows in (self.new_elements, self.elements):
-            rows.sort(key=lambda row: row[1])  # by key: the id of a new one only grows
+        self.new_elements.sort(key=lambda row: row[1])  # by key: the id of a new one only grows
+        self.elements.sort(key=lambda row: row[-1])
         for rows in (self.heads, self.placements, self.keywords, self.boot):
             rows.sort()
         for rows in (
@@ -346,7 +353,12 @@ class Projection:
             self.new_relations,
         ):
             rows.sort(key=_primary)
-        _insert(c, "elements", self.new_elements, self.elements)
+        c.executemany("INSERT INTO elements VALUES (?,?,?,?,?,?,?,?,?)", self.new_elements)
+        c.executemany(
+            "UPDATE elements SET w_node = ?, w_seq = ?, w_hlc = ?, deleted = ?, nheads = ? "
+            "WHERE id = ?",
+            self.elements,
+        )
         c.executemany("DELETE FROM heads WHERE eid = ?", self.unheaded)
         c.executemany("INSERT OR IGNORE INTO heads VALUES (?,?,?)", self.heads)
         self._unindex_rewritten()
