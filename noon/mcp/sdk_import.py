@@ -1,7 +1,7 @@
 """Import the MCP SDK's server side without what a server never runs.
 
 Every agent session starts a ``noon serve``, and the SDK's import is most of its first answer.
-Three parts of that import do nothing for a server:
+Four parts of that import do nothing for a server, or nothing until a client asks:
 
 - ``import mcp.server.lowlevel`` first runs ``mcp/__init__`` (the SDK's client, httpx,
   cryptography) and ``mcp/server/__init__`` (the high-level ``MCPServer`` and its resource
@@ -23,6 +23,9 @@ Three parts of that import do nothing for a server:
   anything uses one or calls that method, which loads the real modules and puts the real objects
   in the stand-ins' places, the method's defaults included (:func:`load_http_side`). noon's own
   HTTP server imports those modules itself.
+- ``mcp_types.methods`` imports the 2026-07-28 protocol era's ~200 wire models for its
+  per-version maps, which a client that negotiated an earlier version never reads: the era is
+  loaded when a 2026 row is first read (:mod:`noon.mcp.sdk_eras`).
 
 What the import leaves lives as long as the process, so it is then frozen (``gc.freeze``): the
 collector's full collections, which a session's large calls set off from time to time, no longer
@@ -30,7 +33,8 @@ walk it.
 
 Nothing here changes what goes on the wire: the server is the SDK's own, its modules' code and
 models unchanged; only when they are loaded moves. ``tests/test_cli_start.py`` holds the imports
-away, ``tests/mcp/test_sdk_import.py`` holds them to the SDK's behaviour.
+away, ``tests/mcp/test_sdk_import.py`` and ``tests/mcp/test_sdk_eras.py`` hold them to the SDK's
+behaviour.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from typing import Any
 
 from noon.codecache import compiled_once
 from noon.core.gcpause import paused
+from noon.mcp.sdk_eras import import_methods
 
 LAZY_PACKAGES = ("mcp", "mcp.server")
 """Packages whose ``__init__`` a server does not need (parents first)."""
@@ -310,16 +315,24 @@ def load_http_side() -> None:
                 setattr(module, name, value.real())
 
 
+@contextmanager
+def import_window() -> Iterator[None]:
+    """How the SDK's modules are imported: no cyclic collection meanwhile (the import leaves
+    some 58,000 tracked objects that live as long as the process, and the collections it would
+    set off, about 140, one of them over everything, would walk what is there so far to find
+    almost nothing), each text compiled once (entered first: entering the models' window imports
+    pydantic, whose core_schema types hold some 600 string annotations, 155 distinct texts), and
+    models built on first use."""
+    with paused(), compiled_once(), models_built_on_first_use():
+        yield
+
+
 def load_server_side() -> None:
     """Import the SDK modules a noon server uses, the lean way when nothing imported it before."""
     if not enter_packages():
         return
-    # Compiled once first: entering the models' window imports pydantic, whose core_schema types
-    # hold some 600 string annotations, 155 distinct texts: 470 compiles fewer.
-    # No cyclic collection meanwhile: the import leaves some 58,000 tracked objects that live as
-    # long as the process, and the collections it would set off (about 140, one of them over
-    # everything) would walk what is there so far to find almost nothing.
-    with paused(), compiled_once(), models_built_on_first_use():
+    with import_window():
+        import_methods(import_window)  # the 2026 protocol era on first use (noon.mcp.sdk_eras)
         with http_side_deferred():
             import mcp.server.lowlevel.server
         load_http_side_first(mcp.server.lowlevel.server)
