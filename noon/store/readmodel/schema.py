@@ -159,10 +159,11 @@ CHECKPOINT_PAGES = 1024
 the file (SQLite's automatic checkpoint, ``wal_autocheckpoint``), and the next writer starts it
 again from its first page: the bound the WAL keeps, a full disk included. That checkpoint runs
 inside the commit (with ``synchronous = NORMAL`` it syncs the WAL and the file), and so does the
-sync of the new WAL's header by the commit after it: every 256 pages, one small write in six
-paid them (1 to 10 ms on a busy disk). Moving the checkpoint to a thread of the process gained
-nothing over checkpointing less often (a write's commit begins before the thread's sync and
-copy are done, so the WAL starts again only at the bound; see bench/measured_apart.md)."""
+sync of the new WAL's header by the commit after it: every 256 pages, about one small write in
+six paid the first and the next one the second (an ``fdatasync`` of 3 ms on average on a busy
+disk). A thread of the process checkpointing off the writes' path measured no better than
+checkpointing less often: a write begins before the thread's syncs end, so the WAL still starts
+again mostly at the bound (bench/measured_apart.md, "A write's tail")."""
 WAL_KEPT = 2 * CHECKPOINT_PAGES * (4096 + 24)
 """Bytes of WAL file kept when the WAL starts again (``journal_size_limit``; past them the file
 is cut back): a WAL at :data:`CHECKPOINT_PAGES` and the commit that crossed them fit, so the file
