@@ -268,7 +268,8 @@ def first_answers(
         starts["noon before"] = lambda d: noon_client(d / "noon", code=before)
     out: dict[str, list[float]] = {name: [] for name in starts}
     cpu: dict[str, list[float]] = {name: [] for name in starts}
-    for start in starts.values():  # untimed: bytecode written, files in the page cache
+    # untimed: bytecode and noon's code cache (noon.codecache) written, files in the page cache
+    for start in starts.values():
         with tempfile.TemporaryDirectory() as tmp:
             first_answer(partial(start, Path(tmp)))
     for _ in range(rounds):

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from noon import logging_setup
+from noon.codecache import cache_file, compiled_once
 from noon.commands.terminal import visible
 from noon.core.gcpause import paused
 from noon.errors import NoonError
@@ -93,10 +94,12 @@ def _command_module(name: str) -> Any:
     """The command's module. A command's start imports it (``noon serve``'s is most of a new
     session's start): with the collector paused, as the MCP SDK's part already is
     (:mod:`noon.mcp.sdk_import`), the import's young collections walk nothing; what it leaves
-    lives as long as the process and is then frozen out of the collector's reach."""
+    lives as long as the process and is then frozen out of the collector's reach. The text the
+    import compiles (dataclasses' methods, annotations) is compiled once and kept in the user's
+    cache directory for the next start (:mod:`noon.codecache`)."""
     if name in sys.modules:
         return sys.modules[name]
-    with paused():
+    with paused(), compiled_once(cache_file(name)):
         module = importlib.import_module(name)
         gc.freeze()
     return module

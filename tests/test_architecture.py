@@ -22,6 +22,7 @@ LAYER = {
     "noon.logging_setup": 2,
     "noon.net": 2,
     "noon.package": 2,
+    "noon.codecache": 2,
     "noon.graph": 3,
     "noon.kg": 3,
     "noon.store": 4,
@@ -77,12 +78,14 @@ ROWS: list[tuple[tuple[str, ...], str, str]] = [
             "noon.logging_setup",
             "noon.net",
             "noon.package",
+            "noon.codecache",
         ),
         "node ids and shard file names; a program's settings as one table (variable, "
         "flag, type, default, help) that the code reads and the docs are generated from "
         "(`setting`); settings from flags and `NOON_*` (one source for every command); "
         "rate-limited logging; what counts as loopback; noon's own installed version "
-        "(`package`)",
+        "(`package`); text libraries compile at import, compiled once and kept between "
+        "processes (`codecache`)",
         "layers 0–1, each other (`config` uses `names` and `setting`, `logging_setup` uses "
         "`config`)",
     ),

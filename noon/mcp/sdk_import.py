@@ -12,7 +12,8 @@ Three parts of that import do nothing for a server:
 - The protocol's ~550 pydantic models each build their validator as their class is defined; a
   session uses a few dozen. Defined under ``defer_build``, a model (and a type adapter) builds the
   same validator from the same definition the first time it is used; meanwhile each distinct
-  annotation text is compiled once (:func:`annotations_compiled_once`).
+  text compiled (an annotation, a dataclass's method) is compiled once
+  (:func:`noon.codecache.compiled_once`; ``noon serve`` keeps the code between processes).
 
 - The SDK's low-level server module binds names from its HTTP side at import (starlette's
   application and routing, its auth routes, the streamable-HTTP manager, which loads
@@ -40,11 +41,13 @@ import importlib
 import importlib.util
 import sys
 import threading
-import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FunctionType, ModuleType
 from typing import Any
+
+from noon.codecache import compiled_once
+from noon.core.gcpause import paused
 
 LAZY_PACKAGES = ("mcp", "mcp.server")
 """Packages whose ``__init__`` a server does not need (parents first)."""
@@ -154,48 +157,6 @@ def _rebuilt_on_first_use(rebuild: Any) -> Any:
         )
 
     return model_rebuild
-
-
-@contextmanager
-def annotations_compiled_once() -> Iterator[None]:
-    """Each string annotation compiled once, however many fields carry it.
-
-    pydantic evaluates a model's string annotations through ``typing.ForwardRef``, which compiles
-    its text anew each time: the SDK's models hold about 2,400 of them, 340 distinct. A code
-    object does not change once compiled, so one per text serves every field that has it."""
-    compiled: dict[tuple[Any, ...], Any] = {}
-
-    def compile_once(source: Any, filename: Any, mode: str, *args: Any, **kwargs: Any) -> Any:
-        if not isinstance(source, str) or args or kwargs:
-            return compile(source, filename, mode, *args, **kwargs)
-        key = (source, filename, mode)
-        code = compiled.get(key)
-        if code is None:
-            code = compiled[key] = compile(source, filename, mode)
-        return code
-
-    if hasattr(typing, "compile"):  # not the typing this was written against: leave it be
-        yield
-        return
-    typing.compile = compile_once  # type: ignore[attr-defined]  # shadows the builtin for typing
-    try:
-        yield
-    finally:
-        del typing.compile  # type: ignore[attr-defined]
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside: the SDK's import leaves some 58,000 tracked objects
-    that live as long as the process, and the collections it would set off meanwhile (about 140,
-    one of them over everything) walk what is there so far to find almost nothing."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 HTTP_SIDE_USER = "mcp.server.lowlevel.server"
@@ -353,9 +314,12 @@ def load_server_side() -> None:
     """Import the SDK modules a noon server uses, the lean way when nothing imported it before."""
     if not enter_packages():
         return
-    # Annotations first: entering the models' window imports pydantic, whose core_schema types
+    # Compiled once first: entering the models' window imports pydantic, whose core_schema types
     # hold some 600 string annotations, 155 distinct texts: 470 compiles fewer.
-    with collector_paused(), annotations_compiled_once(), models_built_on_first_use():
+    # No cyclic collection meanwhile: the import leaves some 58,000 tracked objects that live as
+    # long as the process, and the collections it would set off (about 140, one of them over
+    # everything) would walk what is there so far to find almost nothing.
+    with paused(), compiled_once(), models_built_on_first_use():
         with http_side_deferred():
             import mcp.server.lowlevel.server
         load_http_side_first(mcp.server.lowlevel.server)

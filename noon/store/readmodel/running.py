@@ -9,6 +9,11 @@ worker waits for none to run before each piece of its batch and before it takes 
 lock to store the batch (:meth:`Running.wait_quiet`): a search that starts meanwhile shares
 the machine with at most the piece under way (:data:`~.vectorizer.PIECE` texts, a few
 milliseconds), and the backlog goes on between searches.
+
+The model's load waits the same way, up to :data:`~.embedder.QUIET_S`
+(:meth:`Running.quiet_within`): the first search of a session asks for the model and ranks by
+words meanwhile, and the load (numpy's import, the tokenizer, the weights) beside it made it
+2 to 3 times as long.
 """
 
 from __future__ import annotations
@@ -50,16 +55,25 @@ class Running:
 
     def wait_quiet(self) -> bool:
         """Return once no search runs; whether it had to wait."""
+        return self._wait(None)[0]
+
+    def quiet_within(self, timeout: float) -> bool:
+        """Return once no search runs (True), or once ``timeout`` seconds passed with one
+        still running (False)."""
+        return self._wait(timeout)[1]
+
+    def _wait(self, timeout: float | None) -> tuple[bool, bool]:
+        """Whether it had to wait, and whether no search runs now."""
         with self._cond:
             if not self._running:
-                return False
+                return False, True
             self.waiting += 1
             self._cond.notify_all()
             try:
-                self._cond.wait_for(lambda: not self._running)
+                quiet = self._cond.wait_for(lambda: not self._running, timeout)
             finally:
                 self.waiting -= 1
-            return True
+            return True, quiet
 
     def changed(self, until: Callable[[], bool], timeout: float) -> bool:
         """Wait until ``until()`` holds, told by each change of :attr:`waiting` or of the
