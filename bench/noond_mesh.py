@@ -33,7 +33,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.core import generate
-from bench.floors import sdk_import
+from bench.floors import sdk_import, sdk_server_import
 from bench.kg_latency import noon_client
 from bench.propagation import Arrivals, Proxies, Writers
 from bench.stats import (
@@ -260,19 +260,21 @@ def read_model_holds(directory: Path, want: dict[str, int]) -> bool:
 
 
 def first_session(directory: Path, node: str) -> dict[str, Any]:
-    """A new ``noon serve`` session's first answer (process start to a search_memory answer),
-    and whether it had to fold anything first (the read model's generation moved)."""
+    """A new ``noon serve`` session's first answer (process start to a search_memory answer)
+    and the CPU its threads had used by then, and whether it had to fold anything first (the
+    read model's generation moved)."""
     before = read_model_state(directory)
     t0 = time.perf_counter()
     client = noon_client(directory, fsync=False, node=node, tools="uri", timeout=900)
     try:
         answer = client.call("search_memory", {"query": "memory text", "limit": 5})
         seconds = time.perf_counter() - t0
+        cpu = sched_seconds(client.proc.pid)["on_cpu"]
     finally:
         client.close()
     if answer.get("isError") or not answer["structuredContent"]["results"]:
         raise RuntimeError(f"the first session found nothing: {str(answer)[:300]}")
-    return {"s": seconds, "folded": read_model_state(directory) != before}
+    return {"s": seconds, "cpu_s": cpu, "folded": read_model_state(directory) != before}
 
 
 def signed_store(directory: Path, pki: Pki, ops: int) -> dict[str, int]:
@@ -395,8 +397,10 @@ def catch_up(
         return {
             "readmodel_s": folded,
             "first_session_s": session["s"],
+            "first_session_cpu_s": session["cpu_s"],
             "first_session_folded": session["folded"],
             "session_floor_s": sdk_import(),
+            "session_server_floor_s": sdk_server_import(),
             "ops": ops,
             "s": elapsed,
             "startup_s": healthy,

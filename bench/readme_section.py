@@ -30,8 +30,13 @@ ANCHORS = [
     "(`@modelcontextprotocol/server-memory`, node) on the very `memory.jsonl` that `noon import` "
     "turned into noon's store; it reads the whole file on every call and keeps nothing between "
     "calls, so its first answer is node's start plus one read of the file.",
-    "**Python start + MCP SDK import**: a fresh Python importing the MCP SDK's server and "
-    "nothing else; no Python MCP server answers sooner.",
+    "**Python start + MCP SDK import**: a fresh Python running `import mcp.server.lowlevel` "
+    "and nothing else: the SDK as published, whose package `__init__` imports its client side "
+    "too. `noon serve` imports less of it (`noon/mcp/sdk_import.py`), so a session can answer "
+    "below this line.",
+    "**Python start + the SDK's server side, as noon serve imports it**: a fresh Python running "
+    "`noon.mcp.sdk_import.load_server_side()` and nothing else (neither the SDK's client nor "
+    "its HTTP side): no session of noon answers sooner.",
     "**JSON decode of the same file / shard**: reading the bytes and decoding each line with "
     "orjson, as ops per second; anything that looks at every op is slower.",
     "**idle refresh / the same call, nothing new**: the same read when no shard grew (one "

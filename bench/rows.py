@@ -64,6 +64,7 @@ def store_rows(raw: dict[str, Any]) -> list[Row]:
 
 
 SDK_FLOOR = "Python start + MCP SDK import"
+SDK_SERVER_FLOOR = "Python start + the SDK's server side, as noon serve imports it"
 OFFICIAL_SAME = "official server, same graph"
 
 
@@ -388,6 +389,19 @@ def mesh_rows(raw: dict[str, Any]) -> list[Row]:
             anchor="Python start + MCP SDK import",
             anchor_value=cu["session_floor_s"],
         ),
+    ]
+    if "session_server_floor_s" in cu:  # runs since 2026-12-07
+        rows.append(
+            Row(
+                "mesh",
+                "  the same, against its server side alone",
+                "s",
+                cu["first_session_s"],
+                anchor=SDK_SERVER_FLOOR,
+                anchor_value=cu["session_server_floor_s"],
+            )
+        )
+    rows += [
         Row(
             "mesh",
             "  catch-up wire bytes per op",

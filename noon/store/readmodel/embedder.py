@@ -40,7 +40,7 @@ QUIET_S = 5.0
 """How long the load waits for the searches running to end before it loads beside them (said in
 the log): a search at 1M operations takes a fraction of a second; one running longer is rare
 (a machine far too busy, a stream of searches that never pauses) and the model's load, about
-0.4 s of CPU, is then a small share of it, where never loading would leave search lexical."""
+a second of CPU, is then a small share of it, where never loading would leave search lexical."""
 REMEMBERED = 256
 """Query embeddings kept per process, the most recently asked: an agent asks the same
 question again (a search retried, a context recalled twice) and then pays nothing for it."""
@@ -98,9 +98,9 @@ class Embedder:
     def load_in_background(self) -> None:
         """Start loading (a second or more: the weights are 65 MB) without waiting for it, once
         no search runs (at most :data:`QUIET_S` later): the search asking for it ranks by words,
-        and loading beside it (numpy's import and the weights, about 0.4 s of CPU, the
-        interpreter held most of it) made the first search of a new session at 1M ops 2 to 5
-        times as long."""
+        and loading beside it (numpy's import 0.1 s of CPU, the tokenizer's vocabulary read in
+        Python 0.5 s, the weights 0.4 s) made the first search of a new session at 1M ops 2 to
+        3 times as long."""
         with self._starting:
             if self._loading is not None or self._model is not None or self.failure:
                 return

@@ -12,8 +12,8 @@ milliseconds), and the backlog goes on between searches.
 
 The model's load waits the same way, up to :data:`~.embedder.QUIET_S`
 (:meth:`Running.quiet_within`): the first search of a session asks for the model and ranks by
-words meanwhile, and the load (numpy's import and the weights) beside it had made it several
-times as long.
+words meanwhile, and the load (numpy's import, the tokenizer, the weights) beside it made it
+2 to 3 times as long.
 """
 
 from __future__ import annotations

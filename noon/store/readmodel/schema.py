@@ -154,6 +154,23 @@ the default and 1.12-1.16 s with 4 MiB (8 and 16 MiB gain nothing more). Only a 
 writing that much holds it: a catch-up, a rebuild, an import."""
 
 
+CHECKPOINT_PAGES = 1024
+"""WAL pages (about 4 MiB) after which the commit that took the WAL past them copies it back into
+the file (SQLite's automatic checkpoint, ``wal_autocheckpoint``), and the next writer starts it
+again from its first page: the bound the WAL keeps, a full disk included. That checkpoint runs
+inside the commit (with ``synchronous = NORMAL`` it syncs the WAL and the file), and so does the
+sync of the new WAL's header by the commit after it: every 256 pages, about one small write in
+six paid the first and the next one the second (an ``fdatasync`` of 3 ms on average on a busy
+disk). A thread of the process checkpointing off the writes' path measured no better than
+checkpointing less often: a write begins before the thread's syncs end, so the WAL still starts
+again mostly at the bound (bench/measured_apart.md, "A write's tail")."""
+WAL_KEPT = 2 * CHECKPOINT_PAGES * (4096 + 24)
+"""Bytes of WAL file kept when the WAL starts again (``journal_size_limit``; past them the file
+is cut back): a WAL at :data:`CHECKPOINT_PAGES` and the commit that crossed them fit, so the file
+is reused rather than cut back and grown again each time (an ``ftruncate`` of about 1.3 ms on a
+write's path at 4 MiB)."""
+
+
 class Damaged(Exception):
     """The file cannot be trusted: it is rebuilt from the shards."""
 
@@ -201,8 +218,8 @@ def _configure(conn: sqlite3.Connection, shards: Path | None) -> None:
     conn.execute("PRAGMA busy_timeout = 600000")
     conn.execute("PRAGMA cache_size = -16000")
     conn.execute("PRAGMA temp_store = MEMORY")  # reads need no disk space: a full disk serves
-    conn.execute("PRAGMA wal_autocheckpoint = 256")  # about 1 MiB of WAL between checkpoints
-    conn.execute("PRAGMA journal_size_limit = 4194304")  # and the file cut back after one
+    conn.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES}")
+    conn.execute(f"PRAGMA journal_size_limit = {WAL_KEPT}")
 
 
 @contextmanager
