@@ -47,16 +47,10 @@ pytestmark = pytest.mark.integration
 
 
 def _maps(how: str) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-c", MAPS, how],
-        env=subprocess_env(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
+    out = subprocess.check_output(
+        [sys.executable, "-c", MAPS, how], env=subprocess_env(), cwd=ROOT, text=True, timeout=60
     )
-    result: dict[str, object] = json.loads(done.stdout)
+    result: dict[str, object] = json.loads(out)
     return result
 
 
