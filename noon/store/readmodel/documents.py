@@ -178,8 +178,7 @@ def refresh(conn: sqlite3.Connection, dirty: Dirty) -> None:
     for ns, name in sorted(dirty.entities):
         by_ns.setdefault(ns, []).append(name)
     for ns, names in by_ns.items():
-        for start in range(0, len(names), BULK):
-            _entity_documents(conn, ns, names[start : start + BULK], dirty.new_entities)
+        _entities(conn, ns, names, dirty.new_entities)
 
 
 def _memories(conn: sqlite3.Connection, ns: str, nodes: set[str], moved: set[str]) -> None:
@@ -280,34 +279,52 @@ def entity_texts(conn: sqlite3.Connection, ns: str, name: str) -> tuple[int, lis
     return eid, [name, etype, *observations]
 
 
-def _entity_documents(
+def _entities(
     conn: sqlite3.Connection, ns: str, names: list[str], new: set[tuple[str, str]]
 ) -> None:
-    """What :func:`entity_texts` gives, for many entities in two queries, written as their
-    documents (a catch-up or an import rebuilds tens of thousands); the documents of those not
-    ``new`` are taken out first."""
-    marks = ",".join("?" * len(names))
-    rows = conn.execute(
-        f"SELECT name, id, type, after FROM entities INDEXED BY {ENTITIES_BY_NAME} "
-        f"WHERE ns = ? AND name IN ({marks})",
-        (ns, *names),
-    ).fetchall()
-    if not rows:
-        return
-    texts: dict[str, list[str]] = {name: [name, etype] for name, _, etype, _ in rows}
-    after = {name: since for name, _, _, since in rows}
-    for entity, text, stamp in conn.execute(
-        f"SELECT entity, {OBS_TEXT}, w_hlc FROM observations "
-        f"WHERE ns = ? AND entity IN ({marks}) ORDER BY entity, w_hlc, w_node, w_seq",
-        (ns, *names),
-    ):
-        if entity in after and stamp > after[entity]:
-            texts[entity].append(text)
-    ids = sorted((eid, name) for name, eid, _, _ in rows)
+    """Rebuild the documents of the entities ``names`` (those still live), in the order of their
+    row ids, as :func:`_memories` does and for the same reason: a fold's last transaction
+    writes the documents of every entity its transactions touched, and in the order of their
+    names the row ids of entities two transactions numbered alternate. The documents of those
+    not ``new`` are taken out first."""
+    ids: list[tuple[int, str]] = []
+    for start in range(0, len(names), BULK):
+        part = names[start : start + BULK]
+        marks = ",".join("?" * len(part))
+        ids.extend(
+            conn.execute(
+                f"SELECT id, name FROM entities INDEXED BY {ENTITIES_BY_NAME} "
+                f"WHERE ns = ? AND name IN ({marks})",
+                (ns, *part),
+            )
+        )
+    ids.sort()
     conn.executemany(
         "DELETE FROM entity_fts WHERE rowid = ?",
         [(eid,) for eid, name in ids if (ns, name) not in new],
     )
+    for start in range(0, len(ids), BULK):
+        _entity_documents(conn, ns, ids[start : start + BULK])
+
+
+def _entity_documents(conn: sqlite3.Connection, ns: str, ids: list[tuple[int, str]]) -> None:
+    """What :func:`entity_texts` gives, for the entities ``ids`` (row id and name, ascending;
+    none has a document now) in two queries, written as their documents."""
+    marks = ",".join("?" * len(ids))
+    texts: dict[str, list[str]] = {}
+    after: dict[str, int] = {}
+    for name, etype, since in conn.execute(
+        f"SELECT name, type, after FROM entities WHERE id IN ({marks})", [i for i, _ in ids]
+    ):
+        texts[name] = [name, etype]
+        after[name] = since
+    for entity, text, stamp in conn.execute(
+        f"SELECT entity, {OBS_TEXT}, w_hlc FROM observations "
+        f"WHERE ns = ? AND entity IN ({marks}) ORDER BY entity, w_hlc, w_node, w_seq",
+        (ns, *(name for _, name in ids)),
+    ):
+        if stamp > after[entity]:
+            texts[entity].append(text)
     conn.executemany(
         "INSERT INTO entity_fts (rowid, doc) VALUES (?, ?)",
         [(eid, entity_document(texts[name])) for eid, name in ids],
