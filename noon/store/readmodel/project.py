@@ -136,7 +136,7 @@ class Projection:
         elif kind == ENTITY:
             self._entity(key, winner)
             if fresh:
-                self.docs.new_entities.add((ns, key[2]))
+                self.docs.new_entities[ns].add(key[2])
         elif kind == OBS:
             self._obs(key, winner, fresh=fresh)
         elif kind == REL:
@@ -189,7 +189,7 @@ class Projection:
         self.memories.append(
             (ns, node, int(winner.val is None), text, winner.node, winner.seq, winner.hlc)
         )
-        self.docs.memories.add((ns, node))
+        self.docs.memories[ns].add(node)
 
     def _unplace(self, key: Key) -> None:
         _, ns, parent, name = key
@@ -201,7 +201,7 @@ class Projection:
             "WHERE ns = ? AND parent = ? AND key_name = ?",
             (ns, parent, name),
         ).fetchall():
-            self.docs.moved.add((ns, child))
+            self.docs.moved[ns].add(child)
         self.conn.execute(
             "DELETE FROM placements WHERE ns = ? AND parent = ? AND key_name = ?",
             (ns, parent, name),
@@ -215,7 +215,7 @@ class Projection:
             self.placements.append(
                 (ns, parent, pl.name, name, pl.child, pl.priority, pl.disclosure)
             )
-            self.docs.moved.add((ns, pl.child))
+            self.docs.moved[ns].add(pl.child)
 
     def _keyword(self, key: Key, deleted: bool) -> None:
         _, ns, keyword, node = key
@@ -227,7 +227,7 @@ class Projection:
         else:
             self.keywords.append((ns, keyword, node))
         self.glossaries.add(ns)
-        self.docs.memories.add((ns, node))
+        self.docs.memories[ns].add(node)
 
     def _boot(self, key: Key, deleted: bool) -> None:
         _, ns, node = key
@@ -240,7 +240,7 @@ class Projection:
 
     def _entity(self, key: Key, winner: Op | None) -> None:
         _, ns, name = key
-        self.docs.entities.add((ns, name))
+        self.docs.entities[ns].add(name)
         if winner is None or winner.val is None:
             row = self.conn.execute(
                 "SELECT id FROM entities WHERE ns = ? AND name = ?", (ns, name)
@@ -264,7 +264,7 @@ class Projection:
 
     def _obs(self, key: Key, winner: Op | None, *, fresh: bool = False) -> None:
         _, ns, entity, obs, slot = key
-        self.docs.entities.add((ns, entity))
+        self.docs.entities[ns].add(entity)
         if winner is None or winner.val is None:
             self.conn.execute(
                 "DELETE FROM observations WHERE ns = ? AND entity = ? AND obs = ? AND slot = ?",
