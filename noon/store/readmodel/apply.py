@@ -266,7 +266,11 @@ class Transaction:
             return {}
         by_id = {self.ids[kt]: kt for kt in texts}
         keys = {eid: key_of(kt) for eid, kt in by_id.items()}
-        full: dict[OpId, Op] = {op.id: op for kt in texts for op in self.fresh.get(kt, ())}
+        # Not those of an element that lost versions: an op taken out and added again in this
+        # transaction (under this element or another) would have two ops under one identity.
+        full: dict[OpId, Op] = {
+            op.id: op for kt in texts if kt not in self.touched for op in self.fresh.get(kt, ())
+        }
         versions: dict[int, list[Op]] = {}
         marks = ",".join("?" * len(by_id))
         for eid, n, s, h, t, p in self.conn.execute(
