@@ -12,10 +12,11 @@ back and compiles only the texts it does not find there.
 A code object is what compiling its text with this Python gives (the same file name, mode and
 flags: none inherited, as ``dataclasses`` and ``typing`` have no ``__future__`` import); the
 functions and annotations built from it are the same. The file is named by the interpreter's
-bytecode tag and magic number, read only when this user owns it and nobody else may write it,
-and rewritten (whole, atomically) with just the texts the last import used whenever it found one
-missing; where ``PYTHONDONTWRITEBYTECODE`` (``python -B``) asks for no bytecode files, it is
-read but not written. A file that cannot be read or written only costs the compiling.
+bytecode tag, magic number and optimization level, read only when this user owns it and nobody
+else may write it, and rewritten (whole, atomically) with just the texts the last import used
+whenever it found one missing; where ``PYTHONDONTWRITEBYTECODE`` (``python -B``) asks for no
+bytecode files, it is read but not written. A file that cannot be read or written only costs
+the compiling.
 """
 
 from __future__ import annotations
@@ -97,8 +98,9 @@ def compiled_once(path: Path | None = None) -> Iterator[None]:
 
 def cache_file(name: str, env: Mapping[str, str] = os.environ) -> Path | None:
     """Where the code of ``name``'s import is kept: the user's cache directory
-    (``$XDG_CACHE_HOME``, else ``~/.cache``), ``noon/``, a file per import and interpreter;
-    None where there is no such directory or no bytecode tag."""
+    (``$XDG_CACHE_HOME``, else ``~/.cache``), ``noon/``, a file per import, interpreter and
+    optimization level (``python -O`` compiles asserts away); None where there is no such
+    directory or no bytecode tag."""
     tag = sys.implementation.cache_tag
     base = env.get("XDG_CACHE_HOME", "")
     if not os.path.isabs(base):  # unset, empty or relative: the spec says to ignore it
@@ -108,7 +110,8 @@ def cache_file(name: str, env: Mapping[str, str] = os.environ) -> Path | None:
         base = os.path.join(home, ".cache")
     if tag is None:
         return None
-    return Path(base, "noon", f"{name}.{tag}-{MAGIC_NUMBER.hex()}.code")
+    optimized = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""  # as a .pyc's name
+    return Path(base, "noon", f"{name}.{tag}-{MAGIC_NUMBER.hex()}{optimized}.code")
 
 
 def read(path: Path) -> dict[Key, CodeType]:

@@ -144,6 +144,19 @@ def test_the_file_sits_in_the_users_cache_directory() -> None:
     assert cache_file("m", {}) is None
 
 
+@pytest.mark.integration
+def test_python_o_keeps_its_code_apart() -> None:
+    """``python -O`` compiles asserts away: its code is kept in a file of its own."""
+    env = subprocess_env(HOME="/home/u")
+    env.pop("XDG_CACHE_HOME", None)
+    where = "from noon.codecache import cache_file; print(cache_file('m'))"
+    plain, optimized = (
+        subprocess.check_output([sys.executable, *flag, "-c", where], env=env, cwd=ROOT, text=True)
+        for flag in ([], ["-O"])
+    )
+    assert optimized.strip() == plain.strip().replace(".code", ".opt-1.code") != plain.strip()
+
+
 SERVE_HELP = """
 import sys
 from noon.cli import main
