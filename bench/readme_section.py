@@ -53,8 +53,8 @@ MISSES: list[tuple[str, str]] = [
         "new session's first answer",
         "a new `noon serve` is a Python process: its start and the MCP SDK's import (the floor) "
         "already cost more than node's whole first answer; the rest is noon's own imports (the "
-        "parsers of every subcommand, the tools' models) and opening the read model, which does "
-        "not grow with the store.",
+        "store, the tools' models) and opening the read model, which does not grow with the "
+        "store.",
     ),
     (
         "RSS",
