@@ -380,7 +380,7 @@ class ShardReader:
         try:
             st = os.fstat(fd)
             result.size = st.st_size
-            if st.st_ino != self.inode or st.st_size < self.offset:
+            if st.st_ino != self.inode or st.st_size < self.offset or self._regrown(fd, st):
                 result.rewritten = self.inode != -1
                 self.inode, self.offset, self.line, self.tail_mark = st.st_ino, 0, 0, b""
             end = st.st_size if max_bytes is None else min(st.st_size, self.offset + max_bytes)
@@ -389,6 +389,18 @@ class ShardReader:
         finally:
             os.close(fd)
         return result
+
+    def _regrown(self, fd: int, st: os.stat_result) -> bool:
+        """Whether the file grew past ``offset`` with other bytes before it than those read: an
+        append that fails on a full disk is truncated back (:func:`append_all`), and a reader
+        may have read its lines meanwhile; if the file then grows past ``offset`` again before
+        the next poll (the same ops, or stubs where a collection took them), neither its inode
+        nor its size says so. One ``pread`` of the bytes before ``offset``, only when there is
+        something new to read."""
+        if st.st_size <= self.offset or not self.tail_mark:
+            return False
+        start = self.offset - len(self.tail_mark)
+        return os.pread(fd, len(self.tail_mark), start) != self.tail_mark
 
     def _read(self, fd: int, size: int, result: Poll) -> None:
         pos = self.offset

@@ -144,3 +144,43 @@ def test_the_atomic_writer_replaces_a_link_and_keeps_the_mode(tmp_path: Path):
     assert not link.is_symlink() and link.read_bytes() == b"new content"
     assert stat.S_IMODE(link.stat().st_mode) == 0o600
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_reader_sees_lines_truncated_away_and_written_again_as_a_rewrite(tmp_path: Path):
+    """An append that fails on a full disk is truncated back, and a reader may have read its
+    lines meanwhile. When the file has grown past the reader again before its next poll, with
+    other bytes (a collection left stubs where the ops were), neither the inode nor the size
+    says so: the reader must read the file again from the start, not go on from its offset."""
+    path = tmp_path / "n1.jsonl"
+    first = line("n1", 1) + b"\n"
+    path.write_bytes(first + line("n1", 2) + b"\n" + line("n1", 3) + b"\n")
+    reader = ShardReader(path)
+    assert [op.seq for op in reader.poll().ops] == [1, 2, 3]
+    inode = os.stat(path).st_ino
+
+    os.truncate(path, len(first))  # the failed append taken back
+    again = [
+        encode(
+            node="n1",
+            seq=seq,
+            hlc=(1_700_000_000_000 << 16) + seq,
+            el=("content", "default", f"e{seq}"),
+            val={"text": "written again, longer than before"},
+        )
+        for seq in (2, 3, 4)
+    ]
+    with open(path, "ab") as f:
+        f.write(b"\n".join(again) + b"\n")
+    assert os.stat(path).st_ino == inode  # nothing but the bytes tells the two files apart
+
+    polled = reader.poll()
+    assert polled.rewritten
+    assert [(op.seq, op.val) for op in polled.ops] == [(1, {"text": "t"})] + [
+        (seq, {"text": "written again, longer than before"}) for seq in (2, 3, 4)
+    ]
+
+    with open(path, "ab") as f:  # a plain append after it is no rewrite
+        f.write(line("n1", 5) + b"\n")
+    polled = reader.poll()
+    assert not polled.rewritten
+    assert [op.seq for op in polled.ops] == [5]
