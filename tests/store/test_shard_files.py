@@ -26,13 +26,13 @@ from noon.store.shard import (
 )
 
 
-def line(node: str, seq: int, bat: int | None = None) -> bytes:
+def line(node: str, seq: int, bat: int | None = None, text: str = "t") -> bytes:
     return encode(
         node=node,
         seq=seq,
         hlc=(1_700_000_000_000 << 16) + seq,
         el=("content", "default", f"e{seq}"),
-        val={"text": "t"},
+        val={"text": text},
         bat=bat,
     )
 
@@ -159,16 +159,7 @@ def test_a_reader_sees_lines_truncated_away_and_written_again_as_a_rewrite(tmp_p
     inode = os.stat(path).st_ino
 
     os.truncate(path, len(first))  # the failed append taken back
-    again = [
-        encode(
-            node="n1",
-            seq=seq,
-            hlc=(1_700_000_000_000 << 16) + seq,
-            el=("content", "default", f"e{seq}"),
-            val={"text": "written again, longer than before"},
-        )
-        for seq in (2, 3, 4)
-    ]
+    again = [line("n1", seq, text="written again, longer than before") for seq in (2, 3, 4)]
     with open(path, "ab") as f:
         f.write(b"\n".join(again) + b"\n")
     assert os.stat(path).st_ino == inode  # nothing but the bytes tells the two files apart
